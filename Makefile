@@ -1,0 +1,32 @@
+# The two commands of the quick start:
+#   make book   [PROFILE=smoke|quick|paper]   execute every notebook and build _build/html
+#   make test                                 run pytest (includes every notebook under smoke
+#                                             and a headless-Chromium check of the built book)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PROFILE ?= quick
+
+.PHONY: book test venv browser clean
+
+# Create .venv if missing; reinstall when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/sst book --profile $(PROFILE)
+
+# Headless Chromium and its driver for the browser test (Debian packages).
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || tools/install_chromium.sh
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf _build notebooks/*.ipynb results/smoke results/quick

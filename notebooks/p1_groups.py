@@ -1,0 +1,165 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Groups and state tracking
+#
+# Both papers ask what a recurrent model can *track*. The error-control paper
+# {cite}`chung2026errorcontrol` uses the cleanest such task there is: read a word
+# $x_1 x_2 \cdots x_L$ of elements of a finite group $G$ and, after every token, output the
+# running product
+#
+# $$
+# g_t = x_1 \cdot x_2 \cdots x_t, \qquad g_t = g_{t-1}\cdot x_t,\quad g_0 = e .
+# $$
+#
+# The state $g_t$ is one of $|G|$ symbols, and every token moves it deterministically, so a
+# model that tracks the state for 60 tokens has learned a finite automaton that should work
+# for any length. Whether it *does* at length 1000 is the subject of Paper 1. This chapter
+# builds the task: the groups as multiplication tables (`sst_core.groups`), the words
+# and their running products (`sst_core.tasks.tracking`), and one measurement that
+# shows why $S_3$ is harder than $C_6$.
+
+# %% tags=["parameters", "remove-cell"]
+# Papermill parameters: `profile`, and None = take the profile's value.
+profile = "quick"
+seed = None
+n_words = None
+word_length = None
+
+# %%
+from sst_core import config
+
+P = config.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
+print(f"{P.scale('n_words', 'word_length', 'seed')}; {P.description}")
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+from sst_core import experiments, plots
+from sst_core.groups import get_group
+from sst_core.reports import groups_table
+from sst_core.tasks.tracking import sample, vocabulary
+
+# %% [markdown]
+# ## Groups as multiplication tables
+#
+# `sst_core.groups.get_group` builds $C_n$ (cyclic), $D_n$ (dihedral), $S_n$
+# (symmetric), $A_n$ (alternating) and direct products such as `C2xS3`. A group is its
+# *Cayley table*: `table[a, b]` is the index of $a\cdot b$, and index 0 is the identity.
+# Permutations are composed right to left, $(a\cdot b)(i) = a(b(i))$: apply $b$ first. This
+# one convention is used by the data, the diagnostics and the state-preserving words of the
+# later chapters.
+
+# %%
+C2, C6, S3 = (get_group(name) for name in ("C2", "C6", "S3"))
+for g in (C2, C6, S3):
+    print(f"{g.name}: order {g.order}, elements {list(g.elements)}, "
+          f"generators {[g.elements[i] for i in g.generators]}")
+fig = plots.fig_cayley([C2, C6, S3])
+plt.show()
+
+# %% [markdown]
+# The tables of $C_2$ and $C_6$ are symmetric about the diagonal: $a\cdot b=b\cdot a$ for
+# every pair, the groups are *abelian*. The table of $S_3$ is not. Its two generators, the
+# transposition $s=(0\,1)$ and the rotation $r=(0\,1\,2)$, do not commute:
+
+# %%
+s, r = S3.index("(0 1)"), S3.index("(0 1 2)")
+sr, rs = S3.multiply(s, r), S3.multiply(r, s)
+print(f"s*r = {S3.elements[sr]},  r*s = {S3.elements[rs]}")
+glue("s3_sr", S3.elements[sr], display=False)
+glue("s3_rs", S3.elements[rs], display=False)
+
+# %% [markdown]
+# ## Words and their running products
+#
+# `sst_core.tasks.tracking.sample` draws words whose tokens are group element indices,
+# uniformly from a vocabulary, and returns the running product at every position. The
+# vocabulary `"generators"` is the identity plus the generators (so parity is not a fixed
+# input); `"all"` is every element. Here is one $S_3$ word:
+
+# %%
+tokens, states = sample(S3, n=1, length=10, tokens="generators", seed=P.seed)
+rows = ["| t | token $x_t$ | state $g_t$ |", "|---|---|---|"]
+rows += [f"| {t + 1} | `{S3.elements[x]}` | `{S3.elements[g]}` |"
+         for t, (x, g) in enumerate(zip(tokens[0], states[0]))]
+display(Markdown("\n".join(rows)))
+
+# %% [markdown]
+# ## Why $S_3$ is order-sensitive and $C_6$ is not
+#
+# In an abelian group the product of a word does not depend on the order of its tokens:
+# the state after $t$ tokens is fixed by *how many* of each token were read, so a model may
+# count instead of composing. In $S_3$, {glue:text}`s3_sr` $= s\cdot r \neq r\cdot s =$
+# {glue:text}`s3_rs`, and the model must apply every token in turn. We measure this on
+# sampled words: swap two adjacent tokens at a random position and check whether the final
+# state changes. We also follow the distribution of $g_t$: how many tokens it takes for the
+# state to become uniform, that is, to forget where it started. Each group and vocabulary is
+# one run, stored as a record under `results/` (`sst_core.results`).
+
+# %%
+records = [experiments.run(cfg) for cfg in experiments.order_sensitivity_grid(P)]
+table = groups_table(P)
+display(table)
+
+by = {(r["config"]["group"], r["config"]["tokens"]): r["metrics"] for r in records}
+glue("c6_swap", by[("C6", "all")]["swap_changes"], display=False)
+glue("s3_swap", by[("S3", "all")]["swap_changes"], display=False)
+glue("s3_noncommuting", by[("S3", "all")]["noncommuting_pairs"], display=False)
+
+# %% [markdown]
+# With all six elements as tokens, a single adjacent swap changes the final state of
+# {glue:text}`s3_swap:.3f` of the $S_3$ words and {glue:text}`c6_swap:.3f` of the $C_6$ words;
+# exactly {glue:text}`s3_noncommuting:.3f` of the ordered pairs of $S_3$ elements do not
+# commute. The two $S_3$ shares agree up to sampling error, as they should: a swap of $a$ and
+# $b$ changes the product exactly when $ab \ne ba$, because the rest of the word carries the
+# difference to the end unchanged ($u\,ab\,w \ne u\,ba\,w$ whenever $ab \ne ba$, by
+# cancellation). In $C_6$ no swap ever matters.
+#
+# The next figure shows how fast each state distribution becomes uniform. With the
+# generators as tokens, $C_6$ is a lazy random walk on a 6-cycle and mixes slowly; $S_3$ mixes
+# within a few tokens. A model therefore cannot guess the state of a long word from its
+# length: it has to track it.
+
+# %%
+fig = plots.fig_mixing(records, P.scale("n_words", "word_length"))
+plt.show()
+
+# %% [markdown]
+# Move the slider (in a live notebook) to see the distribution of $g_t$ after $t$ tokens; the
+# static page shows $t = 2$.
+
+# %%
+import ipywidgets as widgets
+
+gen_records = [r for r in records if r["config"]["tokens"] == "generators"]
+
+
+def show_distribution(t=2):
+    plots.fig_state_distribution(gen_records, t, P.scale("n_words"))
+    plt.show()
+
+
+widgets.interact(show_distribution,
+                 t=widgets.IntSlider(value=2, min=1, max=P.word_length, step=1,
+                                     description="t"));
+
+# %% [markdown]
+# ## What the later chapters build on this
+#
+# - The training loop samples fresh words every step with
+#   `sst_core.tasks.tracking.sample` and scores the prediction of $g_t$ at every
+#   position.
+# - The diagnostics group hidden states by the oracle state $g_t$ to form the centroids
+#   $c_g$ and the symbolic subspace $U$ (see {doc}`../book/notation`).
+# - A *state-preserving* word, one whose product is the identity (such as $s^2$ or $r^3$ in
+#   $S_3$), gives the return maps $F_s$ of Theorem 1.

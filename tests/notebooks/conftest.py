@@ -1,0 +1,51 @@
+"""Build the smoke book once per test session, in a temporary copy of the project.
+
+The copy keeps the working tree clean (no executed .ipynb, no smoke records) and lets
+the notebook and browser tests share one execution of every notebook.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from sst_core.notebooks import BookError, NotebookRun, build_book
+from sst_core.vendor import ensure_vendor
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "jupytext.toml", "book")
+
+
+@dataclass
+class BuiltBook:
+    root: Path
+    runs: list[NotebookRun] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def html(self) -> Path:
+        return self.root / "_build" / "html"
+
+
+def copy_project(dest: Path) -> Path:
+    for name in BOOK_SOURCES:
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    (dest / "notebooks").mkdir()
+    for py in (ROOT / "notebooks").glob("*.py"):
+        shutil.copy2(py, dest / "notebooks" / py.name)
+    shutil.copytree(ensure_vendor(ROOT), dest / "_vendor")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def smoke_book(tmp_path_factory) -> BuiltBook:
+    root = copy_project(tmp_path_factory.mktemp("smoke_book"))
+    book = BuiltBook(root)
+    try:
+        book.runs = build_book(root, "smoke", results=root / "results")
+    except BookError as err:
+        book.error = str(err)
+    return book

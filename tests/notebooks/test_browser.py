@@ -1,0 +1,120 @@
+"""Open the built smoke book in headless Chromium, with every host but 127.0.0.1
+unreachable, and check what a reader sees on every page of the table of contents."""
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+
+import pytest
+
+from sst_core.notebooks import toc_pages
+
+from .conftest import ROOT
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("CI"):
+        raise RuntimeError("chromium and chromedriver are required in CI (make test installs them)")
+    pytest.skip("chromium/chromedriver not installed: run `make test`, which installs them",
+                allow_module_level=True)
+
+PAGES = toc_pages(ROOT)
+
+# Text of the page's main part without code blocks, so code may contain '$'.
+VISIBLE_TEXT = """
+const main = document.querySelector('main') || document.body;
+const copy = main.cloneNode(true);
+copy.querySelectorAll('pre, code, script, style, mjx-container').forEach(e => e.remove());
+return copy.innerText;
+"""
+WAIT_MATHJAX = """
+const done = arguments[arguments.length - 1];
+if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) { done('no-mathjax'); return; }
+MathJax.startup.promise.then(() => done('typeset')).catch(e => done('error: ' + e));
+"""
+
+
+@pytest.fixture(scope="module")
+def site(smoke_book):
+    assert smoke_book.error is None, smoke_book.error
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
+                                directory=str(smoke_book.html))
+    handler.log_message = lambda *a, **k: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1280,2000",
+                 # a reader without network: nothing but the local server resolves
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def html_path(page: str) -> str:
+    return f"{page}.html"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_reads_well_offline(site, browser, smoke_book, page):
+    assert (smoke_book.html / html_path(page)).is_file(), f"{page} was not built"
+    browser.get(f"{site}/{html_path(page)}")
+    assert browser.find_elements("css selector", "main"), f"{page}: no main content"
+    title = browser.execute_script(
+        "const h = document.querySelector('article h1'); return h ? h.textContent : '';")
+    assert title.strip(), f"{page}: no title"
+
+    mathjax = browser.execute_async_script(WAIT_MATHJAX)
+    n_math = len(browser.find_elements("css selector", "main .math"))
+    if n_math:
+        assert mathjax == "typeset", f"{page}: MathJax did not run offline ({mathjax})"
+        n_typeset = len(browser.find_elements("css selector", "main mjx-container"))
+        assert n_typeset >= n_math, f"{page}: {n_typeset} of {n_math} formulas typeset"
+    text = browser.execute_script(VISIBLE_TEXT)
+    for raw in ("$$", "\\[", "\\(", "\\begin{"):
+        assert raw not in text, f"{page}: raw math {raw!r} left in the page"
+
+    for marker in ("Traceback (most recent call last)", "An Exception was encountered",
+                   "Error in callback"):
+        assert marker not in browser.find_element("css selector", "main").text, \
+            f"{page}: an output shows {marker!r}"
+    assert not browser.find_elements("css selector", "main .output.traceback, main .output.error")
+
+    images = browser.execute_script(
+        "return Array.from(document.querySelectorAll('main img'))"
+        ".map(i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);")
+    broken = [src for src, ok in images if not ok]
+    assert not broken, f"{page}: images that did not load: {broken}"
+
+
+def test_chapter_shows_figures_and_widget(site, browser):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{site}/notebooks/p1_groups.html")
+    assert len(browser.find_elements("css selector", "main img")) >= 3
+    # the widget manager (served from the site) renders the saved slider and its plot
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_elements("css selector", "main .widget-slider, main .jupyter-widgets .widget-hslider"))
+    assert "smoke" in browser.find_element("css selector", "main").text  # the scale is stated

@@ -1,0 +1,72 @@
+"""Every notebook runs under the smoke profile, and its parameters are checked."""
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from sst_core import config
+from sst_core.notebooks import run_notebook, toc_notebooks
+
+from .conftest import ROOT, copy_project
+
+NOTEBOOKS = toc_notebooks(ROOT)
+
+
+def test_every_notebook_source_is_in_toc_and_config():
+    sources = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
+    assert sources == sorted(NOTEBOOKS)
+    assert sorted(config.NOTEBOOKS) == sorted(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_notebook_runs_under_smoke(smoke_book, name):
+    runs = {r.name: r for r in smoke_book.runs}
+    assert smoke_book.error is None or name not in smoke_book.error, smoke_book.error
+    assert name in runs, f"{name} did not run: {smoke_book.error}"
+    assert runs[name].ok, runs[name].error
+    nb = nbformat.read(smoke_book.root / "notebooks" / f"{name}.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and all("remove-cell" in c.metadata["tags"] for c in injected)
+    assert 'profile = "smoke"' in injected[0].source
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+              if o.get("output_type") == "error"]
+    assert not errors
+
+
+def test_smoke_book_built(smoke_book):
+    assert smoke_book.error is None, smoke_book.error
+    for name in NOTEBOOKS:
+        assert (smoke_book.html / "notebooks" / f"{name}.html").is_file()
+
+
+def test_smoke_records_written_outside_the_tree(smoke_book):
+    recs = list((smoke_book.root / "results" / "smoke").rglob("*.json"))
+    assert recs, "the smoke run stored no records"
+
+
+def test_bad_parameters_fail_before_any_work(tmp_path):
+    root = copy_project(tmp_path)
+    name = NOTEBOOKS[0]
+    with pytest.raises(config.ConfigError, match="'n_wrods'"):
+        run_notebook(name, "smoke", root, {"n_wrods": 3})
+    with pytest.raises(config.ConfigError, match="'fast'"):
+        run_notebook(name, "fast", root)
+    assert not (root / "notebooks" / f"{name}.ipynb").exists()
+
+
+def test_notebook_itself_rejects_a_typo_from_plain_papermill(tmp_path):
+    """Run by hand with papermill (which only warns on unknown names), the notebook's own
+    settings cell stops at the typo before the experiments run."""
+    import jupytext
+    import papermill
+
+    name = "p1_groups"
+    root = copy_project(tmp_path)
+    nb = root / "notebooks" / f"{name}.ipynb"
+    jupytext.write(jupytext.read(root / "notebooks" / f"{name}.py"), nb)
+    with pytest.raises(papermill.PapermillExecutionError) as err:
+        papermill.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), kernel_name="python3",
+                                   parameters={"profile": "smoke", "word_lenght": 5},
+                                   progress_bar=False, cwd=str(nb.parent))
+    assert "word_lenght" in str(err.value)
+    assert not (root / "results").exists()

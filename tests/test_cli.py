@@ -1,0 +1,41 @@
+import json
+import subprocess
+import sys
+
+from sst_core import cli, config, experiments
+
+
+def test_report_json_reads_stored_records(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    for c in experiments.order_sensitivity_grid(config.PROFILES["smoke"]):
+        experiments.run(c)
+    assert cli.main(["report", "groups", "--profile", "smoke", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["rows"]) == 6 and "smoke" in out["note"]
+
+
+def test_report_list_and_unknown(capsys):
+    assert cli.main(["report", "--list"]) == 0
+    assert "groups" in capsys.readouterr().out
+    assert cli.main(["report", "nope"]) == 2
+    assert "'nope'" in capsys.readouterr().err
+
+
+def test_unknown_profile_is_rejected_by_the_parser(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        cli.main(["book", "--profile", "fast"])
+    assert "'fast'" in capsys.readouterr().err
+
+
+def test_unknown_notebook_fails_before_running(capsys):
+    assert cli.main(["notebooks", "run", "--profile", "smoke", "--only", "p9_nope"]) == 1
+    assert "p9_nope" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    done = subprocess.run([sys.executable, "-m", "sst_core", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    for word in ("notebooks", "book", "report"):
+        assert word in done.stdout

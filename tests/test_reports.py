@@ -1,0 +1,28 @@
+import json
+
+import pytest
+
+from sst_core import config, experiments, reports
+
+
+def test_groups_table_from_records(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    P = config.settings("p1_groups", profile="smoke", n_words=64)
+    missing = reports.groups_table(P)
+    assert all(row[2] == "missing" for row in missing.rows)
+
+    for c in experiments.order_sensitivity_grid(P):
+        experiments.run(c)
+    table = reports.groups_table(P)
+    assert len(table.rows) == 6 and len(table.records) == 6
+    c6 = next(r for r in table.rows if r[:2] == ["C6", "all"])
+    assert c6[3] == "yes" and c6[6] == 0.0
+    assert "smoke" in table.note and "n_words=64" in table.note
+    md = table.to_markdown()
+    assert sum(line.startswith("|") for line in md.splitlines()) == 8  # header, rule, six rows
+    assert json.loads(table.to_json())["rows"] == table.rows
+
+
+def test_unknown_report():
+    with pytest.raises(ValueError, match=r"'tabel2'.*groups"):
+        reports.get_report("tabel2")

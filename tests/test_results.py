@@ -1,0 +1,125 @@
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from sst_core import results
+from sst_core.results import RecordWarning, RunFailed, cached_run, load_record
+
+
+@dataclass(frozen=True)
+class Cfg:
+    x: int
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "unit"
+
+
+class Counter:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, cfg):
+        self.calls += 1
+        return {"y": cfg.x * 2}
+
+
+def test_run_is_stored_with_provenance(tmp_path):
+    fn = Counter()
+    rec = cached_run(Cfg(3), fn, root=tmp_path)
+    path = tmp_path / "smoke" / "unit" / f"{rec['run_id']}.json"
+    assert path.is_file()
+    stored = json.loads(path.read_text())
+    assert stored == rec
+    assert rec["status"] == "ok" and rec["metrics"] == {"y": 6}
+    assert rec["config"] == {"x": 3, "seed": 0, "profile": "smoke", "experiment": "unit"}
+    assert rec["seed"] == 0 and rec["device"] == "cpu"
+    assert rec["wall_time_s"] >= 0
+    assert "numpy" in rec["versions"] and "python" in rec["versions"]
+    assert rec["git_commit"]  # a hash, possibly +dirty, or "unknown" outside git
+    assert not list(path.parent.glob("*.tmp"))  # the temporary file was renamed
+
+
+def test_second_call_reads_the_record(tmp_path):
+    fn = Counter()
+    first = cached_run(Cfg(3), fn, root=tmp_path)
+    second = cached_run(Cfg(3), fn, root=tmp_path)
+    assert fn.calls == 1 and first == second
+    cached_run(Cfg(4), fn, root=tmp_path)
+    assert fn.calls == 2
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "not-a-record", "wrong-config"])
+def test_damaged_record_is_reported_and_recomputed(tmp_path, damage):
+    fn = Counter()
+    rec = cached_run(Cfg(5), fn, root=tmp_path)
+    path = results.record_path(Cfg(5), tmp_path)
+    text = path.read_text()
+    if damage == "truncate":
+        path.write_text(text[: len(text) // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"\xff\xfe\x00")
+    elif damage == "not-a-record":
+        path.write_text("[1, 2]")
+    else:
+        path.write_text(json.dumps({**rec, "config": {**rec["config"], "x": 99}}))
+    with pytest.warns(RecordWarning, match=str(path.name)):
+        again = cached_run(Cfg(5), fn, root=tmp_path)
+    assert fn.calls == 2
+    assert again["metrics"] == {"y": 10}
+    assert load_record(path)["metrics"] == {"y": 10}  # the repaired record is valid
+
+
+def test_failed_run_is_recorded_not_raised_and_not_retried(tmp_path):
+    calls = []
+
+    def diverge(cfg):
+        calls.append(1)
+        raise RunFailed("loss became nan at step 17")
+
+    rec = cached_run(Cfg(1), diverge, root=tmp_path)
+    assert rec["status"] == "failed"
+    assert "loss became nan at step 17" in rec["reason"]
+    again = cached_run(Cfg(1), diverge, root=tmp_path)
+    assert again["status"] == "failed" and len(calls) == 1
+    fixed = cached_run(Cfg(1), lambda cfg: {"ok": True}, root=tmp_path, retry_failed=True)
+    assert fixed["status"] == "ok" and fixed["metrics"] == {"ok": True}
+
+
+def test_bugs_propagate_and_leave_no_record(tmp_path):
+    def buggy(cfg):
+        raise KeyError("oops")
+
+    with pytest.raises(KeyError):
+        cached_run(Cfg(2), buggy, root=tmp_path)
+    assert not results.record_path(Cfg(2), tmp_path).exists()
+
+
+def test_results_dir_follows_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "r"))
+    rec = cached_run(Cfg(7), Counter())
+    assert (tmp_path / "r" / "smoke" / "unit" / f"{rec['run_id']}.json").is_file()
+
+
+def test_iter_records_skips_damaged(tmp_path):
+    cached_run(Cfg(1), Counter(), root=tmp_path)
+    cached_run(Cfg(2), Counter(), root=tmp_path)
+    bad = results.record_path(Cfg(2), tmp_path)
+    bad.write_text("{")
+    with pytest.warns(RecordWarning):
+        recs = list(results.iter_records("unit", "smoke", root=tmp_path))
+    assert [r["config"]["x"] for r in recs] == [1]
+
+
+def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
+    path = tmp_path / "a" / "r.json"
+    results.write_atomic(path, {"v": 1})
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(results.os, "replace", boom)
+    with pytest.raises(KeyboardInterrupt):
+        results.write_atomic(path, {"v": 2})
+    assert json.loads(path.read_text()) == {"v": 1}
+    assert not list(path.parent.glob("*.tmp"))
