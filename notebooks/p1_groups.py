@@ -46,7 +46,7 @@ from myst_nb import glue
 
 from sst_core import experiments, plots
 from sst_core.groups import get_group
-from sst_core.reports import groups_table
+from sst_core.reports.groups import groups_table
 from sst_core.tasks.tracking import sample, vocabulary
 
 # %% [markdown]

@@ -2,8 +2,9 @@
 rendered math and widgets.
 
 MathJax, require.js and the Jupyter widget html-manager are fetched with ``npm pack``
-(the npm registry's normal client) at build time and trimmed into ``_vendor/``, which
-Sphinx serves as static files (``html_static_path`` in ``_config.yml``). ``_vendor/`` is
+(the npm registry's normal client) at build time and trimmed into ``_vendor/``;
+``plotly.min.js`` is copied from the pinned plotly package. Sphinx serves ``_vendor/``
+as static files (``html_static_path`` in ``_config.yml``). ``_vendor/`` is
 git-ignored: about 10 MB, rebuilt from pinned versions.
 """
 from __future__ import annotations
@@ -33,8 +34,16 @@ PACKAGES: dict[str, list[tuple[str, str]]] = {
 STAMP = ".vendor.json"
 
 
+def _plotly_js() -> tuple[str, Path]:
+    """plotly.js as shipped inside the pinned plotly Python package (no download)."""
+    import plotly
+
+    js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    return f"plotly=={plotly.__version__}", js
+
+
 def _wanted_stamp() -> dict[str, list[str]]:
-    return {"packages": sorted(PACKAGES)}
+    return {"packages": sorted(PACKAGES) + [_plotly_js()[0]]}
 
 
 def is_current(vendor: Path) -> bool:
@@ -76,6 +85,7 @@ def ensure_vendor(root: Path, quiet: bool = True) -> Path:
                         out = staging / dest / rel
                         out.parent.mkdir(parents=True, exist_ok=True)
                         out.write_bytes(tar.extractfile(m).read())
+        shutil.copy2(_plotly_js()[1], staging / "plotly.min.js")
         (staging / STAMP).write_text(json.dumps(_wanted_stamp()))
         if vendor.exists():
             shutil.rmtree(vendor)

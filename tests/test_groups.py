@@ -231,3 +231,26 @@ def test_non_string_name(bad: object) -> None:
 def test_module_doctests() -> None:
     result = doctest.testmod(groups_module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def _sympy_perm(label: str, n: int):
+    """A permutation of SymPy's from one of our cycle-notation labels."""
+    from sympy.combinatorics import Permutation
+
+    if label == "e":
+        return Permutation(list(range(n)))
+    cycles = [[int(x) for x in c.split()] for c in re.findall(r"\(([^)]*)\)", label)]
+    return Permutation(cycles, size=n)
+
+
+@pytest.mark.parametrize("name,n", [("S3", 3), ("S4", 4), ("A4", 4), ("A5", 5)])
+def test_tables_match_sympy(name: str, n: int) -> None:
+    """Numeric twin of the convention (a*b)(i) = a(b(i)): SymPy's p*q applies p first,
+    so our a*b is SymPy's b*a."""
+    g = get_group(name)
+    perms = [_sympy_perm(lbl, n) for lbl in g.elements]
+    index = {tuple(p.array_form): i for i, p in enumerate(perms)}
+    assert len(index) == g.order
+    for a in range(g.order):
+        for b in range(g.order):
+            assert g.table[a, b] == index[tuple((perms[b] * perms[a]).array_form)]

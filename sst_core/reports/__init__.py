@@ -2,19 +2,18 @@
 
 ``sst report NAME`` prints them; the notebooks display the same :class:`Table`, so the
 book and the command line cannot disagree. A config whose record is missing or failed
-appears as such in its row.
+appears as such in its row. Each chapter's tables live in their own module here and are
+registered by name in :data:`REPORTS` (imported lazily).
 """
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import experiments
-from .config import Profile
-from .results import RecordError, load_record, record_path
-
+from ..results import RecordError, load_record, record_path
 
 @dataclass
 class Table:
@@ -46,7 +45,8 @@ class Table:
         return self.to_markdown()
 
 
-def _stored(cfg: Any, root: Path | None) -> dict[str, Any] | None:
+def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
+    """The usable stored record of ``cfg``, or None (missing or unreadable)."""
     path = record_path(cfg, root)
     if not path.exists():
         return None
@@ -56,33 +56,14 @@ def _stored(cfg: Any, root: Path | None) -> dict[str, Any] | None:
         return None
 
 
-def groups_table(P: Profile, root: Path | None = None) -> Table:
-    """Order sensitivity of C2, C6 and S3 under both token vocabularies."""
-    cols = ["group", "tokens", "order", "abelian", "vocabulary", "non-commuting pairs",
-            "words changed by one swap", "TV from uniform at the end"]
-    rows, ids = [], []
-    for cfg in experiments.order_sensitivity_grid(P):
-        rec = _stored(cfg, root)
-        if rec is None or rec["status"] != "ok":
-            status = "missing" if rec is None else f"failed: {rec['reason']}"
-            rows.append([cfg.group, cfg.tokens] + [status] + [""] * (len(cols) - 3))
-            continue
-        m = rec["metrics"]
-        rows.append([cfg.group, cfg.tokens, m["order"], "yes" if m["abelian"] else "no",
-                     " ".join(m["vocabulary"]), m["noncommuting_pairs"], m["swap_changes"],
-                     m["tv_uniform"][-1]])
-        ids.append(rec["run_id"])
-    note = (f"Scale: {P.scale('n_words', 'word_length', 'seed')}. "
-            "Swap share and TV are estimated from the sampled words; the non-commuting share is exact.")
-    return Table("Order sensitivity of the chapter's groups", cols, rows, note, ids)
-
-
-REPORTS: dict[str, Callable[..., Table]] = {
-    "groups": groups_table,
+# report name -> "module:function"; the function takes a Profile and returns a Table
+REPORTS: dict[str, str] = {
+    "groups": "sst_core.reports.groups:groups_table",
 }
 
 
 def get_report(name: str) -> Callable[..., Table]:
     if name not in REPORTS:
         raise ValueError(f"unknown report {name!r}; available: {', '.join(sorted(REPORTS))}")
-    return REPORTS[name]
+    module, func = REPORTS[name].split(":")
+    return getattr(importlib.import_module(module), func)
