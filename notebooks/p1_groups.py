@@ -142,16 +142,19 @@ plt.show()
 import ipywidgets as widgets
 
 gen_records = [r for r in records if r["config"]["tokens"] == "generators"]
+t_slider = widgets.IntSlider(value=2, min=1, max=P.word_length, step=1, description="t")
+view = widgets.Output()
 
 
-def show_distribution(t=2):
-    plots.fig_state_distribution(gen_records, t, P.scale("n_words"))
-    plt.show()
+def redraw(change=None):
+    fig = plots.fig_state_distribution(gen_records, t_slider.value, P.scale("n_words"))
+    view.outputs = ()
+    view.append_display_data(plots.png(fig))
 
 
-widgets.interact(show_distribution,
-                 t=widgets.IntSlider(value=2, min=1, max=P.word_length, step=1,
-                                     description="t"));
+t_slider.observe(redraw, names="value")
+redraw()
+display(widgets.VBox([t_slider, view]))
 
 # %% [markdown]
 # ## What the later chapters build on this

@@ -40,6 +40,24 @@ class Profile:
     # -- "Groups and state tracking" (notebooks/p1_groups.py)
     n_words: int  # words sampled per group for the order-sensitivity statistics
     word_length: int  # length of those words
+    # -- "Memory function" (notebooks/p2_memory.py)
+    mem_N: int  # state size N (real dimension: both members of each conjugate pair)
+    mem_T: int  # horizon T of the memory function (the task's sequence length)
+    mem_sim_T: int  # length of the white-noise simulation that checks the formula
+    mem_gd_steps: int  # gradient-descent steps on the readout in the worked example
+    # -- "Tables 2 and 3" (notebooks/p1_table2.py, p1_table3.py): group-tracking training
+    track_depths: tuple[int, ...]  # numbers of layers (the paper's L1 / L2)
+    track_d_model: int  # residual width of the Mamba / AUSSM / attention families
+    track_d_states: tuple[int, ...]  # d_state grid: N of the SSM / attention families
+    track_rnn_widths: tuple[int, ...]  # d_state grid of the RNN family (its hidden width)
+    track_lrs: tuple[float, ...]  # learning-rate grid
+    track_seeds: tuple[int, ...]  # seeds per grid cell
+    track_batch: int  # words per training step
+    track_max_steps: int  # training steps at most
+    track_steps_per_epoch: int  # steps that make one curriculum "epoch"
+    track_patience: int  # epochs at >= 95% before the length doubles
+    track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
+    track_eval_samples: int  # held-out words per evaluation length
 
     def scale(self, *knobs: str) -> str:
         """A one-line statement of the scale, for figure captions and table notes."""
@@ -55,6 +73,22 @@ PROFILES: dict[str, Profile] = {
         seed=0,
         n_words=256,
         word_length=16,
+        mem_N=16,
+        mem_T=256,
+        mem_sim_T=4_000,
+        mem_gd_steps=200,
+        track_depths=(1,),
+        track_d_model=8,
+        track_d_states=(8,),
+        track_rnn_widths=(8,),
+        track_lrs=(0.001,),
+        track_seeds=(0,),
+        track_batch=16,
+        track_max_steps=3,
+        track_steps_per_epoch=1,
+        track_patience=1,
+        track_eval_lengths=(60, 100),
+        track_eval_samples=16,
     ),
     "quick": Profile(
         name="quick",
@@ -62,6 +96,22 @@ PROFILES: dict[str, Profile] = {
         seed=0,
         n_words=4096,
         word_length=60,
+        mem_N=64,
+        mem_T=1024,
+        mem_sim_T=50_000,
+        mem_gd_steps=3_000,
+        track_depths=(1,),
+        track_d_model=16,
+        track_d_states=(16,),
+        track_rnn_widths=(64,),
+        track_lrs=(0.01,),
+        track_seeds=(0,),
+        track_batch=64,
+        track_max_steps=1500,
+        track_steps_per_epoch=20,
+        track_patience=2,
+        track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
+        track_eval_samples=128,
     ),
     "paper": Profile(
         name="paper",
@@ -69,12 +119,31 @@ PROFILES: dict[str, Profile] = {
         seed=0,
         n_words=100_000,
         word_length=1000,
+        mem_N=64,
+        mem_T=4096,
+        mem_sim_T=200_000,
+        mem_gd_steps=20_000,
+        track_depths=(1, 2),
+        track_d_model=64,
+        track_d_states=(32, 64, 128),
+        track_rnn_widths=(32, 64, 128),
+        track_lrs=(0.0001, 0.0005, 0.001),
+        track_seeds=(0, 1, 2),
+        track_batch=256,
+        track_max_steps=20_000,
+        track_steps_per_epoch=100,
+        track_patience=5,
+        track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
+        track_eval_samples=1000,
     ),
 }
 
 # notebook name -> the profile fields its parameters cell may override
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p1_groups": ("seed", "n_words", "word_length"),
+    "p2_memory": ("seed", "mem_N", "mem_T", "mem_sim_T", "mem_gd_steps"),
+    "p1_table2": ("track_max_steps", "track_batch", "track_eval_samples"),
+    "p1_table3": ("track_max_steps", "track_batch", "track_eval_samples"),
 }
 
 # Names IPython puts into a kernel's namespace; they are not parameters.
@@ -208,3 +277,43 @@ class OrderSensitivityConfig:
     seed: int
     profile: str
     experiment: str = "groups_order_sensitivity"
+
+
+EVAL_LENGTHS = (60,) + tuple(range(100, 1001, 100))
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """One training run of group state tracking (``sst_core.train.train_tracking``).
+
+    Defaults are the paper protocol as far as it is known (reference section 6.4); the
+    profiles override the sizes.
+    """
+
+    model: str  # a name of sst_core.models.registry
+    group: str  # e.g. "S3"
+    n_layers: int  # L1 / L2 in Table 2
+    d_model: int
+    d_state: int  # N
+    lr: float
+    seed: int
+    profile: str
+    phi: str | None = None  # rnn_phi only (Table 3)
+    tokens: str = "generators"  # vocabulary: identity + generators
+    batch: int = 256
+    weight_decay: float = 0.01
+    max_steps: int = 20_000
+    steps_per_epoch: int = 100
+    curriculum_start: int = 2
+    curriculum_max: int = 60
+    curriculum_threshold: float = 0.95
+    curriculum_patience: int = 5
+    schedule: str = "constant"  # the paper's three schedulers are not named; see the chapter
+    warmup_steps: int = 0
+    grad_clip: float = 1.0
+    eval_lengths: tuple[int, ...] = EVAL_LENGTHS
+    eval_samples: int = 1000
+    eval_batch: int = 250
+    pass_threshold: float = 0.9  # m_p: token accuracy >= 90%
+    device: str = "auto"  # not part of what is computed: a record says where it ran
+    experiment: str = "tracking"

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import OrderSensitivityConfig
+from .config import OrderSensitivityConfig, TrackingConfig
 from .groups import get_group
 from .results import cached_run
 from .tasks.tracking import running_product, sample, vocabulary
@@ -65,8 +65,16 @@ def run(cfg: Any, **kw: Any) -> dict[str, Any]:
     return cached_run(cfg, fn, **kw)
 
 
+def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
+    """Group-tracking training (imports torch only when a run is actually computed)."""
+    from .train import train_tracking as run_training
+
+    return run_training(cfg)
+
+
 RUNNERS = {
     "groups_order_sensitivity": order_sensitivity,
+    "tracking": train_tracking,
 }
 
 
@@ -84,3 +92,63 @@ def order_sensitivity_grid(P) -> list[OrderSensitivityConfig]:
         for g in GROUPS_CHAPTER
         for mode in TOKEN_MODES
     ]
+
+
+# Table 2 compares these models (the paper's rows, plus linear attention, the eighth
+# affine model the abstract names; reference section 2.2).
+TABLE2_MODELS = ("tanh_rnn", "state_gated_rnn", "linear_rnn", "token_gated_rnn", "mamba",
+                 "negative_mamba", "mamba3", "aussm", "simple_aussm", "linear_attention")
+TABLE2_GROUPS = ("C2", "C6", "S3")
+
+
+def _tracking(P, **kw) -> TrackingConfig:
+    return TrackingConfig(d_model=P.track_d_model, profile=P.name, batch=P.track_batch,
+                          max_steps=P.track_max_steps, steps_per_epoch=P.track_steps_per_epoch,
+                          curriculum_patience=P.track_patience,
+                          eval_lengths=tuple(P.track_eval_lengths),
+                          eval_samples=P.track_eval_samples, **kw)
+
+
+def d_state_grid(P, model: str) -> tuple[int, ...]:
+    """The d_state values of a model: the RNN family's hidden width, or the SSMs' N."""
+    from .models.registry import REGISTRY
+
+    return tuple(P.track_rnn_widths if REGISTRY[model].family == "rnn" else P.track_d_states)
+
+
+def table2_grid(P, models=TABLE2_MODELS, groups=TABLE2_GROUPS) -> list[TrackingConfig]:
+    """Every run of Table 2 under settings ``P``: models x groups x depths x d_state x lr x seed."""
+    return [_tracking(P, model=m, group=g, n_layers=depth, d_state=d_state, lr=lr, seed=seed)
+            for m in models for g in groups for depth in P.track_depths
+            for d_state in d_state_grid(P, m) for lr in P.track_lrs for seed in P.track_seeds]
+
+
+def table3_grid(P) -> list[TrackingConfig]:
+    """Every run of Table 3: rnn_phi with each phi, on S3, one layer."""
+    from .models.registry import PHIS
+
+    return [_tracking(P, model="rnn_phi", phi=phi, group="S3", n_layers=1, d_state=d_state,
+                      lr=lr, seed=seed)
+            for phi in PHIS for d_state in P.track_rnn_widths for lr in P.track_lrs
+            for seed in P.track_seeds]
+
+
+def run_all(cfgs, desc: str = "runs", **kw: Any) -> list[dict[str, Any]]:
+    """Records of every config, computing the missing ones in order, with progress.
+
+    Resumable: a sweep killed mid-way loses only the run in flight; rerunning it reads
+    the stored records and computes the rest.
+    """
+    import os
+
+    from tqdm.auto import tqdm
+
+    records = []
+    # SST_PROGRESS=0 (set by `sst notebooks run` for its papermill kernels) keeps progress
+    # bars out of the executed notebooks, hence out of the book.
+    bar = tqdm(cfgs, desc=desc, unit="run", leave=False,
+               disable=os.environ.get("SST_PROGRESS") == "0")
+    for cfg in bar:
+        bar.set_postfix_str(f"{getattr(cfg, 'model', '')} {getattr(cfg, 'group', '')}".strip())
+        records.append(run(cfg, **kw))
+    return records

@@ -26,6 +26,11 @@ from . import config
 from .vendor import ensure_vendor
 
 
+# A smoke cell that runs longer than this has hung (e.g. nbclient issue 312 with widgets):
+# fail instead of stalling CI. Larger profiles train for hours and have no limit.
+CELL_TIMEOUT_S = {"smoke": 600}
+
+
 class BookError(RuntimeError):
     """A notebook failed to execute or the strict build reported problems."""
 
@@ -117,6 +122,7 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
     """Convert, validate and execute one notebook in place; never raises on a cell error."""
     import jupytext
     import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     params = {"profile": profile, **(parameters or {})}
     config.check_parameters(name, params)  # fails before any work starts
@@ -131,13 +137,17 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
 
     env_before = os.environ.get("SST_RESULTS_DIR")
     os.environ["SST_RESULTS_DIR"] = str(results or root / "results")
+    os.environ["SST_PROGRESS"] = "0"  # the kernel inherits it: no progress widgets in the book
     start = time.perf_counter()
     error = None
     try:
         papermill.execute_notebook(str(out), str(out), parameters=params, kernel_name="python3",
-                                   cwd=str(out.parent), progress_bar=False, log_output=False)
+                                   cwd=str(out.parent), progress_bar=False, log_output=False,
+                                   execution_timeout=CELL_TIMEOUT_S.get(profile))
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {err.evalue}"[:300]
+    except (CellTimeoutError, DeadKernelError) as err:
+        error = f"{type(err).__name__}: {err}"[:300]
     finally:
         if env_before is None:
             os.environ.pop("SST_RESULTS_DIR", None)

@@ -70,3 +70,55 @@ def fig_state_distribution(records: Sequence[dict[str, Any]], t: int, scale: str
     fig.suptitle(f"Distribution of the running product ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str], scale: str,
+                           label_key: str = "model") -> plt.Figure:
+    """Token accuracy against evaluation length, one panel per group, one line per model.
+
+    Several runs of one model (grid cells, seeds) are drawn as their best run by m_p.
+    """
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.0), squeeze=False,
+                             sharey=True)
+    for ax, group in zip(axes[0], groups):
+        best: dict[str, dict[str, Any]] = {}
+        for r in records:
+            cfg = r["config"]
+            if cfg["group"] != group or r["status"] != "ok":
+                continue
+            label = cfg.get("phi") or cfg[label_key]
+            if cfg.get("n_layers", 1) > 1:
+                label += f" L{cfg['n_layers']}"
+            key = (r["metrics"]["m_p"] or -1, r["metrics"]["eval"][str(cfg["eval_lengths"][-1])]["token"])
+            if label not in best or key > best[label][0]:
+                best[label] = (key, r)
+        for label, (_, r) in sorted(best.items()):
+            ev = r["metrics"]["eval"]
+            lengths = sorted(int(L) for L in ev)
+            ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o", ms=3, label=label)
+        ax.axhline(0.9, color="k", lw=0.8, ls="--")
+        ax.axvline(60, color="grey", lw=0.8, ls=":")
+        ax.set_title(group)
+        ax.set_xlabel("evaluation length")
+        ax.set_ylim(0, 1.02)
+    axes[0][0].set_ylabel("token accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower left", ncol=2)
+    fig.suptitle(f"Accuracy beyond the training length 60 (dashed: the 90% bar; {scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def png(fig: plt.Figure):
+    """A figure as an ``IPython.display.Image`` (PNG), and the figure closed.
+
+    Interactive notebooks put it into an ``ipywidgets.Output`` with ``append_display_data``, which
+    sets the widget's state directly: rendering with ``with output:`` (as ``interact``
+    does) makes papermill/nbclient hang now and then (nbclient issue 312)."""
+    import io
+
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return Image(data=buf.getvalue(), format="png")

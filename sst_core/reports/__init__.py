@@ -22,6 +22,7 @@ class Table:
     rows: list[list[Any]]
     note: str = ""
     records: list[str] = field(default_factory=list)  # run ids behind the rows
+    data: list[dict[str, Any]] | None = None  # structured form for --format json
 
     def to_markdown(self) -> str:
         def cell(v: Any) -> str:
@@ -38,8 +39,11 @@ class Table:
         return "\n".join(lines)
 
     def to_json(self) -> str:
-        return json.dumps({"title": self.title, "columns": self.columns, "rows": self.rows,
-                           "note": self.note, "records": self.records}, indent=1)
+        out = {"title": self.title, "columns": self.columns, "rows": self.rows,
+               "note": self.note, "records": self.records}
+        if self.data is not None:
+            out["data"] = self.data
+        return json.dumps(out, indent=1)
 
     def _repr_markdown_(self) -> str:  # notebooks render the table directly
         return self.to_markdown()
@@ -59,6 +63,9 @@ def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
 # report name -> "module:function"; the function takes a Profile and returns a Table
 REPORTS: dict[str, str] = {
     "groups": "sst_core.reports.groups:groups_table",
+    "memory": "sst_core.reports.memory:memory_table",
+    "table2": "sst_core.reports.paper1:table2",
+    "table3": "sst_core.reports.paper1:table3",
 }
 
 

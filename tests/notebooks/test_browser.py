@@ -42,9 +42,11 @@ MathJax.startup.promise.then(() => done('typeset')).catch(e => done('error: ' + 
 @pytest.fixture(scope="module")
 def site(smoke_book):
     assert smoke_book.error is None, smoke_book.error
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler,
-                                directory=str(smoke_book.html))
-    handler.log_message = lambda *a, **k: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output readable
+            pass
+
+    handler = functools.partial(Quiet, directory=str(smoke_book.html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

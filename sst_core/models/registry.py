@@ -1,0 +1,89 @@
+"""One registry for every architecture of the book: name -> constructor and class.
+
+``build(name, n_tokens, n_classes, d_model=..., d_state=..., n_layers=..., **kw)`` returns
+a :class:`~sst_core.models.base.SequenceModel`. Each family module exposes one function
+per name with exactly that signature; they are imported lazily so that importing the
+registry stays cheap.
+
+Sizes. ``d_model`` is the width of the residual stream (embedding, block input and
+output) of the Mamba / AUSSM / linear-attention families; ``d_state`` is the size of
+their per-channel state (N). The RNN family has no residual stream: its hidden state
+*is* the state, of width ``d_state``, and ``d_model`` is not used.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from .base import SequenceModel
+
+
+@dataclass(frozen=True)
+class Entry:
+    target: str  # "module:function" inside sst_core.models
+    affine: bool  # the class the paper assigns (checked numerically by the tests)
+    family: str
+    summary: str
+
+
+REGISTRY: dict[str, Entry] = {
+    # state-dependent
+    "tanh_rnn": Entry("cells:tanh_rnn", False, "rnn", "h = tanh(W_h h + W_x e(x) + b)"),
+    "state_gated_rnn": Entry("cells:state_gated_rnn", False, "rnn",
+                             "h = sigma(W_g e(x) + U_g h + b_g) * (W_h h) + W_x e(x) + b"),
+    # affine
+    "linear_rnn": Entry("cells:linear_rnn", True, "rnn", "h = W_h h + W_x e(x) + b"),
+    "token_gated_rnn": Entry("cells:token_gated_rnn", True, "rnn",
+                             "h = sigma(W_g e(x) + b_g) * (W_h h) + W_x e(x) + b"),
+    "mamba": Entry("selective:mamba", True, "selective", "h = exp(dt A) h + dt B u (S6)"),
+    "negative_mamba": Entry("selective:negative_mamba", True, "selective",
+                            "h = (2 exp(dt A) - 1) h + dt B u"),
+    "mamba3": Entry("selective:mamba3", True, "selective",
+                    "complex rotation with decay, trapezoidal input (SISO)"),
+    "aussm": Entry("unitary:aussm", True, "unitary", "h = exp(i a(u)) h + dt B silu(u)"),
+    "simple_aussm": Entry("unitary:simple_aussm", True, "unitary",
+                          "h = exp(i theta(x)) h + B e(x) (proposal)"),
+    "linear_attention": Entry("attention:linear_attention", True, "attention",
+                              "S = S + v phi(k)^T, y = S phi(q)"),
+    # the nonlinearity sweep of Table 3 (phi=...); affine only for phi="identity"
+    "rnn_phi": Entry("cells:rnn_phi", False, "rnn", "h = phi(W_h h + W_x e(x) + b)"),
+}
+
+PHIS = ("tanh", "relu", "groupsort2", "max", "min", "identity", "layernorm", "sphere")
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def expected_affine(name: str, **kw: Any) -> bool:
+    """The paper's class of a registered model (``rnn_phi`` depends on ``phi``)."""
+    if name == "rnn_phi":
+        return kw.get("phi", "tanh") == "identity"
+    return _entry(name).affine
+
+
+def _entry(name: str) -> Entry:
+    if name not in REGISTRY:
+        raise ValueError(f"unknown model {name!r}; allowed: {', '.join(REGISTRY)}")
+    return REGISTRY[name]
+
+
+def _check_size(what: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{what} must be a positive int, got {value!r}")
+
+
+def build(name: str, n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,
+          n_layers: int = 1, **kw: Any) -> SequenceModel:
+    """Build a registered model. Unknown names and impossible sizes raise ValueError."""
+    entry = _entry(name)
+    for what, value in (("n_tokens", n_tokens), ("n_classes", n_classes), ("d_model", d_model),
+                        ("d_state", d_state), ("n_layers", n_layers)):
+        _check_size(what, value)
+    module, func = entry.target.split(":")
+    make = getattr(importlib.import_module(f"{__package__}.{module}"), func)
+    model = make(n_tokens, n_classes, d_model=d_model, d_state=d_state, n_layers=n_layers, **kw)
+    model.name = name if name != "rnn_phi" else f"rnn_phi[{kw.get('phi', 'tanh')}]"
+    return model

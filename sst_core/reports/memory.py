@@ -1,0 +1,96 @@
+"""Table of the chapter "Memory function and the direction of learning"."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import Profile
+from ..theory.configs import REPORT_DELAYS, REPORT_DTS, memory_grid
+from . import Table, stored_record
+
+
+class MemoryTable(Table):
+    """A Table whose markdown shows small memory values in scientific notation and a
+    missing value (a delay beyond the horizon, null in JSON) as "n/a"."""
+
+    def to_markdown(self) -> str:
+        def cell(v: Any, col: str) -> str:
+            if v is None:
+                return "n/a"
+            if isinstance(v, float):
+                if col == "dt":
+                    return f"{v:g}"
+                return f"{v:.3f}" if v == 0 or abs(v) >= 0.01 else f"{v:.1e}"
+            return str(v).replace("|", "\\|")
+
+        lines = [f"**{self.title}**", "",
+                 "| " + " | ".join(self.columns) + " |",
+                 "|" + "|".join("---" for _ in self.columns) + "|"]
+        lines += ["| " + " | ".join(cell(v, c) for v, c in zip(row, self.columns)) + " |"
+                  for row in self.rows]
+        if self.note:
+            lines += ["", self.note]
+        return "\n".join(lines)
+
+
+def memory_table(P: Profile, root: Path | None = None) -> Table:
+    """For each initialisation at N = P.mem_N, T = P.mem_T and each dt of REPORT_DTS: the
+    memory function at delays 10, 100, 1000 (null beyond T-1), the capacity and the rank."""
+    cols = (["init", "N", "dt", "T"] + [f"M[{d}]" for d in REPORT_DELAYS]
+            + ["capacity", "rank"])
+    rows, ids = [], []
+    for cfg in memory_grid(P):
+        if cfg.dt not in REPORT_DTS:
+            continue
+        head = [cfg.init, cfg.N, cfg.dt, cfg.T]
+        rec = stored_record(cfg, root)
+        if rec is None or rec["status"] != "ok":
+            status = "missing" if rec is None else f"failed: {rec['reason']}"
+            rows.append(head + [status] + [""] * (len(cols) - len(head) - 1))
+            continue
+        m = rec["metrics"]
+        at = dict(zip(m["delay"], m["memory"]))
+        rows.append(head + [at.get(d) if d < cfg.T else None for d in REPORT_DELAYS]
+                    + [m["capacity"], m["rank"]])
+        ids.append(rec["run_id"])
+    note = (f"Scale: {P.scale('mem_N', 'mem_T', 'seed')}. ZOH discretisation; N is the real "
+            "state size (both members of each conjugate pair), so a real eigenvalue stored as "
+            "one member of a pair counts once in the rank (S4D-Lin: N-1, S4D-Real: N/2). "
+            "capacity = sum of M over all T delays (= rank). n/a: delay beyond T-1. "
+            "`random` is uniform in the unit disk at each dt, so it does not depend on dt.")
+    return MemoryTable(f"Memory function of the five initialisations (N={P.mem_N}, T={P.mem_T})",
+                       cols, rows, note, ids)
+
+
+def reference_comparison(P: Profile, root: Path | None = None) -> Table:
+    """Our memory function next to the values of the project's implementation notes
+    (reference Section 3.4: N=64, T=4096, computed independently with NumPy/mpmath)."""
+    from ..theory.configs import REFERENCE_DELAYS, REFERENCE_VALUES, reference_grid
+
+    cols = ["init", "dt", "N", "T"] + [f"M[{d}] ours (ref.)" for d in REFERENCE_DELAYS] + ["max abs diff"]
+    rows, ids = [], []
+    for cfg in reference_grid(P):
+        head = [cfg.init, cfg.dt, cfg.N, cfg.T]
+        rec = stored_record(cfg, root)
+        if rec is None or rec["status"] != "ok":
+            status = "missing" if rec is None else f"failed: {rec['reason']}"
+            rows.append(head + [status] + [""] * (len(cols) - len(head) - 1))
+            continue
+        at = dict(zip(rec["metrics"]["delay"], rec["metrics"]["memory"]))
+        ref = REFERENCE_VALUES[(cfg.init, cfg.dt)]
+        cells, diffs = [], []
+        for d, r in zip(REFERENCE_DELAYS, ref):
+            if d >= cfg.T:
+                cells.append(None)
+                continue
+            ours = at[d]
+            diffs.append(abs(ours - r))
+            cells.append(f"{ours:.3g} ({r:g})" if ours < 0.01 else f"{ours:.3f} ({r:g})")
+        rows.append(head + cells + [max(diffs) if diffs else None])
+        ids.append(rec["run_id"])
+    note = (f"Scale: {P.scale('seed')}; N and T as in the rows (N=64, T=4096 except under "
+            "`smoke`). ZOH. ref.: independent NumPy/mpmath values of the implementation notes "
+            "(not the paper's), rounded to three decimals or one significant digit, so "
+            "differences up to about 0.0005 are rounding.")
+    return MemoryTable("Memory function: ours vs independently computed values", cols, rows,
+                       note, ids)

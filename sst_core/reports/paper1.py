@@ -1,0 +1,135 @@
+"""Tables 2 and 3 of Paper 1 from stored training records, beside the published values.
+
+A table cell is the best ``m_p`` over the grid of one (model, group, depth), as the paper
+reports it, with the spread over seeds at the best grid cell and the paper's value.
+Agreement: ``agree`` (same value, or both fail), ``close`` (one evaluated length apart),
+``differ``, or ``not reported`` by the paper.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Sequence
+
+from .. import experiments, paper_values
+from ..config import Profile
+from ..models.registry import expected_affine
+from . import Table, stored_record
+
+MARK = {"agree": "✓", "close": "≈", "differ": "✗", "not reported": "", "no runs": ""}
+
+
+def _rank(m_p: int | None) -> int:
+    return -1 if m_p is None else m_p
+
+
+def fmt(m_p: int | None) -> str:
+    return "fail" if m_p is None else str(m_p)
+
+
+def agreement(ours: int | None, paper: Any, lengths: Sequence[int]) -> str:
+    if paper == "missing":
+        return "not reported"
+    if ours == paper:
+        return "agree"
+    grid = [None, *sorted(lengths)]
+    if ours in grid and paper in grid and abs(grid.index(ours) - grid.index(paper)) <= 1:
+        return "close"
+    return "differ"
+
+
+def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
+    """Group records by (model-or-phi, group, depth): best m_p, seed spread, counts."""
+    cells: dict[tuple, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
+    status: dict[tuple, dict[str, int]] = defaultdict(lambda: {"ok": 0, "failed": 0, "missing": 0})
+    ids = []
+    for cfg in cfgs:
+        key = (cfg.phi or cfg.model, cfg.group, cfg.n_layers)
+        rec = stored_record(cfg, root)
+        if rec is None:
+            status[key]["missing"] += 1
+            continue
+        status[key][rec["status"]] += 1
+        ids.append(rec["run_id"])
+        if rec["status"] == "ok":
+            cells[key][(cfg.d_state, cfg.lr)].append(rec["metrics"]["m_p"])
+    out = {}
+    for key, st in status.items():
+        by_cell = cells.get(key, {})
+        if by_cell:
+            best_cell = max(by_cell, key=lambda c: (max(map(_rank, by_cell[c])),
+                                                    sum(map(_rank, by_cell[c]))))
+            seeds = by_cell[best_cell]
+            best = max(seeds, key=_rank)
+        else:
+            best_cell, seeds, best = None, [], "no runs"
+        out[key] = {"m_p": best, "m_p_seeds": seeds, "best_cell": best_cell, **st}
+    return out, ids
+
+
+def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
+    if s["m_p"] == "no runs":
+        what = "missing" if s["missing"] else "diverged"
+        return f"{what} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
+    agree = agreement(s["m_p"], paper, lengths)
+    spread = ""
+    if len(s["m_p_seeds"]) > 1:
+        lo, hi = min(s["m_p_seeds"], key=_rank), max(s["m_p_seeds"], key=_rank)
+        spread = f" [{fmt(lo)}–{fmt(hi)}]"
+    ours = fmt(s["m_p"]) + spread
+    theirs = fmt(paper) if paper != "missing" else "—"
+    return f"{ours} / {theirs} {MARK[agree]}".rstrip(), agree
+
+
+def table2(P: Profile, root=None, models=experiments.TABLE2_MODELS) -> Table:
+    cfgs = experiments.table2_grid(P, models=models)
+    summary, ids = summarise(cfgs, root)
+    depths = P.track_depths
+    cols = ["model", "class"] + [f"{g} L{d}" for g in experiments.TABLE2_GROUPS for d in depths]
+    rows, data = [], []
+    for m in models:
+        row = [m, "affine" if expected_affine(m) else "state-dependent"]
+        for g in experiments.TABLE2_GROUPS:
+            for d in depths:
+                s = summary.get((m, g, d), {"m_p": "no runs", "m_p_seeds": [], "ok": 0,
+                                            "failed": 0, "missing": 0, "best_cell": None})
+                paper = paper_values.TABLE2.get((m, g, d), "missing")
+                text, agree = _cell_text(s, paper, P.track_eval_lengths)
+                row.append(text)
+                data.append({"model": m, "group": g, "n_layers": d,
+                             "m_p": None if s["m_p"] == "no runs" else s["m_p"],
+                             "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
+                             "n_failed": s["failed"], "n_missing": s["missing"],
+                             "best_cell": {"d_state": s["best_cell"][0], "lr": s["best_cell"][1]}
+                             if s["best_cell"] else None,
+                             "paper": None if paper == "missing" else paper,
+                             "paper_reported": paper != "missing", "agreement": agree})
+        rows.append(row)
+    note = (f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
+            f"below 90% at 60), best over the grid; [min–max over seeds] where there are several; "
+            f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported. "
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
+    return Table("Table 2: longest length tracked (m_p), trained up to length 60", cols, rows,
+                 note, ids, data)
+
+
+def table3(P: Profile, root=None) -> Table:
+    from ..models.registry import PHIS
+
+    summary, ids = summarise(experiments.table3_grid(P), root)
+    cols = ["phi", "class", "S3 L1: ours / paper"]
+    rows, data = [], []
+    for phi in PHIS:
+        s = summary.get((phi, "S3", 1), {"m_p": "no runs", "m_p_seeds": [], "ok": 0, "failed": 0,
+                                         "missing": 0, "best_cell": None})
+        paper = paper_values.TABLE3.get(phi, "missing")
+        text, agree = _cell_text(s, paper, P.track_eval_lengths)
+        cls = ("affine" if phi == "identity" else
+               "whole-vector normalisation" if phi in ("layernorm", "sphere") else
+               "pointwise / pair operator")
+        rows.append([phi, cls, text])
+        data.append({"phi": phi, "m_p": None if s["m_p"] == "no runs" else s["m_p"],
+                     "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
+                     "paper": None if paper == "missing" else paper, "agreement": agree})
+    note = (f"h = phi(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid. "
+            f"Scale: {P.scale('track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
+    return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)

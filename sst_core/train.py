@@ -1,0 +1,198 @@
+"""One small training loop for group state tracking (Paper 1, Tables 2 and 3).
+
+Protocol (``TrackingConfig`` holds every number; the profiles size them):
+
+- cross-entropy on the running product ``g_t`` at every position, fresh words every step
+  (``sst_core.tasks.tracking.sample``), AdamW with weight decay 0.01, batch 256;
+- a curriculum on the word length: start at 2; an *epoch* is ``steps_per_epoch`` steps
+  (there is no finite data set); when the epoch's token accuracy is at least 95% for
+  ``patience`` epochs in a row the length doubles, capped at 60 (2, 4, 8, 16, 32, 60);
+  training stops once the cap has been passed the same way, or after ``max_steps``;
+- evaluation on held-out words at lengths 60, 100, 200, ..., 1000: token accuracy (all
+  positions), final-position accuracy and whole-sequence accuracy;
+- ``m_p`` is the largest evaluated length with token accuracy >= 90%; ``None`` ("fails")
+  when even 60 does not reach it.
+
+A loss that becomes NaN or infinite stops the run with :class:`~sst_core.results.RunFailed`,
+so that :func:`~sst_core.results.cached_run` records it as failed with the reason.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+from torch import nn
+
+from .groups import get_group
+from .models import build
+from .results import RunFailed
+from .tasks.tracking import sample
+
+EVAL_SEED_OFFSET = 1_000_003  # evaluation words never share a seed with training words
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+# -- curriculum and m_p: plain logic, tested on constructed curves ----------------------
+
+@dataclass
+class Curriculum:
+    """Doubles the length after ``patience`` epochs at or above ``threshold`` accuracy."""
+
+    start: int = 2
+    max_length: int = 60
+    threshold: float = 0.95
+    patience: int = 5
+    length: int = field(init=False)
+    streak: int = field(init=False, default=0)
+    done: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        if not (1 <= self.start <= self.max_length):
+            raise ValueError(f"curriculum start {self.start} must be in 1..max_length={self.max_length}")
+        self.length = self.start
+
+    def update(self, epoch_accuracy: float) -> bool:
+        """Record one epoch; return True when the length changed or training is done."""
+        self.streak = self.streak + 1 if epoch_accuracy >= self.threshold else 0
+        if self.streak < self.patience:
+            return False
+        self.streak = 0
+        if self.length >= self.max_length:
+            self.done = True
+        else:
+            self.length = min(2 * self.length, self.max_length)
+        return True
+
+
+def max_passing_length(accuracy: dict[int, float], threshold: float = 0.9) -> int | None:
+    """``m_p``: the largest evaluated length whose accuracy is at least ``threshold``.
+
+    ``None`` when the shortest evaluated length already fails (the paper's "fail").
+    Lengths beyond a failing one still count if they pass (the paper's wording); the
+    record also keeps :func:`max_prefix_length` for the stricter reading.
+    """
+    lengths = sorted(accuracy)
+    if not lengths or accuracy[lengths[0]] < threshold:
+        return None
+    return max(L for L in lengths if accuracy[L] >= threshold)
+
+
+def max_prefix_length(accuracy: dict[int, float], threshold: float = 0.9) -> int | None:
+    """The largest length such that it and every shorter evaluated length pass."""
+    best = None
+    for L in sorted(accuracy):
+        if accuracy[L] < threshold:
+            break
+        best = L
+    return best
+
+
+# -- the loop ---------------------------------------------------------------------------
+
+def _lr_factor(schedule: str, step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    if schedule == "constant":
+        return 1.0
+    if schedule == "cosine":
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    raise ValueError(f"unknown schedule {schedule!r}; allowed: constant, cosine")
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, group, lengths: Iterable[int], n: int, tokens: str, seed: int,
+             batch: int, device: torch.device) -> dict[int, dict[str, float]]:
+    """Token, final-position and whole-sequence accuracy per length on held-out words."""
+    model.eval()
+    out = {}
+    for L in lengths:
+        words, states = sample(group, n, L, tokens=tokens, seed=EVAL_SEED_OFFSET + seed + L)
+        correct_tok, correct_last, correct_seq = 0, 0, 0
+        for i in range(0, n, batch):
+            x = torch.from_numpy(words[i:i + batch]).to(device)  # (b, L)
+            y = torch.from_numpy(states[i:i + batch]).to(device)  # (b, L)
+            hit = model(x).argmax(-1) == y  # (b, L)
+            correct_tok += int(hit.sum())
+            correct_last += int(hit[:, -1].sum())
+            correct_seq += int(hit.all(dim=1).sum())
+        out[L] = {"token": correct_tok / (n * L), "final": correct_last / n, "sequence": correct_seq / n}
+    model.train()
+    return out
+
+
+def train_tracking(cfg) -> dict[str, Any]:
+    """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc."""
+    device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    group = get_group(cfg.group)
+    kw = {"phi": cfg.phi} if cfg.phi else {}
+    model = build(cfg.model, group.order, group.order, d_model=cfg.d_model, d_state=cfg.d_state,
+                  n_layers=cfg.n_layers, **kw).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    curriculum = Curriculum(cfg.curriculum_start, cfg.curriculum_max, cfg.curriculum_threshold,
+                            cfg.curriculum_patience)
+    loss_fn = nn.CrossEntropyLoss()
+    history: dict[str, list] = {"step": [], "length": [], "loss": [], "accuracy": []}
+    reached: dict[int, int] = {curriculum.length: 0}
+    epoch_loss, epoch_hits, epoch_count = 0.0, 0, 0
+    start = time.perf_counter()
+    step = 0
+    for step in range(cfg.max_steps):
+        for g in opt.param_groups:
+            g["lr"] = cfg.lr * _lr_factor(cfg.schedule, step, cfg.max_steps, cfg.warmup_steps)
+        words, states = sample(group, cfg.batch, curriculum.length, tokens=cfg.tokens,
+                               seed=cfg.seed * 1_000_000 + step)
+        x = torch.from_numpy(words).to(device)  # (b, L)
+        y = torch.from_numpy(states).to(device)  # (b, L)
+        logits = model(x)  # (b, L, n_g)
+        loss = loss_fn(logits.reshape(-1, group.order), y.reshape(-1))
+        if not torch.isfinite(loss):
+            err = RunFailed(f"loss became {loss.item()} at step {step} (length {curriculum.length})")
+            err.metrics = {"history": history, "steps": step, "diverged_at": step}
+            raise err
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip:
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+
+        epoch_loss += loss.item()
+        epoch_hits += int((logits.detach().argmax(-1) == y).sum())
+        epoch_count += y.numel()
+        if (step + 1) % cfg.steps_per_epoch == 0:
+            acc = epoch_hits / epoch_count
+            history["step"].append(step + 1)
+            history["length"].append(curriculum.length)
+            history["loss"].append(round(epoch_loss / cfg.steps_per_epoch, 6))
+            history["accuracy"].append(round(acc, 6))
+            epoch_loss, epoch_hits, epoch_count = 0.0, 0, 0
+            if curriculum.update(acc):
+                reached.setdefault(curriculum.length, step + 1)
+                if curriculum.done:
+                    break
+    train_time = time.perf_counter() - start
+
+    evals = evaluate(model, group, cfg.eval_lengths, cfg.eval_samples, cfg.tokens, cfg.seed,
+                     cfg.eval_batch, device)
+    token_acc = {L: v["token"] for L, v in evals.items()}
+    return {
+        "m_p": max_passing_length(token_acc, cfg.pass_threshold),
+        "m_p_prefix": max_prefix_length(token_acc, cfg.pass_threshold),
+        "eval": {str(L): v for L, v in evals.items()},
+        "converged": curriculum.done,
+        "final_train_length": curriculum.length,
+        "length_reached_at_step": {str(k): v for k, v in reached.items()},
+        "steps": step + 1,
+        "history": history,
+        "n_params": sum(p.numel() for p in model.parameters()),
+        "train_time_s": round(train_time, 3),
+        "device": str(device),
+    }

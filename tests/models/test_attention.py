@@ -1,0 +1,88 @@
+"""Linear attention (sst_core.models.attention, reference 4.7)."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from sst_core.models import build
+
+from .test_selective import (check_affine, check_forward_matches_step, check_long_scan,
+                             check_scan_matches_step, eigenvalues, overfit_c2, tiny)
+from .test_selective import one_thread  # noqa: F401 (an autouse fixture)
+
+CONFIGS = {  # name -> options
+    "normalised": {},
+    "heads_identity": {"n_heads": 2, "feature_map": "identity", "normalize": False},
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_forward_matches_step(config, n_layers):
+    check_forward_matches_step(tiny("linear_attention", n_layers, **CONFIGS[config]))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("L", [1, 63])
+def test_scan_matches_step(config, L):
+    for layer in tiny("linear_attention", 2, **CONFIGS[config]).layers:
+        # a random z_0 could put the normaliser phi(q) . z near 0: start those from zero
+        check_scan_matches_step(layer, L, h0_scale=0.0 if layer.cfg.normalize else 0.5)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_long_scan(config):
+    check_long_scan(tiny("linear_attention", **CONFIGS[config]).layers[0])
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_affine_with_identity_transition(config):
+    layer = tiny("linear_attention", **CONFIGS[config]).layers[0]
+    check_affine(layer)
+    lam = eigenvalues(layer)
+    torch.testing.assert_close(lam, torch.ones_like(lam))
+
+
+def test_recurrence_by_hand():
+    """S = S + v phi(k)^T, z = z + phi(k), y = W_o S phi(q) / (phi(q) . z + eps)."""
+    layer = tiny("linear_attention", d_model=4, d_state=3).layers[0]
+    u = torch.randn(4, dtype=torch.float64)
+    S, z = torch.rand(4, 3, dtype=torch.float64), torch.rand(3, dtype=torch.float64)
+    h_next, y = layer.step(torch.cat([S.flatten(), z])[None], u[None])
+    phi = lambda x: F.elu(x) + 1  # noqa: E731
+    q, k, v = phi(layer.q_proj(u)), phi(layer.k_proj(u)), layer.v_proj(u)
+    S, z = S + torch.outer(v, k), z + k
+    torch.testing.assert_close(h_next[0], torch.cat([S.flatten(), z]))
+    torch.testing.assert_close(y[0], layer.out_proj(S @ q / (q @ z + layer.cfg.eps)))
+
+
+def test_first_layer_sees_only_token_counts():
+    """Why linear attention cannot fit parity (not even 32 fixed words): one layer's output
+    at t depends on the current token and the multiset of earlier ones (with the
+    normaliser, on their proportions), and parity is not a function of those."""
+    model = tiny("linear_attention")
+    tokens = torch.tensor([[0, 1, 1, 0, 2, 1], [2, 0, 1, 1, 0, 1], [1, 1, 0, 0, 2, 2]])
+    logits = model(tokens)
+    torch.testing.assert_close(logits[0, 5], logits[1, 5])  # 01102 vs 20110, then 1
+    torch.testing.assert_close(logits[0, 3], logits[2, 3])  # 011 vs 110, then 0
+    assert not torch.allclose(logits[0, 4], logits[1, 4])
+    once, twice = model(torch.tensor([[0, 1, 2]])), model(torch.tensor([[0, 1, 2, 0, 1, 2]]))
+    torch.testing.assert_close(once[0, -1], twice[0, -1])  # proportions, not counts
+
+
+def test_overfits_c2_count_target():
+    """Fits what it can express on the C2 words: whether an ``a`` occurred so far."""
+    seen_a = lambda tokens, states: (tokens.cummax(1).values > 0).long()  # noqa: E731
+    assert overfit_c2("linear_attention", target=seen_a) >= 0.95
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"n_heads": 3}, "n_heads 3 must divide d_model 8"),
+    ({"feature_map": "relu"}, "unknown feature_map 'relu'; allowed: elu\\+1, identity"),
+    ({"feature_map": "identity"}, "positive feature map"),
+    ({"d_state": 0}, "d_state"),
+])
+def test_impossible_sizes_raise(kw, match):
+    with pytest.raises(ValueError, match=match):
+        build("linear_attention", 3, 3, **{"d_model": 8, "d_state": 4, **kw})

@@ -1,0 +1,124 @@
+"""AUSSM and Simple AUSSM (sst_core.models.unitary, reference 4.4-4.5)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from sst_core.models import build
+
+from .test_selective import (check_affine, check_forward_matches_step, check_long_scan,
+                             check_scan_matches_step, eigenvalues, overfit_c2, tiny)
+from .test_selective import one_thread  # noqa: F401 (an autouse fixture)
+
+CONFIGS = {  # name -> (registry name, options)
+    "aussm": ("aussm", {}),
+    "aussm_paper": ("aussm", {"d_conv": 1, "angle_times_dt": True, "dt_bias_twice": False}),
+    "simple_aussm": ("simple_aussm", {}),
+}
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_forward_matches_step(config, n_layers):
+    name, kw = CONFIGS[config]
+    check_forward_matches_step(tiny(name, n_layers, **kw))
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("L", [1, 63])
+def test_scan_matches_step(config, L):
+    name, kw = CONFIGS[config]
+    for layer in tiny(name, 2, **kw).layers:
+        check_scan_matches_step(layer, L)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_long_scan(config):
+    name, kw = CONFIGS[config]
+    check_long_scan(tiny(name, **kw).layers[0])
+
+
+def test_simple_aussm_gradients_at_1000():
+    check_scan_matches_step(tiny("simple_aussm").layers[0], 1000)
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_affine(config):
+    name, kw = CONFIGS[config]
+    check_affine(tiny(name, **kw).layers[0])
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_eigenvalues_on_unit_circle(config):
+    name, kw = CONFIGS[config]
+    lam = eigenvalues(tiny(name, **kw).layers[0])
+    torch.testing.assert_close(lam.abs(), torch.ones_like(lam.abs()), rtol=0, atol=1e-10)
+
+
+def released_aussm(layer, u):
+    """AUSSM as the released reference_ssm_adaptive_unitary_optimized_polar computes it:
+    cumulative angles G, no Delta on the angle, dt bias added twice (ops.py, aussm.py)."""
+    D = layer.cfg.d_model
+    x, z = layer.in_proj(u).chunk(2, -1)
+    x = layer.conv.scan(x, None)[0]  # the conv output, before SiLU
+    dt = F.softplus(layer.dt_proj(layer.x_proj(x)) + layer.dt_proj.bias)
+    A = torch.einsum("ijr,blr->blij", layer.X.view(D, -1, D) / math.sqrt(D), x)
+    G = torch.remainder(torch.cumsum(A + layer.angle_bias, 1), 2 * math.pi)
+    s = F.silu(x)
+    B_r, B_theta = F.softplus(layer.b_re), layer.b_im
+    C_r, C_theta = F.softplus(layer.c_re), layer.c_im
+    re = torch.cumsum(B_r * torch.cos(B_theta - G) * (dt * s)[..., None], 1)
+    im = torch.cumsum(B_r * torch.sin(B_theta - G) * (dt * s)[..., None], 1)
+    y = (C_r * (torch.cos(C_theta + G) * re - torch.sin(C_theta + G) * im)).sum(-1)
+    return layer.out_proj((y + s * layer.D) * F.silu(z))
+
+
+def test_aussm_equals_released_reference():
+    layer = tiny("aussm", noise=0.3).layers[0]
+    u = torch.randn(2, 30, layer.d_in, dtype=torch.float64)
+    torch.testing.assert_close(layer.scan(u)[1], released_aussm(layer, u), rtol=1e-9, atol=1e-10)
+
+
+def test_aussm_quirk_flags():
+    """dt_bias_twice and angle_times_dt change the recurrence as documented."""
+    layer = tiny("aussm").layers[0]
+    x = torch.randn(5, layer.cfg.d_model, dtype=torch.float64)
+    angle, ds, s = layer._inputs(x)
+    dt = ds / s
+    torch.testing.assert_close(dt, F.softplus(layer.dt_proj(layer.x_proj(x)) + layer.dt_proj.bias))
+    paper = tiny("aussm", dt_bias_twice=False, angle_times_dt=True).layers[0]
+    angle_p, ds_p, s_p = paper._inputs(x)
+    dt_p = F.softplus(paper.dt_proj(paper.x_proj(x)))
+    torch.testing.assert_close(ds_p / s_p, dt_p)
+    torch.testing.assert_close(angle_p, angle * dt_p[..., None])  # same seed, same params
+
+
+def test_simple_aussm_recurrence_by_hand():
+    layer = tiny("simple_aussm").layers[0]
+    u = torch.randn(3, 4, dtype=torch.float64)
+    h = torch.randn(3, 8, dtype=torch.float64)
+    h_next, y = layer.step(h, u)
+    theta = layer.theta(u)
+    Bu = torch.complex(*layer.B(u).chunk(2, -1))
+    want = torch.exp(1j * theta) * torch.complex(*h.chunk(2, -1)) + Bu
+    torch.testing.assert_close(h_next, torch.cat([want.real, want.imag], -1))
+    torch.testing.assert_close(y, layer.W_y(h_next))
+
+
+@pytest.mark.parametrize("name", ["aussm", "simple_aussm"])
+def test_overfits_c2(name):
+    assert overfit_c2(name) >= 0.95
+
+
+@pytest.mark.parametrize("name,kw,match", [
+    ("aussm", {"d_conv": 0}, "d_conv must be a positive int"),
+    ("aussm", {"dt_rank": 0}, "dt_rank"),
+    ("aussm", {"expand": 2}, "unknown option.*expand"),
+    ("simple_aussm", {"d_conv": 4}, "unknown option.*d_conv.*allowed: d_model, d_state"),
+])
+def test_impossible_sizes_raise(name, kw, match):
+    with pytest.raises(ValueError, match=match):
+        build(name, 3, 3, **{"d_model": 8, "d_state": 4, **kw})

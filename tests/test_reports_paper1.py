@@ -1,0 +1,93 @@
+"""Tables 2 and 3 from constructed records (no training): best over the grid, seed
+spread, failed runs, agreement with the published values."""
+import json
+from dataclasses import replace
+
+import pytest
+
+from sst_core import config, experiments, paper_values
+from sst_core.reports import get_report
+from sst_core.reports.paper1 import agreement, table2, table3
+from sst_core.results import RunFailed, cached_run
+
+LENGTHS = config.EVAL_LENGTHS
+
+
+def fake(m_p):
+    def fn(cfg):
+        if m_p == "diverge":
+            raise RunFailed("loss became nan at step 3")
+        return {"m_p": m_p, "eval": {}}
+    return fn
+
+
+@pytest.fixture
+def P():
+    return replace(config.PROFILES["smoke"], name="smoke", track_seeds=(0, 1), track_lrs=(1e-3, 1e-4),
+                   track_eval_lengths=LENGTHS)
+
+
+def test_agreement_rules():
+    assert agreement(1000, 1000, LENGTHS) == "agree"
+    assert agreement(None, None, LENGTHS) == "agree"
+    assert agreement(900, 1000, LENGTHS) == "close"
+    assert agreement(None, 60, LENGTHS) == "close"
+    assert agreement(100, 1000, LENGTHS) == "differ"
+    assert agreement(100, "missing", LENGTHS) == "not reported"
+
+
+def test_table2_best_over_grid_with_seed_spread(tmp_path, P):
+    grid = experiments.table2_grid(P, models=("tanh_rnn", "mamba"), groups=("S3",))
+    assert len(grid) == 2 * 1 * 1 * 1 * 2 * 2
+    values = {("tanh_rnn", 1e-3, 0): 1000, ("tanh_rnn", 1e-3, 1): 600,
+              ("tanh_rnn", 1e-4, 0): 200, ("tanh_rnn", 1e-4, 1): "diverge",
+              ("mamba", 1e-3, 0): None, ("mamba", 1e-3, 1): None,
+              ("mamba", 1e-4, 0): None}  # one mamba run missing
+    for cfg in grid:
+        key = (cfg.model, cfg.lr, cfg.seed)
+        if key in values:
+            cached_run(cfg, fake(values[key]), root=tmp_path)
+    t = table2(P, root=tmp_path, models=("tanh_rnn", "mamba"))
+    by = {(d["model"], d["group"]): d for d in t.data}
+    tanh, mamba = by[("tanh_rnn", "S3")], by[("mamba", "S3")]
+    assert tanh["m_p"] == 1000 and sorted(tanh["m_p_seeds"]) == [600, 1000]
+    assert tanh["best_cell"] == {"d_state": P.track_rnn_widths[0], "lr": 1e-3}
+    assert tanh["n_runs"] == 4 and tanh["n_failed"] == 1
+    assert tanh["paper"] == 1000 and tanh["agreement"] == "agree"
+    assert mamba["m_p"] is None and mamba["paper"] is None and mamba["agreement"] == "agree"
+    assert mamba["n_runs"] == 3 and mamba["n_missing"] == 1
+    row = t.rows[0]
+    assert row[0] == "tanh_rnn" and row[-1].startswith("1000 [600–1000] / 1000")  # S3 L1
+    out = json.loads(t.to_json())
+    s3 = [d for d in out["data"] if d["group"] == "S3"]
+    assert [d["m_p"] for d in s3] == [1000, None]
+
+
+def test_table2_cells_without_runs(tmp_path, P):
+    t = table2(P, root=tmp_path, models=("linear_attention",))
+    assert all(d["n_runs"] == 0 and d["m_p"] is None for d in t.data)
+    assert all(d["paper_reported"] is False for d in t.data)  # no published row
+    assert "missing" in t.rows[0][2]
+
+
+def test_table3_rows_follow_phis(tmp_path, P):
+    for cfg in experiments.table3_grid(P):
+        cached_run(cfg, fake(1000 if cfg.phi == "tanh" else None), root=tmp_path)
+    t = table3(P, root=tmp_path)
+    data = {d["phi"]: d for d in t.data}
+    assert data["tanh"]["m_p"] == 1000 and data["tanh"]["agreement"] == "agree"
+    assert data["relu"]["m_p"] is None and data["relu"]["agreement"] == "differ"
+    assert data["sphere"]["paper"] is None and data["sphere"]["agreement"] == "agree"
+    assert set(data) == set(paper_values.TABLE3)
+
+
+def test_reports_registered():
+    assert get_report("table2") is table2 and get_report("table3") is table3
+
+
+def test_published_table2_has_the_papers_rows():
+    assert paper_values.TABLE2[("negative_mamba", "S3", 1)] == 100
+    assert paper_values.TABLE2[("mamba", "S3", 2)] is None
+    assert ("simple_aussm", "S3", 1) not in paper_values.TABLE2  # not reported
+    assert all(paper_values.TABLE2[(m, g, d)] == 1000 for m in ("tanh_rnn", "state_gated_rnn")
+               for g in ("C2", "C6", "S3") for d in (1, 2))
