@@ -463,8 +463,8 @@ def _delays(delay: Any, T: int) -> tuple[np.ndarray, bool]:
     return arr.astype(int), scalar
 
 
-def memory_function(mu: Any, T: int, delay: Any = None, *, tol: float = DEFAULT_TOL) -> np.ndarray:
-    """M[tau] = v_tau^H (V V^H)^{-1} v_tau for tau in ``delay`` (default: 0..T-1).
+def memory_function(mu: Any, T: int, taus: Any = None, *, tol: float = DEFAULT_TOL) -> np.ndarray:
+    """M[tau] = v_tau^H (V V^H)^{-1} v_tau for the delays tau in ``taus`` (default: 0..T-1).
 
     ``mu``: discrete eigenvalues (complex; both members of each conjugate pair for a real
     system), |mu| <= 1. Eigenvalues closer than ``tol`` count once. For a spectrum that is
@@ -475,9 +475,9 @@ def memory_function(mu: Any, T: int, delay: Any = None, *, tol: float = DEFAULT_
     recursion for the diagonal).
     """
     T = _check_T(T)
-    taus, scalar = _delays(delay, T)
+    delays, scalar = _delays(taus, T)
     M = _analyse(distinct_eigenvalues(mu, tol), T)["memory"]
-    out = M[taus]
+    out = M[delays]
     return float(out[0]) if scalar else out
 
 
