@@ -64,6 +64,7 @@ def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
 REPORTS: dict[str, str] = {
     "groups": "sst_core.reports.groups:groups_table",
     "memory": "sst_core.reports.memory:memory_table",
+    "memory_reference": "sst_core.reports.memory:reference_comparison",
     "table2": "sst_core.reports.paper1:table2",
     "table3": "sst_core.reports.paper1:table3",
 }
