@@ -69,8 +69,10 @@ def browser(tmp_path_factory):
                  f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    driver.set_page_load_timeout(60)
-    driver.set_script_timeout(60)
+    # generous limits: every page loads MathJax and plotly.js (4.6 MB) from the local
+    # server, on a 2-core machine that may be busy
+    driver.set_page_load_timeout(180)
+    driver.set_script_timeout(120)
     yield driver
     driver.quit()
 
