@@ -9,7 +9,7 @@ from sst_core.models import build
 
 from .test_selective import (check_affine, check_forward_matches_step, check_long_scan,
                              check_scan_matches_step, eigenvalues, overfit_c2, tiny)
-from .test_selective import one_thread  # noqa: F401 (an autouse fixture)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 CONFIGS = {  # name -> options
     "normalised": {},

@@ -37,14 +37,7 @@ FIT_LR = {"mamba3": 1e-2}
 MAX_STEPS = 1000  # layernorm needs several hundred; most models under 100
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second thread only adds synchronisation (100x slower when the
-    machine is busy), so this file runs on one."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make(name: str, n_tokens: int = V, n_classes: int = V, d: int = 8, n_layers: int = 1,

@@ -21,13 +21,7 @@ from sst_core.tasks.tracking import sample
 f64 = torch.float64
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second thread only adds synchronisation, so these tests use one."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # -- the shared contract ---------------------------------------------------------------------

@@ -34,8 +34,16 @@ return copy.innerText;
 """
 WAIT_MATHJAX = """
 const done = arguments[arguments.length - 1];
-if (!window.MathJax || !MathJax.startup || !MathJax.startup.promise) { done('no-mathjax'); return; }
-MathJax.startup.promise.then(() => done('typeset')).catch(e => done('error: ' + e));
+const start = Date.now();
+(function poll() {  // MathJax may still be starting when the page reports "loaded"
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => done('typeset')).catch(e => done('error: ' + e));
+  } else if (Date.now() - start > 60000) {
+    done('no-mathjax');
+  } else {
+    setTimeout(poll, 100);
+  }
+})();
 """
 
 
@@ -90,9 +98,9 @@ def test_page_reads_well_offline(site, browser, smoke_book, page):
         "const h = document.querySelector('article h1'); return h ? h.textContent : '';")
     assert title.strip(), f"{page}: no title"
 
-    mathjax = browser.execute_async_script(WAIT_MATHJAX)
     n_math = len(browser.find_elements("css selector", "main .math"))
     if n_math:
+        mathjax = browser.execute_async_script(WAIT_MATHJAX)
         assert mathjax == "typeset", f"{page}: MathJax did not run offline ({mathjax})"
         n_typeset = len(browser.find_elements("css selector", "main mjx-container"))
         assert n_typeset >= n_math, f"{page}: {n_typeset} of {n_math} formulas typeset"

@@ -11,13 +11,7 @@ from sst_core.ops.scan import _chunked_scan
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: a second thread only adds synchronisation, so these tests use one."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def inputs(shape, dtype, a_shape=None, seed=0):
