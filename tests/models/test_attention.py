@@ -7,8 +7,7 @@ from torch.nn import functional as F
 
 from sst_core.models import build
 
-from .test_selective import (check_affine, check_forward_matches_step, check_long_scan,
-                             check_scan_matches_step, eigenvalues, overfit_c2, tiny)
+from .contract import check_affine, eigenvalues, overfit_c2, tiny
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 CONFIGS = {  # name -> options
@@ -17,23 +16,7 @@ CONFIGS = {  # name -> options
 }
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("n_layers", [1, 2])
-def test_forward_matches_step(config, n_layers):
-    check_forward_matches_step(tiny("linear_attention", n_layers, **CONFIGS[config]))
 
-
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("L", [1, 63])
-def test_scan_matches_step(config, L):
-    for layer in tiny("linear_attention", 2, **CONFIGS[config]).layers:
-        # a random z_0 could put the normaliser phi(q) . z near 0: start those from zero
-        check_scan_matches_step(layer, L, h0_scale=0.0 if layer.cfg.normalize else 0.5)
-
-
-@pytest.mark.parametrize("config", CONFIGS)
-def test_long_scan(config):
-    check_long_scan(tiny("linear_attention", **CONFIGS[config]).layers[0])
 
 
 @pytest.mark.parametrize("config", CONFIGS)

@@ -9,46 +9,19 @@ from torch.nn import functional as F
 
 from sst_core.models import build
 
-from .test_selective import (check_affine, check_forward_matches_step, check_long_scan,
-                             check_scan_matches_step, eigenvalues, overfit_c2, tiny)
+from .contract import CONFIGS as ALL_CONFIGS
+from .contract import check_scan_matches_step, eigenvalues, overfit_c2, tiny
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-CONFIGS = {  # name -> (registry name, options)
-    "aussm": ("aussm", {}),
-    "aussm_paper": ("aussm", {"d_conv": 1, "angle_times_dt": True, "dt_bias_twice": False}),
-    "simple_aussm": ("simple_aussm", {}),
-}
+CONFIGS = {k: v for k, v in ALL_CONFIGS.items() if k in ("aussm", "aussm_paper", "simple_aussm")}
 
 
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("n_layers", [1, 2])
-def test_forward_matches_step(config, n_layers):
-    name, kw = CONFIGS[config]
-    check_forward_matches_step(tiny(name, n_layers, **kw))
 
-
-@pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("L", [1, 63])
-def test_scan_matches_step(config, L):
-    name, kw = CONFIGS[config]
-    for layer in tiny(name, 2, **kw).layers:
-        check_scan_matches_step(layer, L)
-
-
-@pytest.mark.parametrize("config", CONFIGS)
-def test_long_scan(config):
-    name, kw = CONFIGS[config]
-    check_long_scan(tiny(name, **kw).layers[0])
 
 
 def test_simple_aussm_gradients_at_1000():
     check_scan_matches_step(tiny("simple_aussm").layers[0], 1000)
 
-
-@pytest.mark.parametrize("config", CONFIGS)
-def test_affine(config):
-    name, kw = CONFIGS[config]
-    check_affine(tiny(name, **kw).layers[0])
 
 
 @pytest.mark.parametrize("config", CONFIGS)
