@@ -7,11 +7,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROFILE ?= quick
+BENCH_ARGS ?=
 # torch's CPU allocator with transparent huge pages: 1.5-2x faster training steps here
 # (fresh memory otherwise page-faults; cpu-performance-notes.md). Read when torch loads.
 export THP_MEM_ALLOC_ENABLE ?= 1
 
-.PHONY: book test venv browser clean
+.PHONY: book test bench venv browser clean
 
 # Create .venv if missing; reinstall when pyproject.toml changes.
 $(STAMP): pyproject.toml
@@ -30,6 +31,10 @@ browser:
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# Time our models beside torch references: make bench BENCH_ARGS='--only tanh_rnn_train_d64'
+bench: $(STAMP)
+	$(BIN)/sst bench $(BENCH_ARGS)
 
 clean:
 	rm -rf _build notebooks/*.ipynb results/smoke results/quick

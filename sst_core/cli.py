@@ -4,6 +4,8 @@
     sst book [--profile P]
     sst report NAME [--profile P] [--format md|json]
     sst report --list
+    sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
+              [--size small|full] [--threads N] [--out FILE]
 """
 from __future__ import annotations
 
@@ -19,6 +21,16 @@ def _profile(value: str) -> str:
         raise argparse.ArgumentTypeError(
             f"unknown profile {value!r}; allowed: {', '.join(config.PROFILES)}")
     return value
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return n
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,11 +53,49 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--list", action="store_true", help="list report names")
     rep.add_argument("--profile", type=_profile, default="quick")
     rep.add_argument("--format", choices=("md", "json"), default="md")
+
+    ben = sub.add_parser("bench", help="time our models beside torch references (medians, ratios)",
+                         description="Time training steps and long forward passes of our "
+                         "models, interleaved with a torch reference (nn.RNN, nn.GRU) of the "
+                         "same sizes; print medians and ratios ours / reference.")
+    ben.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                     help="auto: CUDA when available (default)")
+    ben.add_argument("--format", choices=("md", "json"), default="md")
+    ben.add_argument("--repeat", type=_positive_int, default=5,
+                     help="timed rounds; the median is reported (default 5)")
+    ben.add_argument("--only", nargs="+", metavar="NAME", help="benchmark names (see --list)")
+    ben.add_argument("--list", action="store_true", help="list benchmark names")
+    ben.add_argument("--size", choices=("small", "full"), default="full",
+                     help="small: batch 2, for tests (times mean nothing)")
+    ben.add_argument("--threads", type=_positive_int, default=None,
+                     help="torch intra-op threads (default: torch's own choice)")
+    ben.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
     return p
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    if args.list:
+        print("\n".join(bench.names()))
+        return 0
+    try:
+        result = bench.run(args.only, device=args.device, size=args.size, repeat=args.repeat,
+                           threads=args.threads)
+    except ValueError as err:
+        print(f"sst bench: {err}", file=sys.stderr)
+        return 2
+    print(bench.to_json(result) if args.format == "json" else bench.to_markdown(result))
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(bench.to_json(result) + "\n")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "bench":
+        return _bench(args)
     if args.command == "report":
         from .reports import REPORTS, get_report
 

@@ -1,0 +1,444 @@
+"""Throughput benchmarks, ours beside a torch reference in one run (``sst bench``).
+
+A *benchmark* is one registered function ``fn(ctx: Context) -> list[dict]`` in
+:data:`BENCHMARKS`, under a name that is also the name of (or the prefix of) the entries
+it returns. Adding a comparison is adding one function::
+
+    @register("diag_scan_fwd_bwd_L1000")
+    def _diag_scan(ctx):
+        ours, ref = ...  # zero-argument callables, sized by ctx.sizes, on ctx.device
+        t_ours, t_ref = time_side_by_side([ours, ref], ctx.repeat, ctx.sizes.warmup, ctx.device)
+        return [make_entry("diag_scan_fwd_bwd_L1000", "train", "linear_scan", ctx,
+                           {"batch": b, "length": L}, t_ours, t_ref, "linear_scan_ref")]
+
+Each entry is a JSON-ready dict::
+
+    name, kind ("train" | "eval"), model, anchor (a description, or None),
+    ours_s, anchor_s (None: no anchor), ratio = ours_s / anchor_s (None: no anchor),
+    target (a ratio to stay under, or None), status ("meets" | "misses" | ""),
+    sizes {...}, device, repeat, warmup, tokens_per_s (ours), anchor_tokens_per_s,
+    ours_samples_s, anchor_samples_s (every timed repetition)
+
+Protocol. Fixed seeds for weights and data (S3 words from the training sampler, 6-way
+one-hot input, 6 classes, as in ``sst_core.train``). ``warmup`` untimed calls of each
+contender, then ``repeat`` rounds in which ours and the anchor run alternately (ours,
+anchor, ours, anchor, ...), each call timed alone with ``time.perf_counter`` between
+``torch.cuda.synchronize`` calls on CUDA. Reported times are medians. On a shared
+2-core machine repeats differ by up to about 30% (``cpu-performance-notes.md``): read
+ratios within 1.3x of a target as noise, and rerun on a quiet machine before concluding.
+
+A *training step* is what ``sst_core.train.train_tracking`` does per step: forward,
+cross-entropy over every position, backward, gradient clipping at 1.0, an AdamW step
+with weight decay 0.01. *Eval* is a forward pass in ``eval()`` mode under ``no_grad``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+DEVICES = ("auto", "cpu", "cuda")
+SEED = 0
+GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
+TOKENS = "generators"
+LR = 1e-3
+WEIGHT_DECAY = 0.01  # as TrackingConfig
+GRAD_CLIP = 1.0  # as TrackingConfig
+TRAIN_TARGET = 1.2  # ours / anchor for a training step, at most (the issue's bar)
+RNN_WIDTHS = (64, 128)  # the d of the dense-RNN comparisons
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Batch and length of the training-step and eval benchmarks, and warm-up calls."""
+
+    train_batch: int
+    train_length: int
+    eval_batch: int
+    eval_length: int
+    warmup: int
+
+
+# ``small`` keeps widths and lengths (the names say them) and shrinks the batch to 2, so
+# that the test suite runs every benchmark in seconds; its times mean nothing.
+SIZES: dict[str, Sizes] = {
+    "full": Sizes(train_batch=256, train_length=60, eval_batch=250, eval_length=1000, warmup=2),
+    "small": Sizes(train_batch=2, train_length=60, eval_batch=2, eval_length=1000, warmup=1),
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every benchmark function receives."""
+
+    device: torch.device
+    size: str = "full"
+    repeat: int = 5
+
+    @property
+    def sizes(self) -> Sizes:
+        return SIZES[self.size]
+
+
+# -- the registry --------------------------------------------------------------------
+
+BENCHMARKS: dict[str, Callable[[Context], list[dict[str, Any]]]] = {}
+
+
+def register(name: str):
+    """Decorator: add ``fn(ctx) -> entries`` to :data:`BENCHMARKS` under ``name``."""
+
+    def add(fn):
+        if name in BENCHMARKS:
+            raise ValueError(f"benchmark {name!r} is already registered")
+        BENCHMARKS[name] = fn
+        return fn
+
+    return add
+
+
+def names() -> tuple[str, ...]:
+    return tuple(BENCHMARKS)
+
+
+def select(only: Iterable[str] | None = None) -> list[str]:
+    """The registered names to run, in registry order; unknown names raise ValueError."""
+    if not only:
+        return list(BENCHMARKS)
+    wanted = list(dict.fromkeys(only))
+    unknown = [n for n in wanted if n not in BENCHMARKS]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {', '.join(map(repr, unknown))}; "
+                         f"allowed: {', '.join(BENCHMARKS)}")
+    return [n for n in BENCHMARKS if n in wanted]
+
+
+def resolve_device(device: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; ``cuda`` without CUDA raises ValueError."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; allowed: {', '.join(DEVICES)}")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device 'cuda' requested but CUDA is not available "
+                         f"(torch {torch.__version__}); use --device cpu or auto")
+    return torch.device(device)
+
+
+# -- timing --------------------------------------------------------------------------
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_side_by_side(fns: Sequence[Callable[[], Any]], repeat: int, warmup: int,
+                      device: torch.device) -> list[list[float]]:
+    """Seconds per call of each function: ``warmup`` untimed rounds, then ``repeat``
+    rounds calling them in turn (f0, f1, f0, f1, ...). Returns one list per function."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    for _ in range(warmup):
+        for f in fns:
+            f()
+    _sync(device)
+    samples: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeat):
+        for f, out in zip(fns, samples):
+            _sync(device)
+            start = time.perf_counter()
+            f()
+            _sync(device)
+            out.append(time.perf_counter() - start)
+    return samples
+
+
+def train_step(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor
+               ) -> Callable[[], None]:
+    """One call = one training step of ``sst_core.train`` on fixed data (see module doc)."""
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> None:
+        logits = model(tokens)  # (b, L, n_classes)
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+        opt.step()
+
+    return step
+
+
+def eval_forward(model: nn.Module, tokens: torch.Tensor) -> Callable[[], None]:
+    """One call = one forward pass in eval mode, without gradients."""
+    model.eval()
+
+    def run() -> None:
+        with torch.no_grad():
+            model(tokens)
+
+    return run
+
+
+# -- models and data -----------------------------------------------------------------
+
+class TorchRNN(nn.Module):
+    """The anchor: one-hot tokens -> ``torch.nn.RNN`` (tanh) or ``torch.nn.GRU`` -> linear head.
+
+    The same sizes as our RNN family, whose cells fold the embedding into ``W_x`` and so
+    read one-hot rows too (an embedding plus a d x d projection would slow the anchor).
+    """
+
+    KINDS = {"rnn": partial(nn.RNN, nonlinearity="tanh"), "gru": nn.GRU}
+
+    def __init__(self, kind: str, n_tokens: int, n_classes: int, d: int):
+        super().__init__()
+        self.n_tokens = n_tokens
+        self.rnn = self.KINDS[kind](n_tokens, d, batch_first=True)
+        self.head = nn.Linear(d, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = F.one_hot(tokens, self.n_tokens).to(self.head.weight.dtype)  # (b, L, n_tokens)
+        return self.head(self.rnn(x)[0])  # (b, L, n_classes)
+
+
+ANCHOR_NAMES = {"rnn": "torch.nn.RNN(tanh)", "gru": "torch.nn.GRU"}
+
+
+def task_data(batch: int, length: int, device: torch.device
+              ) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Fixed-seed words of the tracking task: tokens, targets (b, L) and the group order."""
+    from .groups import get_group
+    from .tasks.tracking import sample
+
+    group = get_group(GROUP)
+    words, states = sample(group, batch, length, tokens=TOKENS, seed=SEED)
+    return (torch.from_numpy(words).to(device), torch.from_numpy(states).to(device),
+            group.order)
+
+
+def _ours(model: str, n_tokens: int, d_model: int, d_state: int, device: torch.device,
+          **kw: Any) -> nn.Module:
+    from .models import build
+
+    torch.manual_seed(SEED)
+    return build(model, n_tokens, n_tokens, d_model=d_model, d_state=d_state, n_layers=1,
+                 **kw).to(device)
+
+
+# -- entries -------------------------------------------------------------------------
+
+def _median(xs: Sequence[float]) -> float:
+    return float(statistics.median(xs))
+
+
+def status(ratio: float | None, target: float | None) -> str:
+    if ratio is None or target is None:
+        return ""
+    return "meets" if ratio <= target else "misses"
+
+
+def make_entry(name: str, kind: str, model: str, ctx: Context, sizes: dict[str, Any],
+               ours: list[float], anchor: list[float] | None = None,
+               anchor_name: str | None = None, target: float | None = None
+               ) -> dict[str, Any]:
+    """An entry from the timed samples (seconds per call) of ours and, if any, the anchor."""
+    n_tokens = sizes["batch"] * sizes["length"]
+    ours_s = _median(ours)
+    anchor_s = _median(anchor) if anchor else None
+    ratio = ours_s / anchor_s if anchor_s else None  # None: no anchor (or a 0 s reading)
+    return {
+        "name": name, "kind": kind, "model": model, "anchor": anchor_name,
+        "ours_s": ours_s, "anchor_s": anchor_s, "ratio": ratio,
+        "target": target, "status": status(ratio, target),
+        "sizes": sizes, "device": str(ctx.device), "repeat": ctx.repeat,
+        "warmup": ctx.sizes.warmup,
+        "tokens_per_s": n_tokens / ours_s if ours_s else None,
+        "anchor_tokens_per_s": n_tokens / anchor_s if anchor_s else None,
+        "ours_samples_s": ours, "anchor_samples_s": anchor,
+    }
+
+
+def _call(kind: str, model: nn.Module, ctx: Context) -> tuple[Callable[[], None], dict]:
+    s = ctx.sizes
+    batch, length = (s.train_batch, s.train_length) if kind == "train" else (s.eval_batch,
+                                                                               s.eval_length)
+    tokens, targets, _ = task_data(batch, length, ctx.device)
+    fn = train_step(model, tokens, targets) if kind == "train" else eval_forward(model, tokens)
+    return fn, {"batch": batch, "length": length}
+
+
+def compare_rnn(ctx: Context, *, name: str, model: str, anchor: str, kind: str, d: int,
+                target: float | None) -> list[dict[str, Any]]:
+    """Our dense RNN ``model`` of width ``d`` against the torch ``anchor`` ("rnn" or "gru")."""
+    _, _, n_tokens = task_data(1, 1, ctx.device)
+    ours = _ours(model, n_tokens, d, d, ctx.device)
+    torch.manual_seed(SEED)
+    ref = TorchRNN(anchor, n_tokens, n_tokens, d).to(ctx.device)
+    f_ours, sizes = _call(kind, ours, ctx)
+    f_ref, _ = _call(kind, ref, ctx)
+    t_ours, t_ref = time_side_by_side([f_ours, f_ref], ctx.repeat, ctx.sizes.warmup, ctx.device)
+    sizes = {**sizes, "d": d, "n_tokens": n_tokens, "n_classes": n_tokens}
+    return [make_entry(name, kind, model, ctx, sizes, t_ours, t_ref, ANCHOR_NAMES[anchor],
+                       target)]
+
+
+def model_throughput(ctx: Context, *, name: str, model: str, kind: str,
+                     **kw: Any) -> list[dict[str, Any]]:
+    """One registered model at the quick profile's sizes, no anchor: time and tokens/s."""
+    from .config import get_profile
+    from .experiments import d_state_grid
+    from .models.registry import REGISTRY
+
+    P = get_profile("quick")
+    d_state = d_state_grid(P, model)[0]
+    _, _, n_tokens = task_data(1, 1, ctx.device)
+    ours = _ours(model, n_tokens, P.track_d_model, d_state, ctx.device, **kw)
+    fn, sizes = _call(kind, ours, ctx)
+    (t_ours,) = time_side_by_side([fn], ctx.repeat, ctx.sizes.warmup, ctx.device)
+    widths = ({"d": d_state} if REGISTRY[model].family == "rnn"  # d_model is unused there
+              else {"d_model": P.track_d_model, "d_state": d_state})
+    sizes = {**sizes, **widths, "n_tokens": n_tokens, **kw}
+    label = ours.name if hasattr(ours, "name") else model
+    return [make_entry(name, kind, label, ctx, sizes, t_ours)]
+
+
+# -- the registered benchmarks -------------------------------------------------------
+
+def _register_defaults() -> None:
+    from .experiments import TABLE2_MODELS
+
+    for model, anchor, target in (("tanh_rnn", "rnn", TRAIN_TARGET),
+                                  ("state_gated_rnn", "gru", TRAIN_TARGET)):
+        for d in RNN_WIDTHS:
+            for kind, suffix, tgt in (("train", f"train_d{d}", target),
+                                      ("eval", f"eval_L1000_d{d}", None)):
+                name = f"{model}_{suffix}"
+                register(name)(partial(compare_rnn, name=name, model=model, anchor=anchor,
+                                       kind=kind, d=d, target=tgt))
+    models = [(m, m, {}) for m in TABLE2_MODELS] + [("rnn_phi_tanh", "rnn_phi", {"phi": "tanh"})]
+    for label, model, kw in models:
+        for kind, suffix in (("train", "train_L60"), ("eval", "eval_L1000")):
+            name = f"throughput_{label}_{suffix}"
+            register(name)(partial(model_throughput, name=name, model=model, kind=kind, **kw))
+
+
+_register_defaults()
+
+
+# -- running and reporting -----------------------------------------------------------
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def hardware(device: torch.device) -> dict[str, Any]:
+    """Where the numbers come from."""
+    cpu = _cpu_model()
+    return {
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_version": torch.__version__,
+        "python": platform.python_version(),
+        "device": str(device),
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else cpu,
+        "THP_MEM_ALLOC_ENABLE": os.environ.get("THP_MEM_ALLOC_ENABLE"),
+        "load_avg_1m": _loadavg(),
+    }
+
+
+def _loadavg() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
+def run(only: Iterable[str] | None = None, device: str = "auto", size: str = "full",
+        repeat: int = 5, threads: int | None = None) -> dict[str, Any]:
+    """Run the selected benchmarks: ``{"hardware": {...}, "settings": {...}, "entries": [...]}``.
+
+    ``threads`` sets torch's intra-op threads for the run (restored afterwards).
+    """
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; allowed: {', '.join(SIZES)}")
+    if not isinstance(repeat, int) or repeat < 1:
+        raise ValueError(f"repeat must be a positive int, got {repeat!r}")
+    if threads is not None and (not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    chosen = select(only)
+    ctx = Context(resolve_device(device), size, repeat)
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        hw = hardware(ctx.device)
+        entries = [e for name in chosen for e in BENCHMARKS[name](ctx)]
+        hw["load_avg_1m_end"] = _loadavg()  # other processes slow the run: look at both
+    finally:
+        torch.set_num_threads(before)
+    return {"hardware": hw,
+            "settings": {"size": size, "repeat": repeat, "warmup": ctx.sizes.warmup,
+                         "statistic": "median", "interleaved": True, "seed": SEED},
+            "entries": entries}
+
+
+def to_json(result: dict[str, Any]) -> str:
+    return json.dumps(result, indent=2)
+
+
+def _ms(x: float | None) -> str:
+    return "" if x is None else f"{1e3 * x:.2f}"
+
+
+def _load(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+def _sizes(s: dict[str, Any]) -> str:
+    short = {"batch": "b", "length": "L", "n_tokens": "tokens", "n_classes": "classes"}
+    return " ".join(f"{short.get(k, k)}={v}" for k, v in s.items())
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    hw, st = result["hardware"], result["settings"]
+    lines = [
+        "# sst bench",
+        "",
+        f"- CPU: {hw['cpu_model']} ({hw['cpu_count']} logical cores); load average "
+        f"(1 min) {_load(hw.get('load_avg_1m'))} at start, {_load(hw.get('load_avg_1m_end'))} at end",
+        f"- torch {hw['torch_version']}, {hw['torch_threads']} threads, "
+        f"THP_MEM_ALLOC_ENABLE={hw['THP_MEM_ALLOC_ENABLE']}",
+        f"- device: {hw['device']} ({hw['device_name']})",
+        f"- size {st['size']}: median of {st['repeat']} after {st['warmup']} warm-up call(s), "
+        "ours and anchor interleaved; ratio = ours / anchor; gaps under 1.3x are noise on a "
+        "shared machine; tokens/s: ours" + (" (small sizes: the times mean nothing)"
+                                            if st["size"] == "small" else ""),
+        "",
+        "| name | sizes | ours ms | anchor ms | ratio | target | status | tokens/s |",
+        "|---|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for e in result["entries"]:
+        ratio = "" if e["ratio"] is None else f"{e['ratio']:.2f}"
+        target = "" if e["target"] is None else f"<= {e['target']:g}"
+        tps = "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"
+        anchor = _ms(e["anchor_s"]) + (f" ({e['anchor']})" if e["anchor"] else "")
+        lines.append(f"| {e['name']} | {_sizes(e['sizes'])} | {_ms(e['ours_s'])} | {anchor} "
+                     f"| {ratio} | {target} | {e['status']} | {tps} |")
+    return "\n".join(lines)

@@ -1,0 +1,181 @@
+"""`sst bench`: structure of the result, never a time (times depend on the machine)."""
+import contextlib
+import io
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from sst_core import bench, cli
+
+SMALL = ["bench", "--size", "small", "--repeat", "1", "--device", "cpu", "--threads", "1"]
+
+
+def _main(argv):
+    """``cli.main(argv)`` with stdout captured: (exit code, stdout)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = cli.main(argv)
+    return rc, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    """Every registered benchmark once, at small sizes, in JSON (also written by --out)."""
+    path = tmp_path_factory.mktemp("bench") / "sub" / "bench.json"
+    rc, out = _main(SMALL + ["--format", "json", "--out", str(path)])
+    assert rc == 0
+    printed = json.loads(out)
+    assert json.loads(path.read_text()) == printed
+    return printed
+
+
+def _positive(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+def test_every_registered_benchmark_appears_in_order(result):
+    names = [e["name"] for e in result["entries"]]
+    assert names == list(bench.names())
+    expected = {"tanh_rnn_train_d64", "tanh_rnn_train_d128", "tanh_rnn_eval_L1000_d64",
+                "tanh_rnn_eval_L1000_d128", "state_gated_rnn_train_d64",
+                "state_gated_rnn_train_d128", "state_gated_rnn_eval_L1000_d64",
+                "state_gated_rnn_eval_L1000_d128", "throughput_rnn_phi_tanh_train_L60",
+                "throughput_rnn_phi_tanh_eval_L1000"}
+    from sst_core.experiments import TABLE2_MODELS
+
+    expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
+    assert set(names) == expected
+
+
+def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(result):
+    for e in result["entries"]:
+        for key in ("name", "kind", "model", "anchor", "ours_s", "anchor_s", "ratio", "target",
+                    "status", "sizes", "device", "repeat", "warmup", "tokens_per_s"):
+            assert key in e, (e["name"], key)
+        assert e["kind"] in ("train", "eval") and e["device"] == "cpu" and e["repeat"] == 1
+        assert _positive(e["ours_s"]) and _positive(e["tokens_per_s"]), e["name"]
+        assert len(e["ours_samples_s"]) == 1 and all(map(_positive, e["ours_samples_s"]))
+        assert e["sizes"] and all(_positive(v) for v in e["sizes"].values()
+                                  if not isinstance(v, str)), e["name"]
+        assert e["sizes"]["length"] == (60 if e["kind"] == "train" else 1000)
+        if e["anchor"] is None:
+            assert e["anchor_s"] is None and e["ratio"] is None and e["status"] == ""
+            assert e["name"].startswith("throughput_")
+            continue
+        assert _positive(e["anchor_s"]) and _positive(e["ratio"]), e["name"]
+        assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"], rel=1e-12)
+        assert _positive(e["anchor_tokens_per_s"])
+        if e["target"] is None:
+            assert e["status"] == ""
+        else:
+            assert _positive(e["target"])
+            assert e["status"] == ("meets" if e["ratio"] <= e["target"] else "misses")
+
+
+def test_anchors_and_targets(result):
+    by_name = {e["name"]: e for e in result["entries"]}
+    for d in (64, 128):
+        train, ev = by_name[f"tanh_rnn_train_d{d}"], by_name[f"tanh_rnn_eval_L1000_d{d}"]
+        assert train["anchor"] == ev["anchor"] == "torch.nn.RNN(tanh)"
+        assert train["target"] == 1.2 and train["sizes"]["d"] == d
+        assert by_name[f"state_gated_rnn_train_d{d}"]["anchor"] == "torch.nn.GRU"
+        assert by_name[f"state_gated_rnn_eval_L1000_d{d}"]["anchor"] == "torch.nn.GRU"
+    # the per-model rows use the quick profile's sizes
+    from sst_core.config import get_profile
+
+    P = get_profile("quick")
+    assert by_name["throughput_mamba_train_L60"]["sizes"]["d_model"] == P.track_d_model
+    assert by_name["throughput_mamba_train_L60"]["sizes"]["d_state"] == P.track_d_states[0]
+    assert by_name["throughput_tanh_rnn_eval_L1000"]["sizes"]["d"] == P.track_rnn_widths[0]
+    assert by_name["throughput_rnn_phi_tanh_train_L60"]["sizes"]["phi"] == "tanh"
+
+
+def test_hardware_is_reported(result):
+    hw = result["hardware"]
+    assert hw["cpu_model"] and hw["device"] == "cpu" and hw["device_name"]
+    assert hw["torch_version"] == torch.__version__
+    assert hw["torch_threads"] == 1  # --threads 1
+
+
+def test_threads_are_restored_after_a_run():
+    before = torch.get_num_threads()
+    bench.run(["tanh_rnn_train_d64"], device="cpu", size="small", repeat=1, threads=1)
+    assert torch.get_num_threads() == before
+
+
+def test_only_filters_and_markdown_lists_the_rows():
+    only = ["throughput_linear_rnn_train_L60", "tanh_rnn_eval_L1000_d64"]
+    rc, out = _main(SMALL + ["--only", *only])
+    assert rc == 0
+    assert "torch" in out and "| name | sizes | ours ms | anchor ms | ratio | target | status |" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [r.split("|")[1].strip() for r in rows] == ["tanh_rnn_eval_L1000_d64",
+                                                       "throughput_linear_rnn_train_L60"]
+    rc, out = _main(SMALL + ["--format", "json", "--only", "tanh_rnn_train_d128"])
+    assert rc == 0
+    entries = json.loads(out)["entries"]
+    assert [e["name"] for e in entries] == ["tanh_rnn_train_d128"]
+    assert entries[0]["target"] == 1.2 and entries[0]["status"] in ("meets", "misses")
+
+
+def test_unknown_only_name_lists_the_allowed_names(capsys):
+    assert cli.main(SMALL + ["--only", "tanh_rnn_train_d64", "no_such_bench"]) == 2
+    err = capsys.readouterr().err
+    assert "'no_such_bench'" in err and "allowed:" in err
+    assert all(name in err for name in bench.names())
+
+
+def test_bad_device_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--device", "tpu"])
+    assert "'tpu'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="allowed: auto, cpu, cuda"):
+        bench.resolve_device("tpu")
+    if not torch.cuda.is_available():
+        assert cli.main(["bench", "--device", "cuda", "--size", "small", "--repeat", "1"]) == 2
+        assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_bad_repeat_and_threads_are_rejected(capsys):
+    for argv in (["--repeat", "0"], ["--threads", "-1"], ["--size", "huge"]):
+        with pytest.raises(SystemExit):
+            cli.main(["bench", *argv])
+        assert "bench" in capsys.readouterr().err
+
+
+def test_list_and_help(capsys):
+    assert cli.main(["bench", "--list"]) == 0
+    assert capsys.readouterr().out.split() == list(bench.names())
+    done = subprocess.run([sys.executable, "-m", "sst_core", "--help"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and "bench" in done.stdout
+
+
+def test_calls_interleave_after_warmup():
+    calls = []
+    samples = bench.time_side_by_side([lambda: calls.append("ours"), lambda: calls.append("ref")],
+                                      repeat=3, warmup=2, device=torch.device("cpu"))
+    assert calls == ["ours", "ref"] * 5
+    assert [len(s) for s in samples] == [3, 3]
+    assert all(t >= 0 for s in samples for t in s)
+
+
+def test_a_new_benchmark_plugs_in_as_one_registered_function(monkeypatch):
+    monkeypatch.setattr(bench, "BENCHMARKS", dict(bench.BENCHMARKS))
+
+    @bench.register("dummy_scan")
+    def _dummy(ctx):
+        t = bench.time_side_by_side([lambda: None, lambda: None], ctx.repeat, 0, ctx.device)
+        return [bench.make_entry("dummy_scan", "eval", "dummy", ctx, {"batch": 1, "length": 4},
+                                 *t, anchor_name="reference", target=2.0)]
+
+    with pytest.raises(ValueError, match="already registered"):
+        bench.register("dummy_scan")(_dummy)
+    out = bench.run(["dummy_scan"], device="cpu", size="small", repeat=2)
+    (e,) = out["entries"]
+    assert e["name"] == "dummy_scan" and e["repeat"] == 2 and len(e["anchor_samples_s"]) == 2
+    assert "dummy_scan" in bench.to_markdown(out)
