@@ -1,0 +1,342 @@
+"""sst_core.diagnostics on constructed data with known answers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sst_core import diagnostics as dg
+from sst_core.groups import get_group
+from sst_core.models import build
+from sst_core.tasks.tracking import running_product, vocabulary
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+# -- constructed hidden states -----------------------------------------------------------
+def two_classes(a: float = 2.0, spreads=(0.5, 1.0, 3.0)):
+    """Class 0 at (0, 0), class 1 at (a, 0); at time i each class has two samples at
+    ``+-s_i`` along the second axis. So R = s^2, M = a^2 exactly."""
+    L = len(spreads)
+    h = np.zeros((4, L, 2))  # (b, L, d)
+    states = np.array([[0] * L, [0] * L, [1] * L, [1] * L])  # (b, L)
+    for i, s in enumerate(spreads):
+        h[:, i, 1] = [s, -s, s, -s]
+        h[2:, i, 0] = a
+    return h, states
+
+
+def test_centroids_and_presence():
+    h, states = two_classes()
+    states = states.copy()
+    states[2:, 1] = 0  # time index 1: class 1 absent
+    c, present = dg.centroids(h, states, n_g=3)
+    assert c.shape == (3, 3, 2) and present.shape == (3, 3)
+    np.testing.assert_array_equal(present[:, 2], False)  # class 2 never occurs
+    assert not present[1, 1] and present[0, 1]
+    assert np.isnan(c[1, 1]).all() and np.isnan(c[:, 2]).all()
+    np.testing.assert_allclose(c[0, 0], [0, 0])
+    np.testing.assert_allclose(c[0, 1], [2, 0])
+    np.testing.assert_allclose(c[1, 0], [1, 0])  # all four samples: x = 0, 0, 2, 2
+
+
+def test_distinguishability_exact():
+    spreads = np.array([0.5, 1.0, 3.0])
+    h, states = two_classes(a=2.0, spreads=spreads)
+    d = dg.distinguishability(torch.tensor(h), torch.tensor(states))
+    np.testing.assert_allclose(d.R, spreads ** 2)
+    np.testing.assert_allclose(d.M, 4.0)
+    np.testing.assert_allclose(d.q, spreads ** 2 / 4)
+    np.testing.assert_allclose(d.q_sqrt, spreads / 2)
+    # with a readout W = diag(2, 3): R = 9 s^2, M = 4 a^2 = 16
+    W = np.diag([2.0, 3.0])
+    dw = dg.distinguishability(h, states, W_out=W)
+    np.testing.assert_allclose(dw.R, 9 * spreads ** 2)
+    np.testing.assert_allclose(dw.M, 16.0)
+    np.testing.assert_allclose(dw.q, 9 * spreads ** 2 / 16)
+    np.testing.assert_allclose(dw.q_sqrt, 3 * spreads / 4)
+    # an nn.Linear works too (its bias cancels)
+    lin = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor(W))
+    np.testing.assert_allclose(dg.distinguishability(h, states, W_out=lin).q, dw.q)
+
+
+def test_absent_states_are_skipped():
+    # three classes on a line at 0, 1, 10; class 1 absent at time index 1
+    L = 2
+    h = np.zeros((3, L, 1))
+    h[:, :, 0] = [[0, 0], [1, 10], [10, 10]]
+    states = np.array([[0, 0], [1, 2], [2, 2]])
+    d = dg.distinguishability(h, states, n_g=3)
+    np.testing.assert_allclose(d.M, [1.0, 100.0])  # min pair (0,1) then only (0,2)
+    np.testing.assert_allclose(d.R, [0.0, 0.0])
+
+
+def test_single_class_gives_nan_and_no_crossing():
+    h = np.random.default_rng(0).normal(size=(5, 4, 3))
+    states = np.zeros((5, 4), dtype=np.int64)
+    d = dg.distinguishability(h, states)
+    assert np.isnan(d.M).all() and np.isnan(d.q).all() and np.isnan(d.q_sqrt).all()
+    assert (d.R > 0).all()
+    assert dg.T_cross(d.q) is None
+    assert dg.failure_mode(d.q) == "none"
+
+
+def test_T_cross_is_a_one_based_length():
+    q = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    assert dg.T_cross(q) == 5  # index 4 = after 5 tokens
+    assert dg.T_cross(q, tau=1.0) is None
+    assert dg.T_cross(q, tau=0.05) == 1
+    assert dg.T_cross(np.array([np.nan, 0.2, 0.7])) == 3
+    assert isinstance(dg.T_cross(q), int)
+
+
+# -- U ----------------------------------------------------------------------------------------
+def test_symbolic_subspace_plane_in_R5():
+    rng = np.random.default_rng(1)
+    basis, _ = np.linalg.qr(rng.normal(size=(5, 2)))  # (5, 2): the plane
+    offset = rng.normal(size=5)
+    coords = np.array([[0.0, 0.0], [1.0, 0.5], [-0.3, 2.0]])
+    c = offset + coords @ basis.T  # (3, 5)
+    Q = dg.symbolic_subspace(c)
+    assert Q.shape == (5, 2)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(2), atol=1e-12)
+    np.testing.assert_allclose(dg.projector(Q), basis @ basis.T, atol=1e-12)
+    # an absent (NaN) row and a masked-out row are skipped
+    c4 = np.vstack([c, np.full(5, np.nan)])
+    assert dg.symbolic_subspace(c4).shape == (5, 2)
+    Q1 = dg.symbolic_subspace(c, present=np.array([True, True, False]))
+    assert Q1.shape == (5, 1)
+    u = c[1] - c[0]
+    np.testing.assert_allclose(np.abs(Q1[:, 0]), np.abs(u) / np.linalg.norm(u))
+    # collinear centroids: rank 1; one valid row or coincident rows: rank 0
+    assert dg.symbolic_subspace(np.array([[0.0, 0], [1, 1], [2, 2]])).shape == (2, 1)
+    assert dg.symbolic_subspace(c[:1]).shape == (5, 0)
+    assert dg.symbolic_subspace(np.array([[1e3, 1.0], [1e3, 1.0 + 1e-13]])).shape == (2, 0)
+
+
+def test_q_split_along_U_and_U_perp():
+    # classes at 0 and e1 in R^4; residuals +-s along e1 (in U) or e2 (in U_perp)
+    s = np.array([0.2, 0.5, 0.9])
+    L = len(s)
+    base = np.zeros((4, L, 4))
+    base[2:, :, 0] = 1.0
+    states = np.array([[0] * L, [0] * L, [1] * L, [1] * L])
+    sign = np.array([1, -1, 1, -1])[:, None]
+    W = np.random.default_rng(2).normal(size=(3, 4))
+    for axis, in_U in ((0, True), (1, False)):
+        h = base.copy()
+        h[:, :, axis] += sign * s
+        c, present = dg.centroids(h, states)
+        Q = dg.symbolic_subspace(c[0], present[0])
+        np.testing.assert_allclose(np.abs(Q[:, 0]), [1, 0, 0, 0], atol=1e-12)
+        for W_out in (None, W):
+            q = dg.distinguishability(h, states, W_out=W_out).q
+            per_time = [dg.symbolic_subspace(c[i], present[i]) for i in range(L)]
+            for QQ in (Q, per_time, np.stack(per_time)):
+                q_U, q_perp = dg.q_split(h, states, QQ, W_out=W_out)
+                if in_U:
+                    np.testing.assert_allclose(q_U, q)
+                    np.testing.assert_allclose(q_perp, 0, atol=1e-15)
+                else:
+                    np.testing.assert_allclose(q_U, 0, atol=1e-15)
+                    np.testing.assert_allclose(q_perp, q)
+        q = dg.distinguishability(h, states).q
+        np.testing.assert_allclose(q, s ** 2)  # W = I: R = s^2, M = 1
+
+
+# -- models ----------------------------------------------------------------------------------
+def rnn(name: str, d: int = 4, n_layers: int = 1, seed: int = 0, n_tokens: int = 3):
+    torch.manual_seed(seed)
+    return build(name, n_tokens, n_tokens, d_state=d, n_layers=n_layers).double()
+
+
+def set_W_h(layer, W) -> None:
+    with torch.no_grad():
+        layer.W_h.copy_(torch.as_tensor(W, dtype=torch.float64))
+
+
+def orthogonal(d: int, seed: int) -> np.ndarray:
+    return np.linalg.qr(np.random.default_rng(seed).normal(size=(d, d)))[0]
+
+
+def test_state_trajectory_matches_hidden_states():
+    model = rnn("tanh_rnn", d=5)
+    tokens = torch.randint(0, 3, (2, 7), generator=torch.Generator().manual_seed(0))
+    hs = dg.state_trajectory(model, tokens)
+    assert hs.shape == (2, 7, 5)
+    torch.testing.assert_close(hs, model.hidden_states(tokens)[-1].detach())
+
+
+def test_perturbation_recovery_linear_rnn_exact():
+    d, rho = 4, 0.8
+    model = rnn("linear_rnn", d=d)
+    set_W_h(model.layers[0], rho * orthogonal(d, 3))
+    tokens = np.random.default_rng(0).integers(0, 3, size=(5, 12))
+    out = dg.perturbation_recovery(model, tokens, t0=4)
+    assert out.shape == (8,)
+    np.testing.assert_allclose(out, rho ** np.arange(1, 9), rtol=1e-10)
+    # the ratio of an affine model does not depend on eps or on the seed
+    np.testing.assert_allclose(dg.perturbation_recovery(model, tokens, 4, eps=0.3, seed=5),
+                               out, rtol=1e-10)
+    # direction U along e1 of a diagonal transition: ratio |a_1|^(k+1)
+    set_W_h(model.layers[0], np.diag([1.0, 0.5, -0.9, 0.2]))
+    e1 = np.eye(d)[:, :1]
+    out_U = dg.perturbation_recovery(model, tokens, 4, direction="U", Q=e1)
+    np.testing.assert_allclose(out_U, 1.0, rtol=1e-10)  # neutral, as Theorem 1 says on U
+    out_3 = dg.perturbation_recovery(model, tokens, 4, direction="U", Q=np.eye(d)[:, 2:3])
+    np.testing.assert_allclose(out_3, 0.9 ** np.arange(1, 9), rtol=1e-10)
+
+
+def test_perturbation_recovery_layers():
+    # two decoupled linear layers (layer 2 ignores layer 1's output): W_h = rho_i R_i
+    d = 3
+    model = rnn("linear_rnn", d=d, n_layers=2)
+    set_W_h(model.layers[0], 0.5 * orthogonal(d, 1))
+    set_W_h(model.layers[1], 0.9 * orthogonal(d, 2))
+    with torch.no_grad():
+        model.layers[1].W_x.zero_()
+        model.layers[1].b.fill_(0.3)
+    tokens = np.random.default_rng(1).integers(0, 3, size=(4, 8))
+    k = np.arange(1, 7)
+    last = dg.perturbation_recovery(model, tokens, t0=2, layers="last")
+    np.testing.assert_allclose(last, 0.9 ** k, rtol=1e-10)
+    both = dg.perturbation_recovery(model, tokens, t0=2, layers="all")
+    assert (both < 0.9 ** k).all() and (both > 0.5 ** k).all()
+
+
+def test_perturbation_recovery_tanh_contracts_and_mamba_runs():
+    model = rnn("tanh_rnn", d=6)
+    set_W_h(model.layers[0], 0.3 * orthogonal(6, 4))
+    tokens = np.random.default_rng(2).integers(0, 3, size=(4, 15))
+    out = dg.perturbation_recovery(model, tokens, t0=5)
+    assert out[0] <= 0.3 + 1e-12 and out[-1] < 1e-3
+    assert (np.diff(out) < 0).all()
+    torch.manual_seed(0)
+    mamba = build("mamba", 3, 3, d_model=4, d_state=2, n_layers=2)
+    out = dg.perturbation_recovery(mamba, tokens[:, :8], t0=3)
+    assert out.shape == (5,) and np.isfinite(out).all()
+
+
+def test_return_map_jacobian_affine():
+    model = rnn("token_gated_rnn", d=4, seed=1)
+    word = [1, 2, 0, 2, 1]
+    g = torch.Generator().manual_seed(0)
+    h1, h2 = (torch.randn(4, generator=g, dtype=torch.float64) for _ in range(2))
+    J1 = dg.return_map_jacobian(model, word, h1)
+    J2 = dg.return_map_jacobian(model, word, h2)
+    assert J1.shape == (4, 4) and J1.dtype == torch.float64
+    torch.testing.assert_close(J1, J2, rtol=1e-12, atol=1e-12)
+    J = torch.eye(4, dtype=torch.float64)
+    for x in word:
+        J = dg.return_map_jacobian(model, [x], h1) @ J  # last token on the left
+    torch.testing.assert_close(J1, J, rtol=1e-12, atol=1e-12)
+    # the return map itself: F(h) = state after the word
+    F = dg.return_map(model, word)
+    want = dg.state_trajectory(model, torch.tensor([word]), h0=h1[None])[0, -1]
+    torch.testing.assert_close(F(h1), want)
+    # a tanh RNN is state-dependent: its Jacobian changes with h
+    tanh = rnn("tanh_rnn", d=4)
+    assert not torch.allclose(dg.return_map_jacobian(tanh, word, h1),
+                              dg.return_map_jacobian(tanh, word, 3 * h2))
+
+
+def test_restricted_norms():
+    Q = np.eye(3)[:, :2]
+    assert dg.restricted_norms(np.eye(3), Q) == {"deviation": 0.0, "gain": 1.0}
+    r = dg.restricted_norms(torch.diag(torch.tensor([2.0, 0.5, 3.0])), Q)
+    assert r["gain"] == pytest.approx(2.0) and r["deviation"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="orthonormal"):
+        dg.restricted_norms(np.eye(3), 2 * Q)
+
+
+def test_state_preserving_words():
+    g = get_group("S3")
+    words = dg.state_preserving_words(g, length=4, n=50, seed=3)
+    assert words.shape == (50, 4) and words.dtype == np.int64
+    assert (running_product(g, words)[:, -1] == g.identity).all()
+    assert np.isin(words, vocabulary(g, "generators")).all()
+    np.testing.assert_array_equal(words, dg.state_preserving_words("S3", 4, 50, seed=3))
+    words = dg.state_preserving_words("C6", length=7, n=20, tokens="all", seed=0)
+    assert (running_product("C6", words)[:, -1] == 0).all()
+    with pytest.raises(ValueError, match="found only 0"):
+        dg.state_preserving_words("S3", length=3, n=1, tokens="all", seed=0, max_tries=1)
+
+
+def test_failure_mode():
+    t = np.arange(100)
+    assert dg.failure_mode(np.full(100, 0.8)) == "saturation"
+    assert dg.failure_mode(0.01 * t) == "climb"  # crosses 0.5 at t = 50
+    assert dg.failure_mode(np.full(100, 0.1)) == "none"
+    assert dg.failure_mode(np.r_[np.nan, np.nan, np.full(10, 0.9)]) == "saturation"
+    assert dg.failure_mode(np.full(5, np.nan)) == "none"
+    assert dg.failure_mode(0.01 * t, tau=2.0) == "none"
+
+
+def test_bootstrap_ci():
+    x = np.arange(1.0, 102.0)  # median 51
+    est, lo, hi = dg.bootstrap_ci(x, n_boot=2000)
+    assert est == 51.0 and lo < 51 < hi
+    assert (est, lo, hi) == dg.bootstrap_ci(x, n_boot=2000)
+    assert 40 < lo and hi < 62
+    # a statistic without an axis argument takes the per-resample path
+    est2, lo2, hi2 = dg.bootstrap_ci(x, stat=lambda v: float(np.mean(v)), n_boot=500)
+    assert est2 == 51.0 and lo2 < 51 < hi2
+
+
+def test_loglog_pearson_power_law():
+    T = np.array([10.0, 20, 40, 80, 160])
+    res = dg.loglog_pearson(list(T) + [None, 5.0], list(3 * T ** 1.5) + [100.0, np.nan])
+    assert res["n"] == 5 and res["r"] == pytest.approx(1.0) and res["p"] < 1e-6
+    with pytest.raises(ValueError, match="at least 3"):
+        dg.loglog_pearson([10, None, 30], [1, 2, np.nan])
+
+
+def test_bad_inputs():
+    h, states = two_classes()
+    with pytest.raises(ValueError, match="states has shape"):
+        dg.distinguishability(h, states[:, :2])
+    with pytest.raises(ValueError, match="W_out"):
+        dg.distinguishability(h, states, W_out=np.eye(3))
+    with pytest.raises(ValueError, match="out of range"):
+        dg.centroids(h, states, n_g=1)
+    with pytest.raises(ValueError, match=r"\(b, L, d\)"):
+        dg.centroids(h[0], states)
+    for tau in (0, -1.0):
+        with pytest.raises(ValueError, match="tau"):
+            dg.T_cross([0.1], tau=tau)
+        with pytest.raises(ValueError, match="tau"):
+            dg.failure_mode([0.1], tau=tau)
+    with pytest.raises(ValueError, match="per-time Q needs L=3"):
+        dg.q_split(h, states, [np.eye(2)[:, :1]] * 2)
+    with pytest.raises(ValueError, match="orthonormal"):
+        dg.q_split(h, states, 2 * np.eye(2)[:, :1])
+    model = rnn("linear_rnn", d=3)
+    tokens = np.zeros((2, 5), dtype=np.int64)
+    with pytest.raises(ValueError, match="'sideways'.*random, U"):
+        dg.perturbation_recovery(model, tokens, 2, direction="sideways")
+    with pytest.raises(ValueError, match="'first'.*last, all"):
+        dg.perturbation_recovery(model, tokens, 2, layers="first")
+    for t0 in (-1, 5):
+        with pytest.raises(ValueError, match="t0"):
+            dg.perturbation_recovery(model, tokens, t0)
+    for eps in (0.0, -1e-3):
+        with pytest.raises(ValueError, match="eps"):
+            dg.perturbation_recovery(model, tokens, 2, eps=eps)
+    with pytest.raises(ValueError, match="needs Q"):
+        dg.perturbation_recovery(model, tokens, 2, direction="U")
+    with pytest.raises(ValueError, match=r"Q must have shape \(D, r\)"):
+        dg.perturbation_recovery(model, tokens, 2, direction="U", Q=np.eye(4)[:, :1])
+    with pytest.raises(ValueError, match="t0=0"):
+        dg.perturbation_recovery(model, tokens, 0)
+    with pytest.raises(ValueError, match="tokens must lie"):
+        dg.state_trajectory(model, tokens + 3)
+    with pytest.raises(ValueError, match="length"):
+        dg.state_preserving_words("S3", length=0, n=1)
+    with pytest.raises(ValueError, match="level"):
+        dg.bootstrap_ci([1.0, 2.0], level=1.5)
+    with pytest.raises(ValueError, match="finite"):
+        dg.bootstrap_ci([1.0, np.nan])
+    with pytest.raises(ValueError, match="> 0"):
+        dg.loglog_pearson([1, 2, 0], [1, 2, 3])
