@@ -58,6 +58,11 @@ class Profile:
     track_patience: int  # epochs at >= 95% before the length doubles
     track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
     track_eval_samples: int  # held-out words per evaluation length
+    # -- "Error control" (notebooks/p1_theory.py, p1_diagnostics.py): diagnostics of trained trackers
+    diag_samples: int  # words whose hidden states estimate the centroids c_g(t), R, M, q
+    diag_rollout: int  # length of those words (the paper: 1000)
+    fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
+    fig4_seeds: tuple[int, ...]  # seeds of that sweep
 
     def scale(self, *knobs: str) -> str:
         """A one-line statement of the scale, for figure captions and table notes."""
@@ -89,6 +94,10 @@ PROFILES: dict[str, Profile] = {
         track_patience=1,
         track_eval_lengths=(60, 100),
         track_eval_samples=16,
+        diag_samples=32,
+        diag_rollout=100,
+        fig4_lrs=(0.001,),
+        fig4_seeds=(0,),
     ),
     "quick": Profile(
         name="quick",
@@ -112,6 +121,10 @@ PROFILES: dict[str, Profile] = {
         track_patience=2,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=128,
+        diag_samples=512,
+        diag_rollout=1000,
+        fig4_lrs=(0.003, 0.01, 0.03),
+        fig4_seeds=(0,),
     ),
     "paper": Profile(
         name="paper",
@@ -135,6 +148,10 @@ PROFILES: dict[str, Profile] = {
         track_patience=5,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=1000,
+        diag_samples=2048,
+        diag_rollout=1000,
+        fig4_lrs=(0.0001, 0.0005, 0.001),
+        fig4_seeds=(0, 1, 2),
     ),
 }
 
@@ -144,6 +161,9 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p2_memory": ("seed", "mem_N", "mem_T", "mem_sim_T", "mem_gd_steps"),
     "p1_table2": ("track_max_steps", "track_batch", "track_eval_samples"),
     "p1_table3": ("track_max_steps", "track_batch", "track_eval_samples"),
+    "p1_theory": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples"),
+    "p1_diagnostics": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                       "diag_rollout"),
 }
 
 # Names IPython puts into a kernel's namespace; they are not parameters.
@@ -317,3 +337,29 @@ class TrackingConfig:
     pass_threshold: float = 0.9  # m_p: token accuracy >= 90%
     device: str = "auto"  # not part of what is computed: a record says where it ran
     experiment: str = "tracking"
+
+
+@dataclass(frozen=True)
+class DiagnosticsConfig:
+    """Error-control diagnostics of one trained tracker (``sst_core.analysis.diagnose``).
+
+    ``run`` is the training run; its stored weights are analysed. Centroids, U, R, M and q
+    come from ``n_samples`` held-out words of length ``rollout``; U of the readout space is
+    taken at the training length ``t_ref``; the perturbation and return-map checks start
+    from the states reached after ``t0`` tokens.
+    """
+
+    run: TrackingConfig
+    n_samples: int
+    rollout: int = 1000
+    t_ref: int = 60  # reference time for U (the training length)
+    t0: int = 30  # perturbation time
+    eps: float = 1e-2  # ||delta|| / ||h_t0||
+    perturb_steps: int = 200  # steps followed after the perturbation
+    n_perturb: int = 128  # words perturbed
+    word_length: int = 6  # length of the state-preserving words s of Theorem 1
+    n_words: int = 8  # state-preserving words (each from its own start state)
+    tau: float = 0.5
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_diagnostics"

@@ -66,15 +66,27 @@ def run(cfg: Any, **kw: Any) -> dict[str, Any]:
 
 
 def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
-    """Group-tracking training (imports torch only when a run is actually computed)."""
+    """Group-tracking training (imports torch only when a run is actually computed).
+
+    The trained weights go beside the record (``<run-id>.pt``) for the diagnostics.
+    """
+    from .results import artifact_path
     from .train import train_tracking as run_training
 
-    return run_training(cfg)
+    return run_training(cfg, weights_to=artifact_path(cfg, ".pt"))
+
+
+def tracking_diagnostics(cfg) -> dict[str, Any]:
+    """Error-control diagnostics of a trained tracker (``sst_core.analysis.diagnose``)."""
+    from .analysis import diagnose
+
+    return diagnose(cfg)
 
 
 RUNNERS = {
     "groups_order_sensitivity": order_sensitivity,
     "tracking": train_tracking,
+    "tracking_diagnostics": tracking_diagnostics,
 }
 
 

@@ -124,6 +124,26 @@ def write_atomic(path: Path, record: dict[str, Any]) -> None:
         raise
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and ``os.replace`` (weights)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:
+    """A file stored beside a run's record, e.g. its weights: ``<run-id><suffix>``."""
+    return record_path(cfg, root).with_suffix(suffix)
+
+
 def load_record(path: Path) -> dict[str, Any]:
     """Read and check one record; raise :class:`RecordError` if it cannot be used."""
     try:

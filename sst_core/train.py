@@ -18,9 +18,11 @@ so that :func:`~sst_core.results.cached_run` records it as failed with the reaso
 """
 from __future__ import annotations
 
+import io
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -29,7 +31,7 @@ from torch import nn
 
 from .groups import get_group
 from .models import build
-from .results import RunFailed
+from .results import RunFailed, write_bytes_atomic
 from .tasks.tracking import sample
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation words never share a seed with training words
@@ -128,14 +130,38 @@ def evaluate(model: nn.Module, group, lengths: Iterable[int], n: int, tokens: st
     return out
 
 
-def train_tracking(cfg) -> dict[str, Any]:
-    """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc."""
+def build_tracker(cfg) -> nn.Module:
+    """The untrained model of a ``TrackingConfig`` (on the CPU)."""
+    group = get_group(cfg.group)
+    kw = {"phi": cfg.phi} if cfg.phi else {}
+    return build(cfg.model, group.order, group.order, d_model=cfg.d_model, d_state=cfg.d_state,
+                 n_layers=cfg.n_layers, **kw)
+
+
+def save_weights(model: nn.Module, path: Path) -> None:
+    """The model's ``state_dict`` (on the CPU), written atomically."""
+    buf = io.BytesIO()
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
+    write_bytes_atomic(Path(path), buf.getvalue())
+
+
+def load_weights(cfg, path: Path) -> nn.Module:
+    """A model of ``cfg`` with the weights stored at ``path`` (CPU, eval mode)."""
+    model = build_tracker(cfg)
+    model.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    return model.eval()
+
+
+def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
+    """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc.
+
+    ``weights_to``: also store the trained weights there (the diagnostics of the
+    error-control chapter read them); a run that diverges stores none.
+    """
     device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
     torch.manual_seed(cfg.seed)
     group = get_group(cfg.group)
-    kw = {"phi": cfg.phi} if cfg.phi else {}
-    model = build(cfg.model, group.order, group.order, d_model=cfg.d_model, d_state=cfg.d_state,
-                  n_layers=cfg.n_layers, **kw).to(device)
+    model = build_tracker(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     curriculum = Curriculum(cfg.curriculum_start, cfg.curriculum_max, cfg.curriculum_threshold,
                             cfg.curriculum_patience)
@@ -179,6 +205,8 @@ def train_tracking(cfg) -> dict[str, Any]:
                 if curriculum.done:
                     break
     train_time = time.perf_counter() - start
+    if weights_to is not None:
+        save_weights(model, weights_to)
 
     evals = evaluate(model, group, cfg.eval_lengths, cfg.eval_samples, cfg.tokens, cfg.seed,
                      cfg.eval_batch, device)

@@ -67,6 +67,10 @@ REPORTS: dict[str, str] = {
     "memory_reference": "sst_core.reports.memory:reference_comparison",
     "table2": "sst_core.reports.paper1:table2",
     "table3": "sst_core.reports.paper1:table3",
+    "theorem1": "sst_core.reports.error_control:theorem1_table",
+    "diagnostics": "sst_core.reports.error_control:diagnostics_table",
+    "figure4": "sst_core.reports.error_control:figure4_table",
+    "corollary1": "sst_core.reports.error_control:corollary1_table",
 }
 
 

@@ -1,0 +1,139 @@
+"""The error-control analysis: diagnose() end to end at smoke size, the run grids, the
+Corollary 1 fit and the Figure 4 statistics on constructed records."""
+import numpy as np
+import pytest
+import torch
+
+from sst_core import analysis, experiments
+from sst_core.config import PROFILES, DiagnosticsConfig, TrackingConfig
+from sst_core.models import build
+from sst_core.reports import error_control as ec
+from sst_core.results import artifact_path
+
+
+def tiny(model="tanh_rnn", **kw) -> TrackingConfig:
+    base = dict(model=model, group="S3", n_layers=1, d_model=8, d_state=8, lr=1e-2, seed=0,
+                profile="smoke", batch=16, max_steps=3, steps_per_epoch=1,
+                curriculum_patience=1, eval_lengths=(60, 100), eval_samples=16)
+    base.update(kw)
+    return TrackingConfig(**base)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_diagnose_end_to_end_records_every_quantity(store, one_thread):
+    cfg = DiagnosticsConfig(run=tiny("negative_mamba"), n_samples=24, rollout=80, t0=20,
+                            perturb_steps=30, n_perturb=8, n_words=2, profile="smoke")
+    rec = experiments.run(cfg)
+    assert rec["status"] == "ok", rec.get("reason")
+    m = rec["metrics"]
+    for key in ("R", "M", "q", "q_sqrt", "q_U", "q_U_perp"):
+        assert len(m[key]) == 80
+    assert m["q"][0] < 1e-20  # after one token the state is a function of that token: R(1) = 0
+    assert len(m["recovery"]["random"]) == len(m["recovery"]["U"]) == 30
+    assert m["is_affine"] and m["theorem1"]["applies"] and 1 <= m["theorem1"]["dim_U"] <= 5
+    assert m["failure_mode"] in ("saturation", "climb", "none")
+    assert artifact_path(cfg.run, ".pt").exists()
+    # the record is reused, not recomputed
+    assert experiments.run(cfg)["created_utc"] == rec["created_utc"]
+
+
+def test_missing_weights_are_retrained(store, one_thread):
+    cfg = tiny("linear_rnn")
+    experiments.run(cfg)
+    path = artifact_path(cfg, ".pt")
+    path.unlink()
+    rec, model = analysis.trained_tracker(cfg)
+    assert path.exists() and rec["status"] == "ok" and not model.training
+
+
+def test_failed_training_is_not_analysed(store, monkeypatch, one_thread):
+    from sst_core.results import RunFailed
+
+    def diverge(cfg, weights_to=None):
+        raise RunFailed("loss became nan at step 0")
+
+    monkeypatch.setattr("sst_core.train.train_tracking", diverge)
+    cfg = DiagnosticsConfig(run=tiny("mamba"), n_samples=8, rollout=40, profile="smoke")
+    rec = experiments.run(cfg)
+    assert rec["status"] == "failed" and "training run" in rec["reason"]
+
+
+def test_return_map_checks_known_cases(one_thread):
+    torch.manual_seed(0)
+    # linear attention: A = I exactly, so (J - I) Q = 0 and Q^T J Q = I on any U
+    model = build("linear_attention", 3, 3, d_model=8, d_state=4).double()
+    D = model.state_size
+    Q = torch.linalg.qr(torch.randn(D, 2, dtype=torch.float64))[0]
+    out = analysis._return_map_checks(model, [1, 2, 0], torch.randn(D, dtype=torch.float64), Q)
+    assert out["deviation"] == pytest.approx(0, abs=1e-12)
+    assert out["gain"] == pytest.approx(1, abs=1e-12)
+    # a tanh RNN with tiny recurrent weights contracts everything
+    rnn = build("tanh_rnn", 3, 3, d_state=6).double()
+    with torch.no_grad():
+        for name, p in rnn.named_parameters():
+            if "W_h" in name or "weight_hh" in name:
+                p.mul_(0.01)
+    Q = torch.linalg.qr(torch.randn(rnn.state_size, 2, dtype=torch.float64))[0]
+    out = analysis._return_map_checks(rnn, [1, 1], torch.zeros(rnn.state_size, dtype=torch.float64), Q)
+    assert out["gain"] < 0.1 and out["amplification"] < 0.1
+
+
+def test_corollary1_prediction_recovers_a_constructed_drift():
+    a, b, M, tau = 0.05, 0.01, 4.0, 0.5
+    t = np.arange(1, 1001)
+    metrics = {"q_U": list(((a + b * t) ** 2 / M)), "M": [M] * 1000}
+    pred = analysis.corollary1_prediction(metrics, tau=tau)
+    assert pred["drift"] == pytest.approx(b)
+    assert pred["T_pred"] == pytest.approx((np.sqrt(tau * M) - a) / b)
+    flat = analysis.corollary1_prediction({"q_U": [0.01] * 200, "M": [1.0] * 200})
+    assert flat["T_pred"] is None  # no drift, no crossing
+
+
+def test_grids_follow_the_profile():
+    P = PROFILES["quick"]
+    s3 = analysis.s3_runs(P)
+    assert len(s3) == len(experiments.TABLE2_MODELS) and {c.group for c in s3} == {"S3"}
+    f4 = analysis.figure4_runs(P)
+    n_affine = sum(1 for c in s3 if c.model not in ("tanh_rnn", "state_gated_rnn"))
+    # Table 2's lr is one of the Figure 4 lrs here, so it is not run twice
+    assert len(f4) == n_affine * len(P.fig4_lrs) * len(P.fig4_seeds)
+    assert len(set(f4)) == len(f4)
+    grid = analysis.diagnostics_grid(P)
+    assert len(grid) == len({c.run for c in grid}) == len(set(s3) | set(f4))
+    assert all(c.n_samples == P.diag_samples and c.rollout == P.diag_rollout for c in grid)
+
+
+def _fake(model, m_p, T_cross, q_at, affine=True, status="ok"):
+    return {"status": status, "run_id": f"{model}{m_p}{T_cross}",
+            "config": {"run": {"model": model, "n_layers": 1}, "tau": 0.5},
+            "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross, "q_at_m_p": q_at}}
+
+
+def test_figure4_selection_and_statistics():
+    recs = [_fake("mamba", 100 * k, 40 * k, 0.9 + 0.01 * k) for k in range(1, 8)]
+    recs += [_fake("mamba", None, 3, None),  # fails at 60: excluded
+             _fake("mamba", 200, None, 0.2),  # never crosses: excluded
+             _fake("tanh_rnn", 1000, 500, 0.5, affine=False),  # state-dependent: excluded
+             _fake("mamba", 300, 90, 0.8, status="failed")]
+    sel = analysis.figure4_selection(recs)
+    assert len(sel) == 7
+    s = ec.figure4_stats(sel, n_boot=500)
+    assert s["r"] == pytest.approx(1.0) and s["n"] == 7 and s["T_cross_before_m_p"] == 7
+    assert s["q_median"] == pytest.approx(0.94)
+    assert s["q_lo"] <= s["q_median"] <= s["q_hi"]
+    assert ec.figure4_stats(sel[:2])["r"] is None  # fewer than three runs: no correlation
+
+
+def test_reports_build_from_an_empty_store(store):
+    P = PROFILES["smoke"]
+    for table in (ec.theorem1_table(P), ec.diagnostics_table(P), ec.figure4_table(P),
+                  ec.corollary1_table(P)):
+        assert "profile `smoke`" in table.note
+    assert ec.figure4_table(P).data[0]["n"] == 0
+    with pytest.raises(ValueError, match="'bogus'"):
+        ec.diagnostic_records(P, which="bogus")
