@@ -48,9 +48,11 @@ from sst_core.reports import error_control as ec
 # $c_g(t) = \mathbb E[h_t \mid g_t = g]$ and
 #
 # $$
-# R(t) = \mathbb E\,\lVert W_{\text{out}}(h_t - c_{g_t}(t))\rVert^2, \qquad
-# M(t) = \min_{g \ne g'} \lVert W_{\text{out}}(c_g(t) - c_{g'}(t))\rVert^2, \qquad
-# q(t) = R(t) / M(t).
+# \begin{aligned}
+# R(t) &= \mathbb E\,\lVert W_{\text{out}}(h_t - c_{g_t}(t))\rVert^2, \\
+# M(t) &= \min_{g \ne g'} \lVert W_{\text{out}}(c_g(t) - c_{g'}(t))\rVert^2, \\
+# q(t) &= R(t) / M(t).
+# \end{aligned}
 # $$
 #
 # $R$ is the spread inside a class and $M$ the gap between the closest two classes, so $q$ is
@@ -65,8 +67,9 @@ from sst_core.reports import error_control as ec
 # The **symbolic subspace** $U = \operatorname{span}\{c_g - c_{g'}\}$ (here at the training length
 # 60) splits the residual $h_t - c_{g_t}$ into a part inside $U$, which pushes the state toward
 # another symbol, and a part in $U^\perp$; replacing the residual by either part in $R$ gives
-# $q_U$ and $q_{U^\perp}$ (cross terms vanish only for orthogonal $W_{\text{out}}$, so they need
-# not add up to $q$).
+# $q_U$ and $q_{U^\perp}$. Both keep $W_{\text{out}}$ and $M$; the cross term
+# $2\langle W_{\text{out}} P_U r, W_{\text{out}} (I - P_U) r\rangle$ is not zero in general, so the two
+# need not add up to $q$.
 
 # %%
 s3_cfgs = [analysis.diagnostics_config(P, c) for c in analysis.s3_runs(P)]

@@ -152,21 +152,21 @@ glue("th1_contrast", "holds" if con["holds"] else "FAILS", display=False)
 # The whole contrast {glue:text}`th1_contrast`.
 
 # %%
-cs = 0.5
-w = np.arctanh(cs) / cs  # con["w"] at c = 0.5
+cs = 0.8
+w = np.arctanh(cs) / cs  # con["w"] at c = 0.8
 h = np.linspace(-1, 1, 400)
 fig, ax = plt.subplots(figsize=(5.2, 4))
 ax.plot(h, np.tanh(w * h), label=r"$F_e(h) = \tanh(wh)$ (state-dependent)")
 ax.plot(h, h, color="grey", ls="--", label="affine map fixing both: identity")
 ax.plot([-cs, cs], [-cs, cs], "ko")
-h_err = [cs + 0.3]
+h_err = [cs + 0.15]
 for _ in range(12):
     h_err.append(np.tanh(w * h_err[-1]))
-ax.plot(h_err[:-1], h_err[1:], "C3.", ms=5, label="an error at c + 0.3, iterated")
+ax.plot(h_err[:-1], h_err[1:], "C3.", ms=5, label="an error at c + 0.15, iterated")
 ax.set_xlabel("h")
 ax.set_ylabel("F(h)")
 ax.legend(fontsize=7)
-ax.set_title("Exact fixed points at ±c = ±0.5, contracting around them", fontsize=9)
+ax.set_title(f"Exact fixed points at ±c = ±{cs}, contracting around them", fontsize=9)
 plt.show()
 
 # %% [markdown]
@@ -231,9 +231,11 @@ glue("th1_T_meas", T_meas, display=False)
 # state-preserving words $s$ of length 6 and the states reached after 30 tokens of real
 # words (near the centroids), form $U$ from the centroids of the *recurrent state* at that
 # time, and compute $J Q$, the Jacobian of the return map applied to an orthonormal basis $Q$
-# of $U$ (forward-mode products; no full Jacobian is ever formed). Two numbers summarise it:
-# $\lVert (J - I)Q \rVert$, which Theorem 1 says is zero for an affine model that preserves the
-# states exactly, and $\lVert Q^\top J Q\rVert$, which is below one when the map contracts $U$.
+# of $U$ (forward-mode products; no full Jacobian is ever formed). Three numbers summarise it:
+# $\lVert P_U (J - I) P_U\rVert = \lVert Q^\top J Q - I\rVert$ and the stricter
+# $\lVert (J - I)Q \rVert$ (which also sees what leaks from $U$ into $U^\perp$), both zero by
+# Theorem 1 for an affine model that preserves the states exactly, and
+# $\lVert Q^\top J Q\rVert$, which is below one when the map contracts $U$.
 # The last column, $\lVert F_s(h) - h\rVert$, says how well the word really returns a state to
 # itself: Theorem 1 assumes it is zero.
 

@@ -12,7 +12,9 @@ its training run (training it first if there is no record) and measures, on held
   centroids at ``t0``);
 - the Theorem 1 check: for state-preserving words ``s`` (product = identity), the Jacobian
   ``J`` of the return map ``F_s`` at states reached on real words, restricted to U:
-  ``||(J - I) Q||`` (0 for an exact affine preserver) and ``||Q^T J Q||`` (below 1: contracts).
+  ``||(J - I) Q||`` and ``||P_U (J - I) P_U|| = ||Q^T J Q - I||`` (both 0 for an exact
+  affine preserver; the first also sees what leaks from U into U_perp) and ``||Q^T J Q||``
+  (below 1: contracts).
   ``J Q`` comes from forward-mode products (``torch.func.jvp``), one per basis vector of U,
   so the cost does not grow with the square of the state size.
 
@@ -96,6 +98,9 @@ def _return_map_checks(model, word, h, Q) -> dict[str, float]:
     Qm = Q[mask]  # (D_rec, r)
     return {
         "deviation": float(torch.linalg.matrix_norm(JQ - Qm, ord=2)),  # ||(J - I) Q||
+        # ||P_U (J - I) P_U|| = ||Q^T J Q - I||: the part of (J - I) Q that stays in U
+        "deviation_U": float(torch.linalg.matrix_norm(Qm.T @ JQ - torch.eye(Qm.shape[1], dtype=JQ.dtype),
+                                                      ord=2)),
         "gain": float(torch.linalg.matrix_norm(Qm.T @ JQ, ord=2)),  # ||Q^T J Q||
         "amplification": float(torch.linalg.matrix_norm(JQ, ord=2)),  # ||J Q||
         "return_residual": float(torch.linalg.vector_norm((F(h) - h)[mask].detach())),  # ||F_s(h) - h||
@@ -160,7 +165,8 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         theorem1 = {k: float(np.median([c[k] for c in checks])) for k in checks[0]}
     else:  # every class has the same centroid: U is {0} and there is nothing to check
         checks = []
-        theorem1 = dict.fromkeys(("deviation", "gain", "amplification", "return_residual"))
+        theorem1 = dict.fromkeys(("deviation", "deviation_U", "gain", "amplification",
+                                   "return_residual"))
     theorem1["dim_U"] = int(Q_state.shape[1])
     theorem1["per_word"] = checks
     # a deeper stack reads each layer through norms and gates: its return map is affine

@@ -136,7 +136,8 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
                         f"but sst_core.config.NOTEBOOKS allows {sorted(expected)}")
 
     env_before = os.environ.get("SST_RESULTS_DIR")
-    os.environ["SST_RESULTS_DIR"] = str(results or root / "results")
+    # an explicit `results`, else the caller's $SST_RESULTS_DIR, else <root>/results
+    os.environ["SST_RESULTS_DIR"] = str(results or env_before or root / "results")
     os.environ["SST_PROGRESS"] = "0"  # the kernel inherits it: no progress widgets in the book
     start = time.perf_counter()
     error = None

@@ -13,6 +13,15 @@ import numpy as np
 from .groups import Group
 
 
+def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
+    """A figure title wrapped to the figure's width, so a long scale statement does not
+    widen the saved image (and shrink everything else on the page)."""
+    import textwrap
+
+    width = max(40, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
+
+
 def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
     """Cayley tables side by side: cell (a, b) shows a*b, coloured by element."""
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.4), squeeze=False)
@@ -50,7 +59,7 @@ def fig_mixing(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         ax.set_title(f"tokens = {mode}")
         ax.legend()
     axes[0][0].set_ylabel("TV distance from uniform")
-    fig.suptitle(f"How fast the state forgets the start ({scale})", fontsize=10)
+    suptitle(fig, f"How fast the state forgets the start ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -67,7 +76,7 @@ def fig_state_distribution(records: Sequence[dict[str, Any]], t: int, scale: str
         ax.set_title(f"{r['config']['group']} ({r['config']['tokens']}), t={t_eff}", fontsize=9)
         ax.set_xlabel("state index g")
     axes[0][0].set_ylabel("share of words")
-    fig.suptitle(f"Distribution of the running product ({scale})", fontsize=10)
+    suptitle(fig, f"Distribution of the running product ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -103,7 +112,7 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
         ax.set_ylim(0, 1.02)
     axes[0][0].set_ylabel("token accuracy")
     axes[0][-1].legend(fontsize=7, loc="lower left", ncol=2)
-    fig.suptitle(f"Accuracy beyond the training length 60 (dashed: the 90% bar; {scale})", fontsize=10)
+    suptitle(fig, f"Accuracy beyond the training length 60 (dashed: the 90% bar; {scale})", fontsize=10)
     fig.tight_layout()
     return fig
 

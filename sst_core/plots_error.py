@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .plots import suptitle
+
 
 def _label(r: dict[str, Any]) -> str:
     cfg = r["config"]["run"]
@@ -40,7 +42,7 @@ def fig_recovery(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         ax.set_title("random direction" if direction == "random" else "direction inside U")
     axes[0].set_ylabel(r"$\|e_t\| / \|e_0\|$")
     axes[1].legend(fontsize=7, ncol=2, loc="best")
-    fig.suptitle(f"Figure 1: perturbation recovery on S3 (dashed: affine; {scale})", fontsize=10)
+    suptitle(fig, f"Figure 1: perturbation recovery on S3 (dashed: affine; {scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -73,7 +75,7 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     axes[0][0].set_ylabel("q(t)")
-    fig.suptitle(f"Figure 2: distinguishability ratio q(t) (dashed: tau = {tau}; dotted: 1; {scale})",
+    suptitle(fig, f"Figure 2: distinguishability ratio q(t) (dashed: tau = {tau}; dotted: 1; {scale})",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -98,7 +100,7 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         ax.set_xlabel("t")
         ax.legend(fontsize=7, loc="best")
     axes[0][0].set_ylabel("share of q")
-    fig.suptitle(f"Figure 3: spread inside and outside the symbolic subspace U ({scale})", fontsize=10)
+    suptitle(fig, f"Figure 3: spread inside and outside the symbolic subspace U ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -122,7 +124,11 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     r_text = "n < 3: no correlation" if stats.get("r") is None else \
         f"r = {stats['r']:.3f}, p = {stats['p']:.2g}, n = {stats['n']}"
     ax.set_title(r_text + "  (paper: r = 0.869, n = 113)", fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    if records:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no run qualifies at this scale", ha="center", va="center",
+                transform=ax.transAxes)
     q_at = [r["metrics"]["q_at_m_p"] for r in records if r["metrics"]["q_at_m_p"] is not None]
     if q_at:
         bx.hist(q_at, bins=min(20, max(5, len(q_at))), color="C0", alpha=0.7)
@@ -133,7 +139,7 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     bx.set_xlabel("q at m_p")
     bx.set_ylabel("runs")
     bx.legend(fontsize=7)
-    fig.suptitle(f"Figure 4: crossing time against max-passing length, affine S3 runs ({scale})",
+    suptitle(fig, f"Figure 4: crossing time against max-passing length, affine S3 runs ({scale})",
                  fontsize=10)
     fig.tight_layout()
     return fig

@@ -13,6 +13,8 @@ from typing import Any, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .plots import suptitle
+
 from .plots import png  # noqa: F401  (the notebook's explorer uses plots_memory.png)
 
 LABELS = {"inv": "S4D-Inv", "lin": "S4D-Lin", "real": "S4D-Real", "step": "step (ours)",
@@ -53,7 +55,7 @@ def fig_spectra(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figure:
                 ax.set_title("zoom near mu = 1", fontsize=8)
             ax.tick_params(labelsize=7)
     c0 = records[0]["config"]
-    fig.suptitle(f"Discrete spectra mu = exp(dt lambda), dt={c0['dt']}, N={c0['N']} ({scale})",
+    suptitle(fig, f"Discrete spectra mu = exp(dt lambda), dt={c0['dt']}, N={c0['N']} ({scale})",
                  fontsize=10)
     fig.tight_layout()
     return fig
@@ -90,7 +92,7 @@ def fig_memory_curves(records: Sequence[Mapping[str, Any]], dts: Sequence[float]
     axes[0, 0].set_ylabel("memory function M[tau]")
     axes[1, 0].set_ylabel("cumulative capacity")
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle(f"Memory function of the initialisations ({scale})", fontsize=10)
+    suptitle(fig, f"Memory function of the initialisations ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -122,7 +124,7 @@ def fig_simulation_check(record: Mapping[str, Any], scale: str) -> plt.Figure:
     ax2.set_xlabel("delay tau (linear up to 1, then log)")
     ax2.set_ylabel("|difference from the formula|")
     ax2.legend(fontsize=8)
-    fig.suptitle(f"S4 = S4D: same spectrum, same memory ({scale})", fontsize=10)
+    suptitle(fig, f"S4 = S4D: same spectrum, same memory ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -146,7 +148,7 @@ def fig_legs(A_legs: np.ndarray, lambda_legs: np.ndarray, Lambda_inv: np.ndarray
     ax2.set_ylabel("Im lambda (symlog; one member per pair)")
     ax2.legend(fontsize=8)
     ax2.grid(alpha=0.3)
-    fig.suptitle(f"HiPPO-LegS and S4D spectra ({scale})", fontsize=10)
+    suptitle(fig, f"HiPPO-LegS and S4D spectra ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -192,7 +194,7 @@ def fig_readout_gd(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figu
     axes[2].set_title(f"how a teacher at tau0={tau0} enters the gradient", fontsize=9)
     axes[2].legend(fontsize=7)
     c0 = records[0]["config"]
-    fig.suptitle(f"Readout learning with N={c0['N']}, T={c0['T']}, dt={c0['dt']}, teacher "
+    suptitle(fig, f"Readout learning with N={c0['N']}, T={c0['T']}, dt={c0['dt']}, teacher "
                  f"y_t = u_(t-{tau0}) ({scale})", fontsize=10)
     fig.tight_layout()
     return fig
@@ -224,7 +226,7 @@ def fig_explorer(mu: np.ndarray, delay: np.ndarray, memory: np.ndarray, cumulati
     for ax in axes[1:]:
         ax.set_xlabel("delay tau")
         ax.grid(alpha=0.3)
-    fig.suptitle(title, fontsize=10)
+    suptitle(fig, title, fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -71,6 +71,7 @@ def test_return_map_checks_known_cases(one_thread):
     Q = torch.linalg.qr(torch.randn(D, 2, dtype=torch.float64))[0]
     out = analysis._return_map_checks(model, [1, 2, 0], torch.randn(D, dtype=torch.float64), Q)
     assert out["deviation"] == pytest.approx(0, abs=1e-12)
+    assert out["deviation_U"] == pytest.approx(0, abs=1e-12)
     assert out["gain"] == pytest.approx(1, abs=1e-12)
     # a tanh RNN with tiny recurrent weights contracts everything
     rnn = build("tanh_rnn", 3, 3, d_state=6).double()

@@ -31,7 +31,7 @@ class Table:
             return str(v).replace("|", "\\|")
 
         lines = [f"**{self.title}**", "",
-                 "| " + " | ".join(self.columns) + " |",
+                 "| " + " | ".join(cell(c) for c in self.columns) + " |",
                  "|" + "|".join("---" for _ in self.columns) + "|"]
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
         if self.note:

@@ -63,21 +63,24 @@ def _fmt(v: Any, spec: str = ".3g") -> str:
 
 def theorem1_table(P: Profile, root=None) -> Table:
     best = best_per_model(diagnostic_records(P, root, "s3"))
-    cols = ["model", "class", "m_p", "dim U", "||(J - I) Q||", "||Q^T J Q||", "||F_s(h) - h||"]
+    cols = ["model", "class", "m_p", "dim U", "‖(J − I) Q‖", "‖P_U (J − I) P_U‖", "‖Qᵀ J Q‖",
+            "‖F_s(h) − h‖"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         cls = "affine" if m["is_affine"] else "state-dependent"
         rows.append([label, cls, _fmt(m["m_p"]) if m["m_p"] else "fail", t1["dim_U"],
-                     _fmt(t1["deviation"]), _fmt(t1["gain"]), _fmt(t1["return_residual"])])
+                     _fmt(t1["deviation"]), _fmt(t1.get("deviation_U")), _fmt(t1["gain"]),
+                     _fmt(t1["return_residual"])])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
-                     **{k: t1[k] for k in ("dim_U", "deviation", "gain", "amplification",
-                                           "return_residual")}})
+                     **{k: t1.get(k) for k in ("dim_U", "deviation", "deviation_U", "gain",
+                                               "amplification", "return_residual")}})
         ids.append(r["run_id"])
     note = ("Return map F_s of state-preserving S3 words s (length 6, product = identity) at "
             "states reached after 30 tokens; Q is an orthonormal basis of U, the span of the "
             "differences of the state centroids; medians over 8 words. Theorem 1: an affine F_s "
-            "that fixes every centroid has (J - I) Q = 0; a state-dependent map can have "
+            "that fixes every centroid has (J - I) Q = 0, hence also P_U (J - I) P_U = 0; a "
+            "state-dependent map can have "
             f"||Q^T J Q|| < 1. Best S3 run per model. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_max_steps')}.")
     return Table("Theorem 1 on trained models: the return map on U", cols, rows, note, ids, data)
@@ -137,9 +140,9 @@ def figure4_table(P: Profile, root=None) -> Table:
     cols = ["quantity", "ours", "paper"]
     rows = [["models analysed (affine S3 runs with a record)", len(candidates), "—"],
             ["models selected", s["n"], PAPER_FIGURE4["n"]],
-            ["Pearson r of log T_cross vs log m_p", _fmt(s["r"]), PAPER_FIGURE4["r"]],
-            ["p-value", _fmt(s["p"], ".2g"), PAPER_FIGURE4["p"]],
-            ["median q at m_p", _fmt(s["q_median"]), PAPER_FIGURE4["q_median"]],
+            ["Pearson r of log T_cross vs log m_p", _fmt(s["r"]), f"{PAPER_FIGURE4['r']}"],
+            ["p-value", _fmt(s["p"], ".2g"), f"{PAPER_FIGURE4['p']:.2g}"],
+            ["median q at m_p", _fmt(s["q_median"]), f"{PAPER_FIGURE4['q_median']}"],
             ["bootstrap 95% interval", "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]",
              f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"],
             ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"]]
@@ -154,7 +157,7 @@ def corollary1_table(P: Profile, root=None) -> Table:
     from ..analysis import corollary1_prediction
 
     best = best_per_model(diagnostic_records(P, root, "s3"))
-    cols = ["model", "mode", "drift ||W_out eta_bar|| per step", "T_cross predicted",
+    cols = ["model", "mode", "drift ‖W_out η̄‖ per step", "T_cross predicted",
             "T_cross measured", "predicted / measured", "m_p"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items()):
