@@ -442,3 +442,84 @@ def to_markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {e['name']} | {_sizes(e['sizes'])} | {_ms(e['ours_s'])} | {anchor} "
                      f"| {ratio} | {target} | {e['status']} | {tps} |")
     return "\n".join(lines)
+
+
+# -- S4D: chunked Vandermonde kernel + FFT convolution (paper 2) ---------------------------
+
+S4D_KERNEL_LENGTHS = (1024, 4096, 16384)
+# (batch, H) per size; N = 64 always. ``small`` keeps the lengths (the names say them).
+S4D_KERNEL_SIZES = {"full": (16, 256), "small": (1, 4)}
+
+
+def peak_bytes(fn: Callable[[], Any], device: torch.device) -> int:
+    """Peak bytes of tensors allocated during one call of ``fn`` (beyond those alive before).
+
+    CUDA: ``torch.cuda.max_memory_allocated`` after ``reset_peak_memory_stats``, minus what
+    was allocated before. CPU: ``torch.profiler`` with ``profile_memory=True`` records every
+    allocation (+bytes) and free (-bytes) of torch's CPU allocator, in order, as
+    ``[memory]`` events; the peak of their running sum is the measured peak. Frees of
+    tensors allocated before the call are not reported, so ``fn`` must free what it
+    allocates (take gradients with ``torch.autograd.grad``, not into ``.grad``). This counts
+    torch tensors only, not the process's RSS (no allocator caches, no FFT plans).
+    """
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device) - base)
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    running = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        running += e.nbytes()
+        peak = max(peak, running)
+    return int(peak)
+
+
+def s4d_kernel_fwd_bwd(ctx: Context, *, L: int) -> list[dict[str, Any]]:
+    """S4D kernel generation + FFT convolution, forward and backward (gradients of
+    ``sum(y)`` w.r.t. log_dt, Lambda, C, D and the input ``u`` (b, H, L)), ZOH, S4D-Inv:
+    our chunked ``vandermonde_kernel`` against the standalone S4D's materialising
+    ``vandermonde_kernel_ref``; the same discretisation and ``fft_conv`` around both.
+    Peak memory (``peak_bytes``) from one extra, untimed call of each."""
+    from .models.s4 import S4DKernel
+    from .ops.ssm_kernel import discretize_diag, fft_conv, vandermonde_kernel, vandermonde_kernel_ref
+
+    batch, H = S4D_KERNEL_SIZES[ctx.size]
+    N = 64
+    torch.manual_seed(SEED)
+    kernel = S4DKernel(H, N, init="inv", seed=SEED).to(ctx.device)
+    D = torch.randn(H, device=ctx.device, requires_grad=True)
+    u = torch.randn(batch, H, L, device=ctx.device, requires_grad=True)
+    leaves = [*kernel.parameters(), D, u]
+
+    def step(vandermonde) -> Callable[[], None]:
+        def run() -> None:
+            log_A_bar, B_bar = discretize_diag(kernel.Lambda, kernel.dt, "zoh")  # (H, N/2)
+            K = vandermonde(torch.view_as_complex(kernel.C) * B_bar, log_A_bar, L)  # (H, L)
+            y = fft_conv(u, K, D)  # (b, H, L)
+            torch.autograd.grad(y.sum(), leaves)
+
+        return run
+
+    ours, ref = step(vandermonde_kernel), step(vandermonde_kernel_ref)
+    t_ours, t_ref = time_side_by_side([ours, ref], ctx.repeat, ctx.sizes.warmup, ctx.device)
+    name = f"s4d_kernel_fwd_bwd_L{L}"
+    entry = make_entry(name, "train", "vandermonde_kernel+fft_conv", ctx,
+                       {"batch": batch, "length": L, "H": H, "N": N}, t_ours, t_ref,
+                       "vandermonde_kernel_ref+fft_conv (materialised (H, N/2, L))")
+    entry.update(ours_peak_bytes=peak_bytes(ours, ctx.device),
+                 anchor_peak_bytes=peak_bytes(ref, ctx.device),
+                 peak_method=("torch.cuda.max_memory_allocated" if ctx.device.type == "cuda"
+                              else "torch.profiler profile_memory: running sum of CPU allocations"))
+    return [entry]
+
+
+for _L in S4D_KERNEL_LENGTHS:
+    register(f"s4d_kernel_fwd_bwd_L{_L}")(partial(s4d_kernel_fwd_bwd, L=_L))
+del _L
