@@ -6,6 +6,7 @@
     sst report --list
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
               [--size small|full] [--threads N] [--out FILE]
+    sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
 """
 from __future__ import annotations
 
@@ -70,7 +71,53 @@ def _parser() -> argparse.ArgumentParser:
     ben.add_argument("--threads", type=_positive_int, default=None,
                      help="torch intra-op threads (default: torch's own choice)")
     ben.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+
+    lra = sub.add_parser("lra", help="train the LRA tables on chosen tasks (e.g. your LRA files)",
+                         description="Run the main table and/or the ablation of the chapter "
+                         "'Frozen versus learned spectra on LRA' on the given tasks, resuming "
+                         "from stored records, and print the tables. Tasks lra_listops, "
+                         "lra_pathfinder, lra_imdb and lra_cifar read the LRA release from "
+                         "--data-dir (or $SST_LRA_DATA).")
+    lra.add_argument("--task", nargs="+", required=True, metavar="TASK",
+                     help="listops, pathfinder, digits, lra_listops, lra_pathfinder, lra_imdb, lra_cifar")
+    lra.add_argument("--data-dir", type=Path, default=None,
+                     help="folder holding the unpacked LRA release (lra_* tasks)")
+    lra.add_argument("--profile", type=_profile, default="quick")
+    lra.add_argument("--table", choices=("main", "ablation", "both"), default="both")
+    lra.add_argument("--format", choices=("md", "json"), default="md")
     return p
+
+
+def _lra(args: argparse.Namespace) -> int:
+    import dataclasses
+    import os
+
+    from . import experiments
+    from .reports import lra as lra_reports
+
+    unknown = [t for t in args.task if t not in config.LRA_TASKS]
+    if unknown:
+        print(f"sst lra: unknown task(s) {unknown}; allowed: {', '.join(config.LRA_TASKS)}",
+              file=sys.stderr)
+        return 2
+    if args.data_dir is not None:
+        if not args.data_dir.is_dir():
+            print(f"sst lra: --data-dir {args.data_dir} is not a folder", file=sys.stderr)
+            return 2
+        os.environ["SST_LRA_DATA"] = str(args.data_dir.resolve())
+    P = dataclasses.replace(config.get_profile(args.profile), lra_tasks=tuple(args.task))
+    grids = {"main": experiments.lra_main_grid, "ablation": experiments.lra_ablation_grid}
+    names = ["main", "ablation"] if args.table == "both" else [args.table]
+    cfgs = list(dict.fromkeys(c for name in names for c in grids[name](P)))
+    try:
+        experiments.run_all(cfgs, desc="LRA")
+    except ValueError as err:  # a missing or malformed data folder names what it expected
+        print(f"sst lra: {err}", file=sys.stderr)
+        return 2
+    for name in names:
+        table = (lra_reports.lra_main if name == "main" else lra_reports.lra_ablation)(P)
+        print(table.to_json() if args.format == "json" else table.to_markdown())
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -96,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "bench":
         return _bench(args)
+    if args.command == "lra":
+        return _lra(args)
     if args.command == "report":
         from .reports import REPORTS, get_report
 

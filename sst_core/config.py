@@ -63,6 +63,19 @@ class Profile:
     diag_rollout: int  # length of those words (the paper: 1000)
     fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
     fig4_seeds: tuple[int, ...]  # seeds of that sweep
+    # -- "Frozen versus learned spectra on LRA" (notebooks/p2_lra.py): S4D classifiers
+    lra_tasks: tuple[str, ...]  # tasks of the chapter (generated stand-ins unless data is given)
+    lra_H: int  # channels H of every layer
+    lra_N: int  # state size N (real dimension)
+    lra_layers: int  # S4D blocks
+    lra_epochs: int  # passes over the training set
+    lra_batch: int  # sequences per step
+    lra_n_train: int  # generated training examples per task (val and test: a quarter each)
+    lra_seeds: tuple[int, ...]  # seeds per cell of the main table (the paper: 6)
+    lra_ablation_seeds: tuple[int, ...]  # seeds per cell of the ablation
+    lra_listops_max_len: int  # ListOps length band is [max_len / 4, max_len]
+    lra_image_side: int  # digits images are resized to side x side pixels
+    lra_mf_T: int  # horizon of the supremum memory function
 
     def scale(self, *knobs: str) -> str:
         """A one-line statement of the scale, for figure captions and table notes."""
@@ -98,6 +111,18 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=100,
         fig4_lrs=(0.001,),
         fig4_seeds=(0,),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=8,
+        lra_N=4,
+        lra_layers=1,
+        lra_epochs=1,
+        lra_batch=8,
+        lra_n_train=32,
+        lra_seeds=(0,),
+        lra_ablation_seeds=(0,),
+        lra_listops_max_len=60,
+        lra_image_side=8,
+        lra_mf_T=64,
     ),
     "quick": Profile(
         name="quick",
@@ -125,6 +150,18 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=1000,
         fig4_lrs=(0.003, 0.01, 0.03),
         fig4_seeds=(0,),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=32,
+        lra_N=16,
+        lra_layers=2,
+        lra_epochs=5,
+        lra_batch=32,
+        lra_n_train=512,
+        lra_seeds=(0, 1, 2),
+        lra_ablation_seeds=(0,),
+        lra_listops_max_len=256,
+        lra_image_side=16,
+        lra_mf_T=256,
     ),
     "paper": Profile(
         name="paper",
@@ -152,6 +189,18 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=1000,
         fig4_lrs=(0.0001, 0.0005, 0.001),
         fig4_seeds=(0, 1, 2),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=256,
+        lra_N=64,
+        lra_layers=6,
+        lra_epochs=200,
+        lra_batch=64,
+        lra_n_train=96_000,
+        lra_seeds=(0, 1, 2, 3, 4, 5),
+        lra_ablation_seeds=(0, 1, 2, 3, 4, 5),
+        lra_listops_max_len=2000,
+        lra_image_side=32,
+        lra_mf_T=4096,
     ),
 }
 
@@ -164,6 +213,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p1_theory": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples"),
     "p1_diagnostics": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                        "diag_rollout"),
+    "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch"),
 }
 
 # Names IPython puts into a kernel's namespace; they are not parameters.
@@ -363,3 +413,53 @@ class DiagnosticsConfig:
     seed: int = 0
     profile: str = "smoke"
     experiment: str = "tracking_diagnostics"
+
+
+LRA_TASKS = ("listops", "pathfinder", "digits", "lra_listops", "lra_pathfinder", "lra_imdb",
+             "lra_cifar")
+
+
+@dataclass(frozen=True)
+class LRAConfig:
+    """One S4D classifier trained on one LRA task (``sst_core.train_lra.train_lra``).
+
+    Defaults follow ``state-spaces/s4``'s LRA configs where one value serves all tasks
+    (reference section 9); the profiles and the task presets override the sizes. Tasks
+    named ``lra_*`` read the user's LRA release from ``$SST_LRA_DATA`` (``sst lra
+    --data-dir``); the others are generated. The folder is not part of the config, so a
+    record names the data set, not where it was on one machine.
+    """
+
+    task: str  # one of LRA_TASKS
+    init: str  # eigenvalue initialisation: inv | lin | random | step | real
+    freeze_spectrum: bool  # the "reservoir" (RC) setting: Lambda and dt stay at their init
+    H: int
+    N: int
+    n_layers: int
+    epochs: int
+    batch: int
+    seed: int
+    profile: str
+    n_train: int = 1024  # generated tasks: training examples (val and test: n_train // 4)
+    max_length: int = 2000  # ListOps: longest sequence (the band starts at max_length // 4)
+    image_side: int = 32  # digits: image side in pixels (sequence = side^2)
+    pathfinder_size: int = 32  # Pathfinder image side (LRA: 32; Path-X: 128)
+    difficulty: str = "hard"  # Pathfinder contour length preset
+    data_seed: int = 0  # generated data: the same examples for every run of a cell
+    lr: float = 0.01
+    ssm_lr: float = 0.001  # learning rate of Lambda and dt when they are learned
+    weight_decay: float = 0.05
+    warmup_frac: float = 0.05
+    grad_clip: float = 0.0
+    prenorm: bool = True
+    norm: str = "batch"
+    decoder: str = "pool"
+    bidirectional: bool = True
+    dropout: float = 0.0
+    disc: str = "zoh"  # the paper's discretisation (per its summary)
+    dt_min: float = 1e-3
+    dt_max: float = 1e-1
+    eval_batch: int = 128
+    mf_T: int = 1024  # horizon of the supremum memory function (0: skip)
+    device: str = "auto"
+    experiment: str = "lra"

@@ -33,7 +33,49 @@ TABLE3: dict[str, int | None] = {
     "identity": FAIL, "layernorm": FAIL, "sphere": FAIL,
 }
 
+# Paper 2, main table: test accuracy (max, min) over 6 seeds by (LRA task, init, frozen).
+# Source: the secondary Summary (reference section 12.1); "S4 official" from state-spaces/s4.
+LRA_TASK_NAMES = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder", "Path-X")
+LRA_MAIN: dict[tuple[str, str, bool], tuple[float, float]] = {}
+_LRA_MAIN = {  # learned Inv, learned Lin, frozen Inv, frozen Lin
+    "ListOps": ((0.594, 0.589), (0.598, 0.587), (0.585, 0.570), (0.593, 0.577)),
+    "Text": ((0.853, 0.839), (0.848, 0.830), (0.857, 0.846), (0.850, 0.843)),
+    "Retrieval": ((0.863, 0.760), (0.843, 0.750), (0.906, 0.901), (0.903, 0.898)),
+    "Image": ((0.864, 0.859), (0.868, 0.860), (0.873, 0.865), (0.877, 0.871)),
+    "Pathfinder": ((0.910, 0.877), (0.896, 0.865), (0.899, 0.889), (0.892, 0.872)),
+    "Path-X": ((0.922, 0.903), (0.926, 0.912), (0.932, 0.923), (0.933, 0.922)),
+}
+for _task, _cells in _LRA_MAIN.items():
+    for (_init, _frozen), _cell in zip((("inv", False), ("lin", False), ("inv", True),
+                                        ("lin", True)), _cells):
+        LRA_MAIN[(_task, _init, _frozen)] = _cell
+LRA_S4_OFFICIAL = {"ListOps": 0.595, "Text": 0.865, "Retrieval": 0.910, "Image": 0.885,
+                   "Pathfinder": 0.940, "Path-X": 0.960}
+
+# Paper 2, ablation: (max, min) by (LRA task, init, frozen); reference section 12.2.
+LRA_ABLATION: dict[tuple[str, str, bool], tuple[float, float]] = {}
+_LRA_ABL = {  # (init, frozen): Retrieval, Image, Pathfinder, Path-X
+    ("random", False): ((0.903, 0.899), (0.820, 0.815), (0.870, 0.846), (0.877, 0.841)),
+    ("random", True): ((0.901, 0.896), (0.733, 0.698), (0.824, 0.777), (0.820, 0.773)),
+    ("lin", False): ((0.899, 0.894), (0.782, 0.768), (0.797, 0.754), (0.820, 0.503)),
+    ("lin", True): ((0.894, 0.889), (0.686, 0.634), (0.769, 0.506), (0.669, 0.504)),
+    ("step", False): ((0.883, 0.841), (0.789, 0.779), (0.858, 0.824), (0.840, 0.824)),
+    ("step", True): ((0.903, 0.897), (0.745, 0.740), (0.832, 0.793), (0.813, 0.504)),
+    ("inv", False): ((0.863, 0.760), (0.864, 0.859), (0.910, 0.877), (0.922, 0.903)),
+    ("inv", True): ((0.906, 0.901), (0.873, 0.865), (0.899, 0.889), (0.932, 0.923)),
+}
+for (_init, _frozen), _cells in _LRA_ABL.items():
+    for _task, _cell in zip(("Retrieval", "Image", "Pathfinder", "Path-X"), _cells):
+        LRA_ABLATION[(_task, _init, _frozen)] = _cell
+
+# Our tasks and the published task each stands for (None: no published counterpart).
+LRA_COUNTERPART = {"listops": "ListOps", "pathfinder": "Pathfinder", "digits": "Image",
+                   "lra_listops": "ListOps", "lra_pathfinder": "Pathfinder",
+                   "lra_imdb": "Text", "lra_cifar": "Image"}
+
 SOURCES = {
     "TABLE2": "arXiv 2605.07755 Table 2, via the secondary Review and Summary (reference 8.1)",
     "TABLE3": "arXiv 2605.07755 Table 3, via the secondary Summary (reference 8.2)",
+    "LRA_MAIN": "arXiv 2510.00563 main table, via the secondary Summary (reference 12.1)",
+    "LRA_ABLATION": "arXiv 2510.00563 ablation, via the secondary Summary (reference 12.2)",
 }

@@ -71,6 +71,8 @@ REPORTS: dict[str, str] = {
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",
     "corollary1": "sst_core.reports.error_control:corollary1_table",
+    "lra-main": "sst_core.reports.lra:lra_main",
+    "lra-ablation": "sst_core.reports.lra:lra_ablation",
 }
 
 

@@ -1,0 +1,177 @@
+"""Paper 2's LRA experiment: task data, the training loop, the grids and the two tables."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from sst_core import experiments
+from sst_core.config import PROFILES, LRAConfig
+from sst_core.reports import lra as lra_reports
+from sst_core.results import cached_run
+from sst_core.tasks.lra_data import load_task
+from sst_core.train_lra import cosine_warmup, train_lra
+
+
+def tiny(task="listops", **kw) -> LRAConfig:
+    base = dict(task=task, init="inv", freeze_spectrum=False, H=4, N=4, n_layers=1, epochs=2,
+                batch=8, seed=0, profile="smoke", n_train=16, max_length=40, image_side=8,
+                mf_T=16)
+    base.update(kw)
+    return LRAConfig(**base)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("task,encoder,length,n_classes", [
+    ("listops", "embedding", 40, 10), ("digits", "linear", 64, 10), ("pathfinder", "linear", 1024, 2)])
+def test_generated_tasks(store, task, encoder, length, n_classes):
+    d = load_task(tiny(task, n_train=8))
+    assert d.encoder == encoder and d.train.x.shape[1] == length
+    assert d.n_classes <= n_classes and d.describe["source"] == "generated"
+    # n_train, then a quarter each for val and test
+    assert (len(d.train.y), len(d.val.y), len(d.test.y)) == (8, 2, 2)
+    if encoder == "embedding":
+        assert d.train.x.dtype == np.int64 and (d.train.lengths <= 40).all()
+
+
+def test_generated_data_is_cached_and_a_broken_cache_is_regenerated(store):
+    cfg = tiny(n_train=8)
+    first = load_task(cfg)
+    files = list((store / "smoke" / "lra_data").glob("listops-*.npz"))
+    assert len(files) == 1
+    np.testing.assert_array_equal(load_task(cfg).train.x, first.train.x)
+    files[0].write_bytes(b"not an npz")
+    np.testing.assert_array_equal(load_task(cfg).train.x, first.train.x)
+    # the model's seed does not change the data of a cell
+    np.testing.assert_array_equal(load_task(tiny(n_train=8, seed=5)).train.x, first.train.x)
+
+
+def test_bad_task_names_and_missing_data_dir(store, monkeypatch):
+    with pytest.raises(ValueError, match="'listopz'.*listops"):
+        load_task(tiny("listopz"))
+    monkeypatch.delenv("SST_LRA_DATA", raising=False)
+    with pytest.raises(ValueError, match="lra_imdb.*SST_LRA_DATA"):
+        load_task(tiny("lra_imdb"))
+
+
+def test_cosine_warmup():
+    assert cosine_warmup(0, 100, 10) == pytest.approx(0.1)
+    assert cosine_warmup(10, 100, 10) == pytest.approx(1.0)
+    assert cosine_warmup(100, 100, 10) == pytest.approx(0.0, abs=1e-12)
+    assert cosine_warmup(55, 100, 10) == pytest.approx(0.5)
+
+
+def test_training_records_curves_and_frozen_spectra_keep_their_memory(store, one_thread):
+    learned = train_lra(tiny())
+    frozen = train_lra(tiny(freeze_spectrum=True))
+    for m in (learned, frozen):
+        assert 0.0 <= m["test_accuracy"] <= 1.0 and len(m["curves"]["test_loss"]) == 2
+        assert m["best_epoch"] in (1, 2) and m["steps"] == 4
+    assert frozen["frozen_share"] > 0 and learned["frozen_share"] == 0
+    assert frozen["n_trainable"] < frozen["n_params"]
+    # a frozen spectrum is a buffer: its memory function is exactly the initial one
+    assert frozen["sup_mf_after"] == frozen["sup_mf_before"]
+    assert learned["sup_mf_after"] != learned["sup_mf_before"]
+
+
+def test_divergence_is_recorded_as_failed(store, monkeypatch, one_thread):
+    real = torch.nn.CrossEntropyLoss
+
+    class Nan(real):
+        def forward(self, a, b):
+            return super().forward(a, b) * math.nan
+
+    monkeypatch.setattr(torch.nn, "CrossEntropyLoss", Nan)
+    rec = experiments.run(tiny())
+    assert rec["status"] == "failed" and "nan" in rec["reason"]
+
+
+def test_grids():
+    P = PROFILES["quick"]
+    main, abl = experiments.lra_main_grid(P), experiments.lra_ablation_grid(P)
+    per_task = len(experiments.LRA_MAIN_INITS) * 2 * len(P.lra_seeds)
+    assert len(main) == len(P.lra_tasks) * per_task
+    assert len(abl) == len(P.lra_tasks) * len(experiments.LRA_ABLATION_INITS) * 2 * len(P.lra_ablation_seeds)
+    assert {c.decoder for c in main if c.task == "pathfinder"} == {"last"}
+    shared = set(main) & set(abl)  # seed 0 of inv and lin is in both tables: run once
+    assert len(shared) == len(P.lra_tasks) * 4 * len(set(P.lra_seeds) & set(P.lra_ablation_seeds))
+
+
+def test_tables_from_constructed_records(store):
+    P = PROFILES["smoke"]
+    accs = {(False, "inv"): 0.6, (True, "inv"): 0.7, (False, "lin"): 0.5, (True, "lin"): 0.4}
+    for cfg in experiments.lra_main_grid(P, tasks=("listops",)):
+        value = accs[(cfg.freeze_spectrum, cfg.init)]
+        cached_run(cfg, lambda c, v=value: {"test_accuracy": v})
+    t = lra_reports.lra_main(P)
+    row = next(r for r in t.rows if r[0].startswith("listops"))
+    assert row[1].startswith("0.600 / 0.594 / 0.589") and row[3].startswith("0.700")
+    assert row[-1] == "S4D-Inv: yes, S4D-Lin: no"
+    cell = next(d for d in t.data if d["task"] == "listops" and d["init"] == "inv" and d["frozen"])
+    assert cell["accuracies"] == [0.7] and cell["paper_max_min"] == [0.585, 0.570]
+    abl = lra_reports.lra_ablation(P)
+    assert len(abl.rows) == 8 and "smoke" in abl.note
+
+
+def _listops_release(root):
+    """A tiny LRA ListOps folder: listops-1000/basic_{train,val,test}.tsv."""
+    from sst_core.tasks import listops
+
+    folder = root / "lra_release" / "listops-1000"
+    folder.mkdir(parents=True)
+    d = listops.generate(24, min_length=5, max_length=40, seed=1)
+    rows = [f"{listops.to_lra_text(listops.parse(t))}\t{y}" for t, y in zip(d.texts, d.y)]
+    for name, part in (("train", rows[:16]), ("val", rows[16:20]), ("test", rows[20:])):
+        (folder / f"basic_{name}.tsv").write_text("Source\tTarget\n" + "\n".join(part) + "\n")
+    return root
+
+
+def test_sst_lra_trains_on_user_files_and_prints_the_table(store, tmp_path, monkeypatch, capsys,
+                                                           one_thread):
+    import dataclasses
+    import json
+
+    from sst_core import cli, config
+
+    monkeypatch.setenv("SST_LRA_DATA", "")  # `sst lra` sets it; monkeypatch restores it
+    small = dataclasses.replace(PROFILES["smoke"], lra_seeds=(0,), lra_epochs=1)
+    monkeypatch.setitem(config.PROFILES, "smoke", small)
+    root = _listops_release(tmp_path / "lra")
+    rc = cli.main(["lra", "--task", "lra_listops", "--data-dir", str(root), "--profile", "smoke",
+                   "--table", "main", "--format", "json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    cells = [d for d in out["data"] if d["task"] == "lra_listops"]
+    assert len(cells) == 4 and all(d["n_runs"] == 1 for d in cells)
+    assert all(d["paper_max_min"] is not None for d in cells)  # lra_listops stands for ListOps
+
+
+def test_sst_lra_bad_inputs(tmp_path, monkeypatch, capsys):
+    from sst_core import cli
+
+    monkeypatch.setenv("SST_LRA_DATA", "")  # `sst lra` sets it; monkeypatch restores it
+    assert cli.main(["lra", "--task", "imdb"]) == 2
+    assert "'imdb'" in capsys.readouterr().err
+    assert cli.main(["lra", "--task", "lra_listops", "--data-dir", str(tmp_path / "nope")]) == 2
+    assert "not a folder" in capsys.readouterr().err
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "res"))
+    (tmp_path / "empty").mkdir()
+    assert cli.main(["lra", "--task", "lra_listops", "--data-dir", str(tmp_path / "empty"),
+                     "--profile", "smoke", "--table", "main"]) == 2
+    assert "basic_train.tsv" in capsys.readouterr().err  # names the expected layout
+
+
+def test_paper_profile_uses_the_published_task_configs():
+    P = PROFILES["paper"]
+    by_task = {c.task: c for c in experiments.lra_main_grid(P, tasks=("listops", "pathfinder",
+                                                                       "digits", "lra_imdb"))}
+    assert (by_task["listops"].H, by_task["listops"].n_layers, by_task["listops"].epochs) == (128, 8, 40)
+    assert by_task["pathfinder"].lr == 0.004 and by_task["pathfinder"].decoder == "last"
+    assert by_task["digits"].H == 512 and by_task["digits"].dropout == 0.1
+    assert by_task["lra_imdb"].batch == 16
+    assert len(P.lra_seeds) == 6  # the paper's six seeds
