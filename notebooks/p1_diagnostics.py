@@ -128,9 +128,11 @@ glue("dg_rec_af_min", min(af) if af else float("nan"), display=False)
 # $m_p$ (black triangle). The paper sees two modes: **saturation** (Mamba, Mamba-3: $q$ is high
 # from the start, the classes are never well separated) and **climb** (Negative Mamba,
 # token-gated RNN: $q$ grows roughly linearly as drift accumulates in $U$ and crosses at
-# $T_{\text{cross}}$). `sst_core.diagnostics.failure_mode` labels each curve by a fixed rule
-# (saturation when the median of $q$ over the first five positions is already at or above
-# $\tau$; climb when it starts below and crosses later; none when it never crosses).
+# $T_{\text{cross}}$). `sst_core.diagnostics.failure_mode` labels each curve by a fixed rule:
+# saturation when $q$ crosses $\tau$ already within the training length 60 (the classes are
+# never well separated where the model was trained), climb when it crosses later, none when
+# it never crosses. ($q(1) = 0$ for every model, because after one token the state is a
+# function of that token alone; the plots start at $t = 2$.)
 
 # %%
 fig2 = [best[k] for k in order if best[k]["metrics"]["is_affine"]] + \
@@ -175,7 +177,7 @@ display(ec.figure4_table(P))
 fig = plots_error.fig_tcross_vs_mp(fig4_records, stats, SCALE)
 plt.show()
 glue("dg_f4_n", stats["n"], display=False)
-glue("dg_f4_r", "undefined (fewer than 3 runs)" if stats["r"] is None else f"{stats['r']:.3f}",
+glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"r = {stats['r']:.3f}",
      display=False)
 
 # %% [markdown]

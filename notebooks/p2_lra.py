@@ -88,7 +88,7 @@ glue("lra_frozen_share_paper", 100 * big.frozen_share, display=False)
 # %% [markdown]
 # At this scale freezing removes {glue:text}`lra_frozen_share:.1f`% of the parameters; with the
 # published ListOps size ($H = 128$, $N = 64$, 8 layers, an independent spectrum per channel)
-# it is {glue:text}`lra_frozen_share_paper:.1f}%`, the order of the paper's "about 10%".
+# it is {glue:text}`lra_frozen_share_paper:.1f`%, the order of the paper's "about 10%".
 
 # %% [markdown]
 # ## Main table: S4D-Inv and S4D-Lin, learned and frozen

@@ -186,7 +186,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         "m_p": m_p,
         "training_run": rec["run_id"],
         **crossings,
-        "failure_mode": failure_mode(q, cfg.tau),
+        "failure_mode": failure_mode(q, cfg.tau, t_train=run_cfg.curriculum_max),
         "q_at_m_p": None if m_p is None or m_p > cfg.rollout or not np.isfinite(q[m_p - 1])
         else float(q[m_p - 1]),
         "q_sqrt_at_m_p": None if m_p is None or m_p > cfg.rollout or not np.isfinite(dist.q_sqrt[m_p - 1])

@@ -573,13 +573,17 @@ def restricted_norms(J, Q) -> dict[str, float]:
 
 
 # -- summaries over runs ---------------------------------------------------------------
-def failure_mode(q, tau: float = 0.5, start: int = 5) -> str:
+def failure_mode(q, tau: float = 0.5, start: int = 5, t_train: int | None = None) -> str:
     """Classify a ``q(t)`` curve into the two affine failure modes of section 3.5.
 
     Rule, on the finite entries of ``q`` only (NaN/inf skipped; none at all: "none"):
 
-    - ``"saturation"``: the median of the first ``start`` finite values is already
-      ``>= tau`` (classes never well separated);
+    - ``"saturation"``: the classes are never well separated. Without ``t_train``: the
+      median of the first ``start`` finite values is already ``>= tau``. With
+      ``t_train`` (the training length): ``q`` crosses ``tau`` within it,
+      ``T_cross <= t_train``. The second reading is the robust one for trained trackers:
+      ``q(1)`` is always 0 (after one token the state is a function of that token), so a
+      curve that is above ``tau`` everywhere but the first few positions still counts;
     - ``"climb"``: otherwise, if some finite value is ``>= tau`` (it starts below and
       crosses later, at :func:`T_cross`);
     - ``"none"``: it never reaches ``tau``.
@@ -587,10 +591,18 @@ def failure_mode(q, tau: float = 0.5, start: int = 5) -> str:
     tau = _check_tau(tau)
     if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 1:
         raise ValueError(f"start must be an int >= 1, got {start!r}")
+    if t_train is not None and (isinstance(t_train, bool) or not isinstance(t_train, (int, np.integer))
+                                or t_train < 1):
+        raise ValueError(f"t_train must be an int >= 1 or None, got {t_train!r}")
     q = _curve(q)
     valid = q[np.isfinite(q)]
     if valid.size == 0:
         return "none"
+    if t_train is not None:
+        crossed = T_cross(q, tau)
+        if crossed is None:
+            return "none"
+        return "saturation" if crossed <= t_train else "climb"
     if np.median(valid[:start]) >= tau:
         return "saturation"
     return "climb" if (valid >= tau).any() else "none"

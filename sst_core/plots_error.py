@@ -58,8 +58,10 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
         m = r["metrics"]
         q = _arr(m["q"])
         t = np.arange(1, q.size + 1)
-        ax.plot(t, q, color="C0", lw=1.2, label="q = R/M")
-        ax.plot(t, _arr(m["q_sqrt"]), color="C2", lw=1.0, alpha=0.8, label=r"$\sqrt{R}/\sqrt{M}$")
+        # q(1) = 0 for every model (one token fixes the state): start at t = 2
+        ax.plot(t[1:], q[1:], color="C0", lw=1.2, label="q = R/M")
+        ax.plot(t[1:], _arr(m["q_sqrt"])[1:], color="C2", lw=1.0, alpha=0.8,
+                label=r"$\sqrt{R}/\sqrt{M}$")
         ax.axhline(tau, color="k", lw=0.8, ls="--")
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         if m["T_cross"] is not None:
@@ -89,6 +91,7 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
     for ax, r in zip(axes[0], records):
         m = r["metrics"]
         qu, qp = _arr(m["q_U"]), _arr(m["q_U_perp"])
+        qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
         t = np.arange(1, qu.size + 1)
         ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")
         ax.plot(t, qp, color="C0", lw=1.3, label=r"$q_{U^\perp}$")
@@ -121,7 +124,8 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     ax.set_yscale("log")
     ax.set_xlabel("m_p")
     ax.set_ylabel("T_cross (tau = 1/2)")
-    r_text = "n < 3: no correlation" if stats.get("r") is None else \
+    r_text = f"no correlation: {stats.get('why_no_r', 'too few runs')}, n = {stats.get('n', 0)}" \
+        if stats.get("r") is None else \
         f"r = {stats['r']:.3f}, p = {stats['p']:.2g}, n = {stats['n']}"
     ax.set_title(r_text + "  (paper: r = 0.869, n = 113)", fontsize=9)
     if records:

@@ -128,6 +128,9 @@ def test_figure4_selection_and_statistics():
     assert s["q_median"] == pytest.approx(0.94)
     assert s["q_lo"] <= s["q_median"] <= s["q_hi"]
     assert ec.figure4_stats(sel[:2])["r"] is None  # fewer than three runs: no correlation
+    same = [_fake("mamba", 100, 40 + k, 0.9) for k in range(4)]  # one m_p: r is undefined
+    s = ec.figure4_stats(same, n_boot=100)
+    assert s["r"] is None and "same" in s["why_no_r"] and s["n"] == 4
 
 
 def test_reports_build_from_an_empty_store(store):

@@ -272,6 +272,15 @@ def test_failure_mode():
     assert dg.failure_mode(np.r_[np.nan, np.nan, np.full(10, 0.9)]) == "saturation"
     assert dg.failure_mode(np.full(5, np.nan)) == "none"
     assert dg.failure_mode(0.01 * t, tau=2.0) == "none"
+    # with the training length: where T_cross falls decides (q(1) = 0 does not matter)
+    early = np.r_[0.0, np.full(99, 0.9)]
+    assert dg.T_cross(early) == 2 and dg.failure_mode(early, t_train=60) == "saturation"
+    assert dg.failure_mode(0.01 * t, t_train=40) == "climb"  # crosses at 50, after training
+    assert dg.failure_mode(0.01 * t, t_train=60) == "saturation"  # crosses inside training
+    assert dg.failure_mode(np.full(100, 0.1), t_train=60) == "none"
+    with pytest.raises(ValueError, match="t_train"):
+        dg.failure_mode(0.01 * t, t_train=0)
+
 
 
 def test_bootstrap_ci():

@@ -107,7 +107,8 @@ def diagnostics_table(P: Profile, root=None) -> Table:
     note = ("q = R/M with squared norms (the paper's definition); 'sqrt conv.' is sqrt(R)/sqrt(M), "
             "for which q < 1/2 is the exact nearest-centroid guarantee. T_cross is a length (the "
             "number of tokens read); '—' = q stays below the threshold up to the rollout. Modes: "
-            "saturation (q already above 1/2 at the start), climb (starts below, crosses), none. "
+            "saturation (q crosses 1/2 within the training length 60), climb (crosses later), "
+            "none (never). "
             f"Best S3 run per model. Scale: {P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_max_steps')}.")
     return Table("Error-control diagnostics of the trained S3 trackers", cols, rows, note, ids, data)
 
@@ -118,10 +119,15 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
 
     out: dict[str, Any] = {"n": len(records), "r": None, "p": None,
                            "q_median": None, "q_lo": None, "q_hi": None, "n_q": 0}
-    if len(records) >= 3:
-        corr = loglog_pearson([r["metrics"]["T_cross"] for r in records],
-                              [r["metrics"]["m_p"] for r in records])
+    T = np.log([r["metrics"]["T_cross"] for r in records])
+    m_p = np.log([r["metrics"]["m_p"] for r in records])
+    if len(records) >= 3 and T.std() > 0 and m_p.std() > 0:
+        corr = loglog_pearson(np.exp(T), np.exp(m_p))
         out.update(r=float(corr["r"]), p=float(corr["p"]), n=int(corr["n"]))
+    elif len(records) >= 3:
+        out["why_no_r"] = "T_cross or m_p is the same for every selected run"
+    else:
+        out["why_no_r"] = "fewer than three runs qualify"
     q_at = [r["metrics"]["q_at_m_p"] for r in records if r["metrics"]["q_at_m_p"] is not None]
     out["n_q"] = len(q_at)
     if q_at:
