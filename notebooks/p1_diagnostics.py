@@ -34,7 +34,7 @@ print(SCALE)
 
 # %%
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core import analysis, experiments, plots_error
@@ -155,11 +155,46 @@ glue("dg_before_n", len(before), display=False)
 # For Negative Mamba and the token-gated RNN the paper finds that $q_U$ overtakes
 # $q_{U^\perp}$ near $m_p$: failure is spread moving into the symbolic directions. The tanh and
 # state-gated RNN keep $q_U$ small throughout.
+#
+# The top row follows the definition (the residual's part in $U$ or in $U^\perp$, read through
+# $W_{\text{out}}$, over the same $M$). Through $W_{\text{out}}$ the two parts of one residual can
+# cancel: a spread that the readout ignores can still have large parts in $U$ and in $U^\perp$
+# whose images under $W_{\text{out}}$ are opposite, so both ratios can exceed $q$ itself. The
+# bottom row removes the readout ($W = I$, with $M$ the unweighted squared gap): there the two
+# parts are orthogonal and add up to the unweighted $q$, and the split says where the spread
+# lives in the hidden space.
 
 # %%
 fig3 = [best[k] for k in analysis.FIGURE3_MODELS if k in best]
 fig = plots_error.fig_q_split(fig3, SCALE)
 plt.show()
+at_mp = {}
+for r in fig3:
+    m = r["metrics"]
+    t = min(m["m_p"] or 60, len(m["q"]))
+    at_mp[r["config"]["run"]["model"]] = (m["q"][t - 1], m["q_U"][t - 1], m["q_U_perp"][t - 1])
+rows = ["| model | t | q | q_U (through W_out) | q_U_perp (through W_out) |", "|---|---|---|---|---|"]
+for k, (q_, qu, qp) in at_mp.items():
+    t = min(best[k]["metrics"]["m_p"] or 60, len(best[k]["metrics"]["q"]))
+    rows.append(f"| {k} | {t} | {q_:.3g} | {qu:.3g} | {qp:.3g} |")
+display(Markdown("\n".join(rows)))
+sentences = []
+for k in ("tanh_rnn", "state_gated_rnn"):
+    if k in at_mp:
+        q_, qu, qp = at_mp[k]
+        text = f"for `{k}`, $q_U$ is {'below' if qu < qp else 'above'} $q_{{U^\\perp}}$"
+        if qu > q_ and qp > q_:
+            text += " and both exceed $q$ (the readout cancels most of the spread)"
+        sentences.append(text)
+glue("dg_f3_text", Markdown("; ".join(sentences) if sentences
+                            else "no state-dependent model was analysed"), display=False)
+
+# %% [markdown]
+# The table reads the three ratios at $m_p$ (or at 60 for a model that fails there). Where
+# $q_U$ and $q_{U^\perp}$ are both far above $q$, the readout cancels most of the spread, and
+# comparing the two says little about decoding. At this scale, {glue:md}`dg_f3_text`. The
+# paper's "$q_U$ stays suppressed" for the state-dependent models holds here only where $q_U$
+# is below $q_{U^\perp}$; the bottom row shows where the spread actually is.
 
 # %% [markdown]
 # ## Figure 4: $T_{\text{cross}}$ predicts $m_p$

@@ -6,7 +6,8 @@ its training run (training it first if there is no record) and measures, on held
 - ``R``, ``M``, ``q`` and ``q_sqrt`` at every length up to ``rollout`` in the readout space
   (the vector ``W_out`` reads, with ``W = W_out``), ``T_cross`` for tau = 1/2 and 1 in both
   conventions, ``q`` at ``m_p``, and the failure mode ("saturation", "climb" or "none");
-- ``q_U`` and ``q_U_perp`` with U spanned by the readout centroids at the training length;
+- ``q_U`` and ``q_U_perp`` with U spanned by the readout centroids at the training length,
+  read through ``W_out`` (the reference's definition) and without it (``W = I``);
 - perturbation recovery ``||e_t|| / ||e_0||`` after a perturbation of the recurrent state
   at ``t0``, in a random direction and inside U (U of the *state* space, from the state
   centroids at ``t0``);
@@ -137,6 +138,9 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     c_ref, present_ref = centroids(h[:, cfg.t_ref - 1:cfg.t_ref], groups_t[:, cfg.t_ref - 1:cfg.t_ref], n_g)
     Q_read = symbolic_subspace(c_ref[0], present_ref[0])  # (d, r)
     q_U, q_U_perp = q_split(h, groups_t, Q_read, W_out=W, n_g=n_g)
+    # the same split read without the readout (W = I): through W_out the two parts of a
+    # residual can cancel, so q_U and q_U_perp may both exceed q; without W they cannot
+    q_U_I, q_U_perp_I = q_split(h, groups_t, Q_read, W_out=None, n_g=n_g)
     m_p = rec["metrics"]["m_p"]
     del h
 
@@ -193,6 +197,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         else float(dist.q_sqrt[m_p - 1]),
         "R": _round(dist.R), "M": _round(dist.M), "q": _round(q), "q_sqrt": _round(dist.q_sqrt),
         "q_U": _round(q_U), "q_U_perp": _round(q_U_perp),
+        "q_U_identity": _round(q_U_I), "q_U_perp_identity": _round(q_U_perp_I),
         "dim_U_readout": int(Q_read.shape[1]),
         "recovery": {k: _round(v) for k, v in recovery.items()},
         "recovery_t0": cfg.t0,

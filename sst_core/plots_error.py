@@ -84,26 +84,35 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
 
 
 def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
-    """Figure 3: q_U (spread inside U) against q_U_perp (spread outside U)."""
-    n = len(records)
-    fig, axes = plt.subplots(1, max(n, 1), figsize=(4.2 * max(n, 1), 3.4), squeeze=False,
-                             sharey=True)
-    for ax, r in zip(axes[0], records):
+    """Figure 3: q_U (spread inside U) against q_U_perp (spread outside U).
+
+    Top row: read through ``W_out`` (the paper's definition); bottom row: without it
+    (``W = I``, both ratios then add up to the unweighted q), where the two parts of a
+    residual cannot cancel each other.
+    """
+    n = max(len(records), 1)
+    has_identity = all("q_U_identity" in r["metrics"] for r in records)
+    rows = 2 if records and has_identity else 1
+    fig, axes = plt.subplots(rows, n, figsize=(4.2 * n, 3.1 * rows), squeeze=False)
+    for j, r in enumerate(records):
         m = r["metrics"]
-        qu, qp = _arr(m["q_U"]), _arr(m["q_U_perp"])
-        qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
-        t = np.arange(1, qu.size + 1)
-        ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")
-        ax.plot(t, qp, color="C0", lw=1.3, label=r"$q_{U^\perp}$")
-        if m["m_p"] is not None and m["m_p"] <= qu.size:
-            ax.axvline(m["m_p"], color="k", lw=0.8, ls=":", label=f"m_p = {m['m_p']}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_title(_label(r), fontsize=9)
-        ax.set_xlabel("t")
-        ax.legend(fontsize=7, loc="best")
-    axes[0][0].set_ylabel("share of q")
-    suptitle(fig, f"Figure 3: spread inside and outside the symbolic subspace U ({scale})", fontsize=10)
+        for i, (ku, kp, what) in enumerate([("q_U", "q_U_perp", "through W_out"),
+                                            ("q_U_identity", "q_U_perp_identity", "W = I")][:rows]):
+            ax = axes[i][j]
+            qu, qp = _arr(m[ku]), _arr(m[kp])
+            qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
+            t = np.arange(1, qu.size + 1)
+            ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")
+            ax.plot(t, qp, color="C0", lw=1.3, label=r"$q_{U^\perp}$")
+            if m["m_p"] is not None and m["m_p"] <= qu.size:
+                ax.axvline(m["m_p"], color="k", lw=0.8, ls=":", label=f"m_p = {m['m_p']}")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{_label(r)} ({what})", fontsize=9)
+            ax.set_xlabel("t")
+            ax.legend(fontsize=7, loc="best")
+        axes[0][j].set_ylabel("q_U, q_U_perp")
+    suptitle(fig, f"Figure 3: spread inside and outside the symbolic subspace U ({scale})")
     fig.tight_layout()
     return fig
 

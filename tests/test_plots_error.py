@@ -16,6 +16,7 @@ def record(model, affine, m_p=200, T_cross=120, L=300):
             "config": {"run": {"model": model, "n_layers": 1}, "tau": 0.5},
             "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross, "q": q,
                         "q_sqrt": list(np.sqrt(q)), "q_U": q, "q_U_perp": [None] + q[1:],
+                        "q_U_identity": q, "q_U_perp_identity": q,
                         "failure_mode": "climb", "q_at_m_p": q[m_p - 1],
                         "recovery": {"random": [1.0] * 50, "U": list(0.9 ** np.arange(50))},
                         "recovery_t0": 30}}
