@@ -110,7 +110,7 @@ def test_tables_from_constructed_records(store):
         cached_run(cfg, lambda c, v=value: {"test_accuracy": v})
     t = lra_reports.lra_main(P)
     row = next(r for r in t.rows if r[0].startswith("listops"))
-    assert row[1].startswith("0.600 / 0.594 / 0.589") and row[3].startswith("0.700")
+    assert row[1] == "0.600 (0.594 / 0.589)" and row[3].startswith("0.700")
     assert row[-1] == "S4D-Inv: yes, S4D-Lin: no"
     cell = next(d for d in t.data if d["task"] == "listops" and d["init"] == "inv" and d["frozen"])
     assert cell["accuracies"] == [0.7] and cell["paper_max_min"] == [0.585, 0.570]

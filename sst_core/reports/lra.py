@@ -51,11 +51,16 @@ def _paper(cell) -> str:
     return "—" if cell is None else f"{cell[0]:.3f} / {cell[1]:.3f}"
 
 
+def _both(ours: list[float], paper) -> str:
+    """``ours max / min (paper max / min)``."""
+    return f"{_cell(ours)} ({_paper(paper)})"
+
+
 def lra_main(P: Profile, root=None) -> Table:
     cfgs = experiments.lra_main_grid(P)
     acc, ids, status = collect(cfgs, root)
     combos = [(i, f) for f in (False, True) for i in experiments.LRA_MAIN_INITS]
-    cols = ["task (stands for)"] + [f"{_mode(f)} {INIT_NAMES[i]}: ours / paper" for i, f in combos] \
+    cols = ["task (stands for)"] + [f"{_mode(f)} {INIT_NAMES[i]}: ours (paper)" for i, f in combos] \
         + ["frozen ≥ learned (max)?"]
     rows, data = [], []
     for task in P.lra_tasks:
@@ -64,7 +69,7 @@ def lra_main(P: Profile, root=None) -> Table:
         for init, frozen in combos:
             key = (task, init, frozen)
             paper = paper_values.LRA_MAIN.get((published, init, frozen)) if published else None
-            row.append(f"{_cell(acc.get(key, []))} / {_paper(paper)}")
+            row.append(_both(acc.get(key, []), paper))
             data.append({"task": task, "stands_for": published, "init": init, "frozen": frozen,
                          "accuracies": acc.get(key, []), "n_runs": status[key]["ok"] + status[key]["failed"],
                          "n_failed": status[key]["failed"], "n_missing": status[key]["missing"],
@@ -76,7 +81,8 @@ def lra_main(P: Profile, root=None) -> Table:
                 verdict.append(f"{INIT_NAMES[init]}: {'yes' if max(frozen) >= max(learned) else 'no'}")
         row.append(", ".join(verdict) or "—")
         rows.append(row)
-    note = (f"Test accuracy at the epoch of best validation accuracy, max / min over seeds "
+    note = (f"Cells: our test accuracy, max / min over seeds, and in brackets the paper's max / "
+            f"min for the task ours stands in for. Test accuracy at the epoch of best validation accuracy, max / min over seeds "
             f"{P.lra_seeds} (the paper: 6 seeds). Our tasks are generated stand-ins at a reduced "
             f"scale (digits stands in for sequential CIFAR), so compare orderings, not values. "
             f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_listops_max_len', 'lra_image_side')}.")
@@ -86,7 +92,7 @@ def lra_main(P: Profile, root=None) -> Table:
 def lra_ablation(P: Profile, root=None) -> Table:
     cfgs = experiments.lra_ablation_grid(P)
     acc, ids, status = collect(cfgs, root)
-    cols = ["eigenvalues", "mode"] + [f"{t} ({paper_values.LRA_COUNTERPART.get(t) or '—'}): ours / paper"
+    cols = ["eigenvalues", "mode"] + [f"{t} (as {paper_values.LRA_COUNTERPART.get(t) or '—'}): ours (paper)"
                                       for t in P.lra_tasks]
     rows, data = [], []
     for init in experiments.LRA_ABLATION_INITS:
@@ -96,14 +102,15 @@ def lra_ablation(P: Profile, root=None) -> Table:
                 key = (task, init, frozen)
                 published = paper_values.LRA_COUNTERPART.get(task)
                 paper = paper_values.LRA_ABLATION.get((published, init, frozen)) if published else None
-                row.append(f"{_cell(acc.get(key, []))} / {_paper(paper)}")
+                row.append(_both(acc.get(key, []), paper))
                 data.append({"task": task, "init": init, "frozen": frozen,
                              "accuracies": acc.get(key, []),
                              "n_runs": status[key]["ok"] + status[key]["failed"],
                              "n_failed": status[key]["failed"],
                              "paper_max_min": list(paper) if paper else None})
             rows.append(row)
-    note = (f"Test accuracy, max / min over seeds {P.lra_ablation_seeds}; the paper's ablation "
+    note = (f"Cells: our test accuracy (max / min over seeds {P.lra_ablation_seeds}) and, in "
+            f"brackets, the paper's max / min. The paper's ablation "
             f"covers Retrieval, Image, Pathfinder and Path-X ('—': no published counterpart). "
             f"Eigenvalue types as in sst_core.theory.memory.init_Lambda. "
             f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
