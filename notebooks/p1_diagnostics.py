@@ -182,9 +182,9 @@ sentences = []
 for k in ("tanh_rnn", "state_gated_rnn"):
     if k in at_mp:
         q_, qu, qp = at_mp[k]
-        text = f"for `{k}`, $q_U$ is {'below' if qu < qp else 'above'} $q_{{U^\\perp}}$"
+        text = f"for `{k}`, `q_U` is {'below' if qu < qp else 'above'} `q_U_perp`"
         if qu > q_ and qp > q_:
-            text += " and both exceed $q$ (the readout cancels most of the spread)"
+            text += " and both exceed `q` (the readout cancels most of the spread)"
         sentences.append(text)
 glue("dg_f3_text", Markdown("; ".join(sentences) if sentences
                             else "no state-dependent model was analysed"), display=False)

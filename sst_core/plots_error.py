@@ -52,7 +52,7 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
     n = len(records)
     cols = min(n, 3) or 1
     rows = max(1, -(-n // cols))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.3 * rows), squeeze=False,
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows), squeeze=False,
                              sharey=True)
     for ax, r in zip(axes.flat, records):
         m = r["metrics"]
@@ -93,7 +93,7 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
     n = max(len(records), 1)
     has_identity = all("q_U_identity" in r["metrics"] for r in records)
     rows = 2 if records and has_identity else 1
-    fig, axes = plt.subplots(rows, n, figsize=(4.2 * n, 3.1 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, n, figsize=(2.7 * n, 2.6 * rows), squeeze=False)
     for j, r in enumerate(records):
         m = r["metrics"]
         for i, (ku, kp, what) in enumerate([("q_U", "q_U_perp", "through W_out"),

@@ -21,7 +21,7 @@ def _ls(frozen: bool) -> str:
 
 def fig_test_loss(records: Sequence[dict[str, Any]], tasks: Sequence[str], scale: str) -> plt.Figure:
     """Test loss per epoch, learned against frozen, one panel per task (every seed drawn)."""
-    fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.4 * len(tasks), 3.2), squeeze=False)
     for ax, task in zip(axes[0], tasks):
         seen = set()
         for r in records:
@@ -57,9 +57,13 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.
                 and r["metrics"].get("sup_mf_before") and c["init"] not in chosen:
             chosen[c["init"]] = r
     inits = [i for i in ("random", "lin", "step", "inv", "real") if i in chosen]
-    fig, axes = plt.subplots(1, max(1, len(inits)), figsize=(4.2 * max(1, len(inits)), 3.4),
-                             squeeze=False, sharey=True)
-    for ax, init in zip(axes[0], inits):
+    cols = min(2, max(1, len(inits)))
+    rows = max(1, -(-len(inits) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 3.0 * rows), squeeze=False,
+                             sharey=True)
+    for ax in list(axes.flat)[len(inits):]:
+        ax.axis("off")
+    for ax, init in zip(axes.flat, inits):
         m = chosen[init]["metrics"]
         for k, (before, after) in enumerate(zip(m["sup_mf_before"], m["sup_mf_after"])):
             tau = np.arange(len(before))
@@ -69,7 +73,8 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.
         ax.set_title(f"{init}: dotted = init, solid = trained", fontsize=9)
         ax.set_xlabel("delay tau")
         ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("sup over channels of M[tau]")
+    for row in axes:
+        row[0].set_ylabel("sup over channels of M[tau]")
     suptitle(fig, f"Training does not create memory: supremum memory function per layer, "
                   f"task {task} ({scale})")
     fig.tight_layout()
@@ -80,7 +85,7 @@ def fig_examples(listops_text: str, pathfinder_images: np.ndarray, pathfinder_la
                  digits: np.ndarray, digit_labels: np.ndarray) -> plt.Figure:
     """What the generated tasks look like: Pathfinder images and digits (ListOps in the title)."""
     n_pf, n_dg = len(pathfinder_images), len(digits)
-    fig, axes = plt.subplots(1, n_pf + n_dg, figsize=(1.9 * (n_pf + n_dg), 2.3))
+    fig, axes = plt.subplots(1, n_pf + n_dg, figsize=(1.4 * (n_pf + n_dg), 1.9))
     for ax, img, y in zip(axes[:n_pf], pathfinder_images, pathfinder_labels):
         ax.imshow(img, cmap="gray")
         ax.set_title("connected" if y else "not connected", fontsize=8)
