@@ -48,7 +48,7 @@ def test_every_registered_benchmark_appears_in_order(result):
     from sst_core.experiments import TABLE2_MODELS
 
     expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
-    expected |= {f"s4d_kernel_fwd_bwd_L{L}" for L in (1024, 4096, 16384)}
+    expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
     assert set(names) == expected
 
 
@@ -63,7 +63,9 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
         assert e["sizes"] and all(_positive(v) for v in e["sizes"].values()
                                   if not isinstance(v, str)), e["name"]
         if e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
-            assert e["name"].endswith(f"_L{e['sizes']['length']}")
+            assert f"_L{e['sizes']['length']}" in e["name"]
+            assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
+            assert e["memory_status"] == ("meets" if e["memory_ratio"] <= 0.25 else "misses")
             assert _positive(e["ours_peak_bytes"]) and _positive(e["anchor_peak_bytes"])
         else:
             assert e["sizes"]["length"] == (60 if e["kind"] == "train" else 1000)
