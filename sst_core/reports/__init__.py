@@ -60,6 +60,11 @@ def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
         return None
 
 
+def stored_records(cfgs, root: Path | None = None) -> list[dict[str, Any]]:
+    """The usable stored records of ``cfgs``, in order; missing or unreadable ones skipped."""
+    return [rec for rec in (stored_record(cfg, root) for cfg in cfgs) if rec is not None]
+
+
 # report name -> "module:function"; the function takes a Profile and returns a Table
 REPORTS: dict[str, str] = {
     "groups": "sst_core.reports.groups:groups_table",

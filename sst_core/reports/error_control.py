@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Profile
-from . import Table, stored_record
+from . import Table, stored_records
 
 PAPER_FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
 
@@ -31,12 +31,7 @@ def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[s
         cfgs = [diagnostics_config(P, c) for c in figure4_runs(P)]
     else:
         raise ValueError(f"unknown record set {which!r}; allowed: all, s3, figure4")
-    out = []
-    for cfg in cfgs:
-        rec = stored_record(cfg, root)
-        if rec is not None:
-            out.append(rec)
-    return out
+    return stored_records(cfgs, root)
 
 
 def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

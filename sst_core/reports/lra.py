@@ -116,12 +116,3 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
-
-def records(cfgs, root=None) -> list[dict[str, Any]]:
-    """The stored records of ``cfgs`` (missing ones skipped)."""
-    out = []
-    for cfg in cfgs:
-        rec = stored_record(cfg, root)
-        if rec is not None:
-            out.append(rec)
-    return out
