@@ -57,7 +57,8 @@ from sst_core.tasks.images import digits_images
 # - **digits**: scikit-learn's 8 x 8 handwritten digits, resized and read pixel by pixel, as a
 #   stand-in for sequential CIFAR.
 #
-# The `lra_*` tasks (`lra_listops`, `lra_pathfinder`, `lra_imdb`, `lra_cifar`) read the real
+# The `lra_*` tasks (`lra_listops`, `lra_pathfinder`, `lra_imdb`, `lra_aan` with its two-document
+# retrieval decoder, `lra_cifar`) read the real
 # LRA files instead: `sst lra --task lra_listops --data-dir DIR` trains both tables on them
 # (the folder is read through `$SST_LRA_DATA`; the readers are in `sst_core.tasks.lra` and
 # name the layout they expect when something is missing).

@@ -76,10 +76,10 @@ def _parser() -> argparse.ArgumentParser:
                          description="Run the main table and/or the ablation of the chapter "
                          "'Frozen versus learned spectra on LRA' on the given tasks, resuming "
                          "from stored records, and print the tables. Tasks lra_listops, "
-                         "lra_pathfinder, lra_imdb and lra_cifar read the LRA release from "
+                         "lra_pathfinder, lra_imdb, lra_aan and lra_cifar read the LRA release from "
                          "--data-dir (or $SST_LRA_DATA).")
     lra.add_argument("--task", nargs="+", required=True, metavar="TASK",
-                     help="listops, pathfinder, digits, lra_listops, lra_pathfinder, lra_imdb, lra_cifar")
+                     help=", ".join(config.LRA_TASKS))
     lra.add_argument("--data-dir", type=Path, default=None,
                      help="folder holding the unpacked LRA release (lra_* tasks)")
     lra.add_argument("--profile", type=_profile, default="quick")

@@ -416,7 +416,7 @@ class DiagnosticsConfig:
 
 
 LRA_TASKS = ("listops", "pathfinder", "digits", "lra_listops", "lra_pathfinder", "lra_imdb",
-             "lra_cifar")
+             "lra_aan", "lra_cifar")
 
 
 @dataclass(frozen=True)

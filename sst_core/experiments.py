@@ -198,6 +198,7 @@ LRA_TASK_SETTINGS: dict[str, dict[str, Any]] = {
     "lra_pathfinder": {"lr": 0.004, "weight_decay": 0.03, "decoder": "last"},
     "digits": {"norm": "layer", "prenorm": False},
     "lra_cifar": {"norm": "layer", "prenorm": False, "dropout": 0.1},
+    "lra_aan": {"decoder": "retrieval"},
 }
 
 
@@ -214,6 +215,8 @@ LRA_PAPER_CONFIGS: dict[str, dict[str, Any]] = {
                "weight_decay": 0.05, "warmup_frac": 1_000 / 200_000, "dropout": 0.1},
     "imdb": {"H": 256, "n_layers": 6, "batch": 16, "epochs": 32, "lr": 0.01,
              "weight_decay": 0.05, "warmup_frac": 1_000 / 50_000},
+    "aan": {"H": 256, "n_layers": 6, "batch": 64, "epochs": 20, "lr": 0.01, "ssm_lr": 0.01,
+            "weight_decay": 0.05, "warmup_frac": 2_500 / 50_000},
 }
 
 

@@ -71,7 +71,7 @@ for (_init, _frozen), _cells in _LRA_ABL.items():
 # Our tasks and the published task each stands for (None: no published counterpart).
 LRA_COUNTERPART = {"listops": "ListOps", "pathfinder": "Pathfinder", "digits": "Image",
                    "lra_listops": "ListOps", "lra_pathfinder": "Pathfinder",
-                   "lra_imdb": "Text", "lra_cifar": "Image"}
+                   "lra_imdb": "Text", "lra_aan": "Retrieval", "lra_cifar": "Image"}
 
 SOURCES = {
     "TABLE2": "arXiv 2605.07755 Table 2, via the secondary Review and Summary (reference 8.1)",

@@ -175,3 +175,30 @@ def test_paper_profile_uses_the_published_task_configs():
     assert by_task["digits"].H == 512 and by_task["digits"].dropout == 0.1
     assert by_task["lra_imdb"].batch == 16
     assert len(P.lra_seeds) == 6  # the paper's six seeds
+
+
+def test_retrieval_on_aan_pairs(store, tmp_path, monkeypatch, one_thread):
+    """AAN: two documents per example through the retrieval decoder, from user files."""
+    folder = tmp_path / "lra" / "tsv_data"
+    folder.mkdir(parents=True)
+    rows = [f"{i % 2}.0\tp{i}\tq{i}\tdoc {'ab' * (i + 1)}\tother {'cd' * (2 * i + 1)}" for i in range(8)]
+    for name, part in (("train", rows[:6]), ("eval", rows[6:7]), ("test", rows[7:])):
+        (folder / f"new_aan_pairs.{name}.tsv").write_text("\n".join(part) + "\n")
+    monkeypatch.setenv("SST_LRA_DATA", str(tmp_path / "lra"))
+    cfg = tiny("lra_aan", decoder="retrieval", batch=2, epochs=1, mf_T=0)
+    data = load_task(cfg)
+    assert data.train.x.shape[1] == 2 and data.describe["pairs"] and data.n_classes == 2
+    m = train_lra(cfg)
+    assert m["steps"] == 3 and 0.0 <= m["test_accuracy"] <= 1.0
+    grid = experiments.lra_main_grid(PROFILES["smoke"], tasks=("lra_aan",))
+    assert {c.decoder for c in grid} == {"retrieval"}
+
+
+def test_retrieval_decoder_checks_its_input():
+    from sst_core.models.s4 import S4DModel
+
+    m = S4DModel(10, 2, H=4, N=4, n_layers=1, decoder="retrieval")
+    x = torch.randint(1, 10, (3, 2, 7))
+    assert m(x, lengths=torch.full((3, 2), 7)).shape == (3, 2)
+    with pytest.raises(ValueError, match=r"\(b, 2, L\)"):
+        m(torch.randint(1, 10, (3, 7)))

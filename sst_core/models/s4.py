@@ -50,7 +50,7 @@ __all__ = ["S4DKernel", "S4DLayer", "S4DModel", "frozen_share", "optimizer_group
 
 DISCS = METHODS  # ("zoh", "bilinear")
 NORMS = ("batch", "layer")
-DECODERS = ("pool", "last")
+DECODERS = ("pool", "last", "retrieval")
 ENCODERS = ("embedding", "linear")
 ACTIVATIONS = ("gelu", "relu", "silu", "identity")
 POSTACTS = ("glu", None)
@@ -294,7 +294,12 @@ class S4DModel(nn.Module):
         self.dropouts = nn.ModuleList(nn.Dropout(dropout) if dropout > 0 else nn.Identity()
                                       for _ in range(n_layers))
         self.final_norm = _Norm(norm, H) if self.prenorm else nn.Identity()
-        self.decoder = nn.Linear(H, n_classes)
+        if decoder == "retrieval":
+            # AAN (state-spaces/s4 RetrievalDecoder): pool each document, then an MLP on
+            # [z1, z2, z1 - z2, z1 * z2]
+            self.decoder = nn.Sequential(nn.Linear(4 * H, H), nn.GELU(), nn.Linear(H, n_classes))
+        else:
+            self.decoder = nn.Linear(H, n_classes)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         if self.encoder_kind == "linear" and x.dim() == 2:
@@ -317,6 +322,8 @@ class S4DModel(nn.Module):
         return out
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        if self.decoder_kind == "retrieval":
+            return self._retrieval(x, lengths)
         h = self.hidden_states(x)[-1]  # (b, L, H)
         b, L, _ = h.shape
         if lengths is not None:
@@ -333,6 +340,29 @@ class S4DModel(nn.Module):
         else:
             z = h[:, -1] if lengths is None else h[torch.arange(b, device=h.device), lengths - 1]
         return self.decoder(z)  # (b, n_classes)
+
+    def _pool(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        h = self.hidden_states(x)[-1]  # (b, L, H)
+        b, L, _ = h.shape
+        if lengths is None:
+            return h.mean(1)  # (b, H)
+        mask = (torch.arange(L, device=h.device) < lengths[:, None]).to(h.dtype)  # (b, L)
+        return (h * mask[..., None]).sum(1) / lengths[:, None].to(h.dtype)  # (b, H)
+
+    def _retrieval(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        """``x`` ``(b, 2, L)``: two documents per example, ``lengths`` ``(b, 2)``."""
+        if x.dim() != 3 or x.shape[1] != 2:
+            raise ValueError(f"the retrieval decoder reads pairs: x must have shape (b, 2, L), "
+                             f"got {tuple(x.shape)}")
+        b, _, L = x.shape
+        if lengths is not None:
+            lengths = torch.as_tensor(lengths, device=x.device).long()
+            if lengths.shape != (b, 2) or lengths.min() < 1 or lengths.max() > L:
+                raise ValueError(f"lengths must have shape ({b}, 2) with values in 1..{L}")
+            lengths = lengths.reshape(2 * b)
+        z = self._pool(x.reshape(2 * b, L), lengths).reshape(b, 2, -1)  # (b, 2, H)
+        z1, z2 = z[:, 0], z[:, 1]
+        return self.decoder(torch.cat([z1, z2, z1 - z2, z1 * z2], dim=-1))  # (b, n_classes)
 
     @property
     def frozen_share(self) -> float:

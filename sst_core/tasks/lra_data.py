@@ -16,6 +16,7 @@ task               data                                                         
 ``lra_listops``    ``read_listops(<data>/listops-1000)``                        tokens
 ``lra_pathfinder`` ``read_pathfinder(<data>/pathfinder32)``                     pixels
 ``lra_imdb``       ``read_imdb(<data>)`` (``aclImdb`` inside; byte level)       tokens
+``lra_aan``        ``read_aan(<data>/tsv_data)``: document pairs, byte level     token pairs
 ``lra_cifar``      ``read_cifar10(<data>)`` (``cifar-10-batches-py`` inside)    pixels
 =================  ===========================================================  ==========
 
@@ -140,7 +141,8 @@ def task_folder(task: str, root: Path) -> Path:
     """Where a ``lra_*`` task's files are under the data folder (the folder itself when it
     already is the task's folder)."""
     sub = {"lra_listops": ("listops-1000", "basic_train.tsv"),
-           "lra_pathfinder": ("pathfinder32", None)}.get(task)
+           "lra_pathfinder": ("pathfinder32", None),
+           "lra_aan": ("tsv_data", None)}.get(task)
     if sub is None:
         return root
     name, marker = sub
@@ -160,6 +162,8 @@ def _read(cfg) -> dict[str, Split]:
         return lra.read_pathfinder(root, difficulty=cfg.difficulty)
     if cfg.task == "lra_imdb":
         return lra.read_imdb(root)
+    if cfg.task == "lra_aan":
+        return lra.read_aan(root)
     return lra.read_cifar10(root)
 
 
@@ -179,6 +183,7 @@ def load_task(cfg) -> TaskData:
     n_classes = int(max(s.y.max(initial=0) for s in (train, val, test))) + 1
     describe = {"task": cfg.task, "source": "generated" if cfg.task in GENERATED else "LRA files",
                 "n_train": len(train.y), "n_val": len(val.y), "n_test": len(test.y),
-                "length": int(train.x.shape[1]), "n_classes": n_classes,
+                "length": int(train.x.shape[1] if pixels else train.x.shape[-1]),
+                "pairs": bool(not pixels and train.x.ndim == 3), "n_classes": n_classes,
                 "d_input": d_input, "encoder": encoder}
     return TaskData(train, val, test, n_classes, d_input, encoder, describe)
