@@ -441,6 +441,13 @@ def to_markdown(result: dict[str, Any]) -> str:
         anchor = _ms(e["anchor_s"]) + (f" ({e['anchor']})" if e["anchor"] else "")
         lines.append(f"| {e['name']} | {_sizes(e['sizes'])} | {_ms(e['ours_s'])} | {anchor} "
                      f"| {ratio} | {target} | {e['status']} | {tps} |")
+    bandwidth = [e for e in result["entries"] if "achieved_bandwidth" in e]
+    if bandwidth:
+        lines += ["", "Memory bandwidth of the fast path (goal: at least 40% of the copy bandwidth):",
+                  "", "| name | achieved GB/s | copy GB/s | share |", "|---|---:|---:|---:|"]
+        for e in bandwidth:
+            lines.append(f"| {e['name']} | {e['achieved_bandwidth'] / 1e9:.2f} | "
+                         f"{e['copy_bandwidth'] / 1e9:.2f} | {e['bandwidth_share']:.0%} |")
     memory = [e for e in result["entries"] if "ours_peak_bytes" in e]
     if memory:
         lines += ["", "Peak memory (torch tensors; method in the JSON's `peak_method`):", "",
@@ -546,3 +553,79 @@ for _L in S4D_KERNEL_LENGTHS:
 for _L in S4D_KERNEL_LENGTHS:
     register(f"s4d_kernel_fwd_bwd_L{_L}_b1")(partial(s4d_kernel_fwd_bwd, L=_L, batch=1))
 del _L
+
+
+# -- diagonal affine recurrences: the scan every Mamba-family model runs (issue "Speed") --------
+
+SCAN_LENGTHS = (1000, 4096)
+# (batch, channels) per size: channels = d_inner * N of a small Mamba (128 x 16)
+SCAN_SIZES = {"full": (8, 2048), "small": (1, 4)}
+SCAN_TARGET = 0.5  # ours / per-step autograd loop: at least 2x faster
+
+
+def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28, repeat: int = 5) -> float:
+    """The machine's measured copy bandwidth in bytes/s: ``dst.copy_(src)`` of ``n_bytes``
+    (read + write counted), median of ``repeat``."""
+    src = torch.empty(n_bytes // 4, device=device)
+    dst = torch.empty_like(src)
+    src.fill_(1.0)
+    dst.copy_(src)  # touch the pages once
+    times = []
+    for _ in range(repeat):
+        _sync(device)
+        start = time.perf_counter()
+        dst.copy_(src)
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return 2 * n_bytes / _median(times)
+
+
+def diag_scan_fwd_bwd(ctx: Context, *, L: int, complex_: bool) -> list[dict[str, Any]]:
+    """``linear_scan`` (hand-written backward) against ``linear_scan_ref`` (a per-step loop
+    that autograd differentiates): ``h_t = a_t h_{t-1} + b_t``, forward and backward of
+    ``sum(h)``, shape ``(batch, L, channels)``. Bandwidth: the fast path reads a and b and
+    writes h forward, reads the gradient, a and h and writes both gradients backward,
+    about 8 tensors of that shape moved, beside ``copy_bandwidth``."""
+    from .ops.scan import linear_scan, linear_scan_ref
+
+    batch, channels = SCAN_SIZES[ctx.size]
+    dtype = torch.complex64 if complex_ else torch.float32
+    gen = torch.Generator().manual_seed(SEED)
+    mag = torch.rand(batch, L, channels, generator=gen) * 0.5 + 0.45  # |a| in (0.45, 0.95)
+    if complex_:
+        phase = torch.rand(batch, L, channels, generator=gen) * 6.28
+        a = torch.polar(mag, phase)
+        b = torch.randn(batch, L, channels, generator=gen, dtype=torch.complex64)
+    else:
+        a, b = mag, torch.randn(batch, L, channels, generator=gen)
+    a = a.to(ctx.device).requires_grad_(True)
+    b = b.to(ctx.device).requires_grad_(True)
+
+    def step(scan) -> Callable[[], None]:
+        def run() -> None:
+            h = scan(a, b)  # (batch, L, channels)
+            loss = h.real.sum() if complex_ else h.sum()
+            torch.autograd.grad(loss, (a, b))
+
+        return run
+
+    t_ours, t_ref = time_side_by_side([step(linear_scan), step(linear_scan_ref)], ctx.repeat,
+                                      ctx.sizes.warmup, ctx.device)
+    kind = "complex" if complex_ else "real"
+    name = f"diag_scan_{kind}_L{L}"
+    entry = make_entry(name, "train", f"linear_scan ({kind})", ctx,
+                       {"batch": batch, "length": L, "channels": channels, "dtype": str(dtype)},
+                       t_ours, t_ref, "linear_scan_ref (per-step autograd loop)", SCAN_TARGET)
+    moved = 8 * batch * L * channels * (8 if complex_ else 4)
+    entry.update(bytes_moved=moved, achieved_bandwidth=moved / entry["ours_s"],
+                 copy_bandwidth=copy_bandwidth(ctx.device,
+                                               n_bytes=1 << (28 if ctx.size == "full" else 20)))
+    entry["bandwidth_share"] = entry["achieved_bandwidth"] / entry["copy_bandwidth"]
+    return [entry]
+
+
+for _L in SCAN_LENGTHS:
+    for _c in (False, True):
+        register(f"diag_scan_{'complex' if _c else 'real'}_L{_L}")(
+            partial(diag_scan_fwd_bwd, L=_L, complex_=_c))
+del _L, _c

@@ -49,6 +49,7 @@ def test_every_registered_benchmark_appears_in_order(result):
 
     expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
+    expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     assert set(names) == expected
 
 
@@ -62,7 +63,11 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
         assert len(e["ours_samples_s"]) == 1 and all(map(_positive, e["ours_samples_s"]))
         assert e["sizes"] and all(_positive(v) for v in e["sizes"].values()
                                   if not isinstance(v, str)), e["name"]
-        if e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
+        if e["name"].startswith("diag_scan_"):  # the scan keeps its length in its name too
+            assert e["name"].endswith(f"_L{e['sizes']['length']}") and e["target"] == 0.5
+            assert _positive(e["achieved_bandwidth"]) and _positive(e["copy_bandwidth"])
+            assert e["bandwidth_share"] == pytest.approx(e["achieved_bandwidth"] / e["copy_bandwidth"])
+        elif e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
             assert f"_L{e['sizes']['length']}" in e["name"]
             assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
             assert e["memory_status"] == ("meets" if e["memory_ratio"] <= 0.25 else "misses")
