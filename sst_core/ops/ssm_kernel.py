@@ -235,12 +235,54 @@ def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None) ->
     wraps around and adds the anti-causal part ``sum_{m=1}^{L-1} K1_{m-1} u_{t+m}``.
     """
     L = _check_conv(u, K)
-    u_f = torch.fft.rfft(u, n=2 * L)  # (b, H, L+1)
-    K_f = torch.fft.rfft(K, n=2 * L)  # (H, L+1)
-    y = torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # (b, H, L)
+    if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap): plain ops
+        y = _fft_conv_plain(u, K)
+    else:
+        y = _FFTConv.apply(u, K)  # (b, H, L)
     if D is not None:
         y = y + D[..., None] * u
     return y
+
+
+def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
+    """The convolution in plain differentiable ops (autograd keeps both transforms)."""
+    L = u.shape[-1]
+    u_f = torch.fft.rfft(u, n=2 * L)  # (b, H, L+1)
+    K_f = torch.fft.rfft(K, n=2 * L)  # (H, L+1)
+    return torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # (b, H, L)
+
+
+class _FFTConv(torch.autograd.Function):
+    """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` that keeps only ``u`` and ``K`` for the
+    backward pass and recomputes the transforms there, instead of keeping the two spectra
+    (each twice the size of ``u``) as autograd would. With ``G = rfft(g, 2L)``:
+
+        du = irfft(G conj(rfft(K)))[..., :L],    dK = irfft(G conj(rfft(u)))[..., :len(K)]
+
+    (cross-correlations), each summed over the dimensions it was broadcast in.
+    """
+
+    @staticmethod
+    def forward(ctx, u, K):
+        L = u.shape[-1]
+        full = torch.fft.irfft(torch.fft.rfft(u, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
+        ctx.save_for_backward(u, K)
+        return full[..., :L].contiguous()  # (b, H, L); frees the 2L buffer
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        u, K = ctx.saved_tensors
+        L = u.shape[-1]
+        G = torch.fft.rfft(g, n=2 * L)  # (b, H, L+1)
+        du = dK = None
+        if ctx.needs_input_grad[0]:
+            du = torch.fft.irfft(G * torch.fft.rfft(K, n=2 * L).conj(), n=2 * L)[..., :L]
+            du = du.sum_to_size(u.shape).contiguous()
+        if ctx.needs_input_grad[1]:
+            dK = torch.fft.irfft(G * torch.fft.rfft(u, n=2 * L).conj(), n=2 * L)[..., :K.shape[-1]]
+            dK = dK.sum_to_size(K.shape).contiguous()
+        return du, dK
 
 
 def causal_conv_ref(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None
