@@ -95,15 +95,22 @@ def test_page_reads_well_offline(site, browser, smoke_book, page):
     """Every check must hold on a fresh load. Under load a check has (rarely) failed once and
     held on reload; such a first failure is reported as a warning, not hidden, and a second
     failure fails the test with both messages."""
-    from selenium.common.exceptions import WebDriverException
 
     assert (smoke_book.html / html_path(page)).is_file(), f"{page} was not built"
+    twice(lambda: check_page(browser, f"{site}/{html_path(page)}", page), page)
+
+
+def twice(check, page: str) -> None:
+    """Run ``check``; if it fails, warn and run it once more (a fresh load), and fail with
+    both messages if it fails again."""
+    from selenium.common.exceptions import WebDriverException
+
     try:
-        check_page(browser, f"{site}/{html_path(page)}", page)
+        check()
     except (AssertionError, WebDriverException) as first:
         warnings.warn(f"{page}: first load failed, reloading: {first}")
         try:
-            check_page(browser, f"{site}/{html_path(page)}", page)
+            check()
         except (AssertionError, WebDriverException) as second:
             raise AssertionError(f"{page} failed twice: {first!r} then {second!r}") from second
 
@@ -141,9 +148,13 @@ def check_page(browser, url: str, page: str) -> None:
 def test_chapter_shows_figures_and_widget(site, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    browser.get(f"{site}/notebooks/p1_groups.html")
-    assert len(browser.find_elements("css selector", "main img")) >= 3
-    # the widget manager (served from the site) renders the saved slider and its plot
-    WebDriverWait(browser, 30).until(
-        lambda d: d.find_elements("css selector", "main .widget-slider, main .jupyter-widgets .widget-hslider"))
-    assert "smoke" in browser.find_element("css selector", "main").text  # the scale is stated
+    def check() -> None:
+        browser.get(f"{site}/notebooks/p1_groups.html")
+        assert len(browser.find_elements("css selector", "main img")) >= 3, "p1_groups: no figures"
+        # the widget manager (served from the site) renders the saved slider and its plot
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_elements("css selector",
+                                      "main .widget-slider, main .jupyter-widgets .widget-hslider"))
+        assert "smoke" in browser.find_element("css selector", "main").text  # the scale is stated
+
+    twice(check, "notebooks/p1_groups")
