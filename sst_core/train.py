@@ -152,6 +152,21 @@ def load_weights(cfg, path: Path) -> nn.Module:
     return model.eval()
 
 
+def optimizer_step(loss: torch.Tensor, model: nn.Module, opt: torch.optim.Optimizer,
+                   grad_clip: float, where: str, metrics: dict[str, Any]) -> None:
+    """Backward, optional gradient clipping and one optimizer step; a NaN or infinite loss
+    raises :class:`RunFailed` (naming ``where``) carrying ``metrics`` so far instead."""
+    if not torch.isfinite(loss):
+        err = RunFailed(f"loss became {loss.item()} at {where}")
+        err.metrics = metrics
+        raise err
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    opt.step()
+
+
 def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
     """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc.
 
@@ -180,15 +195,8 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
         y = torch.from_numpy(states).to(device)  # (b, L)
         logits = model(x)  # (b, L, n_g)
         loss = loss_fn(logits.reshape(-1, group.order), y.reshape(-1))
-        if not torch.isfinite(loss):
-            err = RunFailed(f"loss became {loss.item()} at step {step} (length {curriculum.length})")
-            err.metrics = {"history": history, "steps": step, "diverged_at": step}
-            raise err
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.grad_clip:
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
+        optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (length {curriculum.length})",
+                       {"history": history, "steps": step, "diverged_at": step})
 
         epoch_loss += loss.item()
         epoch_hits += int((logits.detach().argmax(-1) == y).sum())

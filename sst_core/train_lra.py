@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from .models.s4 import SPECTRUM_NAMES, S4DModel, optimizer_groups, supremum_memory_function
-from .results import RunFailed
+from .train import optimizer_step
 from .tasks.lra_data import TaskData, load_task
 
 
@@ -106,15 +106,8 @@ def train_lra(cfg) -> dict[str, Any]:
             lengths = torch.as_tensor(data.train.lengths[idx]).to(device)  # (b,)
             y = torch.as_tensor(data.train.y[idx]).to(device)  # (b,)
             loss = loss_fn(model(x, lengths=lengths), y)
-            if not torch.isfinite(loss):
-                err = RunFailed(f"loss became {loss.item()} at step {step} (epoch {epoch})")
-                err.metrics = {"curves": curves, "diverged_at": step}
-                raise err
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
+            optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (epoch {epoch})",
+                           {"curves": curves, "diverged_at": step})
             epoch_loss += loss.item()
             n_batches += 1
             step += 1

@@ -65,6 +65,31 @@ def stored_records(cfgs, root: Path | None = None) -> list[dict[str, Any]]:
     return [rec for rec in (stored_record(cfg, root) for cfg in cfgs) if rec is not None]
 
 
+def group_records(cfgs, key, root: Path | None = None):
+    """Stored records of ``cfgs`` grouped by ``key(cfg)``, for a table's cells.
+
+    Returns ``(ok, ids, status)``: ``ok[k]`` lists ``(cfg, record)`` of the runs that
+    succeeded, ``ids`` every stored run id, ``status[k]`` counts ``ok``, ``failed`` and
+    ``missing`` runs of the cell.
+    """
+    from collections import defaultdict
+
+    ok: dict[Any, list] = defaultdict(list)
+    status: dict[Any, dict[str, int]] = defaultdict(lambda: {"ok": 0, "failed": 0, "missing": 0})
+    ids: list[str] = []
+    for cfg in cfgs:
+        k = key(cfg)
+        rec = stored_record(cfg, root)
+        if rec is None:
+            status[k]["missing"] += 1
+            continue
+        status[k][rec["status"]] += 1
+        ids.append(rec["run_id"])
+        if rec["status"] == "ok":
+            ok[k].append((cfg, rec))
+    return ok, ids, status
+
+
 # report name -> "module:function"; the function takes a Profile and returns a Table
 REPORTS: dict[str, str] = {
     "groups": "sst_core.reports.groups:groups_table",

@@ -8,12 +8,11 @@ at a reduced scale is not expected to match; the comparison that carries over is
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from .. import experiments, paper_values
 from ..config import Profile
-from . import Table, stored_record
+from . import Table, group_records
 
 INIT_NAMES = {"inv": "S4D-Inv", "lin": "S4D-Lin", "random": "random", "step": "step",
               "real": "real"}
@@ -25,19 +24,8 @@ def _mode(frozen: bool) -> str:
 
 def collect(cfgs, root=None) -> tuple[dict, list[str], dict]:
     """Test accuracies by (task, init, frozen), run ids, and counts of failed/missing runs."""
-    acc: dict[tuple, list[float]] = defaultdict(list)
-    status: dict[tuple, dict[str, int]] = defaultdict(lambda: {"ok": 0, "failed": 0, "missing": 0})
-    ids = []
-    for cfg in cfgs:
-        key = (cfg.task, cfg.init, cfg.freeze_spectrum)
-        rec = stored_record(cfg, root)
-        if rec is None:
-            status[key]["missing"] += 1
-            continue
-        status[key][rec["status"]] += 1
-        ids.append(rec["run_id"])
-        if rec["status"] == "ok":
-            acc[key].append(rec["metrics"]["test_accuracy"])
+    ok, ids, status = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
+    acc = {key: [rec["metrics"]["test_accuracy"] for _, rec in runs] for key, runs in ok.items()}
     return acc, ids, status
 
 

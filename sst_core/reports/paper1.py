@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from .. import experiments, paper_values
 from ..config import Profile
 from ..models.registry import expected_affine
-from . import Table, stored_record
+from . import Table, group_records
 
 MARK = {"agree": "✓", "close": "≈", "differ": "✗", "not reported": "", "no runs": ""}
 
@@ -39,18 +39,10 @@ def agreement(ours: int | None, paper: Any, lengths: Sequence[int]) -> str:
 
 def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
     """Group records by (model-or-phi, group, depth): best m_p, seed spread, counts."""
+    ok, ids, status = group_records(cfgs, lambda c: (c.phi or c.model, c.group, c.n_layers), root)
     cells: dict[tuple, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
-    status: dict[tuple, dict[str, int]] = defaultdict(lambda: {"ok": 0, "failed": 0, "missing": 0})
-    ids = []
-    for cfg in cfgs:
-        key = (cfg.phi or cfg.model, cfg.group, cfg.n_layers)
-        rec = stored_record(cfg, root)
-        if rec is None:
-            status[key]["missing"] += 1
-            continue
-        status[key][rec["status"]] += 1
-        ids.append(rec["run_id"])
-        if rec["status"] == "ok":
+    for key, runs in ok.items():
+        for cfg, rec in runs:
             cells[key][(cfg.d_state, cfg.lr)].append(rec["metrics"]["m_p"])
     out = {}
     for key, st in status.items():
