@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..ops.rnn_scan import rnn_scan
 from .base import RecurrentLayer, SequenceModel
 from .registry import PHIS, _check_size
 
@@ -152,9 +153,20 @@ class Cell(RecurrentLayer):
 
     def scan(self, u: torch.Tensor, h0: torch.Tensor | None = None
              ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every step at once, ``(b, L, d_in) -> (b, L, d)``. ``phi = identity`` (any gate):
+        ``ops.rnn_scan``, a loop with a hand-written backward; tanh without a gate: torch's
+        fused Elman kernel; otherwise ``_next`` in a loop. Under ``torch.func`` transforms
+        (vmap, grad) both fast paths fall back to a plain loop, since neither the custom
+        autograd Function nor the fused kernel has a batching rule."""
         b, L, _ = u.shape
+        if self.phi_name == "identity":
+            # a loop into preallocated buffers with a hand-written backward (ops.rnn_scan)
+            xw, gx = self._inputs(u)  # (b, L, d)
+            hs = rnn_scan(self.gate, xw, self.W_h, gx, getattr(self, "U_g", None), h0)
+            return hs, hs  # (b, L, d)
         h = self.init_state(b, u.device, u.dtype) if h0 is None else h0  # (b, d)
-        if self.phi_name == "tanh" and self.gate == "none":
+        fused = not torch._C._are_functorch_transforms_active()  # _VF.rnn_tanh: no vmap rule
+        if self.phi_name == "tanh" and self.gate == "none" and fused:
             # torch's fused Elman kernel, same weights; its second bias (b_hh) is zero.
             weights = [self.W_x, self.W_h, self.b, torch.zeros_like(self.b)]
             hs, _ = torch._VF.rnn_tanh(u, h[None], weights, True, 1, 0.0, self.training,
@@ -162,9 +174,11 @@ class Cell(RecurrentLayer):
             return hs, hs
         xw, gx = self._inputs(u.transpose(0, 1))  # (L, b, m): all inputs in one matmul
         W = self._W()
+        # unbind, not xw[t]: the backward of each index op writes a full-size zero tensor
+        gxs = [None] * L if gx is None else gx.unbind(0)
         hs = []
-        for t in range(L):
-            h = self._next(h, xw[t], None if gx is None else gx[t], W)
+        for xw_t, gx_t in zip(xw.unbind(0), gxs):
+            h = self._next(h, xw_t, gx_t, W)
             hs.append(h)
         hs = torch.stack(hs, 1)  # (b, L, d)
         return hs, hs
