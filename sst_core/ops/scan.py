@@ -12,7 +12,10 @@ or complex, any length ``L >= 1``, and an optional initial state ``h0`` of shape
 - ``linear_scan``: the fast path with the same signature and results. On CPU it is a
   sequential loop into a preallocated output with a hand-written backward, which beats
   every parallel scan on a 2-core machine (``cpu-performance-notes.md``, diagonal
-  recurrences). On CUDA it is a chunked scan: a Hillis-Steele scan inside chunks of
+  recurrences); meanwhile a helper thread has the kernel map the output's pages
+  (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
+  the vmapped dimension to the end and runs one scan for all K; under the other
+  ``torch.func`` transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a Hillis-Steele scan inside chunks of
   ``CHUNK`` steps and a sequential carry between chunks (no cumulative products over
   the whole length, which underflow, and no divisions).
 
@@ -26,6 +29,11 @@ The backward pass is the same recurrence run in reverse with the conjugate trans
 summed over the dimensions in which ``a`` (or ``b``) was broadcast.
 """
 from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -79,11 +87,22 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None = None
                 ) -> torch.Tensor:
     """Fast ``h_t = a_t * h_{t-1} + b_t``; same signature and results as ``linear_scan_ref``."""
     a, b, h0, shape = _prepare(a, b, h0)
-    if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap) of a scan
-        return linear_scan_ref(a, b, h0)
+    if torch._C._are_functorch_transforms_active() and not (_only_vmap() and not b.is_cuda):
+        return linear_scan_ref(a, b, h0)  # torch.func grad / jacrev of a scan
     if b.is_cuda:
         return _chunked_scan(a, b, h0, shape)
     return _SequentialScan.apply(a, b, h0)
+
+
+def _only_vmap() -> bool:
+    """Whether every active ``torch.func`` transform is a ``vmap`` (which the CPU scan
+    handles with its batching rule, ``_SequentialScan.vmap``)."""
+    try:
+        from torch._C._functorch import TransformType
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+    except ImportError:  # a torch without these internals: take the plain loop
+        return False
+    return all(i.key() == TransformType.Vmap for i in retrieve_all_functorch_interpreters())
 
 
 def _reduce(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -92,48 +111,213 @@ def _reduce(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     return grad.sum(dims, keepdim=True) if dims else grad
 
 
+# Elements per block of the complex dL/da pass, conj(h) into a reused buffer and one
+# multiply: 2^21 (8-16 MB) stays in the last-level cache, and each op is still one large
+# streaming (multi-threaded) op.
+_BLOCK_ELEMS = 1 << 21
+
+
 class _SequentialScan(torch.autograd.Function):
-    """CPU scan: a loop into a preallocated output, and the reverse loop as its backward."""
+    """CPU scan: a loop into a preallocated output, and the reverse loop as its backward.
+
+    Every per-step op works on one time slice ``(b, ...)`` of the ``(b, L, ...)`` tensors;
+    the slices come from ``unbind(1)`` once per call (each ``x[:, t]`` inside the loop
+    costs about 2 us of Python, a quarter of a step at 8 x 2048 channels). Only the truly
+    sequential work runs step by step, reading its operands straight from memory;
+    ``dL/da = g conj(h_{t-1})`` runs after the loop as one multiply (complex: in blocks of
+    ``_BLOCK_ELEMS`` elements, conj(h) resolved into a cached buffer, not into a second
+    full-size tensor). While a loop runs, ``_Prefault`` maps the pages of its output.
+    """
 
     @staticmethod
-    def forward(ctx, a, b, h0):
+    def forward(a, b, h0):
         shape = torch.broadcast_shapes(a.shape, b.shape)
         out = torch.empty(shape, dtype=b.dtype, device=b.device)  # (b, L, ...)
-        ctx.b_shape = b.shape
-        b = b.expand(shape)
-        if h0 is None:
-            out[:, 0] = b[:, 0]
-        else:
-            torch.addcmul(b[:, 0], a[:, 0], h0, out=out[:, 0])
-        for t in range(1, shape[1]):
-            torch.addcmul(b[:, t], a[:, t], out[:, t - 1], out=out[:, t])
-        ctx.save_for_backward(a, out, h0)
+        prefault = _Prefault([(out, False)])
+        try:
+            A, B, H = a.unbind(1), b.expand(shape).unbind(1), out.unbind(1)
+            if h0 is None:
+                H[0].copy_(B[0])
+            else:
+                torch.addcmul(B[0], A[0], h0, out=H[0])
+            for t in range(1, shape[1]):
+                torch.addcmul(B[t], A[t], H[t - 1], out=H[t])
+        finally:
+            prefault.join()
         return out
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        a, b, h0 = inputs
+        ctx.b_shape = b.shape
+        ctx.save_for_backward(a, output, h0)
+
+    @staticmethod
+    def vmap(info, in_dims, a, b, h0):
+        """``torch.func.vmap`` of the scan (K stacked models, :mod:`sst_core.stacked`):
+        the K copies are independent scans, so the vmapped dimension is folded into the
+        batch dimension (``(K, B, L, ...) -> (K B, L, ...)``, contiguous as stacked) and
+        one scan runs all K; the output is unfolded again, vmapped dimension 0."""
+        K = info.batch_size
+
+        def first(x, d):  # (K, batch, L, ...) (or (K, batch, ...) for h0)
+            return x.expand(K, *x.shape) if d is None else x.movedim(d, 0)
+
+        a, b = first(a, in_dims[0]), first(b, in_dims[1])
+        n_b = max(a.shape[1], b.shape[1])  # a or b may broadcast along the batch
+        a = a.expand(K, n_b, *a.shape[2:]).reshape(K * n_b, *a.shape[2:])
+        b = b.expand(K, n_b, *b.shape[2:]).reshape(K * n_b, *b.shape[2:])
+        if h0 is not None:
+            h0 = first(h0, in_dims[2])  # (K, batch, ...)
+            h0 = h0.reshape(K * n_b, *h0.shape[2:])
+        out = _SequentialScan.apply(a, b, h0)  # (K B, L, ...)
+        return out.view(K, n_b, *out.shape[1:]), 0
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
         a, out, h0 = ctx.saved_tensors
-        L = out.shape[1]
-        a_conj = a.conj()  # a lazy view: cheaper than resolving it up front
         g = torch.empty_like(out)  # g_t = dL/dh_t through every later step
-        g[:, L - 1] = grad_out[:, L - 1]
-        for t in range(L - 2, -1, -1):
-            torch.addcmul(grad_out[:, t], a_conj[:, t + 1], g[:, t + 1], out=g[:, t])
-        grad_a = grad_b = grad_h0 = None
-        if ctx.needs_input_grad[0]:
-            grad_a = torch.empty_like(out)  # g_t conj(h_{t-1})
-            torch.mul(g[:, 1:], out[:, :-1].conj(), out=grad_a[:, 1:])
-            if h0 is None:
-                grad_a[:, 0] = 0
-            else:
-                torch.mul(g[:, 0], h0.conj(), out=grad_a[:, 0])
+        grad_a = torch.empty_like(out) if ctx.needs_input_grad[0] else None
+        # the loop writes g backwards in time, grad_a comes after it
+        prefault = _Prefault([(g, True)] + ([(grad_a, False)] if grad_a is not None else []))
+        try:
+            _reverse_loop(a, grad_out, g)
+            if grad_a is not None:
+                _grad_a(g, out, h0, grad_a)
+        finally:
+            prefault.join()
+        grad_b = grad_h0 = None
+        if grad_a is not None:
             grad_a = _reduce(grad_a, a.shape)
         if ctx.needs_input_grad[1]:
             grad_b = _reduce(g, ctx.b_shape)
         if ctx.needs_input_grad[2]:
-            grad_h0 = a_conj[:, 0] * g[:, 0]  # (b, ...)
+            grad_h0 = a[:, 0].conj() * g[:, 0]  # (b, ...)
         return grad_a, grad_b, grad_h0
+
+
+def _reverse_loop(a: torch.Tensor, grad_out: torch.Tensor, g: torch.Tensor) -> None:
+    """``g_t = grad_out_t + conj(a_{t+1}) g_{t+1}`` into ``g``, from t = L down to 1."""
+    L = g.shape[1]
+    A, G, GO = a.unbind(1), g.unbind(1), grad_out.unbind(1)
+    G[L - 1].copy_(GO[L - 1])
+    if not g.is_complex():
+        for t in range(L - 2, -1, -1):
+            torch.addcmul(GO[t], A[t + 1], G[t + 1], out=G[t])
+        return
+    ac = a.new_empty(A[0].shape)  # conj(a_{t+1}); a lazy a.conj() would allocate every step
+    for t in range(L - 2, -1, -1):
+        torch.addcmul(GO[t], torch.conj_physical(A[t + 1], out=ac), G[t + 1], out=G[t])
+
+
+def _grad_a(g: torch.Tensor, out: torch.Tensor, h0: torch.Tensor | None,
+            grad_a: torch.Tensor) -> None:
+    """``dL/da_t = g_t conj(h_{t-1})`` into ``grad_a`` (full shape, not yet reduced)."""
+    L = g.shape[1]
+    if not g.is_complex():
+        torch.mul(g[:, 1:], out[:, :-1], out=grad_a[:, 1:])
+    elif L > 1:  # conj(h) a block at a time, not into a second full-size tensor
+        n = _block_steps(out.shape, L - 1)
+        buf = out.new_empty((out.shape[0], n, *out.shape[2:]))
+        for s in range(1, L, n):
+            e = min(L, s + n)
+            hc = torch.conj_physical(out[:, s - 1:e - 1], out=buf[:, :e - s])
+            torch.mul(g[:, s:e], hc, out=grad_a[:, s:e])
+    if h0 is None:
+        grad_a[:, 0] = 0
+    else:
+        torch.mul(g[:, 0], h0.conj(), out=grad_a[:, 0])
+
+
+class _Prefault:
+    """Map the pages of freshly allocated outputs on another core while this one computes.
+
+    The first write to each page of a new tensor traps into the kernel, which zeroes the
+    page: on the 2-core benchmark machine that costs the single-threaded per-step loop
+    about as much as the loop's own writes (forward at 8 x 1000 x 2048 complex: 64 ms
+    fresh, 38 ms on mapped pages). A helper thread asks the kernel for the pages first
+    (``madvise(MADV_POPULATE_WRITE)``, Linux >= 5.14, which maps missing pages and never
+    changes the contents of a present one, so it is safe beside the loop's writes), in
+    the order the loop reaches them: a slab of time steps at a time, every batch row.
+    It runs only where torch may use more than one thread, for tensors of at least
+    ``_PREFAULT_MIN_BYTES``, and gives up silently wherever madvise is unavailable.
+    """
+
+    def __init__(self, plans: list[tuple[torch.Tensor, bool]]):
+        ranges = []
+        for x, backwards in plans:
+            if x.is_contiguous() and x.device.type == "cpu" and x.dim() >= 2:
+                ranges += _page_order(x, backwards)
+        self.thread = None
+        if ranges and torch.get_num_threads() > 1 and _madvise() is not None:
+            self.thread = threading.Thread(target=_populate, args=(ranges,), daemon=True)
+            self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
+_PREFAULT_MIN_BYTES = 1 << 23  # 8 MB: below that, starting a thread costs more than it saves
+_MADV_POPULATE_WRITE = 23
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_madvise_fn = None  # libc.madvise once looked up; False where there is none
+
+
+def _madvise():
+    """libc's ``madvise`` (Linux), or None."""
+    global _madvise_fn
+    if _madvise_fn is None:
+        _madvise_fn = False
+        if sys.platform.startswith("linux"):
+            try:
+                fn = ctypes.CDLL(None, use_errno=True).madvise
+                fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+                fn.restype = ctypes.c_int
+                _madvise_fn = fn
+            except (OSError, AttributeError):
+                pass
+    return _madvise_fn or None
+
+
+def _page_order(x: torch.Tensor, backwards: bool) -> list[tuple[int, int]]:
+    """Address ranges of the contiguous ``(b, L, ...)`` tensor ``x`` in the order a loop
+    over time (forwards or backwards) first writes them: ~2 MB of each batch row in turn."""
+    nbytes = x.numel() * x.element_size()
+    if nbytes < _PREFAULT_MIN_BYTES:
+        return []
+    n_b, L = x.shape[0], x.shape[1]
+    step = nbytes // (n_b * L)  # bytes per time step of one batch row
+    row = L * step
+    k = max(1, (2 << 20) // max(1, step))  # steps per range
+    starts = range(0, L, k)
+    ranges = []
+    for t0 in (reversed(starts) if backwards else starts):
+        t1 = min(L, t0 + k)
+        for i in range(n_b):
+            ranges.append((x.data_ptr() + i * row + t0 * step, x.data_ptr() + i * row + t1 * step))
+    return ranges
+
+
+def _populate(ranges: list[tuple[int, int]]) -> None:
+    """The helper thread: ``madvise(MADV_POPULATE_WRITE)`` on each range in turn (ctypes
+    releases the GIL during the call). On any failure (an older kernel answers EINVAL)
+    it stops, and the loop faults the remaining pages itself as it would anyway."""
+    madvise = _madvise()
+    try:
+        for start, end in ranges:
+            start -= start % _PAGE
+            if madvise(start, end - start, _MADV_POPULATE_WRITE) != 0:
+                return
+    except Exception:  # noqa: BLE001 (a helper that only saves time must never fail a scan)
+        return
+
+
+def _block_steps(shape: torch.Size, L: int) -> int:
+    """Time steps per block of ``_BLOCK_ELEMS`` elements for a ``(b, L, ...)`` tensor."""
+    per_step = max(1, shape.numel() // max(1, shape[1]))
+    return max(1, min(L, _BLOCK_ELEMS // per_step))
 
 
 def _chunked_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None,

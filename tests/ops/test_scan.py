@@ -6,9 +6,11 @@ import torch
 from torch.func import jacrev
 
 from sst_core.ops import linear_scan, linear_scan_ref
+from sst_core.ops import scan as scan_module
 from sst_core.ops.scan import _chunked_scan
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+LENGTHS = [1, 63, 1000, 4096]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -40,27 +42,46 @@ def tol(dtype):
     return dict(rtol=1e-4, atol=1e-4) if single else dict(rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("L", [1, 63, 1000])
+def assert_matches_reference(a, b, h0, dtype):
+    w = torch.randn(b.shape, dtype=dtype)
+    got, want = run(linear_scan, a, b, h0, w), run(linear_scan_ref, a, b, h0, w)
+    assert [x.shape for x in got] == [x.shape for x in want]
+    for x, y in zip(got, want):
+        torch.testing.assert_close(x, y, **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype,L", [(d, L) for d in DTYPES for L in LENGTHS
+                                     if L < 4096 or d in (torch.float32, torch.complex64)])
 @pytest.mark.parametrize("with_h0", [True, False])
 def test_fast_equals_reference(dtype, L, with_h0):
+    """Single precision at 4096 steps (the benchmark's dtypes); every dtype at 4096 steps
+    in test_broadcast_transition."""
     a, b, h0 = inputs((3, L, 5, 7), dtype, seed=L)
-    h0 = h0 if with_h0 else None
-    w = torch.randn(b.shape, dtype=dtype)
-    for got, want in zip(run(linear_scan, a, b, h0, w), run(linear_scan_ref, a, b, h0, w)):
-        torch.testing.assert_close(got, want, **tol(dtype))
+    assert_matches_reference(a, b, h0 if with_h0 else None, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("L", LENGTHS)
+@pytest.mark.parametrize("a_shape,with_h0", [((3, 1, 7), True), ((1, 5, 1), False)])
+def test_broadcast_transition(dtype, L, a_shape, with_h0):
+    """One a for several channels (e.g. one decay per head, or per batch row): the
+    gradient of a is summed over the channels that share it."""
+    a_shape = (a_shape[0], L, *a_shape[1:])
+    a, b, h0 = inputs((3, L, 5, 7), dtype, a_shape=a_shape, seed=L)
+    assert_matches_reference(a, b, h0 if with_h0 else None, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
-@pytest.mark.parametrize("a_shape", [(3, 63, 1, 7), (1, 63, 5, 1)])
-def test_broadcast_transition(dtype, a_shape):
-    """One a for several channels (e.g. one decay per head): gradients are summed over them."""
-    a, b, h0 = inputs((3, 63, 5, 7), dtype, a_shape=a_shape)
-    w = torch.randn(b.shape, dtype=dtype)
-    got, want = run(linear_scan, a, b, h0, w), run(linear_scan_ref, a, b, h0, w)
-    assert got[1].shape == a_shape
-    for x, y in zip(got, want):
-        torch.testing.assert_close(x, y, **tol(dtype))
+@pytest.mark.parametrize("block", [1, 7, 64])
+@pytest.mark.parametrize("L", [2, 63, 1000])
+def test_blocks_of_the_backward(monkeypatch, dtype, block, L):
+    """The CPU backward's complex dL/da pass runs in blocks of _BLOCK_ELEMS elements:
+    block edges inside the sequence and a ragged last block."""
+    monkeypatch.setattr(scan_module, "_BLOCK_ELEMS", block * 5 * 7)
+    a, b, h0 = inputs((3, L, 5, 7), dtype, a_shape=(3, L, 1, 7), seed=L)
+    assert_matches_reference(a, b, h0, dtype)
+    a, b, h0 = inputs((2, L, 5, 7), dtype, seed=L)
+    assert_matches_reference(a, b, None, dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
@@ -71,6 +92,80 @@ def test_gradcheck(dtype, with_h0):
     assert torch.autograd.gradcheck(lambda *x: linear_scan(*x), args)
     a_head = inputs((2, 5, 1), dtype)[0].requires_grad_()  # broadcast over the last dim
     assert torch.autograd.gradcheck(lambda x, y: linear_scan(x, y), (a_head, args[1]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("wrt", ["a", "b", "h0", "a_h0"])
+def test_some_inputs_without_grad(dtype, wrt):
+    a, b, h0 = inputs((2, 50, 3), dtype)
+    grads = []
+    for fn in (linear_scan, linear_scan_ref):
+        leaves = {k: x.clone().requires_grad_(k in wrt.split("_")) for k, x in
+                  (("a", a), ("b", b), ("h0", h0))}
+        h = fn(leaves["a"], leaves["b"], leaves["h0"])
+        grads.append(torch.autograd.grad(h.real.sum(), [x for x in leaves.values()
+                                                         if x.requires_grad]))
+    for x, y in zip(*grads):
+        torch.testing.assert_close(x, y)
+
+
+@pytest.fixture
+def prefault_small_tensors(monkeypatch):
+    """Two torch threads (the helper thread runs only then) and a prefault of every
+    output, however small; records the address ranges handed to madvise."""
+    calls = []
+    populate = scan_module._populate
+    monkeypatch.setattr(scan_module, "_PREFAULT_MIN_BYTES", 0)
+    monkeypatch.setattr(scan_module, "_populate", lambda r: (calls.append(r), populate(r)))
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield calls
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex128])
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_with_pages_mapped_by_the_helper_thread(prefault_small_tensors, dtype, L):
+    a, b, h0 = inputs((3, L, 5, 7), dtype, a_shape=(3, L, 1, 7), seed=L)
+    assert_matches_reference(a, b, h0, dtype)
+    if scan_module._madvise() is not None:  # Linux: forward (out), backward (g, grad_a)
+        assert len(prefault_small_tensors) == 2
+
+
+def test_without_madvise(prefault_small_tensors, monkeypatch):
+    monkeypatch.setattr(scan_module, "_madvise", lambda: None)
+    a, b, h0 = inputs((3, 63, 5, 7), torch.complex64)
+    assert_matches_reference(a, b, h0, torch.complex64)
+    assert prefault_small_tensors == []
+
+
+@pytest.mark.parametrize("backwards", [False, True])
+def test_page_order_covers_each_output_once_in_loop_order(monkeypatch, backwards):
+    monkeypatch.setattr(scan_module, "_PREFAULT_MIN_BYTES", 0)
+    x = torch.empty(3, 1000, 700)  # 2.8 kB per step of a row: 748 steps per range
+    ranges = scan_module._page_order(x, backwards)
+    start, step = x.data_ptr(), 700 * 4
+    assert sorted(ranges) == sorted(set(ranges))
+    assert sum(e - s for s, e in ranges) == x.numel() * 4
+    assert {s for s, _ in ranges} | {start + x.numel() * 4} == {e for _, e in ranges} | {start}
+    first_steps = [((s - start) % (1000 * step)) // step for s, _ in ranges]
+    assert first_steps == ([748] * 3 + [0] * 3 if backwards else [0] * 3 + [748] * 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_unusual_incoming_gradients(dtype):
+    """dL/dh as a lazily conjugated tensor (what h.conj() passes back), expanded along
+    time (a loss that weights every step alike), and in another memory layout."""
+    a, b, h0 = inputs((2, 40, 3, 4), dtype)
+    w = torch.randn(b.shape, dtype=dtype)
+    for grad_h in (w.conj(), w[:, :1].expand(b.shape), w.transpose(0, 1).contiguous()
+                   .transpose(0, 1)):
+        grads = []
+        for fn in (linear_scan, linear_scan_ref):
+            leaves = [x.clone().requires_grad_() for x in (a, b, h0)]
+            grads.append(torch.autograd.grad(fn(*leaves), leaves, grad_outputs=grad_h))
+        for x, y in zip(*grads):
+            torch.testing.assert_close(x, y)
 
 
 def test_recurrence_by_hand():
