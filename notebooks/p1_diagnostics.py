@@ -21,6 +21,7 @@ profile = "quick"
 track_max_steps = None
 track_batch = None
 track_eval_samples = None
+track_stack = None
 diag_samples = None
 diag_rollout = None
 
@@ -31,6 +32,8 @@ P = config.from_notebook("p1_diagnostics", globals())  # fails here on a typo or
 SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                 "track_rnn_widths", "track_max_steps")
 print(SCALE)
+if P.chosen_because:
+    print(P.chosen_because)
 
 # %%
 import matplotlib.pyplot as plt
@@ -74,6 +77,9 @@ from sst_core.reports import error_control as ec
 # %%
 s3_cfgs = [analysis.diagnostics_config(P, c) for c in analysis.s3_runs(P)]
 all_cfgs = analysis.diagnostics_grid(P)
+# the trained trackers first: runs that differ only in seed and lr train as one stack
+experiments.run_all(analysis.s3_runs(P) + analysis.figure4_runs(P), desc="training",
+                    stack=P.track_stack)
 s3_records = experiments.run_all(s3_cfgs, desc="diagnostics, S3")
 records = experiments.run_all(all_cfgs, desc="diagnostics, Figure 4 sweep")
 failed = [r for r in records if r["status"] != "ok"]

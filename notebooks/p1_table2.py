@@ -23,12 +23,13 @@ profile = "quick"
 track_max_steps = None
 track_batch = None
 track_eval_samples = None
+track_stack = None
 
 # %%
 from sst_core import config
 
 P = config.from_notebook("p1_table2", globals())  # fails here on a typo or a wrong type
-print(P.scale("track_depths", "track_d_model", "track_d_states", "track_rnn_widths", "track_lrs",
+print(P.banner("track_depths", "track_d_model", "track_d_states", "track_rnn_widths", "track_lrs",
               "track_seeds", "track_batch", "track_max_steps"))
 
 # %%
@@ -89,7 +90,7 @@ display(Markdown("\n".join(rows)))
 # this notebook reads them instead of training again, and a killed sweep resumes.
 
 # %%
-records = experiments.run_all(experiments.table2_grid(P), desc="Table 2")
+records = experiments.run_all(experiments.table2_grid(P), desc="Table 2", stack=P.track_stack)
 failed = [r for r in records if r["status"] != "ok"]
 glue("t2_runs", len(records), display=False)
 glue("t2_failed", len(failed), display=False)

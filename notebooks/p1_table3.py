@@ -30,12 +30,13 @@ profile = "quick"
 track_max_steps = None
 track_batch = None
 track_eval_samples = None
+track_stack = None
 
 # %%
 from sst_core import config
 
 P = config.from_notebook("p1_table3", globals())  # fails here on a typo or a wrong type
-print(P.scale("track_rnn_widths", "track_lrs", "track_seeds", "track_batch", "track_max_steps"))
+print(P.banner("track_rnn_widths", "track_lrs", "track_seeds", "track_batch", "track_max_steps"))
 
 # %%
 import matplotlib.pyplot as plt
@@ -60,7 +61,7 @@ from sst_core.reports.paper1 import table3
 # | identity | $p$ (the linear RNN) |
 
 # %%
-records = experiments.run_all(experiments.table3_grid(P), desc="Table 3")
+records = experiments.run_all(experiments.table3_grid(P), desc="Table 3", stack=P.track_stack)
 table = table3(P)
 display(table)
 data = {d["phi"]: d for d in table.data}

@@ -58,6 +58,7 @@ class Profile:
     track_patience: int  # epochs at >= 95% before the length doubles
     track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
     track_eval_samples: int  # held-out words per evaluation length
+    track_stack: int  # runs differing only in seed / lr trained at once (sst_core.stacked)
     # -- "Error control" (notebooks/p1_theory.py, p1_diagnostics.py): diagnostics of trained trackers
     diag_samples: int  # words whose hidden states estimate the centroids c_g(t), R, M, q
     diag_rollout: int  # length of those words (the paper: 1000)
@@ -76,12 +77,19 @@ class Profile:
     lra_listops_max_len: int  # ListOps length band is [max_len / 4, max_len]
     lra_image_side: int  # digits images are resized to side x side pixels
     lra_mf_T: int  # horizon of the supremum memory function
+    # why this profile was chosen, when the book was asked for the best one (`best`)
+    chosen_because: str = ""
 
     def scale(self, *knobs: str) -> str:
         """A one-line statement of the scale, for figure captions and table notes."""
         shown = ", ".join(f"{k}={getattr(self, k)}" for k in knobs)
         note = " (numbers are meaningless at this scale)" if self.name == "smoke" else ""
         return f"profile `{self.name}`" + (f": {shown}" if shown else "") + note
+
+    def banner(self, *knobs: str) -> str:
+        """The scale line a chapter prints first, with why the profile was chosen."""
+        why = f"\n{self.chosen_because}" if self.chosen_because else ""
+        return self.scale(*knobs) + why
 
 
 PROFILES: dict[str, Profile] = {
@@ -107,6 +115,7 @@ PROFILES: dict[str, Profile] = {
         track_patience=1,
         track_eval_lengths=(60, 100),
         track_eval_samples=16,
+        track_stack=4,
         diag_samples=32,
         diag_rollout=100,
         fig4_lrs=(0.001,),
@@ -146,6 +155,7 @@ PROFILES: dict[str, Profile] = {
         track_patience=2,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=128,
+        track_stack=16,
         diag_samples=512,
         diag_rollout=1000,
         fig4_lrs=(0.003, 0.01, 0.03),
@@ -185,6 +195,7 @@ PROFILES: dict[str, Profile] = {
         track_patience=5,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=1000,
+        track_stack=16,
         diag_samples=2048,
         diag_rollout=1000,
         fig4_lrs=(0.0001, 0.0005, 0.001),
@@ -208,12 +219,13 @@ PROFILES: dict[str, Profile] = {
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p1_groups": ("seed", "n_words", "word_length"),
     "p2_memory": ("seed", "mem_N", "mem_T", "mem_sim_T", "mem_gd_steps"),
-    "p1_table2": ("track_max_steps", "track_batch", "track_eval_samples"),
-    "p1_table3": ("track_max_steps", "track_batch", "track_eval_samples"),
+    "p1_table2": ("track_max_steps", "track_batch", "track_eval_samples", "track_stack"),
+    "p1_table3": ("track_max_steps", "track_batch", "track_eval_samples", "track_stack"),
     "p1_theory": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples"),
     "p1_diagnostics": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
-                       "diag_rollout"),
+                       "diag_rollout", "track_stack"),
     "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch"),
+    "bench": (),
 }
 
 # Names IPython puts into a kernel's namespace; they are not parameters.
@@ -222,6 +234,25 @@ _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
 class ConfigError(ValueError):
     """An unknown profile, notebook or parameter, or a wrongly typed value."""
+
+
+# A notebook may also be run with profile "best": `paper` where the stored paper-profile
+# records cover the whole chapter (so nothing is trained), `quick` otherwise.
+BEST = "best"
+NOTEBOOK_PROFILES = (*PROFILES, BEST)
+
+
+def best_profile(notebook: str) -> tuple[str, str]:
+    """The profile ``best`` means for ``notebook``, and why (see :data:`BEST`)."""
+    from .sweep import chapter_coverage
+
+    have, need = chapter_coverage(notebook, "paper")
+    if need and have == need:
+        return "paper", f"best available: all {need} paper-profile records of this chapter are stored"
+    if need:
+        return "quick", (f"best available: {have} of {need} paper-profile records of this "
+                         "chapter are stored, so this page shows `quick`")
+    return "quick", "best available: this chapter has no stored sweep and computes at `quick`"
 
 
 def get_profile(name: str) -> Profile:
@@ -269,8 +300,9 @@ def check_parameters(notebook: str, params: Mapping[str, Any]) -> None:
     if "profile" in params:
         if not isinstance(params["profile"], str):
             raise ConfigError(f"parameter profile={params['profile']!r} must be a string; "
-                              f"allowed: {', '.join(PROFILES)}")
-        get_profile(params["profile"])
+                              f"allowed: {', '.join(NOTEBOOK_PROFILES)}")
+        if params["profile"] != BEST:
+            get_profile(params["profile"])
     types = _field_types()
     for key, value in params.items():
         if key != "profile" and value is not None:
@@ -281,6 +313,9 @@ def settings(notebook: str, profile: str, **overrides: Any) -> Profile:
     """The profile, with the notebook's non-None overrides applied."""
     check_parameters(notebook, {"profile": profile, **overrides})
     chosen = {k: v for k, v in overrides.items() if v is not None}
+    if profile == BEST:
+        profile, why = best_profile(notebook)
+        chosen["chosen_because"] = why
     return dataclasses.replace(get_profile(profile), **chosen)
 
 

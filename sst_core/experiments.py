@@ -153,16 +153,21 @@ def table3_grid(P) -> list[TrackingConfig]:
             for seed in P.track_seeds]
 
 
-def run_all(cfgs, desc: str = "runs", **kw: Any) -> list[dict[str, Any]]:
+def run_all(cfgs, desc: str = "runs", stack: int = 1, **kw: Any) -> list[dict[str, Any]]:
     """Records of every config, computing the missing ones in order, with progress.
 
-    Resumable: a sweep killed mid-way loses only the run in flight; rerunning it reads
-    the stored records and computes the rest.
+    Resumable: a sweep killed mid-way loses only the runs in flight; rerunning it reads
+    the stored records and computes the rest. ``stack`` > 1: missing tracking runs that
+    differ only in seed and learning rate are trained ``stack`` at a time as one stacked
+    computation (:mod:`sst_core.stacked`); each still gets its own record.
     """
     import os
 
     from tqdm.auto import tqdm
 
+    cfgs = list(cfgs)
+    if stack > 1:
+        _run_stacked(cfgs, stack, desc, retry_failed=kw.get("retry_failed", False))
     records = []
     # SST_PROGRESS=0 (set by `sst notebooks run` for its papermill kernels) keeps progress
     # bars out of the executed notebooks, hence out of the book.
@@ -171,6 +176,61 @@ def run_all(cfgs, desc: str = "runs", **kw: Any) -> list[dict[str, Any]]:
     for cfg in bar:
         bar.set_postfix_str(f"{getattr(cfg, 'model', '')} {getattr(cfg, 'group', '')}".strip())
         records.append(run(cfg, **kw))
+    return records
+
+
+def stacks(cfgs, size: int) -> list[list]:
+    """The tracking configs grouped into stacks of at most ``size`` that can train as one
+    (equal :func:`sst_core.stacked.stack_key`), in order of first appearance."""
+    from .stacked import stack_key
+
+    groups: dict[Any, list] = {}
+    for cfg in cfgs:
+        groups.setdefault(stack_key(cfg), []).append(cfg)
+    return [g[i:i + size] for g in groups.values() for i in range(0, len(g), size)]
+
+
+def _run_stacked(cfgs, size: int, desc: str, retry_failed: bool = False) -> None:
+    """Train the missing tracking runs among ``cfgs`` in stacks and store their records."""
+    import os
+
+    from tqdm.auto import tqdm
+
+    from .results import needs_run
+
+    todo = [c for c in dict.fromkeys(cfgs) if isinstance(c, TrackingConfig)
+            and needs_run(c, retry_failed=retry_failed)]
+    groups = [g for g in stacks(todo, size) if len(g) > 1]  # singles go through run()
+    bar = tqdm(groups, desc=f"{desc} (stacked)", unit="stack", leave=False,
+               disable=os.environ.get("SST_PROGRESS") == "0")
+    for group in bar:
+        bar.set_postfix_str(f"{group[0].model} {group[0].group} x{len(group)}")
+        run_stack(group)
+
+
+def run_stack(group) -> list[dict[str, Any]]:
+    """Train the tracking configs ``group`` as one stack and store one record each (the
+    record's ``stack`` says with which runs, and that its wall time is the stack's)."""
+    import time
+
+    from .config import config_hash
+    from .results import artifact_path, store_record
+    from .stacked import train_tracking_stacked
+
+    start = time.perf_counter()
+    outcomes = train_tracking_stacked(group, [artifact_path(c, ".pt") for c in group])
+    wall = time.perf_counter() - start
+    info = {"stack": {"size": len(group), "run_ids": [config_hash(c) for c in group],
+                      "wall_time": "wall_time_s is the whole stack's"}}
+    records = []
+    for cfg, out in zip(group, outcomes):
+        if isinstance(out, Exception):
+            records.append(store_record(cfg, "failed", f"{type(out).__name__}: {out}",
+                                        getattr(out, "metrics", {}) or {}, wall,
+                                        traceback_tail=[f"{type(out).__name__}: {out}"],
+                                        extra=info))
+        else:
+            records.append(store_record(cfg, "ok", None, out, wall, extra=info))
     return records
 
 

@@ -96,6 +96,40 @@ def _versions() -> dict[str, str]:
     return found
 
 
+# The source files (under sst_core/) each experiment's results depend on; a record stores
+# their hash, and `sst status` flags records whose code has changed since (stale).
+_TRACKING_CODE = ("train.py", "stacked.py", "groups.py", "tasks/tracking.py", "models/__init__.py",
+                  "models/base.py", "models/registry.py", "models/cells.py",
+                  "models/selective.py", "models/unitary.py", "models/attention.py",
+                  "ops/scan.py", "ops/rnn_scan.py")
+CODE_DEPS: dict[str, tuple[str, ...]] = {
+    "groups_order_sensitivity": ("experiments.py", "groups.py", "tasks/tracking.py"),
+    "tracking": _TRACKING_CODE,
+    "tracking_diagnostics": _TRACKING_CODE + ("analysis.py", "diagnostics.py"),
+    "lra": ("train_lra.py", "models/s4.py", "ops/ssm_kernel.py", "tasks/listops.py",
+            "tasks/pathfinder.py", "tasks/images.py", "tasks/lra.py", "tasks/lra_data.py"),
+}
+_code_hashes: dict[str, str] = {}
+
+
+def code_hash(experiment: str) -> str | None:
+    """A hash of the source files ``experiment`` depends on (:data:`CODE_DEPS`); None for
+    an experiment without a list. Cached per process."""
+    if experiment not in CODE_DEPS:
+        return None
+    if experiment not in _code_hashes:
+        import hashlib
+
+        pkg = Path(__file__).resolve().parent
+        h = hashlib.sha256()
+        for rel in sorted(CODE_DEPS[experiment]):
+            path = pkg / rel
+            h.update(rel.encode() + b"\0")
+            h.update(path.read_bytes() if path.exists() else b"<missing>")
+        _code_hashes[experiment] = h.hexdigest()[:16]
+    return _code_hashes[experiment]
+
+
 def current_device() -> str:
     """``cuda:<name>`` when torch is loaded and sees a GPU, else ``cpu``.
 
@@ -152,11 +186,12 @@ def load_record(path: Path) -> dict[str, Any]:
 
 
 def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: bool = False,
-               root: Path | None = None) -> dict[str, Any]:
+               retry_stale: bool = False, root: Path | None = None) -> dict[str, Any]:
     """Return the stored record of ``cfg``, or run ``fn(cfg)`` and store its record.
 
     ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
     ``fn`` returns a JSON-ready dict of metrics. See the module docstring for failures.
+    ``retry_stale``: also recompute a record made by other code (:func:`is_stale_record`).
     """
     path = record_path(cfg, root)
     wanted = config_dict(cfg)
@@ -168,26 +203,70 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         except RecordError as err:
             warnings.warn(f"{err}; recomputing", RecordWarning, stacklevel=2)
         else:
-            if record["status"] == "ok" or not retry_failed:
+            if (record["status"] == "ok" or not retry_failed) and not (
+                    retry_stale and is_stale_record(record)):
                 return record
 
     status, reason, metrics = "ok", None, {}
     start = time.perf_counter()
+    tb = None
     try:
         metrics = fn(cfg)
     except (RunFailed, FloatingPointError) as err:
         status, reason = "failed", f"{type(err).__name__}: {err}"
         metrics = getattr(err, "metrics", {}) or {}
-    wall = time.perf_counter() - start
+        tb = traceback.format_exc().splitlines()[-3:]
+    return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
+                        traceback_tail=tb, root=root)
+
+
+def _host() -> dict[str, Any]:
+    host = {"machine": platform.machine(), "cpus": os.cpu_count()}
+    if "torch" in sys.modules:  # threads change float summation order, hence results
+        host["torch_threads"] = sys.modules["torch"].get_num_threads()
+    return host
+
+
+def is_stale_record(record: dict[str, Any]) -> bool:
+    """Whether a record was made by other code than the current (:data:`CODE_DEPS`), or
+    before records kept a code hash; never for an experiment without a dependency list."""
+    current = code_hash(record["experiment"])
+    return current is not None and record.get("code_hash") != current
+
+
+def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False,
+              root: Path | None = None) -> bool:
+    """Whether :func:`cached_run` would compute ``cfg`` (no usable stored record)."""
+    path = record_path(cfg, root)
+    if not path.exists():
+        return True
+    try:
+        record = load_record(path)
+    except RecordError:
+        return True
+    if record["config"] != config_dict(cfg):
+        return True
+    if retry_stale and is_stale_record(record):
+        return True
+    return record["status"] != "ok" and retry_failed
+
+
+def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: float, *,
+                 traceback_tail: list[str] | None = None, extra: dict[str, Any] | None = None,
+                 root: Path | None = None) -> dict[str, Any]:
+    """Write the record of ``cfg`` (see the module docstring) and return it.
+
+    ``wall``: seconds the computation took; ``extra``: more provenance keys (e.g. the
+    stack a run was trained in).
+    """
     if not isinstance(metrics, dict):
         raise TypeError(f"run function returned {type(metrics).__name__}; expected a dict of metrics")
-
     record = {
         "schema": SCHEMA,
         "run_id": config_hash(cfg),
         "experiment": cfg.experiment,
         "profile": cfg.profile,
-        "config": wanted,
+        "config": config_dict(cfg),
         "status": status,
         "reason": reason,
         "metrics": metrics,
@@ -195,13 +274,15 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         "git_commit": _git_commit(Path(__file__).resolve().parent),
         "versions": _versions(),
         "device": current_device(),
-        "host": {"machine": platform.machine(), "cpus": os.cpu_count()},
+        "host": _host(),
+        "code_hash": code_hash(cfg.experiment),
         "wall_time_s": round(wall, 4),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **(extra or {}),
     }
     if status == "failed":
-        record["traceback_tail"] = traceback.format_exc().splitlines()[-3:]
-    write_atomic(path, record)
+        record["traceback_tail"] = traceback_tail or []
+    write_atomic(record_path(cfg, root), record)
     return record
 
 

@@ -167,57 +167,37 @@ def optimizer_step(loss: torch.Tensor, model: nn.Module, opt: torch.optim.Optimi
     opt.step()
 
 
-def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
-    """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc.
+class EpochLog:
+    """The per-epoch record of one run: mean loss and token accuracy every
+    ``steps_per_epoch`` steps (``history``), and the step at which each curriculum length
+    was first trained (``reached``)."""
 
-    ``weights_to``: also store the trained weights there (the diagnostics of the
-    error-control chapter read them); a run that diverges stores none.
-    """
-    device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
-    torch.manual_seed(cfg.seed)
-    group = get_group(cfg.group)
-    model = build_tracker(cfg).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    curriculum = Curriculum(cfg.curriculum_start, cfg.curriculum_max, cfg.curriculum_threshold,
-                            cfg.curriculum_patience)
-    loss_fn = nn.CrossEntropyLoss()
-    history: dict[str, list] = {"step": [], "length": [], "loss": [], "accuracy": []}
-    reached: dict[int, int] = {curriculum.length: 0}
-    epoch_loss, epoch_hits, epoch_count = 0.0, 0, 0
-    start = time.perf_counter()
-    step = 0
-    for step in range(cfg.max_steps):
-        for g in opt.param_groups:
-            g["lr"] = cfg.lr * _lr_factor(cfg.schedule, step, cfg.max_steps, cfg.warmup_steps)
-        words, states = sample(group, cfg.batch, curriculum.length, tokens=cfg.tokens,
-                               seed=cfg.seed * 1_000_000 + step)
-        x = torch.from_numpy(words).to(device)  # (b, L)
-        y = torch.from_numpy(states).to(device)  # (b, L)
-        logits = model(x)  # (b, L, n_g)
-        loss = loss_fn(logits.reshape(-1, group.order), y.reshape(-1))
-        optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (length {curriculum.length})",
-                       {"history": history, "steps": step, "diverged_at": step})
+    def __init__(self, start_length: int):
+        self.history: dict[str, list] = {"step": [], "length": [], "loss": [], "accuracy": []}
+        self.reached: dict[int, int] = {start_length: 0}
+        self._loss, self._hits, self._count = 0.0, 0, 0
 
-        epoch_loss += loss.item()
-        epoch_hits += int((logits.detach().argmax(-1) == y).sum())
-        epoch_count += y.numel()
-        if (step + 1) % cfg.steps_per_epoch == 0:
-            acc = epoch_hits / epoch_count
-            history["step"].append(step + 1)
-            history["length"].append(curriculum.length)
-            history["loss"].append(round(epoch_loss / cfg.steps_per_epoch, 6))
-            history["accuracy"].append(round(acc, 6))
-            epoch_loss, epoch_hits, epoch_count = 0.0, 0, 0
-            if curriculum.update(acc):
-                reached.setdefault(curriculum.length, step + 1)
-                if curriculum.done:
-                    break
-    train_time = time.perf_counter() - start
-    if weights_to is not None:
-        save_weights(model, weights_to)
+    def add(self, loss: float, hits: int, count: int) -> None:
+        self._loss += loss
+        self._hits += hits
+        self._count += count
 
-    evals = evaluate(model, group, cfg.eval_lengths, cfg.eval_samples, cfg.tokens, cfg.seed,
-                     cfg.eval_batch, device)
+    def close(self, step: int, length: int, steps_per_epoch: int) -> float:
+        """End the epoch that finished after ``step`` steps; return its token accuracy."""
+        acc = self._hits / self._count
+        self.history["step"].append(step)
+        self.history["length"].append(length)
+        self.history["loss"].append(round(self._loss / steps_per_epoch, 6))
+        self.history["accuracy"].append(round(acc, 6))
+        self._loss, self._hits, self._count = 0.0, 0, 0
+        return acc
+
+
+def tracking_metrics(cfg, model: nn.Module, curriculum: Curriculum, log: EpochLog, steps: int,
+                     train_time: float, device: torch.device) -> dict[str, Any]:
+    """Evaluate a trained tracker and assemble the metrics of its record."""
+    evals = evaluate(model, get_group(cfg.group), cfg.eval_lengths, cfg.eval_samples,
+                     cfg.tokens, cfg.seed, cfg.eval_batch, device)
     token_acc = {L: v["token"] for L, v in evals.items()}
     return {
         "m_p": max_passing_length(token_acc, cfg.pass_threshold),
@@ -225,10 +205,72 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
         "eval": {str(L): v for L, v in evals.items()},
         "converged": curriculum.done,
         "final_train_length": curriculum.length,
-        "length_reached_at_step": {str(k): v for k, v in reached.items()},
-        "steps": step + 1,
-        "history": history,
+        "length_reached_at_step": {str(k): v for k, v in log.reached.items()},
+        "steps": steps,
+        "history": log.history,
         "n_params": sum(p.numel() for p in model.parameters()),
         "train_time_s": round(train_time, 3),
         "device": str(device),
     }
+
+
+def resolve_device(cfg) -> torch.device:
+    return default_device() if cfg.device == "auto" else torch.device(cfg.device)
+
+
+def make_curriculum(cfg) -> Curriculum:
+    return Curriculum(cfg.curriculum_start, cfg.curriculum_max, cfg.curriculum_threshold,
+                      cfg.curriculum_patience)
+
+
+def lr_at(cfg, step: int) -> float:
+    """The learning rate of ``cfg`` at ``step`` (warm-up, then its schedule)."""
+    return cfg.lr * _lr_factor(cfg.schedule, step, cfg.max_steps, cfg.warmup_steps)
+
+
+def train_batch(cfg, step: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The training words of ``cfg`` at ``step`` (fresh words, a seed per step)."""
+    return sample(get_group(cfg.group), cfg.batch, length, tokens=cfg.tokens,
+                  seed=cfg.seed * 1_000_000 + step)
+
+
+def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
+    """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc.
+
+    ``weights_to``: also store the trained weights there (the diagnostics of the
+    error-control chapter read them); a run that diverges stores none.
+    :func:`sst_core.stacked.train_tracking_stacked` trains several configs at once with
+    the same results.
+    """
+    device = resolve_device(cfg)
+    torch.manual_seed(cfg.seed)
+    group = get_group(cfg.group)
+    model = build_tracker(cfg).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    curriculum = make_curriculum(cfg)
+    loss_fn = nn.CrossEntropyLoss()
+    log = EpochLog(curriculum.length)
+    start = time.perf_counter()
+    step = 0
+    for step in range(cfg.max_steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(cfg, step)
+        words, states = train_batch(cfg, step, curriculum.length)
+        x = torch.from_numpy(words).to(device)  # (b, L)
+        y = torch.from_numpy(states).to(device)  # (b, L)
+        logits = model(x)  # (b, L, n_g)
+        loss = loss_fn(logits.reshape(-1, group.order), y.reshape(-1))
+        optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (length {curriculum.length})",
+                       {"history": log.history, "steps": step, "diverged_at": step})
+
+        log.add(loss.item(), int((logits.detach().argmax(-1) == y).sum()), y.numel())
+        if (step + 1) % cfg.steps_per_epoch == 0:
+            acc = log.close(step + 1, curriculum.length, cfg.steps_per_epoch)
+            if curriculum.update(acc):
+                log.reached.setdefault(curriculum.length, step + 1)
+                if curriculum.done:
+                    break
+    train_time = time.perf_counter() - start
+    if weights_to is not None:
+        save_weights(model, weights_to)
+    return tracking_metrics(cfg, model, curriculum, log, step + 1, train_time, device)

@@ -123,3 +123,22 @@ def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
         results.write_atomic(path, {"v": 2})
     assert json.loads(path.read_text()) == {"v": 1}
     assert not list(path.parent.glob("*.tmp"))
+
+
+def test_every_code_dependency_exists_and_changes_the_hash(tmp_path, monkeypatch):
+    """The files behind each experiment's code hash exist (a rename would otherwise hide
+    stale records), and the hash follows their content."""
+    from pathlib import Path
+
+    import sst_core
+    from sst_core import results
+
+    pkg = Path(sst_core.__file__).resolve().parent
+    for experiment, files in results.CODE_DEPS.items():
+        missing = [f for f in files if not (pkg / f).is_file()]
+        assert not missing, (experiment, missing)
+    before = results.code_hash("tracking")
+    monkeypatch.setattr(results, "_code_hashes", {})
+    monkeypatch.setitem(results.CODE_DEPS, "tracking", results.CODE_DEPS["tracking"][:-1])
+    assert results.code_hash("tracking") != before
+    assert results.code_hash("no_such_experiment") is None
