@@ -228,13 +228,19 @@ def task_data(batch: int, length: int, device: torch.device
             group.order)
 
 
-def _ours(model: str, n_tokens: int, d_model: int, d_state: int, device: torch.device,
-          **kw: Any) -> nn.Module:
+def build_model(model: str, n_tokens: int, d_model: int, d_state: int, device: torch.device,
+                **kw: Any) -> nn.Module:
+    """A one-layer registry model (its weights drawn from the current torch seed)."""
     from .models import build
 
-    torch.manual_seed(SEED)
     return build(model, n_tokens, n_tokens, d_model=d_model, d_state=d_state, n_layers=1,
                  **kw).to(device)
+
+
+def _ours(model: str, n_tokens: int, d_model: int, d_state: int, device: torch.device,
+          **kw: Any) -> nn.Module:
+    torch.manual_seed(SEED)
+    return build_model(model, n_tokens, d_model, d_state, device, **kw)
 
 
 # -- entries -------------------------------------------------------------------------
@@ -254,7 +260,7 @@ def make_entry(name: str, kind: str, model: str, ctx: Context, sizes: dict[str, 
                anchor_name: str | None = None, target: float | None = None
                ) -> dict[str, Any]:
     """An entry from the timed samples (seconds per call) of ours and, if any, the anchor."""
-    n_tokens = sizes["batch"] * sizes["length"]
+    n_tokens = sizes.get("models", 1) * sizes["batch"] * sizes["length"]
     ours_s = _median(ours)
     anchor_s = _median(anchor) if anchor else None
     ratio = ours_s / anchor_s if anchor_s else None  # None: no anchor (or a 0 s reading)
@@ -323,7 +329,7 @@ def _register_defaults() -> None:
                                   ("state_gated_rnn", "gru", TRAIN_TARGET)):
         for d in RNN_WIDTHS:
             for kind, suffix, tgt in (("train", f"train_d{d}", target),
-                                      ("eval", f"eval_L1000_d{d}", None)):
+                                      ("eval", f"eval_L1000_d{d}", target)):
                 name = f"{model}_{suffix}"
                 register(name)(partial(compare_rnn, name=name, model=model, anchor=anchor,
                                        kind=kind, d=d, target=tgt))
@@ -560,7 +566,7 @@ del _L
 SCAN_LENGTHS = (1000, 4096)
 # (batch, channels) per size: channels = d_inner * N of a small Mamba (128 x 16)
 SCAN_SIZES = {"full": (8, 2048), "small": (1, 4)}
-SCAN_TARGET = 0.5  # ours / per-step autograd loop: at least 2x faster
+SCAN_TARGETS = {"cpu": 0.5, "cuda": 0.1}  # ours / per-step autograd loop: 2x (CPU), 10x (CUDA)
 
 
 def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28, repeat: int = 5) -> float:
@@ -615,7 +621,8 @@ def diag_scan_fwd_bwd(ctx: Context, *, L: int, complex_: bool) -> list[dict[str,
     name = f"diag_scan_{kind}_L{L}"
     entry = make_entry(name, "train", f"linear_scan ({kind})", ctx,
                        {"batch": batch, "length": L, "channels": channels, "dtype": str(dtype)},
-                       t_ours, t_ref, "linear_scan_ref (per-step autograd loop)", SCAN_TARGET)
+                       t_ours, t_ref, "linear_scan_ref (per-step autograd loop)",
+                       SCAN_TARGETS[ctx.device.type])
     moved = 8 * batch * L * channels * (8 if complex_ else 4)
     entry.update(bytes_moved=moved, achieved_bandwidth=moved / entry["ours_s"],
                  copy_bandwidth=copy_bandwidth(ctx.device,
@@ -629,3 +636,116 @@ for _L in SCAN_LENGTHS:
         register(f"diag_scan_{'complex' if _c else 'real'}_L{_L}")(
             partial(diag_scan_fwd_bwd, L=_L, complex_=_c))
 del _L, _c
+
+
+# -- many models at once -------------------------------------------------------------
+
+STACK_K = {"full": 16, "small": 2}  # models per stack
+STACK_TARGETS = {"cpu": 0.5, "cuda": 0.1}  # stacked / K sequential steps: 2x (CPU), 10x (CUDA)
+
+
+def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+    """One training step of K models at the quick profile's sizes stacked into one
+    computation (:class:`sst_core.stacked.StackedTracker`: ``vmap`` over stacked weights,
+    per-row clipping and AdamW) against K ordinary training steps one after the other
+    (each model with its own ``torch.optim.AdamW``, as K separate runs would do it)."""
+    from .config import get_profile
+    from .experiments import d_state_grid
+    from .stacked import StackedTracker
+
+    P = get_profile("quick")
+    K = STACK_K[ctx.size]
+    batch, length = (P.track_batch, 60) if ctx.size == "full" else (2, 8)
+    d_state = d_state_grid(P, model)[0]
+    _, _, n_tokens = task_data(1, 1, ctx.device)
+    models = []
+    for k in range(K):
+        torch.manual_seed(SEED + k)
+        models.append(build_model(model, n_tokens, P.track_d_model, d_state, ctx.device))
+    stack = StackedTracker([m for m in models], WEIGHT_DECAY, GRAD_CLIP)
+    gen = torch.Generator().manual_seed(SEED)
+    x = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
+    y = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
+
+    def ours() -> None:
+        logits = stack.logits(x)  # (K, b, L, n)
+        ce = F.cross_entropy(logits.reshape(-1, n_tokens), y.reshape(-1), reduction="none")
+        stack.step(ce.view(K, -1).mean(1), [LR] * K)
+
+    steps = [train_step(m, x[k], y[k]) for k, m in enumerate(models)]
+
+    def sequential() -> None:
+        for step in steps:
+            step()
+
+    t_ours, t_ref = time_side_by_side([ours, sequential], ctx.repeat, ctx.sizes.warmup,
+                                      ctx.device)
+    sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
+             "d_model": P.track_d_model}
+    return [make_entry(f"stacked_train_K{STACK_K['full']}_{model}", "train",
+                       f"{model} x{K}, stacked", ctx, sizes, t_ours, t_ref,
+                       f"{K} sequential training steps", STACK_TARGETS[ctx.device.type])]
+
+
+def _register_stacked() -> None:
+    from .experiments import TABLE2_MODELS
+
+    for model in TABLE2_MODELS:
+        register(f"stacked_train_K{STACK_K['full']}_{model}")(partial(stacked_training,
+                                                                      model=model))
+
+
+_register_stacked()
+
+
+# -- run records -----------------------------------------------------------------------
+
+RECORD_DIR = "bench"  # results/bench/: benchmark records, kept in git (the chapter reads them)
+
+
+def store(result: dict[str, Any], command: str, wall: float, root=None):
+    """Write ``result`` as a run record ``results/bench/<device>-<utc>.json`` (with the git
+    commit, package versions, device, wall time and the command that made it); return
+    the path. The benchmark chapter of the book renders these records."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from .results import _git_commit, _versions, results_dir, write_atomic
+
+    now = datetime.now(timezone.utc)
+    hw = result["hardware"]
+    record = {
+        "schema": 1, "experiment": "bench", "command": command,
+        "config": result["settings"], "device": hw["device"],
+        "device_name": hw["device_name"],
+        "git_commit": _git_commit(Path(__file__).resolve().parent),
+        "versions": _versions(), "wall_time_s": round(wall, 2),
+        "created_utc": now.isoformat(timespec="seconds"), **result,
+    }
+    path = (Path(root) if root else results_dir()) / RECORD_DIR / (
+        f"{hw['device']}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+    write_atomic(path, record)
+    return path
+
+
+def load_records(root=None, experiment: str = "bench") -> list[dict[str, Any]]:
+    """Every record under ``results/bench/``, oldest first: benchmark records
+    (``experiment="bench"``) or the GPU check's (``"gpu_check"``, files ``gpu-check-*``)."""
+    from pathlib import Path
+
+    from .results import results_dir
+
+    if experiment not in ("bench", "gpu_check"):
+        raise ValueError(f"unknown experiment {experiment!r}; allowed: bench, gpu_check")
+    folder = (Path(root) if root else results_dir()) / RECORD_DIR
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        if path.name.startswith("gpu-check-") != (experiment == "gpu_check"):
+            continue
+        record = json.loads(path.read_text())
+        key = "entries" if experiment == "bench" else "checks"
+        if record.get("experiment") != experiment or key not in record:
+            raise ValueError(f"{path} is not a {experiment} record (no {key!r})")
+        record["path"] = str(path)
+        out.append(record)
+    return sorted(out, key=lambda r: r["created_utc"])

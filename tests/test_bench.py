@@ -50,6 +50,7 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
+    expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     assert set(names) == expected
 
 
@@ -67,6 +68,10 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
             assert e["name"].endswith(f"_L{e['sizes']['length']}") and e["target"] == 0.5
             assert _positive(e["achieved_bandwidth"]) and _positive(e["copy_bandwidth"])
             assert e["bandwidth_share"] == pytest.approx(e["achieved_bandwidth"] / e["copy_bandwidth"])
+        elif e["name"].startswith("stacked_train_"):  # K models against K sequential steps
+            assert e["sizes"]["models"] == 2 and e["target"] == 0.5  # small: K = 2
+            assert e["tokens_per_s"] == pytest.approx(
+                2 * e["sizes"]["batch"] * e["sizes"]["length"] / e["ours_s"])
         elif e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
             assert f"_L{e['sizes']['length']}" in e["name"]
             assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
@@ -93,7 +98,7 @@ def test_anchors_and_targets(result):
     for d in (64, 128):
         train, ev = by_name[f"tanh_rnn_train_d{d}"], by_name[f"tanh_rnn_eval_L1000_d{d}"]
         assert train["anchor"] == ev["anchor"] == "torch.nn.RNN(tanh)"
-        assert train["target"] == 1.2 and train["sizes"]["d"] == d
+        assert train["target"] == ev["target"] == 1.2 and train["sizes"]["d"] == d
         assert by_name[f"state_gated_rnn_train_d{d}"]["anchor"] == "torch.nn.GRU"
         assert by_name[f"state_gated_rnn_eval_L1000_d{d}"]["anchor"] == "torch.nn.GRU"
     # the per-model rows use the quick profile's sizes
@@ -191,3 +196,21 @@ def test_a_new_benchmark_plugs_in_as_one_registered_function(monkeypatch):
     (e,) = out["entries"]
     assert e["name"] == "dummy_scan" and e["repeat"] == 2 and len(e["anchor_samples_s"]) == 2
     assert "dummy_scan" in bench.to_markdown(out)
+
+
+def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    argv = SMALL + ["--only", "tanh_rnn_train_d64", "--record"]
+    rc, out = _main(argv)
+    assert rc == 0 and "tanh_rnn_train_d64" in out
+    (record,) = bench.load_records()
+    assert record["experiment"] == "bench" and record["command"] == "sst " + " ".join(argv)
+    for key in ("git_commit", "versions", "device", "wall_time_s", "created_utc", "hardware",
+                "settings", "config"):
+        assert key in record, key
+    assert [e["name"] for e in record["entries"]] == ["tanh_rnn_train_d64"]
+    assert record["path"].startswith(str(tmp_path / "bench"))
+    assert bench.to_markdown(record).count("tanh_rnn_train_d64") == 1
+    (tmp_path / "bench" / "junk.json").write_text('{"experiment": "other"}')
+    with pytest.raises(ValueError, match="junk.json is not a bench record"):
+        bench.load_records()

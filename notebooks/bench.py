@@ -1,0 +1,136 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Speed: benchmarks
+#
+# The paper profile trains hundreds of small models (Table 2 alone is ten architectures
+# times three groups, two depths, three widths, three learning rates and three seeds, and
+# the Figure 4 sweep adds more), so how fast one training step runs decides whether the
+# book can be regenerated at full scale. This chapter shows the measurements that
+# `make bench` (`sst bench`) takes. Every comparison times our code and a reference side
+# by side in one run (ours, reference, ours, reference, ... after warm-up calls) and
+# reports medians; no test asserts a time, because times depend on the machine.
+#
+# What is compared, and the bar each comparison is held to:
+#
+# | comparison | reference | target (ours / reference) |
+# |---|---|---|
+# | tanh RNN and state-gated RNN: training step (forward, backward, AdamW) at $d$ = 64 and 128, batch 256, length 60; evaluation at length 1000 | `torch.nn.RNN` (tanh), `torch.nn.GRU` (fused kernels) | at most 1.2 |
+# | diagonal affine scan $h_t = a_t h_{t-1} + b_t$ (Mamba family, AUSSM; real and complex), forward and backward, lengths 1000 and 4096 | a per-step loop that autograd differentiates | at most 0.5 on the CPU, 0.1 on CUDA; bandwidth at least 40% of the measured copy bandwidth |
+# | $K = 16$ small models that differ in seed and learning rate, one training step as one stacked computation | 16 ordinary training steps one after the other | at most 0.5 on the CPU, 0.1 on CUDA |
+# | S4D kernel and FFT convolution at lengths 1024 to 16384 | the published S4D kernel's formula | time, and peak memory at most 0.25 |
+#
+# The stacked training is `sst_core.stacked`: the $K$ models' weights are stacked along a
+# new leading dimension and one `torch.func.vmap` runs all $K$ forward passes; the loss is
+# the sum of the $K$ losses, so one backward pass gives each model its own gradient, and
+# AdamW and gradient clipping act row by row. `tests/test_stacked.py` checks that it gives
+# the results of $K$ separate runs, and the Table 2, Table 3 and Figure 4 sweeps use it
+# (`track_stack` models at a time).
+
+# %% tags=["parameters", "remove-cell"]
+# Papermill parameters: `profile` (this chapter only reads stored benchmark records).
+profile = "quick"
+
+# %%
+from sst_core import config
+
+P = config.from_notebook("bench", globals())  # fails here on a typo or a wrong type
+print(f"profile {P.name}: this chapter shows stored benchmark records; the profile changes "
+      "nothing")
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+from sst_core import bench, plots
+from sst_core.reports import bench as bench_report
+
+records = bench.load_records()
+checks = bench.load_records(experiment="gpu_check")
+cpu, cuda = bench_report.latest(records, "cpu"), bench_report.latest(records, "cuda")
+print(f"{len(records)} benchmark record(s) under results/bench/; "
+      f"{len(checks)} GPU-check record(s)")
+
+# %% [markdown]
+# ## On the CPU
+#
+# The newest CPU record. The machine is named in the line below each heading; on a shared
+# machine repeated runs differ by up to about 30%, so a ratio within 1.3x of its target is
+# noise rather than a verdict.
+
+# %%
+if cpu is None:
+    display(Markdown("No CPU benchmark record yet: run `make bench BENCH_ARGS=--record`."))
+else:
+    display(Markdown("**Where and how:** " + bench_report.provenance(cpu)))
+    for table in bench_report.bench_tables(cpu):
+        display(table)
+
+# %% [markdown]
+# The figure puts every comparison that has a target on one axis: the measured ratio
+# divided by its target, so that everything left of the line meets its bar.
+
+# %%
+def target_figure(record, device_label):
+    rows = bench_report.targets(record)
+    names = [r["name"] for r in rows]
+    rel = np.array([r["ratio"] / r["target"] for r in rows])
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.4))
+    colors = ["tab:green" if v <= 1 else "tab:red" for v in rel]
+    ax.barh(range(len(rows)), rel, color=colors)
+    ax.axvline(1.0, color="black", lw=1)
+    ax.set_yticks(range(len(rows)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("ratio / target (left of 1: meets the target)")
+    plots.suptitle(fig, f"Benchmarks against their targets, {device_label} "
+                   f"({record['hardware']['device_name']}, size {record['settings']['size']})")
+    fig.tight_layout()
+    return fig, int((rel <= 1).sum()), len(rows)
+
+
+if cpu is not None:
+    fig, met, total = target_figure(cpu, "CPU")
+    glue("bench_cpu_met", f"{met} of {total}", display=False)
+    plt.show()
+
+# %% [markdown]
+# ## On CUDA
+#
+# `scripts/gpu_check.sh` runs on a machine with CUDA: it compares every model's and every
+# fast operation's output and gradients on the GPU with the CPU, then runs the same
+# benchmarks on the GPU, and stores both records here. It is never part of CI.
+
+# %%
+if checks:
+    display(bench_report.gpu_check_table(checks[-1]))
+if cuda is None:
+    display(Markdown("No CUDA record yet: no machine with CUDA has run "
+                     "`scripts/gpu_check.sh` for this version of the book. The CPU tables "
+                     "above are all we have measured."))
+else:
+    display(Markdown("**Where and how:** " + bench_report.provenance(cuda)))
+    for table in bench_report.bench_tables(cuda):
+        display(table)
+    fig, _, _ = target_figure(cuda, "CUDA")
+    plt.show()
+
+# %% [markdown]
+# ## Regenerating these numbers
+#
+# ```bash
+# make bench BENCH_ARGS=--record        # every comparison on this machine, stored as a record
+# make bench BENCH_ARGS='--only stacked_train_K16_mamba --repeat 9'
+# scripts/gpu_check.sh                  # on a machine with CUDA
+# ```
+#
+# `sst bench --format json` prints one entry per comparison with `ours_s`, `anchor_s`,
+# `ratio` and the sizes; `--list` names every comparison.

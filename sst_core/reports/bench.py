@@ -1,0 +1,95 @@
+"""The benchmark chapter's tables, from the records ``sst bench --record`` and
+``sst gpu-check`` store under ``results/bench/`` (never by timing anything here)."""
+from __future__ import annotations
+
+from typing import Any
+
+from . import Table
+
+# (title, name prefix, what the ratio compares) of each section, in the chapter's order
+SECTIONS = (
+    ("Dense recurrences against torch's fused RNN and GRU", ("tanh_rnn_", "state_gated_rnn_"),
+     "ours / torch (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN)"),
+    ("Diagonal affine scan, forward and backward", ("diag_scan_",),
+     "linear_scan / per-step autograd loop"),
+    ("Many models at once", ("stacked_train_",),
+     "one stacked step of K models / K sequential steps"),
+    ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
+     "chunked Vandermonde kernel / the published S4D kernel's formula"),
+    ("Throughput of every Table 2 model (quick-profile sizes, no anchor)", ("throughput_",), ""),
+)
+
+
+def latest(records: list[dict[str, Any]], device: str) -> dict[str, Any] | None:
+    """The newest record made on ``device`` ("cpu" or "cuda"), or None."""
+    found = [r for r in records if str(r["device"]).split(":")[0] == device]
+    return found[-1] if found else None
+
+
+def provenance(record: dict[str, Any]) -> str:
+    """One line: where, when, with what code and which command a record was made."""
+    hw, st = record["hardware"], record["settings"]
+    load = hw.get("load_avg_1m")
+    return (f"{hw['device_name']} ({hw['cpu_count']} logical CPU cores, {hw['cpu_model']}); "
+            f"torch {hw['torch_version']}, {hw['torch_threads']} threads; "
+            f"size {st['size']}, median of {st['repeat']} interleaved rounds; "
+            f"load average {load if load is not None else 'n/a'} at start; "
+            f"commit {record['git_commit'][:10]}, {record['created_utc']}; "
+            f"`{record['command']}`; wall time {record['wall_time_s']:.0f} s")
+
+
+def _ms(x: float | None) -> str:
+    return "" if x is None else f"{1e3 * x:,.2f}"
+
+
+def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
+                  compares: str) -> Table | None:
+    """The entries of one section as a table (None when the record has none)."""
+    entries = [e for e in record["entries"] if e["name"].startswith(prefixes)]
+    if not entries:
+        return None
+    extra: list[str] = []
+    if any("bandwidth_share" in e for e in entries):
+        extra = ["GB/s achieved", "share of copy bandwidth (goal >= 40%)"]
+    if any("memory_ratio" in e for e in entries):
+        extra = ["peak MB ours", "peak MB anchor", "memory ratio (target)"]
+    columns = ["name", "sizes", "ours ms", "anchor ms", "ratio", "target", "status",
+               "tokens/s"] + extra
+    rows = []
+    for e in entries:
+        sizes = " ".join(f"{k}={v}" for k, v in e["sizes"].items())
+        row = [e["name"], sizes, _ms(e["ours_s"]), _ms(e["anchor_s"]),
+               "" if e["ratio"] is None else f"{e['ratio']:.2f}",
+               "" if e["target"] is None else f"<= {e['target']:g}", e["status"],
+               "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
+        if extra and extra[0] == "GB/s achieved":
+            row += [f"{e['achieved_bandwidth'] / 1e9:.2f}", f"{e['bandwidth_share']:.0%}"]
+        elif extra:
+            row += [f"{e['ours_peak_bytes'] / 1e6:,.1f}", f"{e['anchor_peak_bytes'] / 1e6:,.1f}",
+                    f"{e['memory_ratio']:.2f} (<= {e['memory_target']:g}, "
+                    f"{e['memory_status']})"]
+        rows.append(row)
+    note = f"ratio = {compares}." if compares else ""
+    return Table(title, columns, rows, note=note, data=entries)
+
+
+def bench_tables(record: dict[str, Any]) -> list[Table]:
+    """Every section of a record that has entries."""
+    out = [section_table(record, *s) for s in SECTIONS]
+    return [t for t in out if t is not None]
+
+
+def targets(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries that have a target: name, ratio, target, status."""
+    return [{"name": e["name"], "ratio": e["ratio"], "target": e["target"],
+             "status": e["status"]} for e in record["entries"] if e["target"] is not None]
+
+
+def gpu_check_table(record: dict[str, Any]) -> Table:
+    rows = [[c["check"], f"{c['max_abs_diff_output']:.2e}", f"{c['max_abs_diff_grad']:.2e}",
+             "yes" if c["ok"] else "NO"] for c in record["checks"]]
+    return Table(f"CUDA against CPU ({record['hardware']['device_name']}, "
+                 f"{record['created_utc']})",
+                 ["check", "max abs diff, output", "max abs diff, gradients", "within tolerance"],
+                 rows, note=f"tolerance: |cuda - cpu| <= {record['rtol']:g} max|cpu| + "
+                 f"{record['atol']:g}", data=record["checks"])

@@ -1,0 +1,61 @@
+"""The GPU check's comparisons, run CPU against CPU (CI has no GPU)."""
+import pytest
+import torch
+
+from sst_core import cli, gpu_check
+
+
+def test_every_model_and_fast_op_has_a_check():
+    from sst_core.models.registry import PHIS, REGISTRY
+
+    names = set(gpu_check.cases())
+    for model in REGISTRY:
+        if model == "rnn_phi":
+            assert {f"model rnn_phi[{phi}]" for phi in PHIS} <= names
+        else:
+            assert f"model {model}" in names
+    for L in (1, 63, 1000):
+        assert {f"linear_scan real L={L}", f"linear_scan complex L={L}"} <= names
+    assert "S4D layer L=1024" in names and "stacked training step (mamba x3)" in names
+
+
+def test_cpu_against_cpu_passes_with_zero_difference():
+    only = ["model mamba", "model state_gated_rnn", "linear_scan complex L=63",
+            "stacked training step (mamba x3)"]
+    checks = gpu_check.compare_devices("cpu", only=only)
+    assert [c["check"] for c in checks] == only
+    for c in checks:
+        assert c["ok"] and c["max_abs_diff_output"] == 0 and c["max_abs_diff_grad"] == 0
+    table = gpu_check.to_markdown(checks)
+    assert table.count("| yes |") == len(only)
+
+
+def test_a_difference_beyond_tolerance_fails():
+    a = torch.ones(3)
+    assert gpu_check._err(a, a + 1e-5)[1]  # within 1e-3 relative
+    assert not gpu_check._err(a, a + 1e-2)[1]
+
+
+def test_store_writes_a_record(tmp_path):
+    checks = gpu_check.compare_devices("cpu", only=["linear_scan real L=1"])
+    path = gpu_check.store(checks, "cpu", 1.0, root=tmp_path)
+    import json
+
+    record = json.loads(path.read_text())
+    assert record["experiment"] == "gpu_check" and record["all_ok"] is True
+    assert record["checks"] == checks and record["git_commit"]
+    from sst_core import bench
+
+    (loaded,) = bench.load_records(tmp_path, experiment="gpu_check")
+    assert loaded["checks"] == checks
+    assert bench.load_records(tmp_path) == []  # not mistaken for a benchmark record
+
+
+def test_unknown_check_and_missing_cuda_are_clear_errors(capsys):
+    with pytest.raises(ValueError, match="unknown check"):
+        gpu_check.compare_devices("cpu", only=["model nope"])
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA build of torch"):
+            gpu_check.compare_devices("cuda")
+        assert cli.main(["gpu-check"]) == 2
+        assert "torch.cuda.is_available() is False" in capsys.readouterr().err
