@@ -1,12 +1,13 @@
 # The two commands of the quick start:
-#   make book   [PROFILE=smoke|quick|paper]   execute every notebook and build _build/html
+#   make book   [PROFILE=best|smoke|quick|paper]  execute every notebook and build _build/html
+#               (best: paper where its stored records cover a chapter, else quick)
 #   make test                                 run pytest (includes every notebook under smoke
 #                                             and a headless-Chromium check of the built book)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-PROFILE ?= quick
+PROFILE ?= best
 BENCH_ARGS ?=
 # torch's CPU allocator with transparent huge pages: 1.5-2x faster training steps here
 # (fresh memory otherwise page-faults; cpu-performance-notes.md). Read when torch loads.

@@ -37,6 +37,8 @@ from sst_core import config
 
 P = config.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
 print(f"{P.scale('n_words', 'word_length', 'seed')}; {P.description}")
+if P.chosen_because:
+    print(P.chosen_because)
 
 # %%
 import matplotlib.pyplot as plt

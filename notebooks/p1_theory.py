@@ -27,7 +27,7 @@ diag_samples = None
 from sst_core import config
 
 P = config.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
-print(P.scale("diag_samples", "track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
+print(P.banner("diag_samples", "track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
 
 # %%
 import matplotlib.pyplot as plt

@@ -41,6 +41,8 @@ from sst_core import config
 
 P = config.from_notebook("p2_memory", globals())  # fails here on a typo or a wrong type
 print(f"{P.scale('mem_N', 'mem_T', 'mem_sim_T', 'mem_gd_steps', 'seed')}; {P.description}")
+if P.chosen_because:
+    print(P.chosen_because)
 
 # %%
 import matplotlib.pyplot as plt

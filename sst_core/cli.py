@@ -5,13 +5,18 @@
     sst report NAME [--profile P] [--format md|json]
     sst report --list
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
-              [--size small|full] [--threads N] [--out FILE]
+              [--size small|full] [--threads N] [--out FILE] [--record]
+    sst sweep EXPERIMENT [--profile P] [--workers N] [--executor local|ray] [--address A]
+              [--retry-failed] [--retry-stale] [--stack K]
+    sst status [--profile P] [--experiment NAME ...] [--format md|json]
+    sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from . import config
@@ -21,6 +26,13 @@ def _profile(value: str) -> str:
     if value not in config.PROFILES:
         raise argparse.ArgumentTypeError(
             f"unknown profile {value!r}; allowed: {', '.join(config.PROFILES)}")
+    return value
+
+
+def _notebook_profile(value: str) -> str:
+    if value not in config.NOTEBOOK_PROFILES:
+        raise argparse.ArgumentTypeError(
+            f"unknown profile {value!r}; allowed: {', '.join(config.NOTEBOOK_PROFILES)}")
     return value
 
 
@@ -41,12 +53,15 @@ def _parser() -> argparse.ArgumentParser:
     nb = sub.add_parser("notebooks", help="execute notebooks with papermill")
     nb_sub = nb.add_subparsers(dest="action", required=True)
     run = nb_sub.add_parser("run", help="execute notebooks in book order")
-    run.add_argument("--profile", type=_profile, default="quick")
+    run.add_argument("--profile", type=_notebook_profile, default="quick",
+                     help="smoke, quick, paper, or best (paper where its records are stored)")
     run.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. p1_groups")
     run.add_argument("--root", type=Path, default=None, help="project root (default: found from cwd)")
 
     book = sub.add_parser("book", help="execute every notebook and build the book strictly")
-    book.add_argument("--profile", type=_profile, default="quick")
+    book.add_argument("--profile", type=_notebook_profile, default="best",
+                      help="smoke, quick, paper, or best (default: paper where its records "
+                      "are stored, else quick)")
     book.add_argument("--root", type=Path, default=None)
 
     rep = sub.add_parser("report", help="print a table of the book from stored run records")
@@ -71,6 +86,45 @@ def _parser() -> argparse.ArgumentParser:
     ben.add_argument("--threads", type=_positive_int, default=None,
                      help="torch intra-op threads (default: torch's own choice)")
     ben.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+    ben.add_argument("--record", action="store_true",
+                     help="also store a run record under results/bench/ (the book's "
+                     "benchmark chapter shows these)")
+
+    from .sweep import EXECUTORS, SWEEPS
+
+    swp = sub.add_parser("sweep", help="compute every missing run of an experiment (resumable)",
+                         description="Compute every run of an experiment's grid that has no "
+                         "stored record. Safe to kill and rerun: records are atomic, runs are "
+                         "claimed, a killed worker's claims are recovered. Experiments: "
+                         + "; ".join(f"{k}: {v[0]}" for k, v in SWEEPS.items()))
+    swp.add_argument("experiment", choices=list(SWEEPS) + ["all"], metavar="EXPERIMENT",
+                     help=", ".join(SWEEPS) + ", or all")
+    swp.add_argument("--profile", type=_profile, default="quick")
+    swp.add_argument("--workers", type=_positive_int, default=1,
+                     help="processes (local) or concurrent tasks (ray); default 1")
+    swp.add_argument("--executor", choices=EXECUTORS, default="local")
+    swp.add_argument("--address", default=None, help="ray: the cluster to join (ray://... or "
+                     "host:port); default: a local Ray instance")
+    swp.add_argument("--retry-failed", action="store_true", help="compute failed runs again")
+    swp.add_argument("--retry-stale", action="store_true",
+                     help="recompute records made by an older version of their code")
+    swp.add_argument("--stack", type=_positive_int, default=None,
+                     help="tracking runs trained as one stack (default: the profile's)")
+
+    sta = sub.add_parser("status", help="runs done, missing, failed and stale per experiment")
+    sta.add_argument("--profile", type=_profile, default="quick")
+    sta.add_argument("--experiment", nargs="+", choices=list(SWEEPS), default=None)
+    sta.add_argument("--format", choices=("md", "json"), default="md")
+
+    gpu = sub.add_parser("gpu-check", help="CUDA results against CPU results, then the "
+                         "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
+                         description="Compare every model's and fast op's output and "
+                         "gradients on the device with the CPU, run the benchmarks on the "
+                         "device, and store both as records under results/bench/.")
+    gpu.add_argument("--device", default="cuda", help="the device to check (default cuda)")
+    gpu.add_argument("--no-bench", action="store_true", help="only the comparisons")
+    gpu.add_argument("--bench-size", choices=("small", "full"), default="full")
+    gpu.add_argument("--repeat", type=_positive_int, default=5)
 
     lra = sub.add_parser("lra", help="train the LRA tables on chosen tasks (e.g. your LRA files)",
                          description="Run the main table and/or the ablation of the chapter "
@@ -120,12 +174,13 @@ def _lra(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench(args: argparse.Namespace) -> int:
+def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from . import bench
 
     if args.list:
         print("\n".join(bench.names()))
         return 0
+    start = time.perf_counter()
     try:
         result = bench.run(args.only, device=args.device, size=args.size, repeat=args.repeat,
                            threads=args.threads)
@@ -136,13 +191,79 @@ def _bench(args: argparse.Namespace) -> int:
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(bench.to_json(result) + "\n")
+    if args.record:
+        command = "sst " + " ".join(sys.argv[1:] if argv is None else argv)
+        path = bench.store(result, command, time.perf_counter() - start)
+        print(f"record: {path}", file=sys.stderr)
     return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from . import sweep
+
+    names = list(sweep.SWEEPS) if args.experiment == "all" else [args.experiment]
+    for name in names:
+        try:
+            result = sweep.sweep(name, args.profile, workers=args.workers,
+                                 executor=args.executor, address=args.address,
+                                 retry_failed=args.retry_failed, retry_stale=args.retry_stale,
+                                 stack=args.stack,
+                                 progress=lambda o: print(" ".join(f"{k}:{v}" for k, v in
+                                                                   o.items()), flush=True))
+        except ValueError as err:
+            print(f"sst sweep: {err}", file=sys.stderr)
+            return 2
+        print(result.summary())
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from . import sweep
+
+    rows = sweep.status(args.profile, args.experiment)
+    if args.format == "json":
+        print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
+    else:
+        print(sweep.status_markdown(rows, args.profile))
+    return 0
+
+
+def _gpu_check(args: argparse.Namespace) -> int:
+    from . import bench, gpu_check
+
+    start = time.perf_counter()
+    try:
+        checks = gpu_check.compare_devices(args.device)
+    except (ValueError, RuntimeError) as err:
+        print(f"sst gpu-check: {err}", file=sys.stderr)
+        return 2
+    print(gpu_check.to_markdown(checks))
+    path = gpu_check.store(checks, args.device, time.perf_counter() - start)
+    print(f"record: {path}", file=sys.stderr)
+    ok = all(c["ok"] for c in checks)
+    if not args.no_bench:
+        start = time.perf_counter()
+        result = bench.run(device=args.device, size=args.bench_size, repeat=args.repeat)
+        print(bench.to_markdown(result))
+        path = bench.store(result, f"sst bench --device {args.device} --size {args.bench_size} "
+                           f"--repeat {args.repeat}", time.perf_counter() - start)
+        print(f"record: {path}", file=sys.stderr)
+    return 0 if ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "gpu-check":
+        return _gpu_check(args)
+    if args.command == "sweep":
+        return _sweep(args)
+    if args.command == "status":
+        return _status(args)
     if args.command == "bench":
-        return _bench(args)
+        return _bench(args, argv)
     if args.command == "lra":
         return _lra(args)
     if args.command == "report":

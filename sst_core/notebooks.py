@@ -164,7 +164,8 @@ def run_notebooks(root: Path, profile: str, only: Sequence[str] | None = None,
     """Execute the chosen notebooks in book order, printing one summary line each."""
     from tqdm.auto import tqdm
 
-    config.get_profile(profile)
+    if profile not in config.NOTEBOOK_PROFILES:
+        config.get_profile(profile)  # raises, naming the profiles
     names = select(root, only)
     for name in names:  # validate everything before running anything
         config.check_parameters(name, {"profile": profile, **(parameters or {})})

@@ -1,0 +1,307 @@
+"""Resumable sweeps (sst_core.sweep): claims, kill-and-resume, executors, status."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sst_core import cli, sweep
+from sst_core.config import TrackingConfig, config_hash, get_profile
+from sst_core.experiments import table2_grid
+from sst_core.results import cached_run, load_record, record_path
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _cfg(**kw) -> TrackingConfig:
+    base = dict(model="linear_rnn", group="C2", n_layers=1, d_model=8, d_state=8, lr=0.01,
+                seed=0, profile="smoke", batch=8, max_steps=4, steps_per_epoch=2,
+                curriculum_patience=1, eval_lengths=(60,), eval_samples=8, device="cpu")
+    base.update(kw)
+    return TrackingConfig(**base)
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+# -- claims -------------------------------------------------------------------------------
+
+def test_a_claim_is_exclusive_until_released(root):
+    a, b = sweep.Claim(_cfg()), sweep.Claim(_cfg())
+    assert a.acquire() and not b.acquire()
+    info = json.loads(a.path.read_text())
+    assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
+    a.release()
+    assert not a.path.exists() and b.acquire()
+    b.release()
+
+
+def test_a_claim_left_by_a_dead_process_is_recovered(root):
+    path = sweep.claim_path(_cfg())
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"host": socket.gethostname(), "pid": _dead_pid(), "since": 0}))
+    assert sweep.is_stale(path)
+    claim = sweep.Claim(_cfg())
+    assert claim.acquire()
+    assert json.loads(path.read_text())["pid"] == os.getpid()
+    assert list(path.parent.glob("*.stale-*")) == []  # the old claim is cleaned up
+    claim.release()
+
+
+def test_a_claim_from_another_host_is_stale_only_when_its_heartbeat_stops(root):
+    path = sweep.claim_path(_cfg())
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "since": 0}))
+    assert not sweep.is_stale(path) and not sweep.Claim(_cfg()).acquire()
+    old = time.time() - sweep.STALE_AFTER_S - 5
+    os.utime(path, (old, old))
+    assert sweep.is_stale(path)
+    path.write_text("{not json")  # a claim cut short while being written
+    assert sweep.is_stale(path)
+
+
+def test_the_heartbeat_refreshes_a_working_claim(root, monkeypatch):
+    monkeypatch.setattr(sweep, "HEARTBEAT_S", 0.05)
+    claim = sweep.Claim(_cfg())
+    assert claim.acquire()
+    old = time.time() - 1000
+    os.utime(claim.path, (old, old))
+    time.sleep(0.3)
+    assert time.time() - claim.path.stat().st_mtime < 10
+    claim.release()
+
+
+def test_run_task_skips_claimed_and_stored_runs(root):
+    a, b, c = _cfg(seed=0), _cfg(seed=1), _cfg(seed=2)
+    cached_run(c, lambda cfg: {"x": 1})
+    other = sweep.Claim(b)
+    assert other.acquire()
+    out = sweep.run_task([a, b, c])
+    other.release()
+    assert out == {config_hash(a): "computed", config_hash(b): "claimed",
+                   config_hash(c): "stored"}
+    assert load_record(record_path(a))["status"] == "ok"
+    assert not record_path(b).exists() and not sweep.claim_path(a).exists()
+
+
+# -- sweeps -------------------------------------------------------------------------------
+
+def _records(root: Path, experiment: str = "tracking") -> dict[str, dict]:
+    out = {}
+    for path in sorted((root / "smoke" / experiment).glob("*.json")):
+        rec = load_record(path)  # every file parses
+        assert rec["run_id"] not in out
+        out[rec["run_id"]] = rec
+    return out
+
+
+def test_kill_and_resume_loses_nothing_and_does_nothing_twice(root):
+    """A sweep with two workers is SIGKILLed (with its workers) after a few records; the
+    rerun completes the grid, leaves no claim or temporary file, and does not rewrite
+    what the first sweep stored."""
+    grid = table2_grid(get_profile("smoke"))
+    env = {**os.environ, "SST_RESULTS_DIR": str(root), "SST_PROGRESS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "sst_core", "sweep", "table2", "--profile",
+                             "smoke", "--workers", "2"], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    folder = root / "smoke" / "tracking"
+    deadline = time.time() + 300
+    while time.time() < deadline and len(list(folder.glob("*.json"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.json")}
+    assert 3 <= len(first) < len(grid), "the kill should land mid-sweep"
+
+    # at once: a killed worker may still be exiting; the sweep waits for its claims
+    result = sweep.sweep("table2", "smoke", workers=1)
+    records = _records(root)
+    assert set(records) == {config_hash(c) for c in grid}
+    assert result.count("computed") == len(grid) - len(first)
+    for name, mtime in first.items():
+        assert (folder / name).stat().st_mtime_ns == mtime  # not recomputed
+    leftovers = [p.name for p in folder.iterdir() if p.suffix not in (".json", ".pt")]
+    assert leftovers == []
+    again = sweep.sweep("table2", "smoke")
+    assert again.count("computed") == 0 and again.count("stored") == len(grid)
+
+
+def test_failed_runs_are_retried_only_when_asked(root, monkeypatch):
+    from sst_core import experiments
+    from sst_core.results import RunFailed
+
+    def boom(cfg):
+        raise RunFailed("diverged on purpose")
+
+    monkeypatch.setitem(experiments.RUNNERS, "groups_order_sensitivity", boom)
+    sweep.sweep("groups", "smoke")
+    recs = _records(root, "groups_order_sensitivity")
+    assert recs and all(r["status"] == "failed" for r in recs.values())
+    assert sweep.sweep("groups", "smoke").count("computed") == 0
+    monkeypatch.undo()
+    monkeypatch.setenv("SST_RESULTS_DIR", str(root))
+    assert sweep.sweep("groups", "smoke", retry_failed=True).count("computed") == len(recs)
+    assert all(r["status"] == "ok" for r in _records(root, "groups_order_sensitivity").values())
+
+
+def test_stacked_sweep_matches_unstacked_records(tmp_path, monkeypatch):
+    """The sweep's stacks give the records of one-by-one runs (up to float rounding)."""
+    grid = [_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)]
+    monkeypatch.setattr(sweep, "phases", lambda name, P: [grid])
+    a, b = tmp_path / "a", tmp_path / "b"
+    sweep.sweep("table2", "smoke", stack=4, root=a)
+    sweep.sweep("table2", "smoke", stack=1, root=b)
+    ra, rb = _records(a), _records(b)
+    assert set(ra) == set(rb) == {config_hash(c) for c in grid}
+    for rid in ra:
+        assert ra[rid]["stack"]["size"] == 4 and "stack" not in rb[rid]
+        for L, v in ra[rid]["metrics"]["eval"].items():
+            assert v["token"] == pytest.approx(rb[rid]["metrics"]["eval"][L]["token"], abs=0.02)
+
+
+def _metrics_without_timing(record: dict) -> dict:
+    m = dict(record["metrics"])
+    m.pop("train_time_s", None)
+    return m
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _cfg(model="mamba", max_steps=6),
+    lambda: replace(_cfg(model="state_gated_rnn", max_steps=6), group="S3"),
+])
+def test_same_config_and_seed_give_the_same_record(tmp_path, make):
+    """Determinism on the CPU (same torch thread count): two fresh runs of one config
+    store identical metrics; the records name the code that made them."""
+    from sst_core.experiments import run
+
+    cfg = make()
+    first = run(cfg, root=tmp_path / "1")
+    second = run(cfg, root=tmp_path / "2")
+    assert _metrics_without_timing(first) == _metrics_without_timing(second)
+    for rec in (first, second):
+        assert rec["git_commit"] and rec["code_hash"] and rec["host"]["torch_threads"] >= 1
+    assert first["code_hash"] == second["code_hash"]
+
+
+# -- status -------------------------------------------------------------------------------
+
+def test_status_counts_done_failed_missing_running_and_stale(root):
+    P = get_profile("smoke")
+    grid = table2_grid(P)
+    ok = [cached_run(c, lambda cfg: {"m": 1}) for c in grid[:4]]
+    from sst_core.results import RunFailed
+
+    def fail(cfg):
+        raise RunFailed("no")
+
+    cached_run(grid[4], fail)
+    claim = sweep.Claim(grid[5])
+    assert claim.acquire()
+    stale = record_path(grid[0])  # made by "other code"
+    rec = json.loads(stale.read_text())
+    rec["code_hash"] = "0000"
+    stale.write_text(json.dumps(rec))
+    old = record_path(grid[1])  # made before records kept a code hash
+    rec = json.loads(old.read_text())
+    del rec["code_hash"]
+    old.write_text(json.dumps(rec))
+    (row,) = sweep.status("smoke", ["table2"])
+    claim.release()
+    assert (row.total, row.done, row.failed, row.missing) == (len(grid), 4, 1, len(grid) - 5)
+    assert (row.claimed, row.stale, row.unknown_code) == (1, 1, 1)
+    assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
+    text = sweep.status_markdown([row], "smoke")
+    assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 1 | 1 | 1 |" in text
+    # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
+    # one (current code) stays failed
+    result = sweep.sweep("table2", "smoke", retry_stale=True, stack=1)
+    assert result.count("computed") == (len(grid) - 5) + 2
+    assert load_record(record_path(grid[4]))["status"] == "failed"
+
+
+def test_bad_names_are_clear_errors(root, capsys):
+    with pytest.raises(ValueError, match="unknown experiment 'tabel2'; allowed: groups"):
+        sweep.sweep("tabel2", "smoke")
+    with pytest.raises(ValueError, match="unknown executor 'dask'"):
+        sweep.sweep("table2", "smoke", executor="dask")
+    with pytest.raises(ValueError, match="unknown profile 'fast'"):
+        sweep.sweep("table2", "fast")
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "tabel2"])
+    assert "invalid choice: 'tabel2'" in capsys.readouterr().err
+
+
+def test_status_cli_prints_every_sweep(root, capsys):
+    assert cli.main(["status", "--profile", "smoke"]) == 0
+    out = capsys.readouterr().out
+    for name in sweep.SWEEPS:
+        assert f"| {name} |" in out
+    assert cli.main(["status", "--profile", "smoke", "--format", "json",
+                     "--experiment", "table3"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["experiment"] == "table3" and row["missing"] == row["total"] > 0
+
+
+def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):
+    """A small sweep on a local Ray instance stores the records the local executor does."""
+    pytest.importorskip("ray")
+    grid = [_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)] + [
+        _cfg(model="mamba", seed=0)]
+    monkeypatch.setattr(sweep, "phases", lambda name, P: [grid])
+    monkeypatch.setenv("SST_PROGRESS", "0")
+    ray_root, local_root = tmp_path / "ray", tmp_path / "local"
+    r = sweep.sweep("table2", "smoke", workers=2, executor="ray", stack=2, root=ray_root)
+    l = sweep.sweep("table2", "smoke", workers=1, executor="local", stack=2, root=local_root)
+    assert r.count("computed") == l.count("computed") == len(grid)
+    a, b = _records(ray_root), _records(local_root)
+    assert set(a) == set(b) == {config_hash(c) for c in grid}
+    for rid in a:
+        assert a[rid]["config"] == b[rid]["config"] and a[rid]["status"] == b[rid]["status"]
+        assert a[rid].get("stack", {}).get("run_ids") == b[rid].get("stack", {}).get("run_ids")
+        assert _metrics_without_timing(a[rid]) == _metrics_without_timing(b[rid])
+
+
+# -- the best available profile -----------------------------------------------------------
+
+def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
+    from sst_core import config
+    from sst_core.experiments import table3_grid
+
+    paper_table3 = table3_grid(get_profile("paper"))
+    assert sweep.chapter_coverage("p1_table3", "paper") == (0, len(paper_table3))
+    name, why = config.best_profile("p1_table3")
+    assert name == "quick" and f"0 of {len(paper_table3)}" in why
+    for cfg in paper_table3[:-1]:
+        cached_run(cfg, lambda c: {"m_p": None})
+    assert config.best_profile("p1_table3")[0] == "quick"
+    cached_run(paper_table3[-1], lambda c: {"m_p": None})
+    P = config.settings("p1_table3", "best")
+    assert P.name == "paper" and "all" in P.chosen_because
+    assert P.banner().endswith(P.chosen_because) and P.chosen_because not in P.scale()
+    # a chapter that reads no sweep computes at quick
+    assert config.settings("p2_memory", "best").name == "quick"
+    assert config.get_profile("paper").chosen_because == ""
+
+
+def test_best_is_a_notebook_profile_only(root, capsys):
+    from sst_core import config
+
+    config.check_parameters("p1_table2", {"profile": "best"})
+    with pytest.raises(config.ConfigError, match="unknown profile 'bets'"):
+        config.check_parameters("p1_table2", {"profile": "bets"})
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "table2", "--profile", "best"])
+    assert "unknown profile 'best'" in capsys.readouterr().err
