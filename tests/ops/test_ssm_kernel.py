@@ -150,7 +150,7 @@ def test_discretize_diag_shapes_and_limits():
 
 # -- convolution -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("L", [1, 63, 1000, 4096])
 def test_fft_conv_equals_direct_sum(L):
     g = torch.Generator().manual_seed(L)
     u = torch.randn(2, 3, L, generator=g, dtype=torch.float64)
@@ -194,7 +194,7 @@ def test_fft_conv_rejects_bad_kernel_length():
 # -- kernel + convolution = the recurrence ----------------------------------------------
 
 @pytest.mark.parametrize("method", ["zoh", "bilinear"])
-@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("L", [1, 63, 1000, 4096])
 def test_kernel_conv_equals_recurrence(method, L):
     """Output and gradients w.r.t. Lambda, dt, B, C, D and u."""
     g = torch.Generator().manual_seed(L)
@@ -218,7 +218,7 @@ def test_kernel_conv_equals_recurrence(method, L):
     assert_all_close(got, want, rtol=1e-8, atol=1e-9)
 
 
-@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("L", [1, 63, 1000, 4096])
 @pytest.mark.parametrize("two_sided", [False, True])
 def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
     """The custom backward (keeps u and K, recomputes the spectra) against autograd through
