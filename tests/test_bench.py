@@ -211,6 +211,16 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     assert [e["name"] for e in record["entries"]] == ["tanh_rnn_train_d64"]
     assert record["path"].startswith(str(tmp_path / "bench"))
     assert bench.to_markdown(record).count("tanh_rnn_train_d64") == 1
+    from sst_core.reports import bench as report
+
+    assert report.latest([record], "cpu") is record and report.latest([record], "cuda") is None
+    line = report.provenance(record)
+    assert record["git_commit"][:10] in line and record["command"] in line
+    (table,) = report.bench_tables(record)  # only the dense-RNN section has entries
+    assert table.title.startswith("Dense recurrences") and table.rows[0][0] == "tanh_rnn_train_d64"
+    entry = record["entries"][0]
+    assert report.targets(record) == [{"name": "tanh_rnn_train_d64", "ratio": entry["ratio"],
+                                       "target": 1.2, "status": entry["status"]}]
     (tmp_path / "bench" / "junk.json").write_text('{"experiment": "other"}')
     with pytest.raises(ValueError, match="junk.json is not a bench record"):
         bench.load_records()

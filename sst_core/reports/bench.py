@@ -30,10 +30,12 @@ def provenance(record: dict[str, Any]) -> str:
     """One line: where, when, with what code and which command a record was made."""
     hw, st = record["hardware"], record["settings"]
     load = hw.get("load_avg_1m")
-    return (f"{hw['device_name']} ({hw['cpu_count']} logical CPU cores, {hw['cpu_model']}); "
+    where = (f"{hw['cpu_model']}, {hw['cpu_count']} logical cores" if hw["device"] == "cpu"
+             else f"{hw['device_name']} (host: {hw['cpu_model']}, {hw['cpu_count']} logical cores)")
+    return (f"{where}; "
             f"torch {hw['torch_version']}, {hw['torch_threads']} threads; "
             f"size {st['size']}, median of {st['repeat']} interleaved rounds; "
-            f"load average {load if load is not None else 'n/a'} at start; "
+            f"load average {'n/a' if load is None else f'{load:.2f}'} at start; "
             f"commit {record['git_commit'][:10]}, {record['created_utc']}; "
             f"`{record['command']}`; wall time {record['wall_time_s']:.0f} s")
 
