@@ -101,7 +101,7 @@ def _versions() -> dict[str, str]:
 _TRACKING_CODE = ("train.py", "stacked.py", "groups.py", "tasks/tracking.py", "models/__init__.py",
                   "models/base.py", "models/registry.py", "models/cells.py",
                   "models/selective.py", "models/unitary.py", "models/attention.py",
-                  "ops/scan.py", "ops/rnn_scan.py")
+                  "ops/scan.py", "ops/rnn_scan.py", "ops/selective_scan.py")
 CODE_DEPS: dict[str, tuple[str, ...]] = {
     "groups_order_sensitivity": ("experiments.py", "groups.py", "tasks/tracking.py"),
     "tracking": _TRACKING_CODE,

@@ -6,6 +6,7 @@ stored as ``[Re; Im]``) and exposes its recurrence one token at a time:
 
     layer.step(h, u) -> (h_next, y)      h: (b, D_layer), u: (b, d_in), y: (b, d_out)
     layer.scan(u, h0=None) -> (hs, ys)   u: (b, L, d_in), hs: (b, L, D_layer), ys: (b, L, d_out)
+    layer.outputs(u, h0=None) -> ys      scan's ys alone (what the model's forward uses)
 
 ``scan`` is the fast path and must equal ``step`` unrolled. A layer is *affine* when
 ``d h_next / d h`` does not depend on ``h`` (for a fixed input ``u``); that is the
@@ -65,6 +66,11 @@ class RecurrentLayer(nn.Module):
             ys.append(y)
         return torch.stack(hs, 1), torch.stack(ys, 1)  # (b, L, D), (b, L, d_out)
 
+    def outputs(self, u: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
+        """``scan(u, h0)[1]``, the outputs alone (all that ``forward`` needs); a layer whose
+        states are costly to build overrides it to skip them."""
+        return self.scan(u, h0)[1]
+
 
 class RMSNorm(nn.Module):
     def __init__(self, d: int, eps: float = 1e-5):
@@ -115,10 +121,9 @@ class SequenceModel(nn.Module):
         outs = []
         for i, layer in enumerate(self.layers):
             if self.residual:
-                _, y = layer.scan(self.norms[i](x))
-                x = x + y  # (b, L, d_model)
+                x = x + layer.outputs(self.norms[i](x))  # (b, L, d_model)
             else:
-                _, x = layer.scan(x)  # (b, L, d_out)
+                x = layer.outputs(x)  # (b, L, d_out)
             outs.append(x)
         outs[-1] = self.final_norm(outs[-1])
         return outs

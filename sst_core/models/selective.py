@@ -16,6 +16,10 @@ with ``a_t = exp(Delta_t A)``, ``A = -exp(A_log)`` (eigenvalues in (0, 1)); **Ne
 Mamba** (4.2, Grazzi et al.) uses ``a_t = 2 exp(Delta_t A) - 1`` (eigenvalues in (-1, 1))
 and is otherwise identical (``MambaConfig.negative``).
 
+``MambaLayer.outputs`` (what the model's ``forward`` uses) runs the fused selective scan
+of :mod:`sst_core.ops.selective_scan`, which never builds the ``(b, L, E, N)`` states;
+``scan`` still returns them.
+
 The conv's last ``k - 1`` inputs are part of the state, so ``step`` is exact. The flat
 state is ``[h (d_inner * N); window ((k - 1) * d_inner, oldest first)]``. The map
 ``h_{t-1} -> h_t`` is affine in the SSM state ``h`` for a fixed input window; it is *not*
@@ -69,6 +73,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from ..ops import linear_scan
+from ..ops.selective_scan import selective_scan
 from .base import RecurrentLayer, RMSNorm, SequenceModel
 from .registry import _check_size
 
@@ -144,13 +149,25 @@ class CausalConv(nn.Module):
         self.bias = nn.Parameter(torch.empty(d).uniform_(-bound, bound))
         self.state_size = (k - 1) * d
 
-    def scan(self, x: torch.Tensor, window0: torch.Tensor | None
-             ) -> tuple[torch.Tensor, torch.Tensor]:
+    def _extend(self, x: torch.Tensor, window0: torch.Tensor | None) -> torch.Tensor:
+        """The inputs after the window: (b, L + k - 1, d)."""
         b, L, d = x.shape
         if window0 is None:
             window0 = x.new_zeros(b, self.state_size)
-        x_ext = torch.cat([window0.view(b, self.k - 1, d), x], 1)  # (b, L + k - 1, d)
-        y = self.bias + sum(self.weight[:, j] * x_ext[:, j:j + L] for j in range(self.k))
+        return torch.cat([window0.view(b, self.k - 1, d), x], 1)
+
+    def _conv(self, x_ext: torch.Tensor, L: int) -> torch.Tensor:
+        return self.bias + sum(self.weight[:, j] * x_ext[:, j:j + L] for j in range(self.k))
+
+    def outputs(self, x: torch.Tensor, window0: torch.Tensor | None) -> torch.Tensor:
+        """``scan(x, window0)[0]`` without the windows: (b, L, d)."""
+        return self._conv(self._extend(x, window0), x.shape[1])
+
+    def scan(self, x: torch.Tensor, window0: torch.Tensor | None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        b, L, d = x.shape
+        x_ext = self._extend(x, window0)  # (b, L + k - 1, d)
+        y = self._conv(x_ext, L)
         windows = x_ext.unfold(1, self.k - 1, 1)[:, 1:]  # (b, L, d, k - 1)
         return y, windows.transpose(2, 3).reshape(b, L, self.state_size)  # (b, L, d), ...
 
@@ -245,18 +262,31 @@ class MambaLayer(RecurrentLayer):
         self.conv_state_size = self.conv.state_size
         self.state_size = self.n_ssm + self.conv_state_size
 
-    def _transition(self, x: torch.Tensor):
-        """From the conv output x (..., E): a, Delta x B^T (..., E, N) and C (..., N)."""
+    def _coefficients(self, x: torch.Tensor):
+        """From the conv output x (..., E): Delta (..., E), A (E, N), B and C (..., N)."""
         N = self.cfg.d_state
         d, B, C = self.x_proj(x).split([self.dt_rank, N, N], -1)
-        dt = F.softplus(self.dt_proj(d))  # (..., E)
-        a = discretize(dt, -torch.exp(self.A_log), self.cfg.negative)  # (..., E, N)
+        return F.softplus(self.dt_proj(d)), -torch.exp(self.A_log), B, C
+
+    def _transition(self, x: torch.Tensor):
+        """From the conv output x (..., E): a, Delta x B^T (..., E, N) and C (..., N)."""
+        dt, A, B, C = self._coefficients(x)  # (..., E), (E, N), (..., N), (..., N)
+        a = discretize(dt, A, self.cfg.negative)  # (..., E, N)
         return a, (dt * x)[..., None] @ B[..., None, :], C  # outer product, cheap backward
+
+    def _gate(self, y, x, z):
+        """out = W_out((y + D x) * SiLU(z)); y = C . h, x, z (..., E)."""
+        return self.out_proj((y + self.D * x) * F.silu(z))  # (..., D)
 
     def _readout(self, h, C, x, z):
         """out = W_out((C . h + D x) * SiLU(z)); h (..., E, N), C (..., N), x, z (..., E)."""
-        y = (h @ C[..., None])[..., 0] + self.D * x  # (..., E)
-        return self.out_proj(y * F.silu(z))  # (..., D)
+        return self._gate((h @ C[..., None])[..., 0], x, z)
+
+    def _split_state(self, h0: torch.Tensor | None):
+        """The SSM state (b, E, N) and the conv window of a flat state h0, or Nones."""
+        if h0 is None:
+            return None, None
+        return h0[:, :self.n_ssm].view(h0.shape[0], self.d_inner, -1), h0[:, self.n_ssm:]
 
     def step(self, h, u):
         b = u.shape[0]
@@ -270,10 +300,7 @@ class MambaLayer(RecurrentLayer):
 
     @time_chunked
     def scan(self, u, h0=None):
-        b, L, _ = u.shape
-        s0 = window0 = None
-        if h0 is not None:
-            s0, window0 = h0[:, :self.n_ssm].view(b, self.d_inner, -1), h0[:, self.n_ssm:]
+        s0, window0 = self._split_state(h0)
         x, z = self.in_proj(u).chunk(2, -1)  # (b, L, E) each
         x, windows = self.conv.scan(x, window0)
         x = F.silu(x)
@@ -281,6 +308,22 @@ class MambaLayer(RecurrentLayer):
         hs = linear_scan(a, bu, s0)  # (b, L, E, N)
         ys = self._readout(hs, C, x, z)  # (b, L, D)
         return torch.cat([hs.flatten(2), windows], -1), ys
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` by the fused selective scan, which builds no (b, L, E, N)
+        tensor (:mod:`sst_core.ops.selective_scan`): what ``forward`` and training use.
+
+        On CPU only: its step-by-step loop would be one kernel launch per step on a GPU,
+        where ``scan`` (whole-sequence tensors, the chunked CUDA scan) is kept.
+        """
+        if u.is_cuda:
+            return self.scan(u, h0)[1]
+        s0, window0 = self._split_state(h0)
+        x, z = self.in_proj(u).chunk(2, -1)  # (b, L, E) each
+        x = F.silu(self.conv.outputs(x, window0))
+        dt, A, B, C = self._coefficients(x)  # (b, L, E), (E, N), (b, L, N), (b, L, N)
+        y = selective_scan(dt, A, x, B, C, s0, self.cfg.negative)  # (b, L, E)
+        return self._gate(y, x, z)  # (b, L, D)
 
 
 def mamba(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,
