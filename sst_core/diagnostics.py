@@ -229,6 +229,46 @@ def distinguishability(h, states, W_out=None, n_g: int | None = None) -> Disting
     return Distinguishability(R=R, M=M, q=q, q_sqrt=q_sqrt)
 
 
+# -- without the oracle: labels from the hidden states alone ------------------------------
+LABEL_FREE_METHODS = ("decoded", "clusters")
+
+
+def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | None = None,
+                      seed: int = 0) -> np.ndarray:
+    """Stand-in labels for the oracle states, from the hidden states alone: ``(b, L)`` ints.
+
+    - ``decoded``: the model's own prediction ``argmax(W_out h + b_out)`` at each position;
+    - ``clusters``: k-means (``n_g`` clusters, ``scipy.cluster.vq.kmeans2``, k-means++ seeded
+      by ``seed``) of the read-out states ``W_out h`` at each time on its own.
+
+    ``distinguishability(h, label_free_states(...), W_out)`` is then a label-free q(t). It
+    equals the oracle q(t) when the states cluster perfectly by class (a cluster is a class
+    up to renaming, and q does not depend on the names).
+    """
+    from scipy.cluster.vq import kmeans2
+
+    h = _hidden(h)
+    W = _readout(W_out, h.shape[2])
+    if W is None:
+        raise ValueError("W_out is needed: the labels are read through the readout")
+    if method not in LABEL_FREE_METHODS:
+        raise ValueError(f"unknown method {method!r}; allowed: {', '.join(LABEL_FREE_METHODS)}")
+    hw = h @ W.T  # (b, L, k)
+    if method == "decoded":
+        if isinstance(W_out, torch.nn.Linear) and b_out is None and W_out.bias is not None:
+            b_out = W_out.bias
+        bias = 0.0 if b_out is None else _to_numpy(b_out, "b_out")
+        return np.argmax(hw + bias, axis=-1).astype(np.int64)  # (b, L)
+    n_g = W.shape[0] if n_g is None else n_g
+    if isinstance(n_g, bool) or not isinstance(n_g, (int, np.integer)) or n_g < 1:
+        raise ValueError(f"n_g must be a positive int, got {n_g!r}")
+    rng = np.random.default_rng(seed)
+    labels = np.empty(hw.shape[:2], dtype=np.int64)
+    for i in range(hw.shape[1]):
+        _, labels[:, i] = kmeans2(hw[:, i], n_g, minit="++", seed=rng)
+    return labels
+
+
 def T_cross(q, tau: float = 0.5) -> int | None:
     """First time with ``q(t) >= tau``, as a 1-based length, or None if it never crosses.
 

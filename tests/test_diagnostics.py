@@ -349,3 +349,46 @@ def test_bad_inputs():
         dg.bootstrap_ci([1.0, np.nan])
     with pytest.raises(ValueError, match="> 0"):
         dg.loglog_pearson([1, 2, 0], [1, 2, 3])
+
+
+# -- the label-free q(t) ------------------------------------------------------------------
+def clustered(n_per: int = 20, L: int = 5, noise: float = 0.05, seed: int = 0):
+    """Three classes in 3-d around the corners of a simplex, tight clusters; the identity
+    readout decodes every sample correctly."""
+    rng = np.random.default_rng(seed)
+    states = np.repeat(np.arange(3), n_per)[:, None].repeat(L, 1)  # (b, L)
+    for i in range(L):  # a different assignment at each time
+        states[:, i] = rng.permutation(states[:, i])
+    h = 3.0 * np.eye(3)[states] + noise * rng.standard_normal((3 * n_per, L, 3))  # (b, L, 3)
+    return h, states
+
+
+@pytest.mark.parametrize("method", dg.LABEL_FREE_METHODS)
+def test_label_free_q_equals_oracle_on_perfect_clusters(method):
+    h, states = clustered()
+    W = np.eye(3)
+    labels = dg.label_free_states(h, W, method=method, n_g=3, seed=1)
+    oracle = dg.distinguishability(h, states, W_out=W, n_g=3)
+    free = dg.distinguishability(h, labels, W_out=W, n_g=3)
+    np.testing.assert_allclose(free.q, oracle.q, rtol=1e-12)
+    np.testing.assert_allclose(free.R, oracle.R, rtol=1e-12)
+
+
+def test_decoded_labels_use_the_readout_bias_and_can_disagree_with_the_oracle():
+    h = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])  # (b=2, L=1, d=2)
+    W = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        W.weight.copy_(torch.eye(2))
+        W.bias.copy_(torch.tensor([0.0, 5.0]))  # the bias makes class 1 win everywhere
+    assert dg.label_free_states(h, W).tolist() == [[1], [1]]
+    assert dg.label_free_states(h, W.weight, b_out=None).tolist() == [[0], [1]]
+
+
+def test_label_free_states_rejects_bad_input():
+    h, _ = clustered(L=1)
+    with pytest.raises(ValueError, match="unknown method 'oracle'"):
+        dg.label_free_states(h, np.eye(3), method="oracle")
+    with pytest.raises(ValueError, match="W_out is needed"):
+        dg.label_free_states(h, None)
+    with pytest.raises(ValueError, match="n_g must be a positive int"):
+        dg.label_free_states(h, np.eye(3), method="clusters", n_g=0)
