@@ -40,6 +40,23 @@ def provenance(record: dict[str, Any]) -> str:
             f"`{record['command']}`; wall time {record['wall_time_s']:.0f} s")
 
 
+# short names for the sizes column; None: not shown (the same for every row)
+_SHORT = {"batch": "b", "length": "L", "channels": "ch", "models": "K", "d_state": "N",
+          "d_model": "D", "n_tokens": None, "n_classes": None}
+
+
+def _sizes(sizes: dict[str, Any]) -> str:
+    out = []
+    for k, v in sizes.items():
+        short = _SHORT.get(k, k)
+        if short is None:
+            continue
+        if k == "dtype":
+            v = str(v).replace("torch.", "")
+        out.append(f"{short}={v}")
+    return " ".join(out)
+
+
 def _ms(x: float | None) -> str:
     return "" if x is None else f"{1e3 * x:,.2f}"
 
@@ -52,26 +69,30 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         return None
     extra: list[str] = []
     if any("bandwidth_share" in e for e in entries):
-        extra = ["GB/s achieved", "share of copy bandwidth (goal >= 40%)"]
+        extra = ["GB/s", "share of copy (goal 40%)"]
     if any("memory_ratio" in e for e in entries):
-        extra = ["peak MB ours", "peak MB anchor", "memory ratio (target)"]
-    columns = ["name", "sizes", "ours ms", "anchor ms", "ratio", "target", "status",
+        extra = ["peak MB", "ref peak MB", "memory ratio"]
+    columns = ["name", "sizes", "ours ms", "ref ms", "ratio", "target", "status",
                "tokens/s"] + extra
     rows = []
     for e in entries:
-        sizes = " ".join(f"{k}={v}" for k, v in e["sizes"].items())
+        sizes = _sizes(e["sizes"])
         row = [e["name"], sizes, _ms(e["ours_s"]), _ms(e["anchor_s"]),
                "" if e["ratio"] is None else f"{e['ratio']:.2f}",
                "" if e["target"] is None else f"<= {e['target']:g}", e["status"],
                "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
-        if extra and extra[0] == "GB/s achieved":
+        if "bandwidth_share" in e:
             row += [f"{e['achieved_bandwidth'] / 1e9:.2f}", f"{e['bandwidth_share']:.0%}"]
-        elif extra:
+        elif "memory_ratio" in e:
             row += [f"{e['ours_peak_bytes'] / 1e6:,.1f}", f"{e['anchor_peak_bytes'] / 1e6:,.1f}",
                     f"{e['memory_ratio']:.2f} (<= {e['memory_target']:g}, "
                     f"{e['memory_status']})"]
+        else:
+            row += [""] * len(extra)
         rows.append(row)
-    note = f"ratio = {compares}." if compares else ""
+    note = (f"ratio = {compares}. Sizes: b batch, L length, ch channels, K models, "
+            "N state size, D model width." if compares else
+            "Sizes: b batch, L length, N state size, D model width.")
     return Table(title, columns, rows, note=note, data=entries)
 
 
