@@ -72,15 +72,19 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         extra = ["GB/s", "share of copy (goal 40%)"]
     if any("memory_ratio" in e for e in entries):
         extra = ["peak MB", "ref peak MB", "memory ratio"]
-    columns = ["name", "sizes", "ours ms", "ref ms", "ratio", "target", "status",
-               "tokens/s"] + extra
+    anchored = any(e["anchor_s"] is not None for e in entries)
+    columns = (["name", "sizes", "ours ms", "ref ms", "ratio", "target"] if anchored
+               else ["name", "sizes", "ms", "tokens/s"]) + extra
     rows = []
     for e in entries:
         sizes = _sizes(e["sizes"])
-        row = [e["name"], sizes, _ms(e["ours_s"]), _ms(e["anchor_s"]),
-               "" if e["ratio"] is None else f"{e['ratio']:.2f}",
-               "" if e["target"] is None else f"<= {e['target']:g}", e["status"],
-               "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
+        if anchored:
+            target = "" if e["target"] is None else f"<= {e['target']:g}: {e['status']}"
+            row = [e["name"], sizes, _ms(e["ours_s"]), _ms(e["anchor_s"]),
+                   "" if e["ratio"] is None else f"{e['ratio']:.2f}", target]
+        else:
+            row = [e["name"], sizes, _ms(e["ours_s"]),
+                   "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
         if "bandwidth_share" in e:
             row += [f"{e['achieved_bandwidth'] / 1e9:.2f}", f"{e['bandwidth_share']:.0%}"]
         elif "memory_ratio" in e:
