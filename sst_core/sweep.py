@@ -17,8 +17,9 @@ Safe to kill at any moment, SIGKILL included, and to rerun:
   claimed run. A claim is *stale*, and is taken over, when its process is gone (same
   host) or its heartbeat is older than :data:`STALE_AFTER_S`; the takeover renames the
   stale claim away first, so two workers cannot both take it over;
-- after claiming, the worker checks again that the run still has no record, so a run
-  finished by someone else in between is not done twice;
+- after claiming, the worker removes temporary files a killed writer of that run left, and
+  checks again that the run still has no record, so a run finished by someone else in
+  between is not done twice;
 - a run another worker holds is waited for: the sweep ends when the phase's every run
   has a record (taking over the runs whose claims went stale meanwhile);
 - failed runs stay recorded as failed; ``retry_failed`` computes them again.
@@ -251,6 +252,9 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
                 out[rid] = "claimed"
                 continue
             claims.append(claim)
+            # a writer killed mid-write leaves its temporary file; the claim says it is gone
+            for tmp in claim.path.parent.glob(f".{rid}.*.tmp"):
+                tmp.unlink(missing_ok=True)
             if needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):  # done meanwhile?
                 mine.append(cfg)
             else:

@@ -97,6 +97,19 @@ def test_run_task_skips_claimed_and_stored_runs(root):
     assert not record_path(b).exists() and not sweep.claim_path(a).exists()
 
 
+def test_a_claimed_run_loses_the_temporary_files_of_a_killed_writer(root):
+    cfg = _cfg(seed=5)
+    folder = record_path(cfg).parent
+    folder.mkdir(parents=True)
+    stale = [folder / f".{config_hash(cfg)}.abc123.tmp", folder / f".{config_hash(cfg)}.x.tmp"]
+    other = folder / ".0000000000000000.def.tmp"  # another run's: left alone
+    for p in stale + [other]:
+        p.write_text("half a record")
+    sweep.run_task([cfg])
+    assert not any(p.exists() for p in stale) and other.exists()
+    assert load_record(record_path(cfg))["status"] == "ok"
+
+
 # -- sweeps -------------------------------------------------------------------------------
 
 def _records(root: Path, experiment: str = "tracking") -> dict[str, dict]:
