@@ -703,29 +703,34 @@ _register_stacked()
 RECORD_DIR = "bench"  # results/bench/: benchmark records, kept in git (the chapter reads them)
 
 
-def store(result: dict[str, Any], command: str, wall: float, root=None):
-    """Write ``result`` as a run record ``results/bench/<device>-<utc>.json`` (with the git
-    commit, package versions, device, wall time and the command that made it); return
-    the path. The benchmark chapter of the book renders these records."""
+def write_record(prefix: str, fields: dict[str, Any], wall: float, root=None):
+    """Write ``results/bench/<prefix>-<utc>.json``: ``fields`` plus the git commit, package
+    versions, wall time and creation time; return the path. Benchmark and GPU-check
+    records both go through here."""
     from datetime import datetime, timezone
     from pathlib import Path
 
     from .results import _git_commit, _versions, results_dir, write_atomic
 
     now = datetime.now(timezone.utc)
-    hw = result["hardware"]
-    record = {
-        "schema": 1, "experiment": "bench", "command": command,
-        "config": result["settings"], "device": hw["device"],
-        "device_name": hw["device_name"],
-        "git_commit": _git_commit(Path(__file__).resolve().parent),
-        "versions": _versions(), "wall_time_s": round(wall, 2),
-        "created_utc": now.isoformat(timespec="seconds"), **result,
-    }
+    record = {"schema": 1, **fields,
+              "git_commit": _git_commit(Path(__file__).resolve().parent),
+              "versions": _versions(), "wall_time_s": round(wall, 2),
+              "created_utc": now.isoformat(timespec="seconds")}
     path = (Path(root) if root else results_dir()) / RECORD_DIR / (
-        f"{hw['device']}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
+        f"{prefix}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
     write_atomic(path, record)
     return path
+
+
+def store(result: dict[str, Any], command: str, wall: float, root=None):
+    """Write ``result`` as a run record ``results/bench/<device>-<utc>.json`` (with the git
+    commit, package versions, device, wall time and the command that made it); return
+    the path. The benchmark chapter of the book renders these records."""
+    hw = result["hardware"]
+    return write_record(hw["device"], {"experiment": "bench", "command": command,
+                                       "config": result["settings"], "device": hw["device"],
+                                       "device_name": hw["device_name"], **result}, wall, root)
 
 
 def load_records(root=None, experiment: str = "bench") -> list[dict[str, Any]]:

@@ -176,21 +176,10 @@ def to_markdown(checks: list[dict[str, Any]]) -> str:
 
 def store(checks: list[dict[str, Any]], device: str, wall: float, root=None):
     """Write the comparisons as a record ``results/bench/gpu-check-<device>-<utc>.json``."""
-    from datetime import datetime, timezone
-    from pathlib import Path
+    from .bench import hardware, write_record
 
-    from .bench import RECORD_DIR, hardware
-    from .results import _git_commit, _versions, results_dir, write_atomic
-
-    now = datetime.now(timezone.utc)
-    record = {
-        "schema": 1, "experiment": "gpu_check", "device": device,
-        "hardware": hardware(torch.device(device)), "rtol": RTOL, "atol": ATOL,
-        "git_commit": _git_commit(Path(__file__).resolve().parent), "versions": _versions(),
-        "wall_time_s": round(wall, 2), "created_utc": now.isoformat(timespec="seconds"),
-        "checks": checks, "all_ok": all(c["ok"] for c in checks),
-    }
-    path = (Path(root) if root else results_dir()) / RECORD_DIR / (
-        f"gpu-check-{torch.device(device).type}-{now.strftime('%Y%m%dT%H%M%SZ')}.json")
-    write_atomic(path, record)
-    return path
+    dev = torch.device(device)
+    return write_record(f"gpu-check-{dev.type}", {
+        "experiment": "gpu_check", "device": device, "hardware": hardware(dev),
+        "rtol": RTOL, "atol": ATOL, "checks": checks,
+        "all_ok": all(c["ok"] for c in checks)}, wall, root)
