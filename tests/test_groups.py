@@ -254,3 +254,72 @@ def test_tables_match_sympy(name: str, n: int) -> None:
     for a in range(g.order):
         for b in range(g.order):
             assert g.table[a, b] == index[tuple((perms[b] * perms[a]).array_form)]
+
+
+# -- structure: classes, normal subgroups, solvability (the harder-groups chapter) --------
+
+# class sizes, orders of the normal subgroups, derived series: textbook facts
+STRUCTURE = {
+    "S3": ([1, 2, 3], [1, 3, 6], [6, 3, 1]),
+    "A4": ([1, 3, 4, 4], [1, 4, 12], [12, 4, 1]),
+    "S4": ([1, 3, 6, 6, 8], [1, 4, 12, 24], [24, 12, 4, 1]),
+    "A5": ([1, 12, 12, 15, 20], [1, 60], [60]),
+    "C2xS3": ([1, 1, 2, 2, 3, 3], [1, 2, 3, 6, 6, 6, 12], [12, 3, 1]),
+    "C6": ([1] * 6, [1, 2, 3, 6], [6, 1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRUCTURE))
+def test_structure_known_facts(name: str) -> None:
+    from sst_core.groups import conjugacy_classes, derived_series, normal_subgroups
+
+    g = get_group(name)
+    sizes, normal_orders, series = STRUCTURE[name]
+    classes = conjugacy_classes(g)
+    assert sorted(len(c) for c in classes) == sizes
+    assert sorted(x for c in classes for x in c) == list(range(g.order))  # a partition
+    assert classes[0] == (g.identity,)
+    normals = normal_subgroups(g)
+    assert [len(n) for n in normals] == normal_orders
+    for n in normals:  # each really is a normal subgroup
+        n_arr = np.array(sorted(n))
+        assert set(g.table[n_arr[:, None], n_arr[None, :]].ravel().tolist()) <= n
+        for h in range(g.order):
+            assert {int(g.table[g.table[h, x], g.inverse[h]]) for x in n} == n
+    assert derived_series(g) == series
+
+
+def test_a5_is_simple_and_not_solvable() -> None:
+    from sst_core.groups import is_simple, is_solvable, normal_closure, structure
+
+    a5 = get_group("A5")
+    assert is_simple(a5) and not is_solvable(a5)
+    for g in range(1, a5.order):  # every non-identity element's normal closure is A5
+        assert len(normal_closure(a5, [g])) == 60
+    s = structure(a5)
+    assert s["element_orders"] == ORDER_COUNTS["A5"] and s["exponent"] == 30
+    assert all(is_solvable(get_group(n)) for n in ("A4", "S4", "C2xS3", "S3", "C6"))
+    assert not any(is_simple(get_group(n)) for n in ("A4", "S4", "C2xS3", "S3", "C6"))
+    assert is_simple(get_group("C5")) and not is_simple(get_group("C1"))
+
+
+@pytest.mark.parametrize("name,n", [("S3", 3), ("S4", 4), ("A4", 4), ("A5", 5)])
+def test_structure_matches_sympy(name: str, n: int) -> None:
+    """Numeric twin: SymPy's class count, solvability and derived series."""
+    from sympy.combinatorics import PermutationGroup
+
+    from sst_core.groups import conjugacy_classes, derived_series, is_solvable
+
+    g = get_group(name)
+    G = PermutationGroup([_sympy_perm(g.elements[x], n) for x in g.generators])
+    assert G.order() == g.order
+    assert len(list(G.conjugacy_classes())) == len(conjugacy_classes(g))
+    assert G.is_solvable == is_solvable(g)
+    assert [H.order() for H in G.derived_series()] == derived_series(g)
+
+
+def test_subgroup_generated_bad_index() -> None:
+    from sst_core.groups import subgroup_generated
+
+    with pytest.raises(ValueError, match="out of range"):
+        subgroup_generated(get_group("S3"), [6])
