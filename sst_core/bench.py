@@ -698,6 +698,42 @@ def _register_stacked() -> None:
 _register_stacked()
 
 
+# -- the semi-affine repair: what the state-dependent block costs ------------------------
+
+SEMI_AFFINE = ("semi_affine_negative_mamba", "negative_mamba")  # (ours, the affine anchor)
+
+
+def semi_affine_cost(ctx: Context, *, name: str, kind: str) -> list[dict[str, Any]]:
+    """The cost of the correction ``P tanh(Q h + c)``: semi-affine Negative Mamba (a
+    per-step loop, :mod:`sst_core.models.semi_affine`) against the affine Negative Mamba
+    (the fused selective scan) with the same seed, at the quick profile's S3 tracking
+    sizes (d_model 16, d_state 16, default rank 8; batch 64, length 60 for a training step,
+    length 1000 for eval; batch 2 at ``small`` sizes). No target: the ratio is the
+    price of the state-dependent block, reported, not judged."""
+    from .config import get_profile
+
+    P = get_profile("quick")
+    model, anchor = SEMI_AFFINE
+    d_state = P.track_d_states[0]
+    batch = P.track_batch if ctx.size == "full" else 2
+    length = 60 if kind == "train" else 1000
+    tokens, targets, n_tokens = task_data(batch, length, ctx.device)
+    nets = [_ours(m, n_tokens, P.track_d_model, d_state, ctx.device) for m in (model, anchor)]
+    fns = [train_step(net, tokens, targets) if kind == "train" else eval_forward(net, tokens)
+           for net in nets]
+    t_ours, t_ref = time_side_by_side(fns, ctx.repeat, ctx.sizes.warmup, ctx.device)
+    sizes = {"batch": batch, "length": length, "d_model": P.track_d_model, "d_state": d_state,
+             "rank": nets[0].layers[0].cfg.rank, "n_tokens": n_tokens}
+    return [make_entry(name, kind, model, ctx, sizes, t_ours, t_ref,
+                       f"{anchor}, the affine original (ratio: cost of the correction)")]
+
+
+register("semi_affine_train_s3")(partial(semi_affine_cost, name="semi_affine_train_s3",
+                                         kind="train"))
+register("semi_affine_eval_L1000")(partial(semi_affine_cost, name="semi_affine_eval_L1000",
+                                           kind="eval"))
+
+
 # -- run records -----------------------------------------------------------------------
 
 RECORD_DIR = "bench"  # results/bench/: benchmark records, kept in git (the chapter reads them)

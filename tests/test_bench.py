@@ -51,6 +51,7 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
+    expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
     assert set(names) == expected
 
 
@@ -213,7 +214,12 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     assert bench.to_markdown(record).count("tanh_rnn_train_d64") == 1
     from sst_core.reports import bench as report
 
-    assert report.latest([record], "cpu") is record and report.latest([record], "cuda") is None
+    # a run with --only is no full benchmark: the chapter shows it only when asked
+    assert report.latest([record], "cpu") is None
+    assert report.latest([record], "cpu", full=False) is record
+    assert report.latest([record], "cuda", full=False) is None
+    full = {**record, "command": "sst bench --record"}
+    assert report.latest([full, record], "cpu") is full
     line = report.provenance(record)
     assert record["git_commit"][:10] in line and record["command"] in line
     (table,) = report.bench_tables(record)  # only the dense-RNN section has entries

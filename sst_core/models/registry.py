@@ -46,6 +46,12 @@ REGISTRY: dict[str, Entry] = {
                           "h = exp(i theta(x)) h + B e(x) (proposal)"),
     "linear_attention": Entry("attention:linear_attention", True, "attention",
                               "S = S + v phi(k)^T, y = S phi(q)"),
+    # beyond the paper: affine except on a rank-r state-dependent block (its proposal)
+    "semi_affine_mamba": Entry("semi_affine:semi_affine_mamba", False, "selective",
+                               "h = exp(dt A) h + dt B u + P tanh(Q h + c)  (rank r)"),
+    "semi_affine_negative_mamba": Entry("semi_affine:semi_affine_negative_mamba", False,
+                                        "selective",
+                                        "h = (2 exp(dt A) - 1) h + dt B u + P tanh(Q h + c)"),
     # the nonlinearity sweep of Table 3 (phi=...); affine only for phi="identity"
     "rnn_phi": Entry("cells:rnn_phi", False, "rnn", "h = phi(W_h h + W_x e(x) + b)"),
 }

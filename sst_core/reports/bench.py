@@ -16,13 +16,18 @@ SECTIONS = (
      "one stacked step of K models / K sequential steps"),
     ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
      "chunked Vandermonde kernel / the published S4D kernel's formula"),
+    ("Cost of the semi-affine correction (chapter: a semi-affine repair)", ("semi_affine_",),
+     "semi-affine Negative Mamba / the affine original"),
     ("Throughput of every Table 2 model (quick-profile sizes, no anchor)", ("throughput_",), ""),
 )
 
 
-def latest(records: list[dict[str, Any]], device: str) -> dict[str, Any] | None:
-    """The newest record made on ``device`` ("cpu" or "cuda"), or None."""
-    found = [r for r in records if str(r["device"]).split(":")[0] == device]
+def latest(records: list[dict[str, Any]], device: str, full: bool = True) -> dict[str, Any] | None:
+    """The newest record made on ``device`` ("cpu" or "cuda"), or None. ``full``: only
+    records of the whole benchmark (a run with ``--only`` times a few rows and is read by
+    the chapter that needs those rows, not shown as the benchmark)."""
+    found = [r for r in records if str(r["device"]).split(":")[0] == device
+             and not (full and "--only" in str(r.get("command", "")).split())]
     return found[-1] if found else None
 
 
