@@ -226,6 +226,14 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                        "diag_rollout", "track_stack"),
     "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch"),
     "bench": (),
+    "beyond_groups": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                      "diag_rollout", "track_stack"),
+    "beyond_label_free": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                          "diag_rollout", "track_stack"),
+    "beyond_spectra": ("track_max_steps", "track_batch", "track_eval_samples", "diag_rollout",
+                       "track_stack"),
+    "beyond_semi_affine": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                           "diag_rollout", "track_stack"),
 }
 
 # Names IPython puts into a kernel's namespace; they are not parameters.
@@ -448,6 +456,48 @@ class DiagnosticsConfig:
     seed: int = 0
     profile: str = "smoke"
     experiment: str = "tracking_diagnostics"
+
+
+@dataclass(frozen=True)
+class LabelFreeConfig:
+    """q(t) of one trained tracker without the true group states
+    (``sst_core.label_free.run_label_free``; chapter "A label-free warning signal").
+
+    The hidden states of ``n_samples`` held-out words of length ``rollout`` are labelled
+    three ways: by the true states (the oracle q of the diagnostics), by the model's own
+    decoded classes, and by per-time k-means clusters. The online warning sees only the
+    first ``t_obs`` positions and extrapolates the growth of the spread fitted on
+    ``window_start .. t_obs``.
+    """
+
+    run: TrackingConfig
+    n_samples: int
+    rollout: int = 1000
+    t_obs: int = 60  # the warning sees lengths up to the training length only
+    window_start: int = 10
+    tau: float = 0.5
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_label_free"
+
+
+@dataclass(frozen=True)
+class SpectraConfig:
+    """Paper 2's tools on a trained affine tracker (``sst_core.spectra.run_spectra``;
+    chapter "Memory meets error control"): spectra of the per-position transitions
+    ``A(x_t) = d h_t / d h_{t-1}`` on ``n_words`` held-out words of length ``word_length``,
+    spectra of the return maps of ``n_preserving`` state-preserving words of length
+    ``preserving_length``, and their memory functions over ``mem_T`` steps."""
+
+    run: TrackingConfig
+    n_words: int = 8
+    word_length: int = 60
+    n_preserving: int = 8
+    preserving_length: int = 6
+    mem_T: int = 1000
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_spectra"
 
 
 LRA_TASKS = ("listops", "pathfinder", "digits", "lra_listops", "lra_pathfinder", "lra_imdb",

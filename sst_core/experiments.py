@@ -90,10 +90,26 @@ def lra(cfg) -> dict[str, Any]:
     return train_lra(cfg)
 
 
+def tracking_label_free(cfg) -> dict[str, Any]:
+    """Oracle and label-free q(t) of a trained tracker (``sst_core.label_free``)."""
+    from .label_free import run_label_free
+
+    return run_label_free(cfg)
+
+
+def tracking_spectra(cfg) -> dict[str, Any]:
+    """Transition spectra and memory functions of a trained tracker (``sst_core.spectra``)."""
+    from .spectra import run_spectra
+
+    return run_spectra(cfg)
+
+
 RUNNERS = {
     "groups_order_sensitivity": order_sensitivity,
     "tracking": train_tracking,
     "tracking_diagnostics": tracking_diagnostics,
+    "tracking_label_free": tracking_label_free,
+    "tracking_spectra": tracking_spectra,
     "lra": lra,
 }
 

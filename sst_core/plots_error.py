@@ -117,8 +117,10 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
     return fig
 
 
-def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], scale: str) -> plt.Figure:
-    """Figure 4: log T_cross against log m_p over the selected affine S3 runs, and q at m_p."""
+def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], scale: str,
+                     group: str = "S3") -> plt.Figure:
+    """Figure 4: log T_cross against log m_p over the selected affine runs on ``group``
+    (the paper's: S3), and q at m_p."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.0))
     models = sorted({r["config"]["run"]["model"] for r in records})
     for i, model in enumerate(models):
@@ -152,7 +154,7 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     bx.set_xlabel("q at m_p")
     bx.set_ylabel("runs")
     bx.legend(fontsize=7)
-    suptitle(fig, f"Figure 4: crossing time against max-passing length, affine S3 runs ({scale})",
+    suptitle(fig, f"Figure 4: crossing time against max-passing length, affine {group} runs ({scale})",
                  fontsize=10)
     fig.tight_layout()
     return fig

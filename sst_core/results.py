@@ -101,11 +101,14 @@ def _versions() -> dict[str, str]:
 _TRACKING_CODE = ("train.py", "stacked.py", "groups.py", "tasks/tracking.py", "models/__init__.py",
                   "models/base.py", "models/registry.py", "models/cells.py",
                   "models/selective.py", "models/unitary.py", "models/attention.py",
-                  "ops/scan.py", "ops/rnn_scan.py", "ops/selective_scan.py")
+                  "models/semi_affine.py", "ops/scan.py", "ops/rnn_scan.py",
+                  "ops/selective_scan.py")
 CODE_DEPS: dict[str, tuple[str, ...]] = {
     "groups_order_sensitivity": ("experiments.py", "groups.py", "tasks/tracking.py"),
     "tracking": _TRACKING_CODE,
     "tracking_diagnostics": _TRACKING_CODE + ("analysis.py", "diagnostics.py"),
+    "tracking_label_free": _TRACKING_CODE + ("label_free.py", "diagnostics.py"),
+    "tracking_spectra": _TRACKING_CODE + ("spectra.py", "diagnostics.py", "theory/memory.py"),
     "lra": ("train_lra.py", "models/s4.py", "ops/ssm_kernel.py", "tasks/listops.py",
             "tasks/pathfinder.py", "tasks/images.py", "tasks/lra.py", "tasks/lra_data.py"),
 }

@@ -84,6 +84,33 @@ def _lra(P):
     return [list(dict.fromkeys(lra_main_grid(P) + lra_ablation_grid(P)))]
 
 
+def _harder_groups(P):
+    from .beyond import harder_groups_grid
+    return [harder_groups_grid(P)]
+
+
+def _figure4_a5(P):
+    from .beyond import analysed_runs, diagnostics_grid_on
+    return [analysed_runs(P, "A5"), diagnostics_grid_on(P, "A5")]
+
+
+def _label_free(P):
+    from .beyond import label_free_grid
+    cfgs = label_free_grid(P)
+    return [list(dict.fromkeys(c.run for c in cfgs)), cfgs]
+
+
+def _spectra(P):
+    from .beyond import spectra_grid
+    cfgs = spectra_grid(P)
+    return [list(dict.fromkeys(c.run for c in cfgs)), cfgs]
+
+
+def _semi_affine(P):
+    from .beyond import semi_affine_diagnostics, semi_affine_grid
+    return [semi_affine_grid(P), semi_affine_diagnostics(P)]
+
+
 # name -> (what it is, the phases of configs under a profile)
 SWEEPS: dict[str, tuple[str, Callable[[Profile], list[list[Any]]]]] = {
     "groups": ("order sensitivity of words (chapter: groups)", _groups),
@@ -92,6 +119,11 @@ SWEEPS: dict[str, tuple[str, Callable[[Profile], list[list[Any]]]]] = {
     "figure4": ("the affine S3 training sweep behind Figure 4", _figure4),
     "diagnostics": ("error-control diagnostics (Figures 1-4) of every S3 run", _diagnostics),
     "lra": ("Paper 2: frozen versus learned spectra on LRA (main table and ablation)", _lra),
+    "harder_groups": ("beyond: Table 2's models on A4, A5 and C2xS3", _harder_groups),
+    "figure4_a5": ("beyond: the Figure 4 sweep and its diagnostics on A5", _figure4_a5),
+    "label_free": ("beyond: oracle and label-free q(t) of the S3 and A5 trackers", _label_free),
+    "spectra": ("beyond: transition spectra and memory functions of the S3 trackers", _spectra),
+    "semi_affine": ("beyond: (Negative) Mamba with a rank-r tanh correction", _semi_affine),
 }
 
 
@@ -103,6 +135,10 @@ CHAPTER_SWEEPS: dict[str, tuple[str, ...]] = {
     "p1_theory": ("diagnostics",),
     "p1_diagnostics": ("figure4", "diagnostics"),
     "p2_lra": ("lra",),
+    "beyond_groups": ("harder_groups", "figure4", "diagnostics", "figure4_a5"),
+    "beyond_label_free": ("label_free",),
+    "beyond_spectra": ("spectra",),
+    "beyond_semi_affine": ("semi_affine",),
 }
 
 

@@ -392,3 +392,43 @@ def test_label_free_states_rejects_bad_input():
         dg.label_free_states(h, None)
     with pytest.raises(ValueError, match="n_g must be a positive int"):
         dg.label_free_states(h, np.eye(3), method="clusters", n_g=0)
+
+
+def test_kmeans_per_time_recovers_separated_clusters_and_is_deterministic():
+    rng = np.random.default_rng(0)
+    L, n_g, per = 7, 5, 40
+    centres = rng.normal(size=(L, n_g, 3)) * 20  # (L, n_g, 3), far apart
+    truth = np.tile(np.repeat(np.arange(n_g), per), (L, 1))  # (L, n)
+    X = centres[np.arange(L)[:, None], truth] + 0.01 * rng.normal(size=(L, n_g * per, 3))
+    lab = dg.kmeans_per_time(X, n_g, seed=3, chunk=3)  # chunks of 3 slices, one of 1
+    for t in range(L):  # the same partition up to renaming
+        pairs = set(zip(truth[t].tolist(), lab[t].tolist()))
+        assert len(pairs) == n_g and len({a for a, _ in pairs}) == len({b for _, b in pairs}) == n_g
+    assert np.array_equal(lab, dg.kmeans_per_time(X, n_g, seed=3, chunk=3))
+    sub = dg.kmeans_per_time(X, n_g, seed=3, max_fit=60)  # centres from 60 of 200 points
+    for t in range(L):
+        assert len(set(zip(truth[t].tolist(), sub[t].tolist()))) == n_g
+
+
+def test_kmeans_per_time_matches_a_plain_lloyd_loop():
+    """Numeric twin: from the same centres, one slice of the batched Lloyd equals a plain
+    numpy Lloyd loop."""
+    import torch
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(60, 2))
+    C0 = x[[0, 1, 2]].copy()
+    Cb, _ = dg._lloyd(torch.from_numpy(x)[None], torch.from_numpy(C0)[None], 100)
+    lab = torch.cdist(torch.from_numpy(x)[None], Cb).argmin(-1)
+    C = C0.copy()
+    for _ in range(100):
+        ref = ((x[:, None] - C[None]) ** 2).sum(-1).argmin(1)
+        C = np.stack([x[ref == j].mean(0) if (ref == j).any() else C[j] for j in range(3)])
+    assert np.array_equal(lab[0].numpy(), ref)
+
+
+def test_kmeans_per_time_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="shape"):
+        dg.kmeans_per_time(np.zeros((4, 3)), 2)
+    with pytest.raises(ValueError, match="n_clusters"):
+        dg.kmeans_per_time(np.zeros((1, 4, 3)), 0)

@@ -103,6 +103,14 @@ REPORTS: dict[str, str] = {
     "corollary1": "sst_core.reports.error_control:corollary1_table",
     "lra-main": "sst_core.reports.lra:lra_main",
     "lra-ablation": "sst_core.reports.lra:lra_ablation",
+    "group-facts": "sst_core.reports.beyond:group_facts",
+    "harder-groups": "sst_core.reports.beyond:harder_groups",
+    "figure4-groups": "sst_core.reports.beyond:figure4_groups",
+    "label-free": "sst_core.reports.beyond:label_free",
+    "label-free-warning": "sst_core.reports.beyond:label_free_warning",
+    "semi-affine": "sst_core.reports.beyond:semi_affine",
+    "spectra": "sst_core.reports.beyond:spectra",
+    "spectra-predictors": "sst_core.reports.beyond:spectra_predictors",
 }
 
 

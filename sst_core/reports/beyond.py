@@ -1,0 +1,366 @@
+"""Tables of the "Beyond the papers" chapters, from stored records only.
+
+- ``group-facts``: the groups' structure (element orders, classes, normal subgroups,
+  solvability) that makes A5 the hard case;
+- ``harder-groups``: Table 2's models on A4, A5 and C2xS3, with S3 beside them;
+- ``figure4-groups``: Figure 4's statistics on S3 and on A5 side by side;
+- ``label-free``: label-free against oracle T_cross and q(t);
+- ``label-free-warning``: m_p predicted from lengths up to 60, and its error;
+- ``spectra``: transition and return-map spectra with their memory horizons;
+- ``spectra-predictors``: what the spectral summaries say about m_p;
+- ``semi-affine``: the repaired models beside their affine originals.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import beyond, experiments
+from ..config import Profile
+from ..models.registry import expected_affine
+from . import Table, stored_records
+from .error_control import PAPER_FIGURE4, _fmt, figure4_stats
+from .paper1 import fmt, summarise
+
+FACT_GROUPS = ("C2", "C6", "S3", "A4", "A5", "C2xS3")
+
+
+def group_facts(P: Profile, root=None) -> Table:
+    """Structure of Table 2's groups and the harder ones (computed, no records needed)."""
+    from ..groups import get_group, structure
+
+    cols = ["group", "order", "abelian", "element orders (order: count)", "classes",
+            "normal subgroup orders", "derived series", "solvable", "simple"]
+    rows, data = [], []
+    for name in FACT_GROUPS:
+        s = structure(get_group(name))
+        rows.append([name, s["order"], "yes" if s["abelian"] else "no",
+                     ", ".join(f"{k}: {v}" for k, v in s["element_orders"].items()),
+                     s["n_classes"], ", ".join(map(str, s["normal_subgroup_orders"])),
+                     " > ".join(map(str, s["derived_series"])),
+                     "yes" if s["solvable"] else "no", "yes" if s["simple"] else "no"])
+        data.append(s)
+    note = ("Computed from the multiplication tables (sst_core.groups.structure): conjugacy "
+            "classes, normal subgroups as joins of normal closures, the derived series "
+            "G > G' > G'' > ... (solvable: it reaches the trivial group). A5 is simple and "
+            "not solvable: its only normal subgroups are {e} and A5.")
+    return Table("The groups: what makes A5 different", cols, rows, note, [], data)
+
+
+def harder_groups(P: Profile, root=None) -> Table:
+    """m_p of every Table 2 model on S3 (Table 2's runs) and on A4, A5, C2xS3."""
+    groups = ("S3",) + beyond.HARDER_GROUPS
+    cfgs = experiments.table2_grid(P, groups=groups)
+    summary, ids = summarise(cfgs, root)
+    depths = P.track_depths
+    cols = ["model", "class"] + [f"{g} L{d}" for g in groups for d in depths]
+    rows, data = [], []
+    for m in experiments.TABLE2_MODELS:
+        row = [m, "affine" if expected_affine(m) else "state-dependent"]
+        for g in groups:
+            for d in depths:
+                s = summary.get((m, g, d))
+                if s is None or s["m_p"] == "no runs":
+                    text = "missing" if s is None or s["missing"] else "diverged"
+                    m_p = None
+                else:
+                    m_p = s["m_p"]
+                    seeds = s["m_p_seeds"]
+                    text = fmt(m_p) + (f" [{fmt(min(seeds, key=lambda v: v or -1))}–"
+                                       f"{fmt(max(seeds, key=lambda v: v or -1))}]"
+                                       if len(seeds) > 1 else "")
+                row.append(text)
+                data.append({"model": m, "group": g, "n_layers": d, "m_p": m_p,
+                             "cell": text})
+        rows.append(row)
+    note = ("m_p: the largest evaluated length with token accuracy >= 90% ('fail': below 90% "
+            "at the training length 60); best over the grid, [min–max over seeds] where there "
+            "are several. Same protocol as Table 2 (curriculum up to 60, tokens = identity + "
+            "generators). The paper reports none of these groups. Scale: "
+            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
+    return Table("Table 2's models on harder groups", cols, rows, note, ids, data)
+
+
+def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
+    """Stored diagnostics records of the affine Figure 4 sweep on ``group``."""
+    from dataclasses import replace
+
+    from ..analysis import diagnostics_config
+
+    cfgs = [replace(diagnostics_config(P, c), n_samples=beyond.n_samples_for(P, group))
+            for c in beyond.figure4_runs_on(P, group)]
+    return stored_records(cfgs, root)
+
+
+def figure4_groups(P: Profile, root=None) -> Table:
+    """Figure 4's correlation and q at m_p, on S3 (Paper 1's sweep) and on A5."""
+    from ..analysis import figure4_selection
+
+    stats, ids = {}, []
+    for g in beyond.FIGURE4_GROUPS:
+        cand = figure4_records(P, g, root)
+        sel = figure4_selection(cand)
+        stats[g] = {**figure4_stats(sel), "candidates": len(cand)}
+        ids += [r["run_id"] for r in sel]
+    cols = ["quantity"] + [f"ours, {g}" for g in beyond.FIGURE4_GROUPS] + ["paper, S3"]
+
+    def interval(s):
+        return "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]"
+
+    rows = [
+        ["affine runs with a record"] + [stats[g]["candidates"] for g in stats] + ["—"],
+        ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
+        + [PAPER_FIGURE4["n"]],
+        ["Pearson r of log T_cross vs log m_p"] + [_fmt(stats[g]["r"]) for g in stats]
+        + [PAPER_FIGURE4["r"]],
+        ["p-value"] + [_fmt(stats[g]["p"], ".2g") for g in stats] + [f"{PAPER_FIGURE4['p']:.2g}"],
+        ["median q at m_p"] + [_fmt(stats[g]["q_median"]) for g in stats]
+        + [PAPER_FIGURE4["q_median"]],
+        ["bootstrap 95% interval"] + [interval(stats[g]) for g in stats]
+        + [f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"],
+        ["runs with T_cross <= m_p"] + [f"{stats[g].get('T_cross_before_m_p', 0)} of {stats[g]['n']}"
+                                        for g in stats] + ["all (claimed)"],
+    ]
+    why = "; ".join(f"{g}: {stats[g]['why_no_r']}" for g in stats if "why_no_r" in stats[g])
+    note = ("The same affine sweep (models, depths, sizes, learning rates, seeds) on each group, "
+            "the same selection rule and statistics as Figure 4; A5 gets "
+            f"{beyond.n_samples_for(P, 'A5') // max(1, P.diag_samples)}x the held-out words of S3 "
+            "(one class in 60 instead of 6). "
+            + (f"No r where: {why}. " if why else "")
+            + f"Scale: {P.scale('track_d_states', 'fig4_lrs', 'fig4_seeds', 'diag_samples', 'diag_rollout', 'track_max_steps')}.")
+    return Table("Figure 4 on S3 and on A5: does T_cross predict m_p?", cols, rows, note, ids,
+                 [{"group": g, **s} for g, s in stats.items()])
+
+
+# -- label-free q(t) -----------------------------------------------------------------------
+
+def label_free_records(P: Profile, root=None) -> list[dict[str, Any]]:
+    return [r for r in stored_records(beyond.label_free_grid(P), root) if r["status"] == "ok"]
+
+
+def label_free(P: Profile, root=None) -> Table:
+    """Agreement of label-free T_cross and q(t) with the oracle's, per group and method."""
+    from ..label_free import crossing_agreement
+
+    recs = label_free_records(P, root)
+    cols = ["group", "labels", "models", "T_cross agrees (±25%)", "both cross",
+            "r of log T_cross", "median r of log q(t)"]
+    rows, data = [], []
+    groups = list(dict.fromkeys(c.run.group for c in beyond.label_free_grid(P)))
+    for g in groups + ["all"]:
+        ms = [r["metrics"] for r in recs if g == "all" or r["metrics"]["group"] == g]
+        for method in ("decoded", "clusters"):
+            a = crossing_agreement(ms, method)
+            rows.append([g, method, a["n"], f"{a['agree']} of {a['n']}", a["both_cross"],
+                         _fmt(a["r"]), _fmt(a["q_r_median"])])
+            data.append({"group": g, **a})
+    note = ("Each trained tracker's hidden states on held-out words, labelled by the true group "
+            "state (oracle), by the model's own decoded class, or by per-time k-means of the "
+            "read-out states; q(t) = R/M with each labelling. 'Agrees': both T_cross are None, "
+            "or within a factor 1.25. r of log q(t): over the rollout, finite entries only. "
+            f"Scale: {P.scale('diag_samples', 'diag_rollout', 'track_max_steps')}.")
+    return Table("Label-free q(t) against the oracle", cols, rows, note,
+                 [r["run_id"] for r in recs], data)
+
+
+def label_free_warning(P: Profile, root=None) -> Table:
+    """m_p predicted from the first 60 positions: error per labelling and fit."""
+    from ..label_free import LABELINGS, WARNING_FITS, warning_errors
+
+    recs = label_free_records(P, root)
+    ms = [r["metrics"] for r in recs if r["metrics"]["is_affine"]]
+    cols = ["labels", "fit", "models scored", "raw: median |log2 error|", "raw: within 2x",
+            "calibrated (LOO): median |log2 error|", "calibrated: within 2x"]
+    rows, data = [], []
+    for method in LABELINGS:
+        for fit in WARNING_FITS:
+            e = warning_errors(ms, method, fit, P.track_eval_lengths)
+
+            def part(s, k):
+                return "—" if s is None else (f"{s[k]:.2f}" if k.startswith("median")
+                                              else f"{100 * s[k]:.0f}%")
+            rows.append([method, fit, e["n"], part(e["raw"], "median_log2_error"),
+                         part(e["raw"], "within_2x"), part(e["loo"], "median_log2_error"),
+                         part(e["loo"], "within_2x")])
+            data.append(e)
+    note = ("Affine trackers (every group) that pass the training length. The warning sees "
+            "positions 10..60 only and extrapolates q(t) to 1/2: 'drift' fits sqrt(R) = a + b t "
+            "(Corollary 1), 'power' fits q = C t^alpha. Raw: m_p predicted as T_pred snapped down "
+            "to the evaluated lengths; calibrated: log m_p regressed on log T_pred over the "
+            "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two. "
+            f"Scale: {P.scale('diag_samples', 'diag_rollout', 'track_max_steps')}.")
+    return Table("An online warning: m_p from lengths up to 60", cols, rows, note,
+                 [r["run_id"] for r in recs], data)
+
+
+# -- the semi-affine repair ------------------------------------------------------------------
+
+def semi_affine(P: Profile, root=None) -> Table:
+    """m_p on Table 2's groups and S3 diagnostics of the repaired and original models."""
+    from ..analysis import diagnostics_config
+
+    cfgs = beyond.semi_affine_grid(P)
+    summary, ids = summarise(cfgs, root)
+    diag = {r["config"]["run"]["model"]: r for r in
+            sorted(stored_records(beyond.semi_affine_diagnostics(P), root),
+                   key=lambda r: -1 if r["status"] != "ok" or r["metrics"]["m_p"] is None
+                   else r["metrics"]["m_p"])
+            if r["status"] == "ok"}
+    depths = P.track_depths
+    cols = (["model", "class"] + [f"{g} L{d}" for g in experiments.TABLE2_GROUPS for d in depths]
+            + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
+    rows, data = [], []
+    for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES:
+        row = [m, "semi-affine" if m in beyond.SEMI_AFFINE_MODELS else "affine"]
+        cells = {}
+        for g in experiments.TABLE2_GROUPS:
+            for d in depths:
+                s = summary.get((m, g, d))
+                v = "missing" if s is None or s["m_p"] == "no runs" else fmt(s["m_p"])
+                row.append(v)
+                cells[f"{g} L{d}"] = v
+        r = diag.get(m)
+        if r is None:
+            row += ["missing"] * 3
+            extra = {}
+        else:
+            mt = r["metrics"]
+            rec_U = next((v for v in reversed(mt["recovery"]["U"]) if v is not None), None)
+            row += [_fmt(mt["T_cross"]), _fmt(rec_U, ".2g"), _fmt(mt["theorem1"].get("gain"))]
+            extra = {"T_cross": mt["T_cross"], "recovery_U": rec_U,
+                     "gain": mt["theorem1"].get("gain"), "m_p_diag": mt["m_p"]}
+        rows.append(row)
+        data.append({"model": m, **cells, **extra})
+    note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
+            "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
+            "||e_t|| / ||e_0|| 200 steps after a perturbation inside U (below 1: the error "
+            "shrinks); ||Q^T J Q||: the return map of state-preserving words on U (Theorem 1 "
+            "forces 1 for an affine model that tracks). Best S3 run per model. Scale: "
+            f"{P.scale('track_d_model', 'track_d_states', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
+    return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
+
+
+def semi_affine_cost(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The benchmark rows that time the correction against the affine original."""
+    out = []
+    for rec in records:
+        for row in rec.get("entries", []):
+            if str(row.get("name", "")).startswith("semi_affine"):
+                out.append({**row, "device": rec["device"], "created_utc": rec["created_utc"],
+                            "git_commit": rec["git_commit"]})
+    return out
+
+
+# -- memory meets error control ---------------------------------------------------------------
+
+def spectra_records(P: Profile, root=None) -> list[dict[str, Any]]:
+    return [r for r in stored_records(beyond.spectra_grid(P), root) if r["status"] == "ok"]
+
+
+def _token_summary(m: dict[str, Any]) -> dict[str, Any]:
+    """Per-token statistics of a spectra record, summarised over tokens (medians)."""
+    toks = [t for t in m["tokens"] if t.get("n_sampled")]
+
+    def med(key):
+        vals = [t[key] for t in toks if t.get(key) is not None]
+        return float(np.median(vals)) if vals else None
+
+    return {"radius": med("radius_median"), "near_unit": med("near_unit_median"),
+            "horizon": med("horizon_max"), "capacity": med("capacity_median")}
+
+
+def spectra(P: Profile, root=None) -> Table:
+    """Per model (best S3 run): transition and return-map spectra, memory horizons, m_p."""
+    recs = spectra_records(P, root)
+    best: dict[str, dict] = {}
+    for r in recs:
+        m = r["metrics"]
+        key = -1 if m["m_p"] is None else m["m_p"]
+        if m["model"] not in best or key > (best[m["model"]]["metrics"]["m_p"] or -1):
+            best[m["model"]] = r
+    cols = ["model", "class", "m_p", "D_rec", "dim U", "A(x): spectral radius",
+            "A(x): share near |λ| = 1", "A(x): memory horizon", "return map: λ near 1",
+            "return map: horizon (words)"]
+    rows, data = [], []
+    for name, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
+        m = r["metrics"]
+        s = _token_summary(m)
+        rm = m["return_maps"]
+        hz = [h for h in rm.get("horizon_max", []) if h is not None]
+        rows.append([name, "affine" if m["is_affine"] else "state-dependent (linearised)",
+                     fmt(m["m_p"]), m["D_rec"], m["dim_U"], _fmt(s["radius"]),
+                     _fmt(s["near_unit"], ".2f"), _fmt(s["horizon"]),
+                     f"{rm['n_near_one_median']:g} (dim U {m['dim_U']})",
+                     _fmt(float(np.median(hz)) if hz else None)])
+        data.append({"model": name, "is_affine": m["is_affine"], "m_p": m["m_p"],
+                     "D_rec": m["D_rec"], "dim_U": m["dim_U"], **s,
+                     "return_near_one": rm["n_near_one_median"],
+                     "return_horizon": float(np.median(hz)) if hz else None})
+    note = ("A(x): the Jacobians d h_t / d h_{t-1} along held-out S3 words (the learned per-token "
+            "transitions of an affine model; the linearisation of a state-dependent one), medians "
+            "over tokens of the median over positions. 'Near': within 0.01. Memory horizon: the "
+            "first delay at which Paper 2's memory function (of one channel's spectrum, the max "
+            "over channels) drops below 1/2. Return map: the Jacobian of a state-preserving word "
+            "(length 6) from states after a held-out word; Theorem 1 predicts at least dim U "
+            "eigenvalues at 1 for an affine model that tracks; its horizon counts words. Best S3 "
+            f"run per model. Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_max_steps')}.")
+    return Table("Memory meets error control: spectra of the trained S3 trackers", cols, rows,
+                 note, [r["run_id"] for r in recs], data)
+
+
+SPECTRA_PREDICTORS = {
+    "A(x) spectral radius": lambda m: _token_summary(m)["radius"],
+    "A(x) share near the unit circle": lambda m: _token_summary(m)["near_unit"],
+    "A(x) memory horizon": lambda m: _token_summary(m)["horizon"],
+    "return map: eigenvalues near 1": lambda m: m["return_maps"]["n_near_one_median"],
+}
+
+
+def spectra_predictors(P: Profile, root=None) -> Table:
+    """Spearman correlation of each spectral summary with m_p over the affine S3 runs that
+    pass the training length, beside T_cross (the paper's predictor) on the same runs."""
+    from scipy.stats import spearmanr
+
+    from ..analysis import diagnostics_config
+
+    recs = [r for r in spectra_records(P, root)
+            if r["metrics"]["is_affine"] and r["metrics"]["m_p"] is not None]
+    diag = {json_key(r["config"]["run"]): r
+            for r in stored_records([diagnostics_config(P, c) for c in beyond.analysed_runs(P, "S3")],
+                                    root) if r["status"] == "ok"}
+    cols = ["predictor of m_p", "Spearman ρ", "p-value", "runs"]
+    rows, data = [], []
+    preds = dict(SPECTRA_PREDICTORS)
+    preds["T_cross (diagnostics, for comparison)"] = None
+    for name, f in preds.items():
+        pairs = []
+        for r in recs:
+            m = r["metrics"]
+            if f is None:
+                d = diag.get(json_key(r["config"]["run"]))
+                v = None if d is None else d["metrics"]["T_cross"]
+            else:
+                v = f(m)
+            if v is not None and np.isfinite(v):
+                pairs.append((float(v), float(m["m_p"])))
+        if len(pairs) >= 3 and len({a for a, _ in pairs}) > 1 and len({b for _, b in pairs}) > 1:
+            res = spearmanr(*zip(*pairs))
+            rho, p = float(res.statistic), float(res.pvalue)
+        else:
+            rho = p = None
+        rows.append([name, _fmt(rho), _fmt(p, ".2g"), len(pairs)])
+        data.append({"predictor": name, "rho": rho, "p": p, "n": len(pairs)})
+    note = ("Affine S3 runs (Table 2's and the Figure 4 sweep) that pass the training length; "
+            "rank correlation because m_p lives on a grid of lengths and is censored at 1000. "
+            "No ρ with fewer than three runs or a constant column. "
+            f"Scale: {P.scale('track_d_states', 'fig4_lrs', 'fig4_seeds', 'track_max_steps')}.")
+    return Table("What the spectra say about m_p", cols, rows, note,
+                 [r["run_id"] for r in recs], data)
+
+
+def json_key(cfg: dict[str, Any]) -> str:
+    """A config dict as a hashable key."""
+    import json
+
+    return json.dumps(cfg, sort_keys=True)

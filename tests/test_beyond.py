@@ -1,0 +1,98 @@
+"""The "Beyond the papers" grids and tables: which runs, and tables from records only."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from sst_core import beyond, config, experiments
+from sst_core.analysis import figure4_runs, s3_runs
+from sst_core.reports import beyond as rb
+from sst_core.sweep import CHAPTER_SWEEPS, SWEEPS, phases
+
+P = config.get_profile("smoke")
+Q = config.get_profile("quick")
+
+
+def test_harder_groups_grid_is_table2_on_the_new_groups():
+    cfgs = beyond.harder_groups_grid(Q)
+    assert {c.group for c in cfgs} == set(beyond.HARDER_GROUPS)
+    assert {c.model for c in cfgs} == set(experiments.TABLE2_MODELS)
+    s3 = experiments.table2_grid(Q, groups=("S3",))
+    assert len(cfgs) == 3 * len(s3)
+    assert {replace(c, group="S3") for c in cfgs} == set(s3)  # same protocol, other group
+
+
+def test_figure4_on_a5_is_the_s3_sweep_moved():
+    a5 = beyond.figure4_runs_on(Q, "A5")
+    assert [replace(c, group="S3") for c in a5] == figure4_runs(Q)
+    assert beyond.figure4_runs_on(Q, "S3") == figure4_runs(Q)
+    runs = beyond.analysed_runs(Q, "A5")
+    assert len(runs) == len(set(runs)) and set(a5) <= set(runs)
+    assert {c.model for c in runs} == {c.model for c in s3_runs(Q)}
+    with pytest.raises(ValueError, match="unknown group 'A4'"):
+        beyond.figure4_runs_on(Q, "A4")
+
+
+def test_a5_gets_more_held_out_words():
+    assert beyond.n_samples_for(Q, "S3") == Q.diag_samples
+    assert beyond.n_samples_for(Q, "A5") == 10 * Q.diag_samples
+    diag = beyond.diagnostics_grid_on(Q, "A5")
+    assert {d.n_samples for d in diag} == {10 * Q.diag_samples}
+    lf = beyond.label_free_grid(Q)
+    assert {c.run.group for c in lf} == {"C2", "C6", "S3", "A4", "A5", "C2xS3"}
+    assert len({c.run for c in lf}) == len(lf) == len(beyond.tracker_runs(Q))
+    assert set(experiments.table3_grid(Q)) <= {c.run for c in lf}
+    assert all(c.n_samples == beyond.n_samples_for(Q, c.run.group) for c in lf)
+    assert all(1 <= c.window_start < c.t_obs <= c.rollout for c in lf + beyond.label_free_grid(P))
+
+
+def test_semi_affine_grid_pairs_each_repair_with_its_original():
+    cfgs = beyond.semi_affine_grid(Q)
+    models = {c.model for c in cfgs}
+    assert models == set(beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES)
+    from sst_core.models import expected_affine
+
+    assert not any(expected_affine(m) for m in beyond.SEMI_AFFINE_MODELS)
+    assert all(expected_affine(m) for m in beyond.SEMI_AFFINE_BASELINES)
+    assert {d.run.group for d in beyond.semi_affine_diagnostics(Q)} == {"S3"}
+
+
+def test_sweeps_and_chapters_know_the_new_experiments():
+    for name in ("harder_groups", "figure4_a5", "label_free", "spectra", "semi_affine"):
+        assert name in SWEEPS
+        ph = phases(name, P)
+        assert ph and all(ph)
+    for nb in ("beyond_groups", "beyond_label_free", "beyond_spectra", "beyond_semi_affine"):
+        assert nb in CHAPTER_SWEEPS and nb in config.NOTEBOOKS
+        assert all(s in SWEEPS for s in CHAPTER_SWEEPS[nb])
+
+
+def test_group_facts_table_needs_no_records():
+    t = rb.group_facts(P)
+    rows = {r[0]: r for r in t.rows}
+    assert rows["A5"][-2:] == ["no", "yes"]  # not solvable, simple
+    assert rows["A4"][-2:] == ["yes", "no"]
+    json.loads(t.to_json())
+
+
+def test_tables_without_records_say_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    t = rb.harder_groups(P)
+    assert all(cell == "missing" for row in t.rows for cell in row[2:])
+    f4 = rb.figure4_groups(P)
+    assert f4.data[0]["n"] == 0 and "fewer than three runs" in f4.note
+    assert rb.label_free(P).data[0]["n"] == 0
+    assert all(d["n"] == 0 for d in rb.label_free_warning(P).data)
+    sa = rb.semi_affine(P)
+    assert all("missing" in row for row in sa.rows)
+    assert rb.semi_affine_cost([]) == []
+
+
+def test_semi_affine_cost_reads_bench_entries():
+    rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",
+           "entries": [{"name": "semi_affine_train_s3", "ratio": 2.0},
+                       {"name": "tanh_rnn_train_d64", "ratio": 1.0}]}
+    out = rb.semi_affine_cost([rec])
+    assert [o["name"] for o in out] == ["semi_affine_train_s3"] and out[0]["device"] == "cpu"
