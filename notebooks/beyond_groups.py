@@ -138,11 +138,9 @@ plt.show()
 # crosses within the rollout).
 
 # %%
-s3_cfgs = beyond.analysed_runs(P, "S3")
-a5_cfgs = beyond.analysed_runs(P, "A5")
-experiments.run_all(s3_cfgs + a5_cfgs, desc="training, S3 and A5", stack=P.track_stack)
-s3_diag = experiments.run_all(beyond.diagnostics_grid_on(P, "S3"), desc="diagnostics, S3")
-a5_diag = experiments.run_all(beyond.diagnostics_grid_on(P, "A5"), desc="diagnostics, A5")
+for g in beyond.FIGURE4_GROUPS:
+    experiments.run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}",
+                             P.track_stack)
 f4 = rb.figure4_groups(P)
 display(f4)
 stats = {d["group"]: d for d in f4.data}

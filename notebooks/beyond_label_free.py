@@ -73,14 +73,9 @@ from sst_core.reports import beyond as rb
 # and $A_5$. The last row of the table pools every group.
 
 # %%
-cfgs = beyond.label_free_grid(P)
-experiments.run_all(list(dict.fromkeys(c.run for c in cfgs)), desc="training",
-                    stack=P.track_stack)
-records = experiments.run_all(cfgs, desc="label-free q(t)")
+records = experiments.run_analyses(beyond.label_free_grid(P), "label-free q(t)",
+                                   P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
-for r in records:
-    if r["status"] != "ok":
-        print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 glue("lf_n", len(ok), display=False)
 glue("lf_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
 table = rb.label_free(P)

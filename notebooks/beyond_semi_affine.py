@@ -70,11 +70,11 @@ from sst_core.reports import beyond as rb
 # %%
 cfgs = beyond.semi_affine_grid(P)
 records = experiments.run_all(cfgs, desc="semi-affine", stack=P.track_stack)
-diag = experiments.run_all(beyond.semi_affine_diagnostics(P), desc="diagnostics, S3")
-for r in records + diag:
+diag = experiments.run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
+                                P.track_stack)
+for r in records:
     if r["status"] != "ok":
-        cfg = r["config"].get("run", r["config"])
-        print(f"failed: {cfg['model']} on {cfg['group']}: {r['reason']}")
+        print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
 table = rb.semi_affine(P)
 display(table)
 

@@ -59,14 +59,8 @@ from sst_core import beyond, experiments, plots_spectra
 from sst_core.reports import beyond as rb
 
 # %%
-cfgs = beyond.spectra_grid(P)
-experiments.run_all(list(dict.fromkeys(c.run for c in cfgs)), desc="training",
-                    stack=P.track_stack)
-records = experiments.run_all(cfgs, desc="spectra")
+records = experiments.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
-for r in records:
-    if r["status"] != "ok":
-        print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 glue("sp_n", len(ok), display=False)
 glue("sp_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
 table = rb.spectra(P)

@@ -96,3 +96,16 @@ def test_semi_affine_cost_reads_bench_entries():
                        {"name": "tanh_rnn_train_d64", "ratio": 1.0}]}
     out = rb.semi_affine_cost([rec])
     assert [o["name"] for o in out] == ["semi_affine_train_s3"] and out[0]["device"] == "cpu"
+
+
+def test_run_analyses_trains_the_trackers_first(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    from sst_core.reports import stored_record
+
+    cfgs = [c for c in beyond.label_free_grid(P) if c.run.model == "linear_rnn"][:2]
+    records = experiments.run_analyses(cfgs, "label-free", stack=2)
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert all(stored_record(c.run)["status"] == "ok" for c in cfgs)
+    assert [r["metrics"]["training_run"] for r in records] == \
+        [stored_record(c.run)["run_id"] for c in cfgs]
+    assert "not analysed" not in capsys.readouterr().out
