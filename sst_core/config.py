@@ -135,7 +135,8 @@ PROFILES: dict[str, Profile] = {
     ),
     "quick": Profile(
         name="quick",
-        description="real but reduced runs; the whole book in about an hour on a laptop CPU",
+        description=("real but reduced runs on a laptop CPU: the two papers' chapters in about an "
+                     "hour, the 'Beyond the papers' part several hours more"),
         seed=0,
         n_words=4096,
         word_length=60,
