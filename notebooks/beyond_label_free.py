@@ -51,10 +51,10 @@ track_stack = None
 from sst_core import config
 
 P = config.from_notebook("beyond_label_free", globals())  # fails here on a typo or a wrong type
-SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states", "fig4_lrs",
-                "track_max_steps")
-print(P.banner("diag_samples", "diag_rollout", "track_d_model", "track_d_states", "fig4_lrs",
-               "track_max_steps"))
+KNOBS = ("diag_samples", "diag_rollout", "track_d_model", "track_d_states", "fig4_lrs",
+          "track_max_steps")
+SCALE = P.scale(*KNOBS)  # for captions and table notes
+print(P.banner(*KNOBS))
 
 # %%
 import matplotlib.pyplot as plt

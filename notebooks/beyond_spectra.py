@@ -45,10 +45,10 @@ track_stack = None
 from sst_core import config
 
 P = config.from_notebook("beyond_spectra", globals())  # fails here on a typo or a wrong type
-SCALE = P.scale("track_d_model", "track_d_states", "track_rnn_widths", "fig4_lrs",
-                "track_max_steps", "diag_rollout")
-print(P.banner("track_d_model", "track_d_states", "track_rnn_widths", "fig4_lrs",
-               "track_max_steps", "diag_rollout"))
+KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "fig4_lrs",
+          "track_max_steps", "diag_rollout")
+SCALE = P.scale(*KNOBS)  # for captions and table notes
+print(P.banner(*KNOBS))
 
 # %%
 import matplotlib.pyplot as plt

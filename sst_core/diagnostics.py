@@ -252,8 +252,8 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
         raise ValueError("W_out is needed: the labels are read through the readout")
     if method not in LABEL_FREE_METHODS:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(LABEL_FREE_METHODS)}")
-    hw = h @ W.T  # (b, L, k)
     if method == "decoded":
+        hw = h @ W.T  # (b, L, k)
         if isinstance(W_out, torch.nn.Linear) and b_out is None and W_out.bias is not None:
             b_out = W_out.bias
         bias = 0.0 if b_out is None else _to_numpy(b_out, "b_out")

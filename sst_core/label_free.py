@@ -103,17 +103,11 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
     return out
 
 
-def _round(x, digits: int = 5) -> list:
-    from .analysis import _round as rnd
-
-    return rnd(x, digits)
-
-
 def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
     """Oracle and label-free q(t) of one trained tracker, and the online warnings."""
     import torch
 
-    from .analysis import DIAG_SEED_OFFSET, trained_tracker
+    from .analysis import DIAG_SEED_OFFSET, _round, trained_tracker
     from .groups import get_group
     from .tasks.tracking import sample
 
