@@ -7,6 +7,17 @@ normed block input ``u_t`` of the pre-norm residual stack::
     z_t = z_{t-1} + phi(k_t)                 (only with normalize=True)
     y_t = S_t phi(q_t)  [/ (phi(q_t)^T z_t + eps)],     out_t = W_o [y_t over heads]
 
+``scan`` builds every state; ``outputs`` (what ``forward`` and training use) never does:
+with A = I the readout is causal attention without the softmax,
+
+    S_t phi(q_t) = S_0 phi(q_t) + sum_{s <= t} v_s (phi(k_s) . phi(q_t)),
+
+computed in blocks of ``BLOCK`` positions (:func:`causal_linear_attention`): a masked
+``(BLOCK, BLOCK)`` score matrix inside each block, and the state summed over the earlier
+blocks (``(d_k, d_v)`` per block, a cumulative sum over blocks) for the rest. At the
+training length (60) that is one block of matrix products instead of a scan over
+``(b, L, H, d_v, d_k)`` states.
+
 ``phi`` is ``elu(x) + 1`` (default) or the identity (``feature_map``). The normaliser
 (default on, as in Katharopoulos et al.) needs a positive feature map, so identity with
 ``normalize=True`` is refused. The state update is affine (every eigenvalue is 1); the
@@ -27,9 +38,53 @@ from .base import RecurrentLayer, SequenceModel
 from .registry import _check_size
 from .selective import residual_model, time_chunked
 
-__all__ = ["FEATURE_MAPS", "LinearAttentionConfig", "LinearAttentionLayer", "linear_attention"]
+__all__ = ["BLOCK", "FEATURE_MAPS", "LinearAttentionConfig", "LinearAttentionLayer",
+           "causal_linear_attention", "linear_attention"]
 
 FEATURE_MAPS = {"elu+1": lambda x: F.elu(x) + 1, "identity": lambda x: x}
+# Positions per block of causal_linear_attention: the training length (60) fits in one;
+# at length 1000 the (b, H, L, BLOCK) scores stay small.
+BLOCK = 64
+
+
+def causal_linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            S0: torch.Tensor | None = None, z0: torch.Tensor | None = None,
+                            normalize: bool = True, eps: float = 1e-6, block: int = BLOCK
+                            ) -> torch.Tensor:
+    """Every readout ``S_t q_t [/ (q_t . z_t + eps)]`` of the linear-attention recurrence
+    ``S_t = S_{t-1} + v_t k_t^T``, ``z_t = z_{t-1} + k_t``, without building a state.
+
+    q, k (b, L, H, d_k) (feature map already applied), v (b, L, H, d_v); S0 (b, H, d_v,
+    d_k) and z0 (b, H, d_k) start the recurrence (zero when omitted). Returns (b, L, H,
+    d_v). Positions run in blocks of ``block``: inside a block a causally masked score
+    matrix, across blocks the sum of ``k v^T`` over all earlier blocks.
+    """
+    b, L, H, dk = q.shape
+    n = -(-L // block)  # blocks
+    C = min(block, L)  # positions per block
+    pad = n * C - L
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # (b, H, L, .)
+    if pad:  # zero keys and values add nothing; the padded queries are cut off
+        q, k, v = (F.pad(x, (0, 0, 0, pad)) for x in (q, k, v))
+    q, k, v = (x.unflatten(2, (n, C)) for x in (q, k, v))  # (b, H, n, C, .)
+    scores = (q @ k.transpose(-1, -2)).tril()  # (b, H, n, C, C): position t sees s <= t
+    y = scores @ v  # (b, H, n, C, d_v)
+    den = scores.sum(-1) if normalize else None  # (b, H, n, C)
+    if n > 1 or S0 is not None:
+        kv = k.transpose(-1, -2) @ v  # (b, H, n, d_k, d_v): sum over a block of k v^T
+        before = kv.cumsum(2) - kv  # over the earlier blocks
+        if S0 is not None:
+            before = before + S0.transpose(-1, -2)[:, :, None]
+        y = y + q @ before
+        if normalize:
+            ksum = k.sum(3)  # (b, H, n, d_k)
+            zb = ksum.cumsum(2) - ksum  # (b, H, n, d_k)
+            if z0 is not None:
+                zb = zb + z0[:, :, None]
+            den = den + (q * zb[:, :, :, None]).sum(-1)
+    if normalize:
+        y = y / (den[..., None] + eps)
+    return y.flatten(2, 3)[:, :, :L].transpose(1, 2)  # (b, L, H, d_v)
 
 
 @dataclass(frozen=True)
@@ -100,6 +155,14 @@ class LinearAttentionLayer(RecurrentLayer):
         if self.cfg.normalize:
             z = z + k
         return torch.cat([S.flatten(1), z.flatten(1)], -1), self._readout(S, z, q)
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` without the states (:func:`causal_linear_attention`)."""
+        q, k, v = self._qkv(u)  # (b, L, H, .)
+        S0, z0 = (None, None) if h0 is None else self._split(h0)
+        y = causal_linear_attention(q, k, v, S0, z0 if self.cfg.normalize else None,
+                                    self.cfg.normalize, self.cfg.eps)  # (b, L, H, d_v)
+        return self.out_proj(y.flatten(-2))  # (b, L, D)
 
     @time_chunked
     def scan(self, u, h0=None):

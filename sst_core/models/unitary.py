@@ -146,21 +146,32 @@ class AUSSMLayer(RecurrentLayer):
         y = self._out(h_re @ C_re - h_im @ C_im, s, z)
         return torch.cat([h_re.flatten(1), h_im.flatten(1), window], -1), y
 
-    @time_chunked
-    def scan(self, u, h0=None):
+    def _run(self, u, h0, states: bool):
+        """Complex states (b, L, D, N), outputs (b, L, D) and conv windows (None unless
+        ``states``)."""
         b, L, D = u.shape
         s0, window0 = (None, None), None
         if h0 is not None:
             s0, window0 = h0[:, :self.n_ssm].view(b, 2, D, -1).unbind(1), h0[:, self.n_ssm:]
         x, z = self.in_proj(u).chunk(2, -1)  # (b, L, D) each
-        x, windows = self.conv.scan(x, window0)
+        x, windows = (self.conv.scan(x, window0) if states
+                      else (self.conv.outputs(x, window0), None))
         angle, ds, s = self._inputs(x)
         B, C = (torch.complex(*_polar(r, p)) for r, p in ((self.b_re, self.b_im),
                                                            (self.c_re, self.c_im)))  # (N,)
         # products as matmuls: their backward needs no (b, L, D, N) temporaries
         hs = _unitary_scan(angle, ds.to(B.dtype)[..., None] @ B[None], *s0)  # (b, L, D, N)
         ys = self._out((hs @ C[:, None]).real[..., 0], s, z)
+        return hs, ys, windows
+
+    @time_chunked
+    def scan(self, u, h0=None):
+        hs, ys, windows = self._run(u, h0, states=True)
         return torch.cat([hs.real.flatten(2), hs.imag.flatten(2), windows], -1), ys
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` without assembling the flat states (what training uses)."""
+        return self._run(u, h0, states=False)[1]
 
 
 def aussm(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,

@@ -6,6 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from sst_core.models import build
+from sst_core.models.attention import causal_linear_attention
 
 from .contract import check_affine, eigenvalues, overfit_c2, tiny
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -14,6 +15,58 @@ CONFIGS = {  # name -> options
     "normalised": {},
     "heads_identity": {"n_heads": 2, "feature_map": "identity", "normalize": False},
 }
+
+
+def _positive_h0(layer, b: int, g: torch.Generator) -> torch.Tensor:
+    """A start state with a positive normaliser z_0 (as after any positive keys)."""
+    h0 = torch.randn(b, layer.state_size, generator=g, dtype=torch.float64)
+    if layer.cfg.normalize:
+        h0[:, layer.n_S:] = torch.rand(b, layer.state_size - layer.n_S, generator=g,
+                                       dtype=torch.float64) + 0.5
+    return h0
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("L", [1, 63, 64, 65, 1000])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_outputs_equal_scan_in_value_and_gradient(config, L, with_h0):
+    """The blocked quadratic form (outputs) equals the readout of the state scan, and so do
+    the gradients w.r.t. u, h0 and every parameter; L around the block size (64)."""
+    layer = tiny("linear_attention", **CONFIGS[config]).layers[0]
+    g = torch.Generator().manual_seed(L)
+    u = torch.randn(2, L, layer.d_in, generator=g, dtype=torch.float64)
+    h0 = _positive_h0(layer, 2, g) if with_h0 else None
+    w = torch.randn(2, L, layer.d_out, generator=g, dtype=torch.float64)
+    results = []
+    for fn in (layer.outputs, lambda u, h0: layer.scan(u, h0)[1]):
+        leaves = [u.clone().requires_grad_()] + ([h0.clone().requires_grad_()] if with_h0 else [])
+        layer.zero_grad()
+        y = fn(leaves[0], leaves[1] if with_h0 else None)
+        (y * w).sum().backward()
+        results.append([y.detach()] + [x.grad for x in leaves]
+                       + [p.grad.clone() for p in layer.parameters()])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_causal_linear_attention_by_hand(block):
+    """Against the definition, position by position, for any block size (1: the recurrence
+    itself; 5: blocks that do not divide L = 12)."""
+    g = torch.Generator().manual_seed(block)
+    b, L, H, dk, dv = 2, 12, 3, 4, 5
+    q, k = (torch.rand(b, L, H, dk, generator=g, dtype=torch.float64) for _ in range(2))
+    v = torch.randn(b, L, H, dv, generator=g, dtype=torch.float64)
+    S0 = torch.randn(b, H, dv, dk, generator=g, dtype=torch.float64)
+    z0 = torch.rand(b, H, dk, generator=g, dtype=torch.float64)
+    got = causal_linear_attention(q, k, v, S0, z0, True, 1e-6, block)
+    for t in range(L):
+        S = S0 + torch.einsum("bshv,bshk->bhvk", v[:, :t + 1], k[:, :t + 1])
+        z = z0 + k[:, :t + 1].sum(1)
+        want = (S @ q[:, t, :, :, None])[..., 0] / ((z * q[:, t]).sum(-1, keepdim=True) + 1e-6)
+        torch.testing.assert_close(got[:, t], want)
+    plain = causal_linear_attention(q, k, v, normalize=False, block=block)
+    torch.testing.assert_close(plain[:, -1], torch.einsum("bshv,bshk,bhk->bhv", v, k, q[:, -1]))
 
 
 

@@ -23,6 +23,29 @@ def test_simple_aussm_gradients_at_1000():
     check_scan_matches_step(tiny("simple_aussm").layers[0], 1000)
 
 
+@pytest.mark.parametrize("config", ["aussm", "aussm_paper"])
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_aussm_outputs_equal_scan_in_value_and_gradient(config, L):
+    """outputs (no flat states) == scan's outputs, and their gradients w.r.t. u, h0 and
+    every parameter."""
+    name, kw = CONFIGS[config]
+    layer = tiny(name, **kw).layers[0]
+    g = torch.Generator().manual_seed(L)
+    u = torch.randn(2, L, layer.d_in, generator=g, dtype=torch.float64)
+    h0 = 0.5 * torch.randn(2, layer.state_size, generator=g, dtype=torch.float64)
+    w = torch.randn(2, L, layer.d_out, generator=g, dtype=torch.float64)
+    results = []
+    for fn in (layer.outputs, lambda u, h0: layer.scan(u, h0)[1]):
+        leaves = [u.clone().requires_grad_(), h0.clone().requires_grad_()]
+        layer.zero_grad()
+        (fn(*leaves) * w).sum().backward()
+        results.append([x.grad for x in leaves] + [p.grad.clone() for p in layer.parameters()])
+    with torch.no_grad():
+        torch.testing.assert_close(layer.outputs(u, h0), layer.scan(u, h0)[1])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_eigenvalues_on_unit_circle(config):
