@@ -46,6 +46,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .ops import native
+
 DEVICES = ("auto", "cpu", "cuda")
 SEED = 0
 GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
@@ -397,6 +399,7 @@ def run(only: Iterable[str] | None = None, device: str = "auto", size: str = "fu
         hw = hardware(ctx.device)
         entries = [e for name in chosen for e in BENCHMARKS[name](ctx)]
         hw["load_avg_1m_end"] = _loadavg()  # other processes slow the run: look at both
+        hw["scan_loops"] = native.status()  # C or torch loops for the CPU linear scan
     finally:
         torch.set_num_threads(before)
     return {"hardware": hw,
@@ -431,6 +434,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"(1 min) {_load(hw.get('load_avg_1m'))} at start, {_load(hw.get('load_avg_1m_end'))} at end",
         f"- torch {hw['torch_version']}, {hw['torch_threads']} threads, "
         f"THP_MEM_ALLOC_ENABLE={hw['THP_MEM_ALLOC_ENABLE']}",
+        f"- CPU linear scan: {hw.get('scan_loops', 'torch loops (before the C loops)')}",
         f"- device: {hw['device']} ({hw['device_name']})",
         f"- size {st['size']}: median of {st['repeat']} after {st['warmup']} warm-up call(s), "
         "ours and anchor interleaved; ratio = ours / anchor; gaps under 1.3x are noise on a "

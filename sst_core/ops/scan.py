@@ -12,8 +12,10 @@ or complex, any length ``L >= 1``, and an optional initial state ``h0`` of shape
 - ``linear_scan``: the fast path with the same signature and results. On CPU it is a
   sequential loop into a preallocated output with a hand-written backward, which beats
   every parallel scan on a 2-core machine (``cpu-performance-notes.md``, diagonal
-  recurrences); meanwhile a helper thread has the kernel map the output's pages
-  (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
+  recurrences). The loops run in C (:mod:`sst_core.ops.native`: the whole recurrence in
+  one call, rows split between threads, ``dL/da`` written during the reverse pass) when
+  a and b have the full shape and a C compiler is at hand; otherwise as torch ops, one
+  per step, while a helper thread has the kernel map the output's pages (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
   the vmapped dimension to the end and runs one scan for all K; under the other
   ``torch.func`` transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a Hillis-Steele scan inside chunks of
   ``CHUNK`` steps and a sequential carry between chunks (no cumulative products over
@@ -37,6 +39,8 @@ import threading
 
 import torch
 from torch.autograd.function import once_differentiable
+
+from . import native
 
 __all__ = ["linear_scan", "linear_scan_ref", "CHUNK"]
 
@@ -133,6 +137,10 @@ class _SequentialScan(torch.autograd.Function):
     def forward(a, b, h0):
         shape = torch.broadcast_shapes(a.shape, b.shape)
         out = torch.empty(shape, dtype=b.dtype, device=b.device)  # (b, L, ...)
+        lib = _native(a, b, h0, shape)
+        if lib is not None:
+            native.scan_forward(lib, _flat(a), _flat(b), _flat(h0), out)
+            return out
         prefault = _Prefault([(out, False)])
         try:
             A, B, H = a.unbind(1), b.expand(shape).unbind(1), out.unbind(1)
@@ -179,14 +187,19 @@ class _SequentialScan(torch.autograd.Function):
         a, out, h0 = ctx.saved_tensors
         g = torch.empty_like(out)  # g_t = dL/dh_t through every later step
         grad_a = torch.empty_like(out) if ctx.needs_input_grad[0] else None
-        # the loop writes g backwards in time, grad_a comes after it
-        prefault = _Prefault([(g, True)] + ([(grad_a, False)] if grad_a is not None else []))
-        try:
-            _reverse_loop(a, grad_out, g)
-            if grad_a is not None:
-                _grad_a(g, out, h0, grad_a)
-        finally:
-            prefault.join()
+        lib = _native(a, out, h0, out.shape)
+        if lib is not None:
+            native.scan_backward(lib, _flat(a), out, _flat(h0), _flat(grad_out), g, grad_a)
+        else:
+            # the loop writes g backwards in time, grad_a comes after it
+            prefault = _Prefault([(g, True)] + ([(grad_a, False)] if grad_a is not None
+                                                else []))
+            try:
+                _reverse_loop(a, grad_out, g)
+                if grad_a is not None:
+                    _grad_a(g, out, h0, grad_a)
+            finally:
+                prefault.join()
         grad_b = grad_h0 = None
         if grad_a is not None:
             grad_a = _reduce(grad_a, a.shape)
@@ -195,6 +208,21 @@ class _SequentialScan(torch.autograd.Function):
         if ctx.needs_input_grad[2]:
             grad_h0 = a[:, 0].conj() * g[:, 0]  # (b, ...)
         return grad_a, grad_b, grad_h0
+
+
+def _native(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None, shape: torch.Size):
+    """The C library when it can run this scan (CPU, one supported dtype, no broadcast
+    dimensions: a and b of the full shape), else None (the torch loop runs)."""
+    if (a.device.type != "cpu" or a.dtype != b.dtype or a.dtype not in native.SUFFIX
+            or a.shape != shape or b.shape != shape or 0 in shape
+            or (h0 is not None and (h0.dtype != a.dtype or h0.shape != shape[:1] + shape[2:]))):
+        return None
+    return native.library()
+
+
+def _flat(x: torch.Tensor | None) -> torch.Tensor | None:
+    """x as plain contiguous memory (conjugate and negative views resolved) for the C loops."""
+    return None if x is None else x.resolve_conj().resolve_neg().contiguous()
 
 
 def _reverse_loop(a: torch.Tensor, grad_out: torch.Tensor, g: torch.Tensor) -> None:

@@ -1,11 +1,15 @@
 """linear_scan (and the CUDA chunked scan) against the plain loop linear_scan_ref."""
 from __future__ import annotations
 
+import os
+import shutil
+import time
+
 import pytest
 import torch
 from torch.func import jacrev
 
-from sst_core.ops import linear_scan, linear_scan_ref
+from sst_core.ops import linear_scan, linear_scan_ref, native
 from sst_core.ops import scan as scan_module
 from sst_core.ops.scan import _chunked_scan
 
@@ -14,6 +18,18 @@ LENGTHS = [1, 63, 1000, 4096]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(params=["c", "torch"])
+def loops(request):
+    """Run a test with the C loops (native_scan.c) and again with the torch loops."""
+    if request.param == "torch":
+        with native.disabled():
+            yield "torch"
+        return
+    if native.library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    yield "c"
 
 
 def inputs(shape, dtype, a_shape=None, seed=0):
@@ -53,7 +69,7 @@ def assert_matches_reference(a, b, h0, dtype):
 @pytest.mark.parametrize("dtype,L", [(d, L) for d in DTYPES for L in LENGTHS
                                      if L < 4096 or d in (torch.float32, torch.complex64)])
 @pytest.mark.parametrize("with_h0", [True, False])
-def test_fast_equals_reference(dtype, L, with_h0):
+def test_fast_equals_reference(loops, dtype, L, with_h0):
     """Single precision at 4096 steps (the benchmark's dtypes); every dtype at 4096 steps
     in test_broadcast_transition."""
     a, b, h0 = inputs((3, L, 5, 7), dtype, seed=L)
@@ -86,7 +102,7 @@ def test_blocks_of_the_backward(monkeypatch, dtype, block, L):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 @pytest.mark.parametrize("with_h0", [True, False])
-def test_gradcheck(dtype, with_h0):
+def test_gradcheck(loops, dtype, with_h0):
     a, b, h0 = inputs((2, 5, 3), dtype)
     args = [x.requires_grad_() for x in (a, b, h0 if with_h0 else None) if x is not None]
     assert torch.autograd.gradcheck(lambda *x: linear_scan(*x), args)
@@ -96,7 +112,7 @@ def test_gradcheck(dtype, with_h0):
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
 @pytest.mark.parametrize("wrt", ["a", "b", "h0", "a_h0"])
-def test_some_inputs_without_grad(dtype, wrt):
+def test_some_inputs_without_grad(loops, dtype, wrt):
     a, b, h0 = inputs((2, 50, 3), dtype)
     grads = []
     for fn in (linear_scan, linear_scan_ref):
@@ -153,7 +169,7 @@ def test_page_order_covers_each_output_once_in_loop_order(monkeypatch, backwards
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
-def test_unusual_incoming_gradients(dtype):
+def test_unusual_incoming_gradients(loops, dtype):
     """dL/dh as a lazily conjugated tensor (what h.conj() passes back), expanded along
     time (a loss that weights every step alike), and in another memory layout."""
     a, b, h0 = inputs((2, 40, 3, 4), dtype)
@@ -216,3 +232,98 @@ def test_bad_shapes_raise(a_shape, b_shape, h0_shape, match):
     for fn in (linear_scan, linear_scan_ref):
         with pytest.raises(ValueError, match=match):
             fn(torch.zeros(a_shape), torch.zeros(b_shape), h0)
+
+
+# -- the C loops (sst_core.ops.native) ---------------------------------------------------
+@pytest.fixture
+def two_threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 63, 3, 7), (1, 100, 37), (2, 1, 40)])
+def test_c_loops_split_between_threads(two_threads, monkeypatch, dtype, shape):
+    """Rows split between the threads (5 rows), channels split (1 row of 37, not a multiple
+    of the 16-channel split unit), and more threads than work (2 rows, 1 step)."""
+    if native.library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    monkeypatch.setattr(native, "_MIN_PARALLEL", 0)
+    a, b, h0 = inputs(shape, dtype, seed=shape[1])
+    assert_matches_reference(a, b, h0, dtype)
+    assert_matches_reference(a, b, None, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_c_loops_are_deterministic(two_threads, dtype):
+    a, b, h0 = inputs((4, 300, 50), dtype)
+    w = torch.randn(b.shape, dtype=dtype)
+    first, second = run(linear_scan, a, b, h0, w), run(linear_scan, a, b, h0, w)
+    for x, y in zip(first, second):
+        assert torch.equal(x, y)
+
+
+def test_c_and_torch_loops_agree_to_rounding():
+    a, b, h0 = inputs((3, 1000, 5, 7), torch.complex128)
+    w = torch.randn(b.shape, dtype=torch.complex128)
+    if native.library() is None:
+        pytest.skip(f"no C loops here: {native.status()}")
+    with native.disabled():
+        torch_loops = run(linear_scan, a, b, h0, w)
+    for x, y in zip(run(linear_scan, a, b, h0, w), torch_loops):
+        torch.testing.assert_close(x, y, rtol=1e-12, atol=1e-12)
+
+
+def test_without_a_compiler_the_torch_loops_run(monkeypatch, tmp_path):
+    """A compiler that fails (or none) leaves the scan on its torch loops, says why, and
+    gives the same results; SST_NATIVE=0 switches the C loops off."""
+    monkeypatch.setattr(native, "_state", {"lib": None, "tried": False, "reason": ""})
+    monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "false")
+    assert native.library() is None
+    assert native.status().startswith("torch loops: false failed")
+    a, b, h0 = inputs((2, 63, 4), torch.float64)
+    assert_matches_reference(a, b, h0, torch.float64)
+    monkeypatch.setenv("SST_NATIVE", "0")
+    assert native.status() == "torch loops (SST_NATIVE=0)"
+
+
+def test_c_library_is_built_once_per_cache(monkeypatch, tmp_path):
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler here")
+    monkeypatch.setattr(native, "_state", {"lib": None, "tried": False, "reason": ""})
+    monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path))
+    assert native.library() is not None
+    built = list(tmp_path.glob("native_scan-*.so"))
+    assert len(built) == 1 and native.status().startswith("C loops: built with")
+    monkeypatch.setattr(native, "_state", {"lib": None, "tried": False, "reason": ""})
+    assert native.library() is not None  # loads the cached build
+    assert list(tmp_path.iterdir()) == built
+
+
+def test_c_loops_in_a_forked_child(two_threads, monkeypatch):
+    """A child forked after the parent used the thread pool makes its own (the inherited
+    pool has no threads, and waiting on it would hang)."""
+    if native.library() is None or not hasattr(os, "fork"):
+        pytest.skip("no C loops or no fork here")
+    monkeypatch.setattr(native, "_MIN_PARALLEL", 0)
+    a, b, h0 = inputs((4, 20, 8), torch.float64)
+    want = linear_scan(a, b, h0)
+    pid = os.fork()
+    if pid == 0:  # child: exit code 0 only if the scan finishes with the same result
+        code = 1
+        try:
+            code = 0 if torch.equal(linear_scan(a, b, h0), want) else 1
+        finally:
+            os._exit(code)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail("the scan in the forked child hung")
