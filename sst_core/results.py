@@ -3,7 +3,8 @@
 ``cached_run(cfg, fn)`` returns the stored record of a config, or runs ``fn(cfg)`` and
 stores ``results/<profile>/<experiment>/<run-id>.json`` with the config, the metrics,
 the status (``ok``, or ``failed`` with the reason), the seed, the git commit, package
-versions, the device and the wall time.
+versions, the device, the wall time and the fingerprint of the code the run depends on
+(:func:`code_hash`, which tells stale records).
 
 - Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
   ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
@@ -96,41 +97,74 @@ def _versions() -> dict[str, str]:
     return found
 
 
-# The source files (under sst_core/) each experiment's results depend on; a record stores
-# their hash, and `sst status` flags records whose code has changed since (stale).
-_TRACKING_CODE = ("train.py", "stacked.py", "groups.py", "tasks/tracking.py", "models/__init__.py",
-                  "models/base.py", "models/registry.py", "models/cells.py",
-                  "models/selective.py", "models/unitary.py", "models/attention.py",
-                  "models/semi_affine.py", "ops/scan.py", "ops/rnn_scan.py",
-                  "ops/selective_scan.py")
+# What each experiment's results depend on: the functions its runs call, as dotted names
+# (imported only when a hash is computed). A record stores the fingerprint of the code
+# reachable from them (sst_core.codeversion), and `sst status` flags records whose code
+# has changed since (stale). MODELS stands for the models of the registry, which builds
+# them by name (see code_hash).
+MODELS = "sst_core.models.registry.REGISTRY"
+_TRACKING = ("sst_core.train.train_tracking", "sst_core.stacked.train_tracking_stacked", MODELS)
 CODE_DEPS: dict[str, tuple[str, ...]] = {
-    "groups_order_sensitivity": ("experiments.py", "groups.py", "tasks/tracking.py"),
-    "tracking": _TRACKING_CODE,
-    "tracking_diagnostics": _TRACKING_CODE + ("analysis.py", "diagnostics.py"),
-    "tracking_label_free": _TRACKING_CODE + ("label_free.py", "diagnostics.py"),
-    "tracking_spectra": _TRACKING_CODE + ("spectra.py", "diagnostics.py", "theory/memory.py"),
-    "lra": ("train_lra.py", "models/s4.py", "ops/ssm_kernel.py", "tasks/listops.py",
-            "tasks/pathfinder.py", "tasks/images.py", "tasks/lra.py", "tasks/lra_data.py"),
+    "groups_order_sensitivity": ("sst_core.experiments.order_sensitivity",),
+    "tracking": _TRACKING,
+    "tracking_diagnostics": _TRACKING + ("sst_core.analysis.diagnose",),
+    "tracking_label_free": _TRACKING + ("sst_core.label_free.run_label_free",),
+    "tracking_spectra": _TRACKING + ("sst_core.spectra.run_spectra",),
+    "lra": ("sst_core.train_lra.train_lra",),
 }
-_code_hashes: dict[str, str] = {}
+# Not followed: the analyses fetch the record of the run they analyse through it, and that
+# record has a code hash of its own.
+_NOT_FOLLOWED = ("sst_core.experiments.run",)
+_code_hashes: dict[tuple[str, str | None], str] = {}
 
 
-def code_hash(experiment: str) -> str | None:
-    """A hash of the source files ``experiment`` depends on (:data:`CODE_DEPS`); None for
-    an experiment without a list. Cached per process."""
+def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | None:
+    """The fingerprint of the code ``experiment``'s runs depend on (:data:`CODE_DEPS`,
+    :func:`sst_core.codeversion.fingerprint`); None for an experiment without entry points.
+
+    The registry builds a model from its name, out of the walk's sight, so :data:`MODELS`
+    adds the builders themselves: with the ``config`` of a run (a :func:`config_dict`),
+    only the model it trains or analyses and its registry entry, so that adding or
+    changing another model leaves its hash alone; without, every registered model.
+    Cached per process.
+    """
     if experiment not in CODE_DEPS:
         return None
-    if experiment not in _code_hashes:
-        import hashlib
+    model = _model_of(config) if MODELS in CODE_DEPS[experiment] else None
+    if (experiment, model) not in _code_hashes:
+        from .codeversion import fingerprint
 
-        pkg = Path(__file__).resolve().parent
-        h = hashlib.sha256()
-        for rel in sorted(CODE_DEPS[experiment]):
-            path = pkg / rel
-            h.update(rel.encode() + b"\0")
-            h.update(path.read_bytes() if path.exists() else b"<missing>")
-        _code_hashes[experiment] = h.hexdigest()[:16]
-    return _code_hashes[experiment]
+        points, scope = _code_scope(experiment, model)
+        _code_hashes[experiment, model] = fingerprint(points, **scope)
+    return _code_hashes[experiment, model]
+
+
+def _code_scope(experiment: str, model: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """The entry points of :func:`code_hash` and the walk's other arguments (also for
+    :func:`sst_core.codeversion.reachable`, to read what a hash covers)."""
+    from .codeversion import resolve
+
+    deps = CODE_DEPS[experiment]
+    points = [resolve(p) for p in deps if p != MODELS]
+    narrow: dict[str, list[str]] = {}
+    if MODELS in deps:
+        from .models.registry import REGISTRY
+
+        names = [model] if model is not None else list(REGISTRY)
+        for name in names:
+            if name in REGISTRY:  # "module:function" inside sst_core.models
+                module, func = REGISTRY[name].target.split(":")
+                points.append(resolve(f"sst_core.models.{module}.{func}"))
+        narrow = {MODELS: names}
+    return points, {"exclude": _NOT_FOLLOWED, "narrow": narrow}
+
+
+def _model_of(config: dict[str, Any] | None) -> str | None:
+    """The registered model a config trains (``model``) or analyses (``run.model``)."""
+    if not config:
+        return None
+    run = config.get("run")
+    return (run if isinstance(run, dict) else config).get("model")
 
 
 def current_device() -> str:
@@ -227,13 +261,17 @@ def _host() -> dict[str, Any]:
     host = {"machine": platform.machine(), "cpus": os.cpu_count()}
     if "torch" in sys.modules:  # threads change float summation order, hence results
         host["torch_threads"] = sys.modules["torch"].get_num_threads()
+    native = sys.modules.get("sst_core.ops.native")
+    if native is not None:  # the scan's C loops round differently from its torch loops
+        host["scan_loops"] = "C" if native.loaded() else "torch"
     return host
 
 
 def is_stale_record(record: dict[str, Any]) -> bool:
-    """Whether a record was made by other code than the current (:data:`CODE_DEPS`), or
-    before records kept a code hash; never for an experiment without a dependency list."""
-    current = code_hash(record["experiment"])
+    """Whether a record was made by another version of the code it depends on
+    (:func:`code_hash`), or before records kept a code hash; never for an experiment
+    without entry points."""
+    current = code_hash(record["experiment"], record["config"])
     return current is not None and record.get("code_hash") != current
 
 
@@ -264,12 +302,13 @@ def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: 
     """
     if not isinstance(metrics, dict):
         raise TypeError(f"run function returned {type(metrics).__name__}; expected a dict of metrics")
+    config = config_dict(cfg)
     record = {
         "schema": SCHEMA,
         "run_id": config_hash(cfg),
         "experiment": cfg.experiment,
         "profile": cfg.profile,
-        "config": config_dict(cfg),
+        "config": config,
         "status": status,
         "reason": reason,
         "metrics": metrics,
@@ -278,7 +317,7 @@ def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: 
         "versions": _versions(),
         "device": current_device(),
         "host": _host(),
-        "code_hash": code_hash(cfg.experiment),
+        "code_hash": code_hash(cfg.experiment, config),
         "wall_time_s": round(wall, 4),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **(extra or {}),

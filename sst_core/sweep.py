@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .config import Profile, TrackingConfig, config_hash, get_profile
-from .results import (CODE_DEPS, RecordError, code_hash, load_record, needs_run, record_path,
+from .results import (RecordError, is_stale_record, load_record, needs_run, record_path,
                       results_dir)
 
 HEARTBEAT_S = 30.0  # a working claim's file time is refreshed this often
@@ -458,11 +458,11 @@ def status(profile: str, experiments: Sequence[str] | None = None,
                 st.failed += record["status"] == "failed"
                 size = record.get("stack", {}).get("size", 1)
                 st.compute_s += record["wall_time_s"] / size
-                stored = record.get("code_hash")
-                if stored is None and record["experiment"] in CODE_DEPS:
-                    st.unknown_code += 1
-                elif stored is not None and stored != code_hash(record["experiment"]):
-                    st.stale += 1
+                if is_stale_record(record):
+                    if record.get("code_hash") is None:
+                        st.unknown_code += 1
+                    else:
+                        st.stale += 1
         out.append(st)
     return out
 
@@ -474,7 +474,7 @@ def status_markdown(rows: list[Status], profile: str) -> str:
     for s in rows:
         lines.append(f"| {s.experiment} | {s.total} | {s.done} | {s.failed} | {s.missing} | "
                      f"{s.claimed} | {s.stale} | {s.unknown_code} | {s.compute_s / 3600:.2f} |")
-    lines += ["", "stale code: records made before a change to the source files their "
-              "experiment depends on (sst_core.results.CODE_DEPS); code unknown: records "
-              "older than that check. Rerun them with `sst sweep ... --retry-stale`." ]
+    lines += ["", "stale code: records made before a change to the code they depend on (what "
+              "their run functions reach, sst_core.results.code_hash); code unknown: records "
+              "older than that check. Rerun them with `sst sweep ... --retry-stale`."]
     return "\n".join(lines)

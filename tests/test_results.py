@@ -125,20 +125,37 @@ def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
     assert not list(path.parent.glob("*.tmp"))
 
 
-def test_every_code_dependency_exists_and_changes_the_hash(tmp_path, monkeypatch):
-    """The files behind each experiment's code hash exist (a rename would otherwise hide
-    stale records), and the hash follows their content."""
-    from pathlib import Path
+def test_every_code_dependency_exists_and_changes_the_hash(monkeypatch):
+    """The entry points behind each experiment's code hash exist (a rename would otherwise
+    hide stale records), and the hash follows them."""
+    from sst_core.codeversion import resolve
 
-    import sst_core
-    from sst_core import results
-
-    pkg = Path(sst_core.__file__).resolve().parent
-    for experiment, files in results.CODE_DEPS.items():
-        missing = [f for f in files if not (pkg / f).is_file()]
-        assert not missing, (experiment, missing)
+    for experiment, points in results.CODE_DEPS.items():
+        for point in points:
+            resolve(point)  # raises for a name that no longer exists
+        assert len(results.code_hash(experiment)) == 16  # the walk gets through all of it
     before = results.code_hash("tracking")
     monkeypatch.setattr(results, "_code_hashes", {})
-    monkeypatch.setitem(results.CODE_DEPS, "tracking", results.CODE_DEPS["tracking"][:-1])
+    monkeypatch.setitem(results.CODE_DEPS, "tracking",
+                        tuple(p for p in results.CODE_DEPS["tracking"] if "stacked" not in p))
     assert results.code_hash("tracking") != before
     assert results.code_hash("no_such_experiment") is None
+
+
+def test_a_record_is_stale_when_the_code_of_its_own_model_changed():
+    """The hash of a tracking record covers the model its config names (directly, or
+    through the run an analysis reads); is_stale_record checks that one."""
+    mamba = {"model": "mamba"}
+    rec = {"experiment": "tracking", "config": mamba,
+           "code_hash": results.code_hash("tracking", mamba)}
+    assert not results.is_stale_record(rec)
+    assert results.code_hash("tracking", {"model": "tanh_rnn"}) != rec["code_hash"]
+    rec["code_hash"] = results.code_hash("tracking", {"model": "tanh_rnn"})
+    assert results.is_stale_record(rec)
+    del rec["code_hash"]  # made before records kept a code hash
+    assert results.is_stale_record(rec)
+    analysis = {"run": mamba}
+    assert not results.is_stale_record({
+        "experiment": "tracking_spectra", "config": analysis,
+        "code_hash": results.code_hash("tracking_spectra", analysis)})
+    assert not results.is_stale_record({"experiment": "unit", "config": {}})

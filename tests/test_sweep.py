@@ -193,6 +193,7 @@ def _metrics_without_timing(record: dict) -> dict:
 
 @pytest.mark.parametrize("make", [
     lambda: _cfg(model="mamba", max_steps=6),
+    lambda: _cfg(model="aussm", max_steps=6),  # the linear scan (C loops where built)
     lambda: replace(_cfg(model="state_gated_rnn", max_steps=6), group="S3"),
 ])
 def test_same_config_and_seed_give_the_same_record(tmp_path, make):
@@ -206,6 +207,7 @@ def test_same_config_and_seed_give_the_same_record(tmp_path, make):
     assert _metrics_without_timing(first) == _metrics_without_timing(second)
     for rec in (first, second):
         assert rec["git_commit"] and rec["code_hash"] and rec["host"]["torch_threads"] >= 1
+        assert rec["host"]["scan_loops"] in ("C", "torch")
     assert first["code_hash"] == second["code_hash"]
 
 
