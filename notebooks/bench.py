@@ -107,15 +107,26 @@ if cpu is not None:
 # %% [markdown]
 # **Reading the misses.** Stacking removes per-operation overhead (Python, dispatch, kernel
 # launches), not arithmetic or memory traffic. The dense RNNs at these sizes spend much of a
-# step on that overhead, so 16 of them stacked run well over twice as fast as 16 in a row. The
-# Mamba family, AUSSM and linear attention spend theirs on elementwise work over tensors of
-# shape (batch, length, channels, state), which 16 stacked models do 16 times all the same; on
-# two CPU cores their stacked step stays close to the sequential one, and only fused kernels
-# that never build those tensors (as `sst_core.ops.selective_scan` does for Mamba's scan) move
-# it. On a GPU, where a small model leaves most of the device idle, stacking is where the
-# large gains are expected; the CUDA section below will say once a GPU has run it. The scan's
-# bandwidth share is measured against a two-thread copy, while each step of the scan is too
-# small for torch to split across threads, so it streams on one core.
+# step on that overhead, so 16 of them stacked run well over twice as fast as 16 in a row.
+# The Mamba family and AUSSM spend theirs on elementwise work over tensors of shape (batch,
+# length, channels, state), which 16 stacked models do 16 times all the same; on two CPU
+# cores their stacked step stays well short of half the sequential one. What moves them is
+# less of that work per model, which helps stacked and sequential runs alike: the fused
+# selective scan (`sst_core.ops.selective_scan`) never builds those tensors for Mamba; linear
+# attention trains through a blocked quadratic form that builds no state at all
+# (`sst_core.models.attention.causal_linear_attention`: compare its throughput row with an
+# older record under `results/bench/`; with less work per model its stacked ratio came down
+# to about the target); AUSSM's training skips assembling its flat states. On a GPU, where a small model leaves most of the
+# device idle, stacking is where the large gains are expected; the CUDA section below will
+# say once a GPU has run it.
+#
+# **The scan's loops.** Where the machine has a C compiler, the CPU scan runs its loops in C
+# (`sst_core/ops/native_scan.c`, compiled on first use; the line above says which loops the
+# record ran): the whole recurrence in one call, batch rows split between the threads, and
+# $\partial L / \partial a$ written during the reverse pass. The torch loops it replaces
+# launch one operation per time step and read every state twice in the backward pass; the
+# bandwidth shares in the table above are measured against a two-thread copy of a large
+# buffer, and vary by about as much as the other ratios between runs on a shared machine.
 
 # %% [markdown]
 # ## On CUDA

@@ -39,7 +39,8 @@ def provenance(record: dict[str, Any]) -> str:
              else f"{hw['device_name']} (host: {hw['cpu_model']}, {hw['cpu_count']} logical cores)")
     return (f"{where}; "
             f"torch {hw['torch_version']}, {hw['torch_threads']} threads; "
-            f"size {st['size']}, median of {st['repeat']} interleaved rounds; "
+            + (f"CPU scan: {hw['scan_loops'].split(':')[0]}; " if "scan_loops" in hw else "")
+            + f"size {st['size']}, median of {st['repeat']} interleaved rounds; "
             f"load average {'n/a' if load is None else f'{load:.2f}'} at start; "
             f"commit {record['git_commit'][:10]}, {record['created_utc']}; "
             f"`{record['command']}`; wall time {record['wall_time_s']:.0f} s")
