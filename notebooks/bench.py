@@ -121,8 +121,8 @@ if cpu is not None:
 # say once a GPU has run it.
 #
 # **The scan's loops.** Where the machine has a C compiler, the CPU scan runs its loops in C
-# (`sst_core/ops/native_scan.c`, compiled on first use; the line above says which loops the
-# record ran): the whole recurrence in one call, batch rows split between the threads, and
+# (`sst_core/ops/native_scan.c`, compiled on first use; the "Where and how" line of the CPU
+# section says which loops the record ran): the whole recurrence in one call, batch rows split between the threads, and
 # $\partial L / \partial a$ written during the reverse pass. The torch loops it replaces
 # launch one operation per time step and read every state twice in the backward pass; the
 # bandwidth shares in the table above are measured against a two-thread copy of a large

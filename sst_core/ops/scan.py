@@ -14,8 +14,8 @@ or complex, any length ``L >= 1``, and an optional initial state ``h0`` of shape
   every parallel scan on a 2-core machine (``cpu-performance-notes.md``, diagonal
   recurrences). The loops run in C (:mod:`sst_core.ops.native`: the whole recurrence in
   one call, rows split between threads, ``dL/da`` written during the reverse pass) when
-  a and b have the full shape and a C compiler is at hand; otherwise as torch ops, one
-  per step, while a helper thread has the kernel map the output's pages (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
+  a and b share a dtype and a C compiler is at hand; otherwise as torch ops, one per
+  step, while a helper thread has the kernel map the output's pages (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
   the vmapped dimension to the end and runs one scan for all K; under the other
   ``torch.func`` transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a Hillis-Steele scan inside chunks of
   ``CHUNK`` steps and a sequential carry between chunks (no cumulative products over
@@ -139,7 +139,7 @@ class _SequentialScan(torch.autograd.Function):
         out = torch.empty(shape, dtype=b.dtype, device=b.device)  # (b, L, ...)
         lib = _native(a, b, h0, shape)
         if lib is not None:
-            native.scan_forward(lib, _flat(a), _flat(b), _flat(h0), out)
+            native.scan_forward(lib, _flat(a, shape), _flat(b, shape), _flat(h0), out)
             return out
         prefault = _Prefault([(out, False)])
         try:
@@ -189,7 +189,8 @@ class _SequentialScan(torch.autograd.Function):
         grad_a = torch.empty_like(out) if ctx.needs_input_grad[0] else None
         lib = _native(a, out, h0, out.shape)
         if lib is not None:
-            native.scan_backward(lib, _flat(a), out, _flat(h0), _flat(grad_out), g, grad_a)
+            native.scan_backward(lib, _flat(a, out.shape), out, _flat(h0), _flat(grad_out),
+                                 g, grad_a)
         else:
             # the loop writes g backwards in time, grad_a comes after it
             prefault = _Prefault([(g, True)] + ([(grad_a, False)] if grad_a is not None
@@ -211,18 +212,25 @@ class _SequentialScan(torch.autograd.Function):
 
 
 def _native(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None, shape: torch.Size):
-    """The C library when it can run this scan (CPU, one supported dtype, no broadcast
-    dimensions: a and b of the full shape), else None (the torch loop runs)."""
+    """The C library when it can run this scan (CPU, a, b and h0 of one supported dtype,
+    at least one step and row), else None (the torch loop runs). A transition that
+    broadcasts (one decay per head) is expanded to the full shape first: one more
+    full-size tensor, which the backward's ``dL/da`` has before its reduction anyway."""
     if (a.device.type != "cpu" or a.dtype != b.dtype or a.dtype not in native.SUFFIX
-            or a.shape != shape or b.shape != shape or 0 in shape
+            or 0 in shape
             or (h0 is not None and (h0.dtype != a.dtype or h0.shape != shape[:1] + shape[2:]))):
         return None
     return native.library()
 
 
-def _flat(x: torch.Tensor | None) -> torch.Tensor | None:
-    """x as plain contiguous memory (conjugate and negative views resolved) for the C loops."""
-    return None if x is None else x.resolve_conj().resolve_neg().contiguous()
+def _flat(x: torch.Tensor | None, shape: torch.Size | None = None) -> torch.Tensor | None:
+    """x (expanded to ``shape``) as plain contiguous memory, conjugate and negative views
+    resolved, for the C loops."""
+    if x is None:
+        return None
+    if shape is not None:
+        x = x.expand(shape)
+    return x.resolve_conj().resolve_neg().contiguous()
 
 
 def _reverse_loop(a: torch.Tensor, grad_out: torch.Tensor, g: torch.Tensor) -> None:

@@ -79,7 +79,7 @@ def test_fast_equals_reference(loops, dtype, L, with_h0):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("L", LENGTHS)
 @pytest.mark.parametrize("a_shape,with_h0", [((3, 1, 7), True), ((1, 5, 1), False)])
-def test_broadcast_transition(dtype, L, a_shape, with_h0):
+def test_broadcast_transition(loops, dtype, L, a_shape, with_h0):
     """One a for several channels (e.g. one decay per head, or per batch row): the
     gradient of a is summed over the channels that share it."""
     a_shape = (a_shape[0], L, *a_shape[1:])
@@ -143,7 +143,8 @@ def prefault_small_tensors(monkeypatch):
 @pytest.mark.parametrize("L", [1, 63, 1000])
 def test_with_pages_mapped_by_the_helper_thread(prefault_small_tensors, dtype, L):
     a, b, h0 = inputs((3, L, 5, 7), dtype, a_shape=(3, L, 1, 7), seed=L)
-    assert_matches_reference(a, b, h0, dtype)
+    with native.disabled():  # the helper thread serves the torch loops
+        assert_matches_reference(a, b, h0, dtype)
     if scan_module._madvise() is not None:  # Linux: forward (out), backward (g, grad_a)
         assert len(prefault_small_tensors) == 2
 
