@@ -259,6 +259,14 @@ class Claim:
         self.release()
 
 
+def _drop_stale_claim(cfg: Any) -> None:
+    """Remove the claim a killed worker left on a run it had already stored (a stack
+    stores its runs one by one and releases their claims together at the end)."""
+    path = claim_path(cfg)
+    if path.exists() and is_stale(path):
+        path.unlink(missing_ok=True)
+
+
 # -- one task -----------------------------------------------------------------------------
 
 def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
@@ -282,6 +290,7 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
             rid = config_hash(cfg)
             if not needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):
                 out[rid] = "stored"
+                _drop_stale_claim(cfg)
                 continue
             claim = Claim(cfg)
             if not claim.acquire():

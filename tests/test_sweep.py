@@ -97,6 +97,20 @@ def test_run_task_skips_claimed_and_stored_runs(root):
     assert not record_path(b).exists() and not sweep.claim_path(a).exists()
 
 
+def test_a_stored_run_loses_the_claim_of_a_killed_stack(root):
+    """A stack stores its runs one by one and releases their claims at the end: a worker
+    killed in between leaves claims on stored runs, which the next sweep removes (only
+    stale ones: a live worker's claim stays)."""
+    dead, alive = _cfg(seed=3), _cfg(seed=4)
+    for cfg, pid in ((dead, _dead_pid()), (alive, os.getpid())):
+        cached_run(cfg, lambda cfg: {"x": 1})
+        sweep.claim_path(cfg).write_text(json.dumps({"host": socket.gethostname(),
+                                                     "pid": pid, "since": 0}))
+    out = sweep.run_task([dead, alive])
+    assert set(out.values()) == {"stored"}
+    assert not sweep.claim_path(dead).exists() and sweep.claim_path(alive).exists()
+
+
 def test_a_claimed_run_loses_the_temporary_files_of_a_killed_writer(root):
     cfg = _cfg(seed=5)
     folder = record_path(cfg).parent
