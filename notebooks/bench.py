@@ -107,7 +107,8 @@ if cpu is not None:
 # %% [markdown]
 # **Reading the misses.** Stacking removes per-operation overhead (Python, dispatch, kernel
 # launches), not arithmetic or memory traffic. The dense RNNs at these sizes spend much of a
-# step on that overhead, so 16 of them stacked run well over twice as fast as 16 in a row.
+# step on that overhead, so 16 of them stacked run about two to three times as fast as 16
+# in a row (the figure: those near the line move across it from one record to the next).
 # The Mamba family and AUSSM spend theirs on elementwise work over tensors of shape (batch,
 # length, channels, state), which 16 stacked models do 16 times all the same; on two CPU
 # cores their stacked step stays well short of half the sequential one. What moves them is
