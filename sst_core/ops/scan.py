@@ -15,11 +15,13 @@ or complex, any length ``L >= 1``, and an optional initial state ``h0`` of shape
   recurrences). The loops run in C (:mod:`sst_core.ops.native`: the whole recurrence in
   one call, rows split between threads, ``dL/da`` written during the reverse pass) when
   a and b share a dtype and a C compiler is at hand; otherwise as torch ops, one per
-  step, while a helper thread has the kernel map the output's pages (``_Prefault``). Under ``torch.func.vmap`` (K stacked models) a batching rule moves
-  the vmapped dimension to the end and runs one scan for all K; under the other
-  ``torch.func`` transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a Hillis-Steele scan inside chunks of
-  ``CHUNK`` steps and a sequential carry between chunks (no cumulative products over
-  the whole length, which underflow, and no divisions).
+  step, while a helper thread has the kernel map the output's pages (``_Prefault``).
+  Under ``torch.func.vmap`` (K stacked models) a batching rule folds the vmapped
+  dimension into the batch and runs one scan for all K; under the other ``torch.func``
+  transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a
+  Hillis-Steele scan inside chunks of ``CHUNK`` steps and a sequential carry between
+  chunks (no cumulative products over the whole length, which underflow, and no
+  divisions).
 
 The backward pass is the same recurrence run in reverse with the conjugate transition
 (PyTorch's complex gradients are conjugate Wirtinger derivatives, so ``dL/dx`` of
