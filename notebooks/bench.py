@@ -26,7 +26,7 @@
 # | $K = 16$ small models that differ in seed and learning rate, one training step as one stacked computation | 16 ordinary training steps one after the other | at most 0.5 on the CPU, 0.1 on CUDA |
 # | S4D kernel and FFT convolution at lengths 1024 to 16384 | the published S4D kernel's formula | time, and peak memory at most 0.25 |
 #
-# The stacked training is `sst_core.stacked`: the $K$ models' weights are stacked along a
+# The stacked training is `sst_core.training.stacked`: the $K$ models' weights are stacked along a
 # new leading dimension and one `torch.func.vmap` runs all $K$ forward passes; the loss is
 # the sum of the $K$ losses, so one backward pass gives each model its own gradient, and
 # AdamW and gradient clipping act row by row. `tests/test_stacked.py` checks that it gives
@@ -38,9 +38,9 @@
 profile = "quick"
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("bench", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("bench", globals())  # fails here on a typo or a wrong type
 print(f"profile {P.name}: this chapter shows stored benchmark records; the profile changes "
       "nothing")
 
@@ -50,7 +50,8 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core import bench, plots
+from sst_core.bench import harness as bench
+from sst_core.figures import common as plots
 from sst_core.reports import bench as bench_report
 
 records = bench.load_records()

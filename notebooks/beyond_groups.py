@@ -33,9 +33,9 @@ diag_rollout = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
 KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "track_lrs", "fig4_lrs",
           "track_max_steps", "diag_samples", "diag_rollout")
 SCALE = P.scale(*KNOBS)  # for captions and table notes
@@ -46,7 +46,10 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from sst_core import beyond, experiments, plots, plots_error
+from sst_core.experiments import beyond, paper1
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import common as plots
+from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
 
 # %% [markdown]
@@ -75,8 +78,8 @@ display(facts)
 
 # %%
 cfgs = beyond.harder_groups_grid(P)
-records = experiments.run_all(cfgs, desc="harder groups", stack=P.track_stack)
-experiments.run_all(experiments.table2_grid(P, groups=("S3",)), desc="Table 2, S3",
+records = experiments_runs.run_all(cfgs, desc="harder groups", stack=P.track_stack)
+experiments_runs.run_all(paper1.table2_grid(P, groups=("S3",)), desc="Table 2, S3",
                     stack=P.track_stack)
 table = rb.harder_groups(P)
 display(table)
@@ -139,7 +142,7 @@ plt.show()
 
 # %%
 for g in beyond.FIGURE4_GROUPS:
-    experiments.run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}",
+    experiments_runs.run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}",
                              P.track_stack)
 f4 = rb.figure4_groups(P)
 display(f4)
@@ -149,7 +152,7 @@ for g in beyond.FIGURE4_GROUPS:
     glue(f"f4_{g}_r", "no r" if stats[g]["r"] is None else f"r = {stats[g]['r']:.2f}", display=False)
 
 # %%
-from sst_core.analysis import figure4_selection
+from sst_core.experiments.paper1 import figure4_selection
 
 sel_a5 = figure4_selection(rb.figure4_records(P, "A5"))
 fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], SCALE, group="A5")

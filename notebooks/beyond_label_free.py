@@ -16,7 +16,7 @@
 # looking only at words no longer than the training length, can one predict how far a model
 # will extrapolate ($m_p$)?
 #
-# **Two label-free labellings** (`sst_core.diagnostics.label_free_states`):
+# **Two label-free labellings** (`sst_core.analysis.diagnostics.label_free_states`):
 #
 # - **decoded**: the model's own prediction $\hat g_t = \arg\max (W_{\text{out}} h_t + b)$;
 # - **clusters**: $k$-means with $|G|$ clusters of the read-out states $W_{\text{out}} h_t$,
@@ -31,7 +31,7 @@
 # The tests check the other end: on states that cluster perfectly by class, both labellings
 # give exactly the oracle's $q(t)$.
 #
-# **The warning** (`sst_core.label_free.online_warning`) sees positions $10 \le t \le 60$ only
+# **The warning** (`sst_core.analysis.label_free.online_warning`) sees positions $10 \le t \le 60$ only
 # and extrapolates $q$ to $\tau = 1/2$ two ways: Corollary 1's constant drift,
 # $\sqrt{R(t)} = a + b t$ with $M$ fixed, and a power law $q(t) = C t^\alpha$. Inside the
 # training length the decoded labels are nearly all right (the models pass there), so this is
@@ -48,9 +48,9 @@ diag_rollout = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("beyond_label_free", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo or a wrong type
 KNOBS = ("diag_samples", "diag_rollout", "track_d_model", "track_d_states", "fig4_lrs",
           "track_max_steps")
 SCALE = P.scale(*KNOBS)  # for captions and table notes
@@ -61,8 +61,9 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from sst_core import beyond, experiments, plots_beyond
-from sst_core.label_free import warning_errors
+from sst_core.analysis.label_free import warning_errors
+from sst_core.experiments import beyond, runs
+from sst_core.figures import beyond as plots_beyond
 from sst_core.reports import beyond as rb
 
 # %% [markdown]
@@ -73,7 +74,7 @@ from sst_core.reports import beyond as rb
 # and $A_5$. The last row of the table pools every group.
 
 # %%
-records = experiments.run_analyses(beyond.label_free_grid(P), "label-free q(t)",
+records = runs.run_analyses(beyond.label_free_grid(P), "label-free q(t)",
                                    P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 glue("lf_n", len(ok), display=False)

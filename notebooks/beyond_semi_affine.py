@@ -42,9 +42,9 @@ diag_rollout = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("beyond_semi_affine", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("beyond_semi_affine", globals())  # fails here on a typo or a wrong type
 KNOBS = ("track_d_model", "track_d_states", "track_lrs", "track_seeds", "track_max_steps",
           "diag_samples", "diag_rollout")
 SCALE = P.scale(*KNOBS)  # for captions and table notes
@@ -55,7 +55,11 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core import beyond, bench, experiments, plots, plots_beyond
+from sst_core.bench import harness as bench
+from sst_core.experiments import beyond
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import beyond as plots_beyond
+from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
 
 # %% [markdown]
@@ -69,8 +73,8 @@ from sst_core.reports import beyond as rb
 
 # %%
 cfgs = beyond.semi_affine_grid(P)
-records = experiments.run_all(cfgs, desc="semi-affine", stack=P.track_stack)
-diag = experiments.run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
+records = experiments_runs.run_all(cfgs, desc="semi-affine", stack=P.track_stack)
+diag = experiments_runs.run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
                                 P.track_stack)
 for r in records:
     if r["status"] != "ok":

@@ -17,7 +17,7 @@
 # fixed by its eigenvalues, through the memory function. This chapter applies Paper 2's tools
 # to the trained trackers of Paper 1 and asks what they explain about $m_p$ and what they do not.
 #
-# For each trained $S_3$ tracker (`sst_core.spectra.run_spectra`):
+# For each trained $S_3$ tracker (`sst_core.analysis.spectra.run_spectra`):
 #
 # - **per-token transitions**: the Jacobians $J_t = \partial h_t / \partial h_{t-1}$ along
 #   held-out words, which for an affine one-layer model are the learned $A(x_t)$ (for Mamba
@@ -30,7 +30,7 @@
 #   along the words, and are labelled so.
 #
 # The memory function here is computed per *channel* (the independent inputs of a diagonal
-# SSM are separate systems) with the spectrum reduced as `sst_core.spectra` documents.
+# SSM are separate systems) with the spectrum reduced as `sst_core.analysis.spectra` documents.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -42,9 +42,9 @@ diag_rollout = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("beyond_spectra", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("beyond_spectra", globals())  # fails here on a typo or a wrong type
 KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "fig4_lrs",
           "track_max_steps", "diag_rollout")
 SCALE = P.scale(*KNOBS)  # for captions and table notes
@@ -55,11 +55,13 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from sst_core import beyond, experiments, plots_spectra
+from sst_core.experiments import beyond
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import spectra as plots_spectra
 from sst_core.reports import beyond as rb
 
 # %%
-records = experiments.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
+records = experiments_runs.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 glue("sp_n", len(ok), display=False)
 glue("sp_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)

@@ -11,9 +11,9 @@
 #
 # Table 2 says *which* models stop tracking $S_3$; this chapter measures *when* and *why*,
 # with the diagnostics of the error-control paper {cite}`chung2026errorcontrol` (its
-# Figures 1 to 4). Everything is computed by `sst_core.analysis.diagnose` from the trained
+# Figures 1 to 4). Everything is computed by `sst_core.analysis.error_control.diagnose` from the trained
 # weights of the Table 2 runs and stored as a `tracking_diagnostics` record; the functions
-# themselves live in `sst_core.diagnostics`.
+# themselves live in `sst_core.analysis.diagnostics`.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -26,9 +26,9 @@ diag_samples = None
 diag_rollout = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p1_diagnostics", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or a wrong type
 SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                 "track_rnn_widths", "track_max_steps")
 print(SCALE)
@@ -40,7 +40,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core import analysis, experiments, plots_error
+from sst_core.experiments import paper1
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import error as plots_error
 from sst_core.reports import error_control as ec
 
 # %% [markdown]
@@ -75,13 +77,13 @@ from sst_core.reports import error_control as ec
 # need not add up to $q$.
 
 # %%
-s3_cfgs = [analysis.diagnostics_config(P, c) for c in analysis.s3_runs(P)]
-all_cfgs = analysis.diagnostics_grid(P)
+s3_cfgs = [paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)]
+all_cfgs = paper1.diagnostics_grid(P)
 # the trained trackers first: runs that differ only in seed and lr train as one stack
-experiments.run_all(analysis.s3_runs(P) + analysis.figure4_runs(P), desc="training",
+experiments_runs.run_all(paper1.s3_runs(P) + paper1.figure4_runs(P), desc="training",
                     stack=P.track_stack)
-s3_records = experiments.run_all(s3_cfgs, desc="diagnostics, S3")
-records = experiments.run_all(all_cfgs, desc="diagnostics, Figure 4 sweep")
+s3_records = experiments_runs.run_all(s3_cfgs, desc="diagnostics, S3")
+records = experiments_runs.run_all(all_cfgs, desc="diagnostics, Figure 4 sweep")
 failed = [r for r in records if r["status"] != "ok"]
 glue("dg_runs", len(records), display=False)
 glue("dg_failed", len(failed), display=False)
@@ -134,7 +136,7 @@ glue("dg_rec_af_min", min(af) if af else float("nan"), display=False)
 # $m_p$ (black triangle). The paper sees two modes: **saturation** (Mamba, Mamba-3: $q$ is high
 # from the start, the classes are never well separated) and **climb** (Negative Mamba,
 # token-gated RNN: $q$ grows roughly linearly as drift accumulates in $U$ and crosses at
-# $T_{\text{cross}}$). `sst_core.diagnostics.failure_mode` labels each curve by a fixed rule:
+# $T_{\text{cross}}$). `sst_core.analysis.diagnostics.failure_mode` labels each curve by a fixed rule:
 # saturation when $q$ crosses $\tau$ already within the training length 60 (the classes are
 # never well separated where the model was trained), climb when it crosses later, none when
 # it never crosses. ($q(1) = 0$ for every model, because after one token the state is a
@@ -171,7 +173,7 @@ glue("dg_before_n", len(before), display=False)
 # lives in the hidden space.
 
 # %%
-fig3 = [best[k] for k in analysis.FIGURE3_MODELS if k in best]
+fig3 = [best[k] for k in paper1.FIGURE3_MODELS if k in best]
 fig = plots_error.fig_q_split(fig3, SCALE)
 plt.show()
 at_mp = {}
@@ -212,7 +214,7 @@ glue("dg_f3_text", Markdown("; ".join(sentences) if sentences
 # chosen; our rule is stated under the table and counted.
 
 # %%
-fig4_records = analysis.figure4_selection(ec.diagnostic_records(P, which="figure4"))
+fig4_records = paper1.figure4_selection(ec.diagnostic_records(P, which="figure4"))
 stats = ec.figure4_stats(fig4_records)
 display(ec.figure4_table(P))
 fig = plots_error.fig_tcross_vs_mp(fig4_records, stats, SCALE)

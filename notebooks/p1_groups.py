@@ -33,23 +33,23 @@ n_words = None
 word_length = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
 print(f"{P.scale('n_words', 'word_length', 'seed')}; {P.description}")
 if P.chosen_because:
     print(P.chosen_because)
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core import experiments, plots
+from sst_core.experiments import paper1, runs
+from sst_core.figures import common as plots
 from sst_core.groups import get_group
 from sst_core.reports.groups import groups_table
-from sst_core.tasks.tracking import sample, vocabulary
+from sst_core.tasks.tracking import sample
 
 # %% [markdown]
 # ## Groups as multiplication tables
@@ -106,10 +106,10 @@ display(Markdown("\n".join(rows)))
 # sampled words: swap two adjacent tokens at a random position and check whether the final
 # state changes. We also follow the distribution of $g_t$: how many tokens it takes for the
 # state to become uniform, that is, to forget where it started. Each group and vocabulary is
-# one run, stored as a record under `results/` (`sst_core.results`).
+# one run, stored as a record under `results/` (`sst_core.store.records`).
 
 # %%
-records = [experiments.run(cfg) for cfg in experiments.order_sensitivity_grid(P)]
+records = [runs.run(cfg) for cfg in paper1.order_sensitivity_grid(P)]
 table = groups_table(P)
 display(table)
 

@@ -14,7 +14,7 @@
 # extrapolates. The paper's claim is that the *affine* recurrences, whose Jacobian
 # $\partial h_t/\partial h_{t-1}$ does not depend on $h_{t-1}$, fail sooner or later on the
 # non-abelian group $S_3$, while the *state-dependent* tanh RNN and state-gated RNN reach
-# 1000 everywhere. This chapter trains every architecture through `sst_core.train` and
+# 1000 everywhere. This chapter trains every architecture through `sst_core.training.tracking` and
 # prints our table beside the published one.
 
 # %% tags=["parameters", "remove-cell"]
@@ -26,9 +26,9 @@ track_eval_samples = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p1_table2", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p1_table2", globals())  # fails here on a typo or a wrong type
 print(P.banner("track_depths", "track_d_model", "track_d_states", "track_rnn_widths", "track_lrs",
               "track_seeds", "track_batch", "track_max_steps"))
 
@@ -37,7 +37,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core import experiments, plots
+from sst_core.experiments import paper1
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import common as plots
 from sst_core.models import REGISTRY, build, expected_affine
 from sst_core.reports.paper1 import table2
 
@@ -54,9 +56,9 @@ from sst_core.reports.paper1 import table2
 
 # %%
 rows = ["| model | class | recurrence (per layer) | parameters at this scale |", "|---|---|---|---|"]
-for name in experiments.TABLE2_MODELS:
+for name in paper1.TABLE2_MODELS:
     entry = REGISTRY[name]
-    d_state = experiments.d_state_grid(P, name)[0]
+    d_state = paper1.d_state_grid(P, name)[0]
     n_params = sum(p.numel() for p in build(name, 6, 6, d_model=P.track_d_model,
                                             d_state=d_state).parameters())
     cls = "affine" if expected_affine(name) else "state-dependent"
@@ -82,7 +84,7 @@ display(Markdown("\n".join(rows)))
 # %% [markdown]
 # ## Training and evaluation
 #
-# Each run follows `sst_core.train`: cross-entropy on the running product at every position,
+# Each run follows `sst_core.training.tracking`: cross-entropy on the running product at every position,
 # fresh words at every step, AdamW with weight decay 0.01, and a curriculum that starts at
 # length 2 and doubles up to 60 when the token accuracy stays at or above 95%. The model is
 # then evaluated on held-out words of lengths 60, 100, 200, ..., 1000, and $m_p$ is the
@@ -90,7 +92,7 @@ display(Markdown("\n".join(rows)))
 # this notebook reads them instead of training again, and a killed sweep resumes.
 
 # %%
-records = experiments.run_all(experiments.table2_grid(P), desc="Table 2", stack=P.track_stack)
+records = experiments_runs.run_all(paper1.table2_grid(P), desc="Table 2", stack=P.track_stack)
 failed = [r for r in records if r["status"] != "ok"]
 glue("t2_runs", len(records), display=False)
 glue("t2_failed", len(failed), display=False)
@@ -144,7 +146,7 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # 90%") although the record also keeps the stricter all-shorter-lengths reading.
 
 # %%
-fig = plots.fig_accuracy_vs_length(records, experiments.TABLE2_GROUPS,
+fig = plots.fig_accuracy_vs_length(records, paper1.TABLE2_GROUPS,
                                    P.scale("track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
 plt.show()
 

@@ -33,9 +33,9 @@ track_eval_samples = None
 track_stack = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p1_table3", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wrong type
 print(P.banner("track_rnn_widths", "track_lrs", "track_seeds", "track_batch", "track_max_steps"))
 
 # %%
@@ -43,7 +43,8 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 from myst_nb import glue
 
-from sst_core import experiments, plots
+from sst_core.experiments import paper1, runs
+from sst_core.figures import common as plots
 from sst_core.reports.paper1 import table3
 
 # %% [markdown]
@@ -61,7 +62,7 @@ from sst_core.reports.paper1 import table3
 # | identity | $p$ (the linear RNN) |
 
 # %%
-records = experiments.run_all(experiments.table3_grid(P), desc="Table 3", stack=P.track_stack)
+records = runs.run_all(paper1.table3_grid(P), desc="Table 3", stack=P.track_stack)
 table = table3(P)
 display(table)
 data = {d["phi"]: d for d in table.data}

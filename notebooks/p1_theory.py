@@ -24,9 +24,9 @@ track_eval_samples = None
 diag_samples = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
 print(P.banner("diag_samples", "track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
 
 # %%
@@ -36,7 +36,8 @@ import sympy as sp
 from IPython.display import Markdown, Math, display
 from myst_nb import glue
 
-from sst_core import analysis, experiments
+from sst_core.experiments import paper1
+from sst_core.experiments import runs as experiments_runs
 from sst_core.reports import error_control as reports
 from sst_core.theory import error_control as ec
 
@@ -227,7 +228,7 @@ glue("th1_T_meas", T_meas, display=False)
 #
 # ## Do trained models obey the theorem?
 #
-# For the best $S_3$ run of every model of Table 2 (`sst_core.analysis.diagnose`), we take
+# For the best $S_3$ run of every model of Table 2 (`sst_core.analysis.error_control.diagnose`), we take
 # state-preserving words $s$ of length 6 and the states reached after 30 tokens of real
 # words (near the centroids), form $U$ from the centroids of the *recurrent state* at that
 # time, and compute $J Q$, the Jacobian of the return map applied to an orthonormal basis $Q$
@@ -240,8 +241,8 @@ glue("th1_T_meas", T_meas, display=False)
 # itself: Theorem 1 assumes it is zero.
 
 # %%
-s3_records = experiments.run_all([analysis.diagnostics_config(P, c) for c in analysis.s3_runs(P)],
-                                 desc="diagnostics, S3")
+s3_records = experiments_runs.run_analyses([paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)],
+                                           "diagnostics, S3", stack=P.track_stack)
 t1 = reports.theorem1_table(P)
 display(t1)
 aff = [d for d in t1.data if d["is_affine"] and d["deviation"] is not None]

@@ -15,7 +15,7 @@
 # and *freezing* it, the "reservoir computing" (RC) setting, is as good or better. It tests
 # this with S4D {cite}`gu2022s4d` on Long Range Arena {cite}`tay2021lra`, comparing learned
 # and frozen S4D-Inv and S4D-Lin spectra, and an ablation over four eigenvalue types. This
-# chapter repeats both experiments with `sst_core.models.s4` and `sst_core.train_lra`.
+# chapter repeats both experiments with `sst_core.models.s4` and `sst_core.training.lra`.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -25,9 +25,9 @@ lra_n_train = None
 lra_batch = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
 SCALE = P.scale("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_seeds")
 print(SCALE)
 if P.chosen_because:
@@ -39,7 +39,9 @@ import numpy as np
 from IPython.display import display
 from myst_nb import glue
 
-from sst_core import experiments, plots_lra
+from sst_core.experiments import paper2
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
 from sst_core.tasks import listops, pathfinder
@@ -99,9 +101,9 @@ glue("lra_frozen_share_paper", 100 * big.frozen_share, display=False)
 # ## Main table: S4D-Inv and S4D-Lin, learned and frozen
 
 # %%
-main_cfgs = experiments.lra_main_grid(P)
-abl_cfgs = experiments.lra_ablation_grid(P)
-records = experiments.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs)), desc="LRA")
+main_cfgs = paper2.lra_main_grid(P)
+abl_cfgs = paper2.lra_ablation_grid(P)
+records = experiments_runs.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs)), desc="LRA")
 failed = [r for r in records if r["status"] != "ok"]
 for r in failed:
     print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")

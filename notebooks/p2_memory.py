@@ -37,9 +37,9 @@ mem_sim_T = None
 mem_gd_steps = None
 
 # %%
-from sst_core import config
+from sst_core.book import params
 
-P = config.from_notebook("p2_memory", globals())  # fails here on a typo or a wrong type
+P = params.from_notebook("p2_memory", globals())  # fails here on a typo or a wrong type
 print(f"{P.scale('mem_N', 'mem_T', 'mem_sim_T', 'mem_gd_steps', 'seed')}; {P.description}")
 if P.chosen_because:
     print(P.chosen_because)
@@ -51,14 +51,16 @@ import sympy as sp
 from IPython.display import HTML, Markdown, Math, display
 from myst_nb import glue
 
-from sst_core import plots_memory
+from sst_core.experiments import paper2
+from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import memory as plots_memory
 from sst_core.reports.memory import memory_table, reference_comparison
-from sst_core.theory import configs
+from sst_core.spec import configs
 from sst_core.theory import memory as mf
 from sst_core.theory import memory_sym as ms
 
 SCALE = P.scale("mem_N", "mem_T")
-curves = [mf.run(c) for c in configs.memory_grid(P)]
+curves = [experiments_runs.run(c) for c in paper2.memory_grid(P)]
 curve = {(r["config"]["init"], r["config"]["dt"]): r for r in curves}
 
 # %% [markdown]
@@ -231,7 +233,7 @@ for kind, dt in (("lin", 0.001), ("inv", 0.001), ("real", 0.001)):
 glue("ref_err", max(check), display=False)
 
 # timing at the paper's size, from the stored records of the reference table
-ref_records = [mf.run(c) for c in configs.reference_grid(P)]
+ref_records = [experiments_runs.run(c) for c in paper2.reference_grid(P)]
 walls = [r["metrics"]["memory_wall_s"] for r in ref_records]
 glue("wall_max", max(walls), display=False)
 glue("wall_N", ref_records[0]["config"]["N"], display=False)
@@ -350,7 +352,7 @@ print("SymPy gradient equals the projection form:", d_g["holds"],
       "| V P = V:", d_g["VP_equals_V"], "| G(theta*) = 0:", d_g["zero_at_theta_star"])
 display(Math(r"P_{00} = " + sp.latex(d_g["weights"][0][0]) + r" = M[0]"))
 
-gd = [mf.run(c) for c in configs.readout_gd_grid(P)]
+gd = [experiments_runs.run(c) for c in paper2.readout_gd_grid(P)]
 gd_by = {r["config"]["init"]: r["metrics"] for r in gd}
 gc = gd_by["inv"]["grad_check"]
 g_auto, g_formula = np.array(gc["autograd_at_0"]), np.array(gc["formula_at_0"])
@@ -436,7 +438,7 @@ print("k_tau = Q diag(beta) v_tau:", d_inv["K_factorised"],
       "| k^T W^-1 k = v^T G^-1 v for every tau:", d_inv["holds"])
 display(Math(r"\det W = " + sp.latex(d_inv["det_W"])))
 
-sim = mf.run(configs.simulation_grid(P)[0])
+sim = experiments_runs.run(paper2.simulation_grid(P)[0])
 sm = sim["metrics"]
 formula = np.array(sm["formula"])
 glue("sim_diag_err", float(np.max(np.abs(np.array(sm["sim_diag"]) - formula))), display=False)

@@ -1,3 +1,3 @@
-from .cli import main
+from sst_core.cli import main
 
 raise SystemExit(main())

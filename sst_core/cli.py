@@ -19,20 +19,22 @@ import sys
 import time
 from pathlib import Path
 
-from . import config
+from sst_core.book import params
+from sst_core.experiments import registry
+from sst_core.spec import configs, profiles
 
 
 def _profile(value: str) -> str:
-    if value not in config.PROFILES:
+    if value not in profiles.PROFILES:
         raise argparse.ArgumentTypeError(
-            f"unknown profile {value!r}; allowed: {', '.join(config.PROFILES)}")
+            f"unknown profile {value!r}; allowed: {', '.join(profiles.PROFILES)}")
     return value
 
 
 def _notebook_profile(value: str) -> str:
-    if value not in config.NOTEBOOK_PROFILES:
+    if value not in params.NOTEBOOK_PROFILES:
         raise argparse.ArgumentTypeError(
-            f"unknown profile {value!r}; allowed: {', '.join(config.NOTEBOOK_PROFILES)}")
+            f"unknown profile {value!r}; allowed: {', '.join(params.NOTEBOOK_PROFILES)}")
     return value
 
 
@@ -90,15 +92,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="also store a run record under results/bench/ (the book's "
                      "benchmark chapter shows these)")
 
-    from .sweep import EXECUTORS, SWEEPS
+    from sst_core.sweep.runner import EXECUTORS
 
     swp = sub.add_parser("sweep", help="compute every missing run of an experiment (resumable)",
                          description="Compute every run of an experiment's grid that has no "
                          "stored record. Safe to kill and rerun: records are atomic, runs are "
                          "claimed, a killed worker's claims are recovered. Experiments: "
-                         + "; ".join(f"{k}: {v[0]}" for k, v in SWEEPS.items()))
-    swp.add_argument("experiment", choices=list(SWEEPS) + ["all"], metavar="EXPERIMENT",
-                     help=", ".join(SWEEPS) + ", or all")
+                         + "; ".join(f"{k}: {v}" for k, v in registry.SWEEPS.items()))
+    swp.add_argument("experiment", choices=list(registry.SWEEPS) + ["all"], metavar="EXPERIMENT",
+                     help=", ".join(registry.SWEEPS) + ", or all")
     swp.add_argument("--profile", type=_profile, default="quick")
     swp.add_argument("--workers", type=_positive_int, default=1,
                      help="processes (local) or concurrent tasks (ray); default 1")
@@ -113,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sta = sub.add_parser("status", help="runs done, missing, failed and stale per experiment")
     sta.add_argument("--profile", type=_profile, default="quick")
-    sta.add_argument("--experiment", nargs="+", choices=list(SWEEPS), default=None)
+    sta.add_argument("--experiment", nargs="+", choices=list(registry.SWEEPS), default=None)
     sta.add_argument("--format", choices=("md", "json"), default="md")
 
     gpu = sub.add_parser("gpu-check", help="CUDA results against CPU results, then the "
@@ -133,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
                          "lra_pathfinder, lra_imdb, lra_aan and lra_cifar read the LRA release from "
                          "--data-dir (or $SST_LRA_DATA).")
     lra.add_argument("--task", nargs="+", required=True, metavar="TASK",
-                     help=", ".join(config.LRA_TASKS))
+                     help=", ".join(configs.LRA_TASKS))
     lra.add_argument("--data-dir", type=Path, default=None,
                      help="folder holding the unpacked LRA release (lra_* tasks)")
     lra.add_argument("--profile", type=_profile, default="quick")
@@ -146,12 +148,13 @@ def _lra(args: argparse.Namespace) -> int:
     import dataclasses
     import os
 
-    from . import experiments
-    from .reports import lra as lra_reports
+    from sst_core.experiments import paper2
+    from sst_core.experiments import runs as experiments_runs
+    from sst_core.reports import lra as lra_reports
 
-    unknown = [t for t in args.task if t not in config.LRA_TASKS]
+    unknown = [t for t in args.task if t not in configs.LRA_TASKS]
     if unknown:
-        print(f"sst lra: unknown task(s) {unknown}; allowed: {', '.join(config.LRA_TASKS)}",
+        print(f"sst lra: unknown task(s) {unknown}; allowed: {', '.join(configs.LRA_TASKS)}",
               file=sys.stderr)
         return 2
     if args.data_dir is not None:
@@ -159,12 +162,12 @@ def _lra(args: argparse.Namespace) -> int:
             print(f"sst lra: --data-dir {args.data_dir} is not a folder", file=sys.stderr)
             return 2
         os.environ["SST_LRA_DATA"] = str(args.data_dir.resolve())
-    P = dataclasses.replace(config.get_profile(args.profile), lra_tasks=tuple(args.task))
-    grids = {"main": experiments.lra_main_grid, "ablation": experiments.lra_ablation_grid}
+    P = dataclasses.replace(profiles.get_profile(args.profile), lra_tasks=tuple(args.task))
+    grids = {"main": paper2.lra_main_grid, "ablation": paper2.lra_ablation_grid}
     names = ["main", "ablation"] if args.table == "both" else [args.table]
     cfgs = list(dict.fromkeys(c for name in names for c in grids[name](P)))
     try:
-        experiments.run_all(cfgs, desc="LRA")
+        experiments_runs.run_all(cfgs, desc="LRA")
     except ValueError as err:  # a missing or malformed data folder names what it expected
         print(f"sst lra: {err}", file=sys.stderr)
         return 2
@@ -175,7 +178,7 @@ def _lra(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
-    from . import bench
+    from sst_core.bench import harness as bench
 
     if args.list:
         print("\n".join(bench.names()))
@@ -199,12 +202,12 @@ def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    from . import sweep
+    from sst_core.sweep import runner
 
-    names = list(sweep.SWEEPS) if args.experiment == "all" else [args.experiment]
+    names = list(registry.SWEEPS) if args.experiment == "all" else [args.experiment]
     for name in names:
         try:
-            result = sweep.sweep(name, args.profile, workers=args.workers,
+            result = runner.sweep(name, args.profile, workers=args.workers,
                                  executor=args.executor, address=args.address,
                                  retry_failed=args.retry_failed, retry_stale=args.retry_stale,
                                  stack=args.stack,
@@ -221,18 +224,19 @@ def _status(args: argparse.Namespace) -> int:
     import dataclasses
     import json
 
-    from . import sweep
+    from sst_core.sweep import status as sweep_status
 
-    rows = sweep.status(args.profile, args.experiment)
+    rows = sweep_status.status(args.profile, args.experiment)
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
     else:
-        print(sweep.status_markdown(rows, args.profile))
+        print(sweep_status.status_markdown(rows, args.profile))
     return 0
 
 
 def _gpu_check(args: argparse.Namespace) -> int:
-    from . import bench, gpu_check
+    from sst_core.bench import gpu_check
+    from sst_core.bench import harness as bench
 
     start = time.perf_counter()
     try:
@@ -267,20 +271,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "lra":
         return _lra(args)
     if args.command == "report":
-        from .reports import REPORTS, get_report
+        from sst_core.reports import REPORTS, get_report
 
         if args.list or not args.name:
             print("\n".join(sorted(REPORTS)))
             return 0 if args.list else 2
         try:
-            table = get_report(args.name)(config.get_profile(args.profile))
+            table = get_report(args.name)(profiles.get_profile(args.profile))
         except ValueError as err:
             print(f"sst report: {err}", file=sys.stderr)
             return 2
         print(table.to_json() if args.format == "json" else table.to_markdown())
         return 0
 
-    from .notebooks import BookError, build_book, find_root, run_notebooks
+    from sst_core.book.runner import BookError, build_book, find_root, run_notebooks
 
     try:
         root = (args.root.resolve() if args.root else find_root())
@@ -289,6 +293,6 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if all(r.ok for r in runs) else 1
         build_book(root, args.profile)
         return 0
-    except (BookError, config.ConfigError) as err:
+    except (BookError, profiles.ConfigError) as err:
         print(f"sst {args.command}: {err}", file=sys.stderr)
         return 1

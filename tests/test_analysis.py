@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from sst_core import analysis, experiments
-from sst_core.config import PROFILES, DiagnosticsConfig, TrackingConfig
+from sst_core.analysis import error_control as analysis_error_control
+from sst_core.experiments import paper1
+from sst_core.experiments import runs as experiments_runs
 from sst_core.models import build
 from sst_core.reports import error_control as ec
-from sst_core.results import artifact_path
+from sst_core.spec.configs import DiagnosticsConfig, TrackingConfig
+from sst_core.spec.profiles import PROFILES
+from sst_core.store.records import artifact_path
 
 
 def tiny(model="tanh_rnn", **kw) -> TrackingConfig:
@@ -28,7 +31,8 @@ def store(tmp_path, monkeypatch):
 def test_diagnose_end_to_end_records_every_quantity(store, one_thread):
     cfg = DiagnosticsConfig(run=tiny("negative_mamba"), n_samples=24, rollout=80, t0=20,
                             perturb_steps=30, n_perturb=8, n_words=2, profile="smoke")
-    rec = experiments.run(cfg)
+    experiments_runs.run(cfg.run)  # the tracker first: an analysis only loads it
+    rec = experiments_runs.run(cfg)
     assert rec["status"] == "ok", rec.get("reason")
     m = rec["metrics"]
     for key in ("R", "M", "q", "q_sqrt", "q_U", "q_U_perp"):
@@ -39,27 +43,40 @@ def test_diagnose_end_to_end_records_every_quantity(store, one_thread):
     assert m["failure_mode"] in ("saturation", "climb", "none")
     assert artifact_path(cfg.run, ".pt").exists()
     # the record is reused, not recomputed
-    assert experiments.run(cfg)["created_utc"] == rec["created_utc"]
+    assert experiments_runs.run(cfg)["created_utc"] == rec["created_utc"]
 
 
-def test_missing_weights_are_retrained(store, one_thread):
+def test_a_missing_tracker_is_an_error_naming_the_run(store, one_thread):
+    """Analyses only load: training is the sweep's job (no record, no weights, or a
+    truncated weights file is an error naming the run and the file)."""
+    from sst_core.analysis.trackers import TrackerMissing, load_tracker
+    from sst_core.spec.configs import config_hash
+
     cfg = tiny("linear_rnn")
-    experiments.run(cfg)
+    with pytest.raises(TrackerMissing, match=f"{config_hash(cfg)}.*no record"):
+        load_tracker(cfg)
+    experiments_runs.run(cfg)
+    rec, model = load_tracker(cfg)
+    assert rec["status"] == "ok" and not model.training
     path = artifact_path(cfg, ".pt")
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(TrackerMissing, match=f"{config_hash(cfg)}.*unreadable"):
+        load_tracker(cfg)
     path.unlink()
-    rec, model = analysis.trained_tracker(cfg)
-    assert path.exists() and rec["status"] == "ok" and not model.training
+    with pytest.raises(TrackerMissing, match=f"{config_hash(cfg)}.*no weights at .*{path.name}"):
+        load_tracker(cfg)
 
 
 def test_failed_training_is_not_analysed(store, monkeypatch, one_thread):
-    from sst_core.results import RunFailed
+    from sst_core.store.records import RunFailed
 
     def diverge(cfg, weights_to=None):
         raise RunFailed("loss became nan at step 0")
 
-    monkeypatch.setattr("sst_core.train.train_tracking", diverge)
+    monkeypatch.setattr("sst_core.training.tracking.train_tracking", diverge)
     cfg = DiagnosticsConfig(run=tiny("mamba"), n_samples=8, rollout=40, profile="smoke")
-    rec = experiments.run(cfg)
+    assert experiments_runs.run(cfg.run)["status"] == "failed"
+    rec = experiments_runs.run(cfg)
     assert rec["status"] == "failed" and "training run" in rec["reason"]
 
 
@@ -69,7 +86,7 @@ def test_return_map_checks_known_cases(one_thread):
     model = build("linear_attention", 3, 3, d_model=8, d_state=4).double()
     D = model.state_size
     Q = torch.linalg.qr(torch.randn(D, 2, dtype=torch.float64))[0]
-    out = analysis._return_map_checks(model, [1, 2, 0], torch.randn(D, dtype=torch.float64), Q)
+    out = analysis_error_control._return_map_checks(model, [1, 2, 0], torch.randn(D, dtype=torch.float64), Q)
     assert out["deviation"] == pytest.approx(0, abs=1e-12)
     assert out["deviation_U"] == pytest.approx(0, abs=1e-12)
     assert out["gain"] == pytest.approx(1, abs=1e-12)
@@ -80,7 +97,7 @@ def test_return_map_checks_known_cases(one_thread):
             if "W_h" in name or "weight_hh" in name:
                 p.mul_(0.01)
     Q = torch.linalg.qr(torch.randn(rnn.state_size, 2, dtype=torch.float64))[0]
-    out = analysis._return_map_checks(rnn, [1, 1], torch.zeros(rnn.state_size, dtype=torch.float64), Q)
+    out = analysis_error_control._return_map_checks(rnn, [1, 1], torch.zeros(rnn.state_size, dtype=torch.float64), Q)
     assert out["gain"] < 0.1 and out["amplification"] < 0.1
 
 
@@ -88,23 +105,23 @@ def test_corollary1_prediction_recovers_a_constructed_drift():
     a, b, M, tau = 0.05, 0.01, 4.0, 0.5
     t = np.arange(1, 1001)
     metrics = {"q_U": list(((a + b * t) ** 2 / M)), "M": [M] * 1000}
-    pred = analysis.corollary1_prediction(metrics, tau=tau)
+    pred = analysis_error_control.corollary1_prediction(metrics, tau=tau)
     assert pred["drift"] == pytest.approx(b)
     assert pred["T_pred"] == pytest.approx((np.sqrt(tau * M) - a) / b)
-    flat = analysis.corollary1_prediction({"q_U": [0.01] * 200, "M": [1.0] * 200})
+    flat = analysis_error_control.corollary1_prediction({"q_U": [0.01] * 200, "M": [1.0] * 200})
     assert flat["T_pred"] is None  # no drift, no crossing
 
 
 def test_grids_follow_the_profile():
     P = PROFILES["quick"]
-    s3 = analysis.s3_runs(P)
-    assert len(s3) == len(experiments.TABLE2_MODELS) and {c.group for c in s3} == {"S3"}
-    f4 = analysis.figure4_runs(P)
+    s3 = paper1.s3_runs(P)
+    assert len(s3) == len(paper1.TABLE2_MODELS) and {c.group for c in s3} == {"S3"}
+    f4 = paper1.figure4_runs(P)
     n_affine = sum(1 for c in s3 if c.model not in ("tanh_rnn", "state_gated_rnn"))
     # Table 2's lr is one of the Figure 4 lrs here, so it is not run twice
     assert len(f4) == n_affine * len(P.fig4_lrs) * len(P.fig4_seeds)
     assert len(set(f4)) == len(f4)
-    grid = analysis.diagnostics_grid(P)
+    grid = paper1.diagnostics_grid(P)
     assert len(grid) == len({c.run for c in grid}) == len(set(s3) | set(f4))
     assert all(c.n_samples == P.diag_samples and c.rollout == P.diag_rollout for c in grid)
 
@@ -121,7 +138,7 @@ def test_figure4_selection_and_statistics():
              _fake("mamba", 200, None, 0.2),  # never crosses: excluded
              _fake("tanh_rnn", 1000, 500, 0.5, affine=False),  # state-dependent: excluded
              _fake("mamba", 300, 90, 0.8, status="failed")]
-    sel = analysis.figure4_selection(recs)
+    sel = paper1.figure4_selection(recs)
     assert len(sel) == 7
     s = ec.figure4_stats(sel, n_boot=500)
     assert s["r"] == pytest.approx(1.0) and s["n"] == 7 and s["T_cross_before_m_p"] == 7

@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from sst_core import bench, cli
+from sst_core import cli
+from sst_core.bench import harness as bench
 
 SMALL = ["bench", "--size", "small", "--repeat", "1", "--device", "cpu", "--threads", "1"]
 
@@ -45,7 +46,7 @@ def test_every_registered_benchmark_appears_in_order(result):
                 "state_gated_rnn_train_d128", "state_gated_rnn_eval_L1000_d64",
                 "state_gated_rnn_eval_L1000_d128", "throughput_rnn_phi_tanh_train_L60",
                 "throughput_rnn_phi_tanh_eval_L1000"}
-    from sst_core.experiments import TABLE2_MODELS
+    from sst_core.experiments.paper1 import TABLE2_MODELS
 
     expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
@@ -103,7 +104,7 @@ def test_anchors_and_targets(result):
         assert by_name[f"state_gated_rnn_train_d{d}"]["anchor"] == "torch.nn.GRU"
         assert by_name[f"state_gated_rnn_eval_L1000_d{d}"]["anchor"] == "torch.nn.GRU"
     # the per-model rows use the quick profile's sizes
-    from sst_core.config import get_profile
+    from sst_core.spec.profiles import get_profile
 
     P = get_profile("quick")
     assert by_name["throughput_mamba_train_L60"]["sizes"]["d_model"] == P.track_d_model

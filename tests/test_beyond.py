@@ -6,20 +6,23 @@ from dataclasses import replace
 
 import pytest
 
-from sst_core import beyond, config, experiments
-from sst_core.analysis import figure4_runs, s3_runs
+from sst_core.book import params
+from sst_core.experiments import beyond, paper1
+from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.paper1 import figure4_runs, s3_runs
+from sst_core.experiments.registry import SWEEPS, chapter_sweeps, phases
 from sst_core.reports import beyond as rb
-from sst_core.sweep import CHAPTER_SWEEPS, SWEEPS, phases
+from sst_core.spec import profiles
 
-P = config.get_profile("smoke")
-Q = config.get_profile("quick")
+P = profiles.get_profile("smoke")
+Q = profiles.get_profile("quick")
 
 
 def test_harder_groups_grid_is_table2_on_the_new_groups():
     cfgs = beyond.harder_groups_grid(Q)
     assert {c.group for c in cfgs} == set(beyond.HARDER_GROUPS)
-    assert {c.model for c in cfgs} == set(experiments.TABLE2_MODELS)
-    s3 = experiments.table2_grid(Q, groups=("S3",))
+    assert {c.model for c in cfgs} == set(paper1.TABLE2_MODELS)
+    s3 = paper1.table2_grid(Q, groups=("S3",))
     assert len(cfgs) == 3 * len(s3)
     assert {replace(c, group="S3") for c in cfgs} == set(s3)  # same protocol, other group
 
@@ -43,7 +46,7 @@ def test_a5_gets_more_held_out_words():
     lf = beyond.label_free_grid(Q)
     assert {c.run.group for c in lf} == {"C2", "C6", "S3", "A4", "A5", "C2xS3"}
     assert len({c.run for c in lf}) == len(lf) == len(beyond.tracker_runs(Q))
-    assert set(experiments.table3_grid(Q)) <= {c.run for c in lf}
+    assert set(paper1.table3_grid(Q)) <= {c.run for c in lf}
     assert all(c.n_samples == beyond.n_samples_for(Q, c.run.group) for c in lf)
     assert all(1 <= c.window_start < c.t_obs <= c.rollout for c in lf + beyond.label_free_grid(P))
 
@@ -65,8 +68,8 @@ def test_sweeps_and_chapters_know_the_new_experiments():
         ph = phases(name, P)
         assert ph and all(ph)
     for nb in ("beyond_groups", "beyond_label_free", "beyond_spectra", "beyond_semi_affine"):
-        assert nb in CHAPTER_SWEEPS and nb in config.NOTEBOOKS
-        assert all(s in SWEEPS for s in CHAPTER_SWEEPS[nb])
+        assert chapter_sweeps(nb) and nb in params.NOTEBOOKS
+        assert all(s in SWEEPS for s in chapter_sweeps(nb))
 
 
 def test_group_facts_table_needs_no_records():
@@ -103,7 +106,7 @@ def test_run_analyses_trains_the_trackers_first(tmp_path, monkeypatch, capsys):
     from sst_core.reports import stored_record
 
     cfgs = [c for c in beyond.label_free_grid(P) if c.run.model == "linear_rnn"][:2]
-    records = experiments.run_analyses(cfgs, "label-free", stack=2)
+    records = experiments_runs.run_analyses(cfgs, "label-free", stack=2)
     assert [r["status"] for r in records] == ["ok", "ok"]
     assert all(stored_record(c.run)["status"] == "ok" for c in cfgs)
     assert [r["metrics"]["training_run"] for r in records] == \

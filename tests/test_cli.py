@@ -2,13 +2,16 @@ import json
 import subprocess
 import sys
 
-from sst_core import cli, config, experiments
+from sst_core import cli
+from sst_core.experiments import paper1
+from sst_core.experiments import runs as experiments_runs
+from sst_core.spec import profiles
 
 
 def test_report_json_reads_stored_records(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    for c in experiments.order_sensitivity_grid(config.PROFILES["smoke"]):
-        experiments.run(c)
+    for c in paper1.order_sensitivity_grid(profiles.PROFILES["smoke"]):
+        experiments_runs.run(c)
     assert cli.main(["report", "groups", "--profile", "smoke", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert len(out["rows"]) == 6 and "smoke" in out["note"]

@@ -1,4 +1,4 @@
-"""The code fingerprint (sst_core.codeversion): it follows what the code reaches and nothing
+"""The code fingerprint (sst_core.store.codeversion): it follows what the code reaches and nothing
 else, on a throwaway package written per test, and on the real package's experiments."""
 import itertools
 import json
@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from sst_core import results
-from sst_core.codeversion import fingerprint, reachable, resolve
+from sst_core.experiments import registry as experiments_registry
+from sst_core.store.codeversion import fingerprint, reachable, resolve
 
 PKG = "cv_fake_pkg"  # the package the walker treats as "ours" in these tests
 
@@ -197,7 +197,7 @@ def test_the_fingerprint_is_the_same_in_a_fresh_process(load):
     folder = load(FILES)
     here = _fp("train.train train.lazy train.ping")
     code = (f"import sys; sys.path.insert(0, {str(folder)!r}); "
-            "from sst_core.codeversion import fingerprint, resolve; "
+            "from sst_core.store.codeversion import fingerprint, resolve; "
             f"print(fingerprint([resolve('{PKG}.train.' + e) for e in ('train', 'lazy', 'ping')], "
             f"package={PKG!r}))")
     for seed in ("1", "2"):  # string hashing (set order) differs between these
@@ -209,30 +209,30 @@ def test_the_fingerprint_is_the_same_in_a_fresh_process(load):
 # -- the real package -----------------------------------------------------------------------
 
 def _reach(experiment: str, model: str | None = None) -> set[str]:
-    points, scope = results._code_scope(experiment, model)
+    points, scope = experiments_registry.code_scope(experiment, model)
     return set(reachable(points, **scope))
 
 
 def test_tracking_covers_training_and_its_models_but_not_the_analyses():
     reach = _reach("tracking")
-    for covered in ("sst_core.train.train_tracking", "sst_core.stacked.train_tracking_stacked",
+    for covered in ("sst_core.training.tracking.train_tracking", "sst_core.training.stacked.train_tracking_stacked",
                     "sst_core.ops.selective_scan.selective_scan", "sst_core.ops.scan.linear_scan",
                     "sst_core.groups.get_group", "sst_core.tasks.tracking.sample",
                     "sst_core.models.registry.build", "sst_core.models.cells.tanh_rnn"):
         assert covered in reach, covered
-    for left_out in ("sst_core.groups.derived_series", "sst_core.analysis.diagnose",
-                     "sst_core.train_lra.train_lra", "sst_core.models.s4.S4DModel",
-                     "sst_core.results.code_hash"):
+    for left_out in ("sst_core.groups.derived_series", "sst_core.analysis.error_control.diagnose",
+                     "sst_core.training.lra.train_lra", "sst_core.models.s4.S4DModel",
+                     "sst_core.experiments.registry.code_hash"):
         assert left_out not in reach, left_out
 
 
 def test_lra_and_tracking_cover_different_code():
     lra, tracking = _reach("lra"), _reach("tracking")
-    assert {"sst_core.train_lra.train_lra", "sst_core.models.s4.S4DModel"} <= lra
-    for tracking_only in ("sst_core.train.train_tracking", "sst_core.groups.get_group",
+    assert {"sst_core.training.lra.train_lra", "sst_core.models.s4.S4DModel"} <= lra
+    for tracking_only in ("sst_core.training.tracking.train_tracking", "sst_core.groups.get_group",
                           "sst_core.ops.selective_scan.selective_scan"):
         assert tracking_only in tracking and tracking_only not in lra, tracking_only
-    assert results.code_hash("lra") != results.code_hash("tracking")
+    assert experiments_registry.code_hash("lra") != experiments_registry.code_hash("tracking")
 
 
 def test_a_tracking_record_covers_only_its_own_model():
@@ -242,14 +242,20 @@ def test_a_tracking_record_covers_only_its_own_model():
                                                   "sst_core.models.cells"))]
     assert _reach("tracking", "tanh_rnn") & {"sst_core.models.cells.tanh_rnn"}
     # a diagnostics record names its model through the run it analyses
-    assert (results.code_hash("tracking_diagnostics", {"run": {"model": "mamba"}})
-            != results.code_hash("tracking_diagnostics", {"run": {"model": "tanh_rnn"}}))
+    assert (experiments_registry.code_hash("tracking_diagnostics", {"run": {"model": "mamba"}})
+            != experiments_registry.code_hash("tracking_diagnostics", {"run": {"model": "tanh_rnn"}}))
 
 
-def test_analyses_do_not_follow_the_lookup_of_the_record_they_analyse():
+def test_analyses_cover_loading_their_tracker_but_not_training_it():
+    """An analysis loads its tracker through the store; the training code is the training
+    record's own business (its code hash), so it is not followed."""
     reach = _reach("tracking_diagnostics", "mamba")
-    assert {"sst_core.analysis.diagnose", "sst_core.train.load_weights"} <= reach
-    assert not reach & {"sst_core.experiments.run", "sst_core.train_lra.train_lra"}
+    assert {"sst_core.analysis.error_control.diagnose", "sst_core.analysis.trackers.load_tracker",
+            "sst_core.training.tracking.load_weights",
+            "sst_core.ops.selective_scan.selective_scan"} <= reach
+    assert not reach & {"sst_core.experiments.runs.run", "sst_core.training.lra.train_lra",
+                        "sst_core.training.tracking.train_tracking",
+                        "sst_core.training.stacked.train_tracking_stacked"}
 
 
 def test_the_code_hash_does_not_depend_on_what_the_process_ran_before(monkeypatch):
@@ -257,15 +263,16 @@ def test_the_code_hash_does_not_depend_on_what_the_process_ran_before(monkeypatc
     the hash: a process that trained a model first gets the same hash as this one, which
     has run other tests before (its cache is emptied: some of them monkeypatch the
     training code while they store records)."""
-    monkeypatch.setattr(results, "_code_hashes", {})
+    monkeypatch.setattr(experiments_registry, "_code_hashes", {})
     code = ("import torch, json; from sst_core.models import build; "
-            "from sst_core import results; m = build('mamba', 6, 6, d_model=8, d_state=4); "
+            "from sst_core.experiments import registry; "
+            "m = build('mamba', 6, 6, d_model=8, d_state=4); "
             "m(torch.randint(0, 6, (2, 300))).sum().backward(); "
-            "print(json.dumps([results.code_hash(e, {'model': 'mamba'}) "
-            "for e in sorted(results.CODE_DEPS)]))")
+            "print(json.dumps([registry.code_hash(e, {'model': 'mamba'}) "
+            "for e in sorted(registry.EXPERIMENTS)]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    here = [results.code_hash(e, {"model": "mamba"}) for e in sorted(results.CODE_DEPS)]
+    here = [experiments_registry.code_hash(e, {"model": "mamba"}) for e in sorted(experiments_registry.EXPERIMENTS)]
     assert json.loads(out.stdout) == here
 
 

@@ -2,51 +2,52 @@ import dataclasses
 
 import pytest
 
-from sst_core import config
-from sst_core.config import ConfigError
+from sst_core.book import params
+from sst_core.spec import configs, profiles
+from sst_core.spec.profiles import ConfigError
 
 
 def test_profiles_are_the_three_named():
-    assert tuple(config.PROFILES) == ("smoke", "quick", "paper")
-    for name, P in config.PROFILES.items():
+    assert tuple(profiles.PROFILES) == ("smoke", "quick", "paper")
+    for name, P in profiles.PROFILES.items():
         assert P.name == name
 
 
 def test_profiles_grow_in_scale():
-    s, q, p = (config.PROFILES[n] for n in ("smoke", "quick", "paper"))
+    s, q, p = (profiles.PROFILES[n] for n in ("smoke", "quick", "paper"))
     for knob in ("n_words", "word_length"):
         assert getattr(s, knob) < getattr(q, knob) < getattr(p, knob)
 
 
 def test_unknown_profile_names_allowed_ones():
     with pytest.raises(ConfigError, match=r"'fast'.*smoke, quick, paper"):
-        config.get_profile("fast")
+        profiles.get_profile("fast")
     with pytest.raises(ConfigError, match="'fast'"):
-        config.settings("p1_groups", profile="fast")
+        params.settings("p1_groups", profile="fast")
 
 
 def test_unknown_parameter_is_named_with_allowed():
     with pytest.raises(ConfigError, match=r"'n_word'.*allowed: profile, seed, n_words, word_length"):
-        config.check_parameters("p1_groups", {"profile": "smoke", "n_word": 3})
+        params.check_parameters("p1_groups", {"profile": "smoke", "n_word": 3})
 
 
 @pytest.mark.parametrize("key,value", [("seed", "1"), ("n_words", 2.5), ("word_length", True),
                                        ("profile", 3)])
 def test_wrong_type_is_rejected(key, value):
     with pytest.raises(ConfigError, match=key):
-        config.check_parameters("p1_groups", {"profile": "smoke", key: value})
+        params.check_parameters("p1_groups", {"profile": "smoke", key: value})
 
 
 def test_none_means_profile_value_and_overrides_apply():
-    P = config.settings("p1_groups", profile="smoke", seed=None, n_words=7)
+    P = params.settings("p1_groups", profile="smoke", seed=None, n_words=7)
     assert P.n_words == 7
-    assert P.seed == config.PROFILES["smoke"].seed
-    assert P.word_length == config.PROFILES["smoke"].word_length
+    assert P.seed == profiles.PROFILES["smoke"].seed
+    assert P.word_length == profiles.PROFILES["smoke"].word_length
 
 
 def test_unknown_notebook():
     with pytest.raises(ConfigError, match="'nope'"):
-        config.parameters_of("nope")
+        params.parameters_of("nope")
 
 
 def test_from_notebook_catches_injected_typo():
@@ -54,22 +55,22 @@ def test_from_notebook_catches_injected_typo():
 
     ns = {"profile": "smoke", "seed": None, "n_words": None, "word_length": None,
           "np": np, "In": [], "_": None, "get_ipython": lambda: None}
-    assert config.from_notebook("p1_groups", ns).name == "smoke"
+    assert params.from_notebook("p1_groups", ns).name == "smoke"
     with pytest.raises(ConfigError, match="'n_wrods'"):
-        config.from_notebook("p1_groups", {**ns, "n_wrods": 5})
+        params.from_notebook("p1_groups", {**ns, "n_wrods": 5})
     with pytest.raises(ConfigError, match="does not declare"):
-        config.from_notebook("p1_groups", {"profile": "smoke"})
+        params.from_notebook("p1_groups", {"profile": "smoke"})
 
 
 def test_config_hash_is_stable_and_sensitive():
-    cfg = config.OrderSensitivityConfig(group="S3", tokens="all", n_words=8, word_length=4,
+    cfg = configs.OrderSensitivityConfig(group="S3", tokens="all", n_words=8, word_length=4,
                                         seed=0, profile="smoke")
-    assert config.config_hash(cfg) == config.config_hash(dataclasses.replace(cfg))
-    assert config.config_hash(cfg) != config.config_hash(dataclasses.replace(cfg, seed=1))
-    assert len(config.config_hash(cfg)) == 16
+    assert configs.config_hash(cfg) == configs.config_hash(dataclasses.replace(cfg))
+    assert configs.config_hash(cfg) != configs.config_hash(dataclasses.replace(cfg, seed=1))
+    assert len(configs.config_hash(cfg)) == 16
 
 
 def test_scale_note_names_profile_and_knobs():
-    note = config.PROFILES["smoke"].scale("n_words")
+    note = profiles.PROFILES["smoke"].scale("n_words")
     assert "smoke" in note and "n_words=256" in note and "meaningless" in note
-    assert "meaningless" not in config.PROFILES["paper"].scale()
+    assert "meaningless" not in profiles.PROFILES["paper"].scale()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from sst_core import diagnostics as dg
+from sst_core.analysis import diagnostics as dg
 from sst_core.groups import get_group
 from sst_core.models import build
 from sst_core.tasks.tracking import running_product, vocabulary

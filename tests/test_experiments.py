@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from sst_core import config, experiments
-from sst_core.config import OrderSensitivityConfig
+from sst_core.experiments import paper1, runs
+from sst_core.spec import profiles
+from sst_core.spec.configs import OrderSensitivityConfig
 
 
 def cfg(group, tokens="all", n_words=4000, word_length=12, seed=0):
@@ -11,14 +12,14 @@ def cfg(group, tokens="all", n_words=4000, word_length=12, seed=0):
 
 
 def test_abelian_group_is_never_order_sensitive():
-    m = experiments.order_sensitivity(cfg("C6"))
+    m = paper1.order_sensitivity(cfg("C6"))
     assert m["abelian"] is True
     assert m["noncommuting_pairs"] == 0.0
     assert m["swap_changes"] == 0.0
 
 
 def test_s3_noncommuting_share_is_exact_and_swaps_match_it():
-    m = experiments.order_sensitivity(cfg("S3"))
+    m = paper1.order_sensitivity(cfg("S3"))
     # centralisers: e commutes with 6, each transposition with 2, each 3-cycle with 3
     assert m["noncommuting_pairs"] == pytest.approx(1 - (6 + 3 * 2 + 2 * 3) / 36)
     # a swap changes the product exactly when the two tokens do not commute
@@ -26,7 +27,7 @@ def test_s3_noncommuting_share_is_exact_and_swaps_match_it():
 
 
 def test_state_frequencies_are_distributions_and_tv_matches():
-    m = experiments.order_sensitivity(cfg("S3", tokens="generators", word_length=30))
+    m = paper1.order_sensitivity(cfg("S3", tokens="generators", word_length=30))
     freq = np.asarray(m["state_freq"])
     assert freq.shape == (30, 6)
     np.testing.assert_allclose(freq.sum(axis=1), 1.0, atol=1e-5)
@@ -36,19 +37,19 @@ def test_state_frequencies_are_distributions_and_tv_matches():
 
 
 def test_c2_generators_is_uniform_after_one_token():
-    m = experiments.order_sensitivity(cfg("C2", tokens="generators", word_length=3))
+    m = paper1.order_sensitivity(cfg("C2", tokens="generators", word_length=3))
     assert m["vocabulary"] == ["0", "1"]
     assert m["tv_uniform"][0] < 0.05
 
 
 def test_length_one_words_have_no_swap():
-    m = experiments.order_sensitivity(cfg("S3", word_length=1, n_words=10))
+    m = paper1.order_sensitivity(cfg("S3", word_length=1, n_words=10))
     assert m["swap_changes"] == 0.0
 
 
 def test_grid_follows_profile():
-    P = config.PROFILES["smoke"]
-    grid = experiments.order_sensitivity_grid(P)
+    P = profiles.PROFILES["smoke"]
+    grid = paper1.order_sensitivity_grid(P)
     assert {(c.group, c.tokens) for c in grid} == {(g, t) for g in ("C2", "C6", "S3")
                                                    for t in ("generators", "all")}
     assert all(c.n_words == P.n_words and c.profile == "smoke" for c in grid)
@@ -57,9 +58,9 @@ def test_grid_follows_profile():
 def test_run_dispatches_and_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
     c = cfg("S3", n_words=50)
-    rec = experiments.run(c)
+    rec = runs.run(c)
     assert rec["status"] == "ok" and rec["experiment"] == "groups_order_sensitivity"
-    assert experiments.run(c)["created_utc"] == rec["created_utc"]
+    assert runs.run(c)["created_utc"] == rec["created_utc"]
 
 
 def test_run_unknown_experiment():
@@ -72,4 +73,4 @@ def test_run_unknown_experiment():
         seed: int = 0
 
     with pytest.raises(ValueError, match="'nope'"):
-        experiments.run(X())
+        runs.run(X())

@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from sst_core import cli, gpu_check
+from sst_core import cli
+from sst_core.bench import gpu_check
 
 
 def test_every_model_and_fast_op_has_a_check():
@@ -44,7 +45,7 @@ def test_store_writes_a_record(tmp_path):
     record = json.loads(path.read_text())
     assert record["experiment"] == "gpu_check" and record["all_ok"] is True
     assert record["checks"] == checks and record["git_commit"]
-    from sst_core import bench
+    from sst_core.bench import harness as bench
 
     (loaded,) = bench.load_records(tmp_path, experiment="gpu_check")
     assert loaded["checks"] == checks

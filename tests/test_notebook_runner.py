@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from sst_core import notebooks
-from sst_core.results import project_root
+from sst_core.book import runner as notebooks
+from sst_core.store.records import project_root
 
 
 @pytest.mark.parametrize("env,explicit,expected", [

@@ -5,7 +5,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from sst_core import plots, plots_error  # noqa: E402
+from sst_core.figures import common as plots
+from sst_core.figures import error as plots_error
 from sst_core.reports import Table  # noqa: E402
 
 

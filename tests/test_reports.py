@@ -2,18 +2,20 @@ import json
 
 import pytest
 
-from sst_core import config, experiments, reports
+from sst_core import reports
+from sst_core.book import params
+from sst_core.experiments import paper1, runs
 from sst_core.reports.groups import groups_table
 
 
 def test_groups_table_from_records(tmp_path, monkeypatch):
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    P = config.settings("p1_groups", profile="smoke", n_words=64)
+    P = params.settings("p1_groups", profile="smoke", n_words=64)
     missing = groups_table(P)
     assert all(row[2] == "missing" for row in missing.rows)
 
-    for c in experiments.order_sensitivity_grid(P):
-        experiments.run(c)
+    for c in paper1.order_sensitivity_grid(P):
+        runs.run(c)
     table = groups_table(P)
     assert len(table.rows) == 6 and len(table.records) == 6
     c6 = next(r for r in table.rows if r[:2] == ["C6", "all"])

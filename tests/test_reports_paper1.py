@@ -5,12 +5,13 @@ from dataclasses import replace
 
 import pytest
 
-from sst_core import config, experiments, paper_values
+from sst_core.experiments import paper1
 from sst_core.reports import get_report
 from sst_core.reports.paper1 import agreement, table2, table3
-from sst_core.results import RunFailed, cached_run
+from sst_core.spec import configs, paper_values, profiles
+from sst_core.store.records import RunFailed, cached_run
 
-LENGTHS = config.EVAL_LENGTHS
+LENGTHS = configs.EVAL_LENGTHS
 
 
 def fake(m_p):
@@ -23,7 +24,7 @@ def fake(m_p):
 
 @pytest.fixture
 def P():
-    return replace(config.PROFILES["smoke"], name="smoke", track_seeds=(0, 1), track_lrs=(1e-3, 1e-4),
+    return replace(profiles.PROFILES["smoke"], name="smoke", track_seeds=(0, 1), track_lrs=(1e-3, 1e-4),
                    track_eval_lengths=LENGTHS)
 
 
@@ -37,7 +38,7 @@ def test_agreement_rules():
 
 
 def test_table2_best_over_grid_with_seed_spread(tmp_path, P):
-    grid = experiments.table2_grid(P, models=("tanh_rnn", "mamba"), groups=("S3",))
+    grid = paper1.table2_grid(P, models=("tanh_rnn", "mamba"), groups=("S3",))
     assert len(grid) == 2 * 1 * 1 * 1 * 2 * 2
     values = {("tanh_rnn", 1e-3, 0): 1000, ("tanh_rnn", 1e-3, 1): 600,
               ("tanh_rnn", 1e-4, 0): 200, ("tanh_rnn", 1e-4, 1): "diverge",
@@ -71,7 +72,7 @@ def test_table2_cells_without_runs(tmp_path, P):
 
 
 def test_table3_rows_follow_phis(tmp_path, P):
-    for cfg in experiments.table3_grid(P):
+    for cfg in paper1.table3_grid(P):
         cached_run(cfg, fake(1000 if cfg.phi == "tanh" else None), root=tmp_path)
     t = table3(P, root=tmp_path)
     data = {d["phi"]: d for d in t.data}

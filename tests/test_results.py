@@ -1,10 +1,12 @@
+import dataclasses
 import json
 from dataclasses import dataclass
 
 import pytest
 
-from sst_core import results
-from sst_core.results import RecordWarning, RunFailed, cached_run, load_record
+from sst_core.experiments import registry
+from sst_core.store import records as store_records
+from sst_core.store.records import RecordWarning, RunFailed, cached_run, load_record
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ def test_second_call_reads_the_record(tmp_path):
 def test_damaged_record_is_reported_and_recomputed(tmp_path, damage):
     fn = Counter()
     rec = cached_run(Cfg(5), fn, root=tmp_path)
-    path = results.record_path(Cfg(5), tmp_path)
+    path = store_records.record_path(Cfg(5), tmp_path)
     text = path.read_text()
     if damage == "truncate":
         path.write_text(text[: len(text) // 2])
@@ -92,7 +94,7 @@ def test_bugs_propagate_and_leave_no_record(tmp_path):
 
     with pytest.raises(KeyError):
         cached_run(Cfg(2), buggy, root=tmp_path)
-    assert not results.record_path(Cfg(2), tmp_path).exists()
+    assert not store_records.record_path(Cfg(2), tmp_path).exists()
 
 
 def test_results_dir_follows_env(tmp_path, monkeypatch):
@@ -104,23 +106,23 @@ def test_results_dir_follows_env(tmp_path, monkeypatch):
 def test_iter_records_skips_damaged(tmp_path):
     cached_run(Cfg(1), Counter(), root=tmp_path)
     cached_run(Cfg(2), Counter(), root=tmp_path)
-    bad = results.record_path(Cfg(2), tmp_path)
+    bad = store_records.record_path(Cfg(2), tmp_path)
     bad.write_text("{")
     with pytest.warns(RecordWarning):
-        recs = list(results.iter_records("unit", "smoke", root=tmp_path))
+        recs = list(store_records.iter_records("unit", "smoke", root=tmp_path))
     assert [r["config"]["x"] for r in recs] == [1]
 
 
 def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
     path = tmp_path / "a" / "r.json"
-    results.write_atomic(path, {"v": 1})
+    store_records.write_atomic(path, {"v": 1})
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(results.os, "replace", boom)
+    monkeypatch.setattr(store_records.os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
-        results.write_atomic(path, {"v": 2})
+        store_records.write_atomic(path, {"v": 2})
     assert json.loads(path.read_text()) == {"v": 1}
     assert not list(path.parent.glob("*.tmp"))
 
@@ -128,18 +130,19 @@ def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
 def test_every_code_dependency_exists_and_changes_the_hash(monkeypatch):
     """The entry points behind each experiment's code hash exist (a rename would otherwise
     hide stale records), and the hash follows them."""
-    from sst_core.codeversion import resolve
+    from sst_core.store.codeversion import resolve
 
-    for experiment, points in results.CODE_DEPS.items():
-        for point in points:
+    for experiment, entry in registry.EXPERIMENTS.items():
+        for point in entry.code_deps:
             resolve(point)  # raises for a name that no longer exists
-        assert len(results.code_hash(experiment)) == 16  # the walk gets through all of it
-    before = results.code_hash("tracking")
-    monkeypatch.setattr(results, "_code_hashes", {})
-    monkeypatch.setitem(results.CODE_DEPS, "tracking",
-                        tuple(p for p in results.CODE_DEPS["tracking"] if "stacked" not in p))
-    assert results.code_hash("tracking") != before
-    assert results.code_hash("no_such_experiment") is None
+        assert len(registry.code_hash(experiment)) == 16  # the walk gets through all of it
+    before = registry.code_hash("tracking")
+    monkeypatch.setattr(registry, "_code_hashes", {})
+    tracking = registry.EXPERIMENTS["tracking"]
+    monkeypatch.setitem(registry.EXPERIMENTS, "tracking", dataclasses.replace(
+        tracking, code_deps=tuple(p for p in tracking.code_deps if "stacked" not in p)))
+    assert registry.code_hash("tracking") != before
+    assert registry.code_hash("no_such_experiment") is None
 
 
 def test_a_record_is_stale_when_the_code_of_its_own_model_changed():
@@ -147,15 +150,15 @@ def test_a_record_is_stale_when_the_code_of_its_own_model_changed():
     through the run an analysis reads); is_stale_record checks that one."""
     mamba = {"model": "mamba"}
     rec = {"experiment": "tracking", "config": mamba,
-           "code_hash": results.code_hash("tracking", mamba)}
-    assert not results.is_stale_record(rec)
-    assert results.code_hash("tracking", {"model": "tanh_rnn"}) != rec["code_hash"]
-    rec["code_hash"] = results.code_hash("tracking", {"model": "tanh_rnn"})
-    assert results.is_stale_record(rec)
+           "code_hash": registry.code_hash("tracking", mamba)}
+    assert not registry.is_stale_record(rec)
+    assert registry.code_hash("tracking", {"model": "tanh_rnn"}) != rec["code_hash"]
+    rec["code_hash"] = registry.code_hash("tracking", {"model": "tanh_rnn"})
+    assert registry.is_stale_record(rec)
     del rec["code_hash"]  # made before records kept a code hash
-    assert results.is_stale_record(rec)
+    assert registry.is_stale_record(rec)
     analysis = {"run": mamba}
-    assert not results.is_stale_record({
+    assert not registry.is_stale_record({
         "experiment": "tracking_spectra", "config": analysis,
-        "code_hash": results.code_hash("tracking_spectra", analysis)})
-    assert not results.is_stale_record({"experiment": "unit", "config": {}})
+        "code_hash": registry.code_hash("tracking_spectra", analysis)})
+    assert not registry.is_stale_record({"experiment": "unit", "config": {}})

@@ -10,9 +10,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from sst_core import plots_spectra, spectra  # noqa: E402
-from sst_core.config import SpectraConfig, TrackingConfig, config_dict  # noqa: E402
+from sst_core.analysis import spectra
+from sst_core.experiments.runs import run
+from sst_core.figures import spectra as plots_spectra
 from sst_core.models import build  # noqa: E402
+from sst_core.spec.configs import SpectraConfig, TrackingConfig, config_dict
 from sst_core.theory.memory import memory_function  # noqa: E402
 
 
@@ -251,6 +253,7 @@ def test_run_spectra_smoke(model, n_layers, tmp_path, monkeypatch, one_thread):
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
     cfg = SpectraConfig(run=tiny(model, n_layers=n_layers), n_words=2, word_length=12,
                         n_preserving=2, preserving_length=4, mem_T=64)
+    run(cfg.run)  # the tracker first: an analysis only loads it
     m = spectra.run_spectra(cfg)
     text = json.dumps(m, allow_nan=False)  # JSON-ready: no NaN, no numpy types
     assert len(text) < 200_000 and _finite(json.loads(text))

@@ -1,4 +1,4 @@
-"""Stacked training (sst_core.stacked) equals K separate runs."""
+"""Stacked training (sst_core.training.stacked) equals K separate runs."""
 import copy
 from dataclasses import replace
 
@@ -6,14 +6,18 @@ import pytest
 import torch
 from torch import nn
 
-from sst_core import experiments
-from sst_core.config import TrackingConfig
+from sst_core.experiments import runs as experiments_runs
 from sst_core.models import build
 from sst_core.models.registry import REGISTRY
-from sst_core.results import RunFailed, load_record, record_path
-from sst_core.stacked import (StackedAdamW, StackedTracker, clip_rows, stack_key,
-                              train_tracking_stacked)
-from sst_core.train import build_tracker, train_tracking
+from sst_core.spec.configs import TrackingConfig
+from sst_core.store.records import RunFailed, load_record, record_path
+from sst_core.training.stacked import (
+    StackedTracker,
+    clip_rows,
+    stack_key,
+    train_tracking_stacked,
+)
+from sst_core.training.tracking import train_tracking
 
 
 def cfg(model="linear_rnn", **kw) -> TrackingConfig:
@@ -153,7 +157,7 @@ def test_run_all_stacks_missing_runs_and_stores_one_record_each(tmp_path, monkey
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
     cfgs = [cfg(seed=s, lr=lr, max_steps=6) for s in (0, 1) for lr in (0.01, 0.03)]
     cfgs.append(cfg(model="mamba", max_steps=6))  # alone in its stack: a plain run
-    records = experiments.run_all(cfgs, stack=3)
+    records = experiments_runs.run_all(cfgs, stack=3)
     assert [r["config"]["seed"] for r in records] == [c.seed for c in cfgs]
     sizes = [r.get("stack", {}).get("size") for r in records]
     assert sizes == [3, 3, 3, None, None]  # 4 linear_rnn runs -> stacks of 3 and 1
@@ -161,6 +165,6 @@ def test_run_all_stacks_missing_runs_and_stores_one_record_each(tmp_path, monkey
         assert load_record(record_path(c)) == r
         assert record_path(c).with_suffix(".pt").exists()
     # a rerun reads every record and trains nothing
-    again = experiments.run_all(cfgs, stack=3)
+    again = experiments_runs.run_all(cfgs, stack=3)
     assert [r["created_utc"] for r in again] == [r["created_utc"] for r in records]
-    assert experiments.stacks(cfgs, 3) == [cfgs[:3], [cfgs[3]], [cfgs[4]]]
+    assert experiments_runs.stacks(cfgs, 3) == [cfgs[:3], [cfgs[3]], [cfgs[4]]]

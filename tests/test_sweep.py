@@ -11,10 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from sst_core import cli, sweep
-from sst_core.config import TrackingConfig, config_hash, get_profile
-from sst_core.experiments import table2_grid
-from sst_core.results import cached_run, load_record, record_path
+from sst_core import cli
+from sst_core.book import params
+from sst_core.experiments import paper1, registry
+from sst_core.experiments.paper1 import table2_grid
+from sst_core.experiments.runs import code_version
+from sst_core.spec import profiles
+from sst_core.spec.configs import TrackingConfig, config_hash
+from sst_core.spec.profiles import get_profile
+from sst_core.store.records import cached_run, load_record, record_path
+from sst_core.sweep import claims as sweep_claims
+from sst_core.sweep import runner
+from sst_core.sweep import status as sweep_status
 
 
 @pytest.fixture
@@ -40,7 +48,7 @@ def _dead_pid() -> int:
 # -- claims -------------------------------------------------------------------------------
 
 def test_a_claim_is_exclusive_until_released(root):
-    a, b = sweep.Claim(_cfg()), sweep.Claim(_cfg())
+    a, b = sweep_claims.Claim(_cfg()), sweep_claims.Claim(_cfg())
     assert a.acquire() and not b.acquire()
     info = json.loads(a.path.read_text())
     assert info["pid"] == os.getpid() and info["host"] == socket.gethostname()
@@ -50,11 +58,11 @@ def test_a_claim_is_exclusive_until_released(root):
 
 
 def test_a_claim_left_by_a_dead_process_is_recovered(root):
-    path = sweep.claim_path(_cfg())
+    path = sweep_claims.claim_path(_cfg())
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"host": socket.gethostname(), "pid": _dead_pid(), "since": 0}))
-    assert sweep.is_stale(path)
-    claim = sweep.Claim(_cfg())
+    assert sweep_claims.is_stale(path)
+    claim = sweep_claims.Claim(_cfg())
     assert claim.acquire()
     assert json.loads(path.read_text())["pid"] == os.getpid()
     assert list(path.parent.glob("*.stale-*")) == []  # the old claim is cleaned up
@@ -62,20 +70,20 @@ def test_a_claim_left_by_a_dead_process_is_recovered(root):
 
 
 def test_a_claim_from_another_host_is_stale_only_when_its_heartbeat_stops(root):
-    path = sweep.claim_path(_cfg())
+    path = sweep_claims.claim_path(_cfg())
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"host": "elsewhere", "pid": 1, "since": 0}))
-    assert not sweep.is_stale(path) and not sweep.Claim(_cfg()).acquire()
-    old = time.time() - sweep.STALE_AFTER_S - 5
+    assert not sweep_claims.is_stale(path) and not sweep_claims.Claim(_cfg()).acquire()
+    old = time.time() - sweep_claims.STALE_AFTER_S - 5
     os.utime(path, (old, old))
-    assert sweep.is_stale(path)
+    assert sweep_claims.is_stale(path)
     path.write_text("{not json")  # a claim cut short while being written
-    assert sweep.is_stale(path)
+    assert sweep_claims.is_stale(path)
 
 
 def test_the_heartbeat_refreshes_a_working_claim(root, monkeypatch):
-    monkeypatch.setattr(sweep, "HEARTBEAT_S", 0.05)
-    claim = sweep.Claim(_cfg())
+    monkeypatch.setattr(sweep_claims, "HEARTBEAT_S", 0.05)
+    claim = sweep_claims.Claim(_cfg())
     assert claim.acquire()
     old = time.time() - 1000
     os.utime(claim.path, (old, old))
@@ -87,14 +95,14 @@ def test_the_heartbeat_refreshes_a_working_claim(root, monkeypatch):
 def test_run_task_skips_claimed_and_stored_runs(root):
     a, b, c = _cfg(seed=0), _cfg(seed=1), _cfg(seed=2)
     cached_run(c, lambda cfg: {"x": 1})
-    other = sweep.Claim(b)
+    other = sweep_claims.Claim(b)
     assert other.acquire()
-    out = sweep.run_task([a, b, c])
+    out = runner.run_task([a, b, c])
     other.release()
     assert out == {config_hash(a): "computed", config_hash(b): "claimed",
                    config_hash(c): "stored"}
     assert load_record(record_path(a))["status"] == "ok"
-    assert not record_path(b).exists() and not sweep.claim_path(a).exists()
+    assert not record_path(b).exists() and not sweep_claims.claim_path(a).exists()
 
 
 def test_a_stored_run_loses_the_claim_of_a_killed_stack(root):
@@ -104,11 +112,11 @@ def test_a_stored_run_loses_the_claim_of_a_killed_stack(root):
     dead, alive = _cfg(seed=3), _cfg(seed=4)
     for cfg, pid in ((dead, _dead_pid()), (alive, os.getpid())):
         cached_run(cfg, lambda cfg: {"x": 1})
-        sweep.claim_path(cfg).write_text(json.dumps({"host": socket.gethostname(),
+        sweep_claims.claim_path(cfg).write_text(json.dumps({"host": socket.gethostname(),
                                                      "pid": pid, "since": 0}))
-    out = sweep.run_task([dead, alive])
+    out = runner.run_task([dead, alive])
     assert set(out.values()) == {"stored"}
-    assert not sweep.claim_path(dead).exists() and sweep.claim_path(alive).exists()
+    assert not sweep_claims.claim_path(dead).exists() and sweep_claims.claim_path(alive).exists()
 
 
 def test_a_claimed_run_loses_the_temporary_files_of_a_killed_writer(root):
@@ -119,7 +127,7 @@ def test_a_claimed_run_loses_the_temporary_files_of_a_killed_writer(root):
     other = folder / ".0000000000000000.def.tmp"  # another run's: left alone
     for p in stale + [other]:
         p.write_text("half a record")
-    sweep.run_task([cfg])
+    runner.run_task([cfg])
     assert not any(p.exists() for p in stale) and other.exists()
     assert load_record(record_path(cfg))["status"] == "ok"
 
@@ -154,7 +162,7 @@ def test_kill_and_resume_loses_nothing_and_does_nothing_twice(root):
     assert 3 <= len(first) < len(grid), "the kill should land mid-sweep"
 
     # at once: a killed worker may still be exiting; the sweep waits for its claims
-    result = sweep.sweep("table2", "smoke", workers=1)
+    result = runner.sweep("table2", "smoke", workers=1)
     records = _records(root)
     assert set(records) == {config_hash(c) for c in grid}
     assert result.count("computed") == len(grid) - len(first)
@@ -162,35 +170,34 @@ def test_kill_and_resume_loses_nothing_and_does_nothing_twice(root):
         assert (folder / name).stat().st_mtime_ns == mtime  # not recomputed
     leftovers = [p.name for p in folder.iterdir() if p.suffix not in (".json", ".pt")]
     assert leftovers == []
-    again = sweep.sweep("table2", "smoke")
+    again = runner.sweep("table2", "smoke")
     assert again.count("computed") == 0 and again.count("stored") == len(grid)
 
 
 def test_failed_runs_are_retried_only_when_asked(root, monkeypatch):
-    from sst_core import experiments
-    from sst_core.results import RunFailed
+    from sst_core.store.records import RunFailed
 
     def boom(cfg):
         raise RunFailed("diverged on purpose")
 
-    monkeypatch.setitem(experiments.RUNNERS, "groups_order_sensitivity", boom)
-    sweep.sweep("groups", "smoke")
+    monkeypatch.setattr(paper1, "order_sensitivity", boom)  # the registry resolves it by name
+    runner.sweep("groups", "smoke")
     recs = _records(root, "groups_order_sensitivity")
     assert recs and all(r["status"] == "failed" for r in recs.values())
-    assert sweep.sweep("groups", "smoke").count("computed") == 0
+    assert runner.sweep("groups", "smoke").count("computed") == 0
     monkeypatch.undo()
     monkeypatch.setenv("SST_RESULTS_DIR", str(root))
-    assert sweep.sweep("groups", "smoke", retry_failed=True).count("computed") == len(recs)
+    assert runner.sweep("groups", "smoke", retry_failed=True).count("computed") == len(recs)
     assert all(r["status"] == "ok" for r in _records(root, "groups_order_sensitivity").values())
 
 
 def test_stacked_sweep_matches_unstacked_records(tmp_path, monkeypatch):
     """The sweep's stacks give the records of one-by-one runs (up to float rounding)."""
     grid = [_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)]
-    monkeypatch.setattr(sweep, "phases", lambda name, P: [grid])
+    monkeypatch.setattr(runner, "phases", lambda name, P: [grid])
     a, b = tmp_path / "a", tmp_path / "b"
-    sweep.sweep("table2", "smoke", stack=4, root=a)
-    sweep.sweep("table2", "smoke", stack=1, root=b)
+    runner.sweep("table2", "smoke", stack=4, root=a)
+    runner.sweep("table2", "smoke", stack=1, root=b)
     ra, rb = _records(a), _records(b)
     assert set(ra) == set(rb) == {config_hash(c) for c in grid}
     for rid in ra:
@@ -213,7 +220,7 @@ def _metrics_without_timing(record: dict) -> dict:
 def test_same_config_and_seed_give_the_same_record(tmp_path, make):
     """Determinism on the CPU (same torch thread count): two fresh runs of one config
     store identical metrics; the records name the code that made them."""
-    from sst_core.experiments import run
+    from sst_core.experiments.runs import run
 
     cfg = make()
     first = run(cfg, root=tmp_path / "1")
@@ -230,14 +237,14 @@ def test_same_config_and_seed_give_the_same_record(tmp_path, make):
 def test_status_counts_done_failed_missing_running_and_stale(root):
     P = get_profile("smoke")
     grid = table2_grid(P)
-    ok = [cached_run(c, lambda cfg: {"m": 1}) for c in grid[:4]]
-    from sst_core.results import RunFailed
+    ok = [cached_run(c, lambda cfg: {"m": 1}, code_version=code_version(c)) for c in grid[:4]]
+    from sst_core.store.records import RunFailed
 
     def fail(cfg):
         raise RunFailed("no")
 
-    cached_run(grid[4], fail)
-    claim = sweep.Claim(grid[5])
+    cached_run(grid[4], fail, code_version=code_version(grid[4]))
+    claim = sweep_claims.Claim(grid[5])
     assert claim.acquire()
     stale = record_path(grid[0])  # made by "other code"
     rec = json.loads(stale.read_text())
@@ -247,27 +254,27 @@ def test_status_counts_done_failed_missing_running_and_stale(root):
     rec = json.loads(old.read_text())
     del rec["code_hash"]
     old.write_text(json.dumps(rec))
-    (row,) = sweep.status("smoke", ["table2"])
+    (row,) = sweep_status.status("smoke", ["table2"])
     claim.release()
     assert (row.total, row.done, row.failed, row.missing) == (len(grid), 4, 1, len(grid) - 5)
     assert (row.claimed, row.stale, row.unknown_code) == (1, 1, 1)
     assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
-    text = sweep.status_markdown([row], "smoke")
+    text = sweep_status.status_markdown([row], "smoke")
     assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 1 | 1 | 1 |" in text
     # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
     # one (current code) stays failed
-    result = sweep.sweep("table2", "smoke", retry_stale=True, stack=1)
+    result = runner.sweep("table2", "smoke", retry_stale=True, stack=1)
     assert result.count("computed") == (len(grid) - 5) + 2
     assert load_record(record_path(grid[4]))["status"] == "failed"
 
 
 def test_bad_names_are_clear_errors(root, capsys):
-    with pytest.raises(ValueError, match="unknown experiment 'tabel2'; allowed: groups"):
-        sweep.sweep("tabel2", "smoke")
+    with pytest.raises(ValueError, match="unknown sweep 'tabel2'; allowed: groups"):
+        runner.sweep("tabel2", "smoke")
     with pytest.raises(ValueError, match="unknown executor 'dask'"):
-        sweep.sweep("table2", "smoke", executor="dask")
+        runner.sweep("table2", "smoke", executor="dask")
     with pytest.raises(ValueError, match="unknown profile 'fast'"):
-        sweep.sweep("table2", "fast")
+        runner.sweep("table2", "fast")
     with pytest.raises(SystemExit):
         cli.main(["sweep", "tabel2"])
     assert "invalid choice: 'tabel2'" in capsys.readouterr().err
@@ -276,7 +283,7 @@ def test_bad_names_are_clear_errors(root, capsys):
 def test_status_cli_prints_every_sweep(root, capsys):
     assert cli.main(["status", "--profile", "smoke"]) == 0
     out = capsys.readouterr().out
-    for name in sweep.SWEEPS:
+    for name in registry.SWEEPS:
         assert f"| {name} |" in out
     assert cli.main(["status", "--profile", "smoke", "--format", "json",
                      "--experiment", "table3"]) == 0
@@ -289,11 +296,11 @@ def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):
     pytest.importorskip("ray")
     grid = [_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)] + [
         _cfg(model="mamba", seed=0)]
-    monkeypatch.setattr(sweep, "phases", lambda name, P: [grid])
+    monkeypatch.setattr(runner, "phases", lambda name, P: [grid])
     monkeypatch.setenv("SST_PROGRESS", "0")
     ray_root, local_root = tmp_path / "ray", tmp_path / "local"
-    r = sweep.sweep("table2", "smoke", workers=2, executor="ray", stack=2, root=ray_root)
-    l = sweep.sweep("table2", "smoke", workers=1, executor="local", stack=2, root=local_root)
+    r = runner.sweep("table2", "smoke", workers=2, executor="ray", stack=2, root=ray_root)
+    l = runner.sweep("table2", "smoke", workers=1, executor="local", stack=2, root=local_root)
     assert r.count("computed") == l.count("computed") == len(grid)
     a, b = _records(ray_root), _records(local_root)
     assert set(a) == set(b) == {config_hash(c) for c in grid}
@@ -306,31 +313,29 @@ def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):
 # -- the best available profile -----------------------------------------------------------
 
 def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
-    from sst_core import config
-    from sst_core.experiments import table3_grid
+    from sst_core.experiments.paper1 import table3_grid
 
     paper_table3 = table3_grid(get_profile("paper"))
-    assert sweep.chapter_coverage("p1_table3", "paper") == (0, len(paper_table3))
-    name, why = config.best_profile("p1_table3")
+    assert params.chapter_coverage("p1_table3", "paper") == (0, len(paper_table3))
+    name, why = params.best_profile("p1_table3")
     assert name == "quick" and f"0 of {len(paper_table3)}" in why
     for cfg in paper_table3[:-1]:
         cached_run(cfg, lambda c: {"m_p": None})
-    assert config.best_profile("p1_table3")[0] == "quick"
+    assert params.best_profile("p1_table3")[0] == "quick"
     cached_run(paper_table3[-1], lambda c: {"m_p": None})
-    P = config.settings("p1_table3", "best")
+    P = params.settings("p1_table3", "best")
     assert P.name == "paper" and "all" in P.chosen_because
     assert P.banner().endswith(P.chosen_because) and P.chosen_because not in P.scale()
     # a chapter that reads no sweep computes at quick
-    assert config.settings("p2_memory", "best").name == "quick"
-    assert config.get_profile("paper").chosen_because == ""
+    assert params.settings("p2_memory", "best").name == "quick"
+    assert profiles.get_profile("paper").chosen_because == ""
 
 
 def test_best_is_a_notebook_profile_only(root, capsys):
-    from sst_core import config
 
-    config.check_parameters("p1_table2", {"profile": "best"})
-    with pytest.raises(config.ConfigError, match="unknown profile 'bets'"):
-        config.check_parameters("p1_table2", {"profile": "bets"})
+    params.check_parameters("p1_table2", {"profile": "best"})
+    with pytest.raises(profiles.ConfigError, match="unknown profile 'bets'"):
+        params.check_parameters("p1_table2", {"profile": "bets"})
     with pytest.raises(SystemExit):
         cli.main(["sweep", "table2", "--profile", "best"])
     assert "unknown profile 'best'" in capsys.readouterr().err

@@ -1,13 +1,12 @@
 import math
-from dataclasses import replace
 
 import pytest
 import torch
 
-from sst_core import train
-from sst_core.config import PROFILES, TrackingConfig
-from sst_core.results import RunFailed, cached_run
-from sst_core.train import Curriculum, max_passing_length, max_prefix_length
+from sst_core.spec.configs import TrackingConfig
+from sst_core.store.records import RunFailed, cached_run
+from sst_core.training import tracking as train
+from sst_core.training.tracking import Curriculum, max_passing_length, max_prefix_length
 
 
 def test_curriculum_doubles_after_patience_and_caps_at_60():

@@ -5,12 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from sst_core import experiments
-from sst_core.config import PROFILES, LRAConfig
+from sst_core.experiments import paper2, runs
 from sst_core.reports import lra as lra_reports
-from sst_core.results import cached_run
-from sst_core.tasks.lra_data import load_task
-from sst_core.train_lra import cosine_warmup, train_lra
+from sst_core.spec import profiles
+from sst_core.spec.configs import LRAConfig
+from sst_core.spec.profiles import PROFILES
+from sst_core.store.records import cached_run
+from sst_core.training.lra import cosine_warmup, train_lra
+from sst_core.training.lra_data import load_task
 
 
 def tiny(task="listops", **kw) -> LRAConfig:
@@ -87,16 +89,16 @@ def test_divergence_is_recorded_as_failed(store, monkeypatch, one_thread):
             return super().forward(a, b) * math.nan
 
     monkeypatch.setattr(torch.nn, "CrossEntropyLoss", Nan)
-    rec = experiments.run(tiny())
+    rec = runs.run(tiny())
     assert rec["status"] == "failed" and "nan" in rec["reason"]
 
 
 def test_grids():
     P = PROFILES["quick"]
-    main, abl = experiments.lra_main_grid(P), experiments.lra_ablation_grid(P)
-    per_task = len(experiments.LRA_MAIN_INITS) * 2 * len(P.lra_seeds)
+    main, abl = paper2.lra_main_grid(P), paper2.lra_ablation_grid(P)
+    per_task = len(paper2.LRA_MAIN_INITS) * 2 * len(P.lra_seeds)
     assert len(main) == len(P.lra_tasks) * per_task
-    assert len(abl) == len(P.lra_tasks) * len(experiments.LRA_ABLATION_INITS) * 2 * len(P.lra_ablation_seeds)
+    assert len(abl) == len(P.lra_tasks) * len(paper2.LRA_ABLATION_INITS) * 2 * len(P.lra_ablation_seeds)
     assert {c.decoder for c in main if c.task == "pathfinder"} == {"last"}
     shared = set(main) & set(abl)  # seed 0 of inv and lin is in both tables: run once
     assert len(shared) == len(P.lra_tasks) * 4 * len(set(P.lra_seeds) & set(P.lra_ablation_seeds))
@@ -105,7 +107,7 @@ def test_grids():
 def test_tables_from_constructed_records(store):
     P = PROFILES["smoke"]
     accs = {(False, "inv"): 0.6, (True, "inv"): 0.7, (False, "lin"): 0.5, (True, "lin"): 0.4}
-    for cfg in experiments.lra_main_grid(P, tasks=("listops",)):
+    for cfg in paper2.lra_main_grid(P, tasks=("listops",)):
         value = accs[(cfg.freeze_spectrum, cfg.init)]
         cached_run(cfg, lambda c, v=value: {"test_accuracy": v})
     t = lra_reports.lra_main(P)
@@ -136,11 +138,11 @@ def test_sst_lra_trains_on_user_files_and_prints_the_table(store, tmp_path, monk
     import dataclasses
     import json
 
-    from sst_core import cli, config
+    from sst_core import cli
 
     monkeypatch.setenv("SST_LRA_DATA", "")  # `sst lra` sets it; monkeypatch restores it
     small = dataclasses.replace(PROFILES["smoke"], lra_seeds=(0,), lra_epochs=1)
-    monkeypatch.setitem(config.PROFILES, "smoke", small)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", small)
     root = _listops_release(tmp_path / "lra")
     rc = cli.main(["lra", "--task", "lra_listops", "--data-dir", str(root), "--profile", "smoke",
                    "--table", "main", "--format", "json"])
@@ -168,7 +170,7 @@ def test_sst_lra_bad_inputs(tmp_path, monkeypatch, capsys):
 
 def test_paper_profile_uses_the_published_task_configs():
     P = PROFILES["paper"]
-    by_task = {c.task: c for c in experiments.lra_main_grid(P, tasks=("listops", "pathfinder",
+    by_task = {c.task: c for c in paper2.lra_main_grid(P, tasks=("listops", "pathfinder",
                                                                        "digits", "lra_imdb"))}
     assert (by_task["listops"].H, by_task["listops"].n_layers, by_task["listops"].epochs) == (128, 8, 40)
     assert by_task["pathfinder"].lr == 0.004 and by_task["pathfinder"].decoder == "last"
@@ -190,7 +192,7 @@ def test_retrieval_on_aan_pairs(store, tmp_path, monkeypatch, one_thread):
     assert data.train.x.shape[1] == 2 and data.describe["pairs"] and data.n_classes == 2
     m = train_lra(cfg)
     assert m["steps"] == 3 and 0.0 <= m["test_accuracy"] <= 1.0
-    grid = experiments.lra_main_grid(PROFILES["smoke"], tasks=("lra_aan",))
+    grid = paper2.lra_main_grid(PROFILES["smoke"], tasks=("lra_aan",))
     assert {c.decoder for c in grid} == {"retrieval"}
 
 

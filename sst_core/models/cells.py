@@ -25,9 +25,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..ops.rnn_scan import rnn_scan
-from .base import RecurrentLayer, SequenceModel
-from .registry import PHIS, _check_size
+from sst_core.models.base import RecurrentLayer, SequenceModel
+from sst_core.models.registry import PHIS, _check_size
+from sst_core.ops.rnn_scan import rnn_scan
 
 GATES = ("none", "token", "state")
 

@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from .base import SequenceModel
+from sst_core.models.base import SequenceModel
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,19 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..ops.ssm_kernel import METHODS, discretize_diag, fft_conv, vandermonde_kernel
-from ..theory.memory import (INIT_KINDS, discretize, init_Lambda, memory_function,
-                             with_conjugates)
+from sst_core.ops.ssm_kernel import (
+    METHODS,
+    discretize_diag,
+    fft_conv,
+    vandermonde_kernel,
+)
+from sst_core.theory.memory import (
+    INIT_KINDS,
+    discretize,
+    init_Lambda,
+    memory_function,
+    with_conjugates,
+)
 
 __all__ = ["S4DKernel", "S4DLayer", "S4DModel", "frozen_share", "optimizer_groups",
            "memory_functions", "supremum_memory_function", "INIT_KINDS", "DISCS", "NORMS",

@@ -72,10 +72,10 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from ..ops import linear_scan
-from ..ops.selective_scan import selective_scan
-from .base import RecurrentLayer, RMSNorm, SequenceModel
-from .registry import _check_size
+from sst_core.models.base import RecurrentLayer, RMSNorm, SequenceModel
+from sst_core.models.registry import _check_size
+from sst_core.ops import linear_scan
+from sst_core.ops.selective_scan import selective_scan
 
 __all__ = ["MambaConfig", "MambaLayer", "Mamba3Config", "Mamba3Layer", "CausalConv",
            "discretize", "mamba", "negative_mamba", "mamba3", "make_config", "residual_model",

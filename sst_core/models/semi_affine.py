@@ -31,9 +31,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .base import SequenceModel
-from .registry import _check_size
-from .selective import EVAL_CHUNK, MambaConfig, MambaLayer, residual_model, time_chunked
+from sst_core.models.base import SequenceModel
+from sst_core.models.registry import _check_size
+from sst_core.models.selective import (
+    EVAL_CHUNK,
+    MambaConfig,
+    MambaLayer,
+    residual_model,
+    time_chunked,
+)
 
 __all__ = ["SemiAffineMambaConfig", "SemiAffineMambaLayer", "semi_affine_mamba",
            "semi_affine_negative_mamba"]
@@ -64,7 +70,7 @@ class SemiAffineMambaLayer(MambaLayer):
     is still a fixed point of the correction). A plain std of 1e-2 would instead grow
     with the width, to about 0.3 at d_inner N = 512. ``P`` is not 0: then ``Q`` and
     ``c`` would get exactly zero gradient at the first step. Their gradients scale with
-    ``P`` and so start small, which AdamW (what ``sst_core.train`` uses) normalises away.
+    ``P`` and so start small, which AdamW (what ``sst_core.training.tracking`` uses) normalises away.
     """
 
     is_affine = False

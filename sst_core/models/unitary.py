@@ -45,10 +45,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..ops import linear_scan
-from .base import RecurrentLayer, SequenceModel
-from .registry import _check_size
-from .selective import CausalConv, residual_model, time_chunked
+from sst_core.models.base import RecurrentLayer, SequenceModel
+from sst_core.models.registry import _check_size
+from sst_core.models.selective import CausalConv, residual_model, time_chunked
+from sst_core.ops import linear_scan
 
 __all__ = ["AUSSMConfig", "AUSSMLayer", "SimpleAUSSMConfig", "SimpleAUSSMLayer",
            "aussm", "simple_aussm"]

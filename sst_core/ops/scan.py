@@ -42,7 +42,7 @@ import threading
 import torch
 from torch.autograd.function import once_differentiable
 
-from . import native
+from sst_core.ops import native
 
 __all__ = ["linear_scan", "linear_scan_ref", "CHUNK"]
 
@@ -164,7 +164,7 @@ class _SequentialScan(torch.autograd.Function):
 
     @staticmethod
     def vmap(info, in_dims, a, b, h0):
-        """``torch.func.vmap`` of the scan (K stacked models, :mod:`sst_core.stacked`):
+        """``torch.func.vmap`` of the scan (K stacked models, :mod:`sst_core.training.stacked`):
         the K copies are independent scans, so the vmapped dimension is folded into the
         batch dimension (``(K, B, L, ...) -> (K B, L, ...)``, contiguous as stacked) and
         one scan runs all K; the output is unfolded again, vmapped dimension 0."""

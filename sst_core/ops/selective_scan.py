@@ -46,7 +46,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from .scan import _only_vmap
+from sst_core.ops.scan import _only_vmap
 
 __all__ = ["selective_scan", "selective_scan_ref", "CHUNK_BYTES", "MIN_STEPS"]
 
@@ -255,7 +255,7 @@ class _SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     def vmap(info, in_dims, dt, A, x, B, C, h0, negative):
-        """``torch.func.vmap`` (K stacked models, :mod:`sst_core.stacked`): the K copies are
+        """``torch.func.vmap`` (K stacked models, :mod:`sst_core.training.stacked`): the K copies are
         independent, so K is folded into the batch, ``(K, b, ...) -> (K b, ...)``, and a
         vmapped A ``(K, [G,] E, N)`` becomes ``(K G, E, N)``: K G models of the K b
         samples, in the same order. One call runs all K; the outputs are unfolded again."""

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..results import RecordError, load_record, record_path
+from sst_core.store.records import RecordError, load_record, record_path
+
 
 @dataclass
 class Table:

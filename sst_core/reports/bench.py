@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import Table
+from sst_core.reports import Table
 
 # (title, name prefix, what the ratio compares) of each section, in the chapter's order
 SECTIONS = (

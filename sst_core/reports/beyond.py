@@ -16,19 +16,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import beyond, experiments
-from ..config import Profile
-from ..models.registry import expected_affine
-from . import Table, stored_records
-from .error_control import PAPER_FIGURE4, _fmt, figure4_stats
-from .paper1 import fmt, summarise
+from sst_core.experiments import beyond, paper1
+from sst_core.models.registry import expected_affine
+from sst_core.reports import Table, stored_records
+from sst_core.reports.error_control import PAPER_FIGURE4, _fmt, figure4_stats
+from sst_core.reports.paper1 import fmt, summarise
+from sst_core.spec.profiles import Profile
 
 FACT_GROUPS = ("C2", "C6", "S3", "A4", "A5", "C2xS3")
 
 
 def group_facts(P: Profile, root=None) -> Table:
     """Structure of Table 2's groups and the harder ones (computed, no records needed)."""
-    from ..groups import get_group, structure
+    from sst_core.groups import get_group, structure
 
     cols = ["group", "order", "abelian", "element orders (order: count)", "classes",
             "normal subgroup orders", "derived series", "solvable", "simple"]
@@ -51,12 +51,12 @@ def group_facts(P: Profile, root=None) -> Table:
 def harder_groups(P: Profile, root=None) -> Table:
     """m_p of every Table 2 model on S3 (Table 2's runs) and on A4, A5, C2xS3."""
     groups = ("S3",) + beyond.HARDER_GROUPS
-    cfgs = experiments.table2_grid(P, groups=groups)
+    cfgs = paper1.table2_grid(P, groups=groups)
     summary, ids = summarise(cfgs, root)
     depths = P.track_depths
     cols = ["model", "class"] + [f"{g} L{d}" for g in groups for d in depths]
     rows, data = [], []
-    for m in experiments.TABLE2_MODELS:
+    for m in paper1.TABLE2_MODELS:
         row = [m, "affine" if expected_affine(m) else "state-dependent"]
         for g in groups:
             for d in depths:
@@ -86,7 +86,7 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     """Stored diagnostics records of the affine Figure 4 sweep on ``group``."""
     from dataclasses import replace
 
-    from ..analysis import diagnostics_config
+    from sst_core.experiments.paper1 import diagnostics_config
 
     cfgs = [replace(diagnostics_config(P, c), n_samples=beyond.n_samples_for(P, group))
             for c in beyond.figure4_runs_on(P, group)]
@@ -95,7 +95,7 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
 
 def figure4_groups(P: Profile, root=None) -> Table:
     """Figure 4's correlation and q at m_p, on S3 (Paper 1's sweep) and on A5."""
-    from ..analysis import figure4_selection
+    from sst_core.experiments.paper1 import figure4_selection
 
     stats, ids = {}, []
     for g in beyond.FIGURE4_GROUPS:
@@ -141,7 +141,7 @@ def label_free_records(P: Profile, root=None) -> list[dict[str, Any]]:
 
 def label_free(P: Profile, root=None) -> Table:
     """Agreement of label-free T_cross and q(t) with the oracle's, per group and method."""
-    from ..label_free import crossing_agreement
+    from sst_core.analysis.label_free import crossing_agreement
 
     recs = label_free_records(P, root)
     cols = ["group", "labels", "models", "T_cross agrees (±25%)", "both cross",
@@ -166,7 +166,7 @@ def label_free(P: Profile, root=None) -> Table:
 
 def label_free_warning(P: Profile, root=None) -> Table:
     """m_p predicted from the first 60 positions: error per labelling and fit."""
-    from ..label_free import LABELINGS, WARNING_FITS, warning_errors
+    from sst_core.analysis.label_free import LABELINGS, WARNING_FITS, warning_errors
 
     recs = label_free_records(P, root)
     ms = [r["metrics"] for r in recs if r["metrics"]["is_affine"]]
@@ -198,7 +198,6 @@ def label_free_warning(P: Profile, root=None) -> Table:
 
 def semi_affine(P: Profile, root=None) -> Table:
     """m_p on Table 2's groups and S3 diagnostics of the repaired and original models."""
-    from ..analysis import diagnostics_config
 
     cfgs = beyond.semi_affine_grid(P)
     summary, ids = summarise(cfgs, root)
@@ -208,13 +207,13 @@ def semi_affine(P: Profile, root=None) -> Table:
                    else r["metrics"]["m_p"])
             if r["status"] == "ok"}
     depths = P.track_depths
-    cols = (["model", "class"] + [f"{g} L{d}" for g in experiments.TABLE2_GROUPS for d in depths]
+    cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
     rows, data = [], []
     for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES:
         row = [m, "semi-affine" if m in beyond.SEMI_AFFINE_MODELS else "affine"]
         cells = {}
-        for g in experiments.TABLE2_GROUPS:
+        for g in paper1.TABLE2_GROUPS:
             for d in depths:
                 s = summary.get((m, g, d))
                 v = "missing" if s is None or s["m_p"] == "no runs" else fmt(s["m_p"])
@@ -322,7 +321,7 @@ def spectra_predictors(P: Profile, root=None) -> Table:
     pass the training length, beside T_cross (the paper's predictor) on the same runs."""
     from scipy.stats import spearmanr
 
-    from ..analysis import diagnostics_config
+    from sst_core.experiments.paper1 import diagnostics_config
 
     recs = [r for r in spectra_records(P, root)
             if r["metrics"]["is_affine"] and r["metrics"]["m_p"] is not None]

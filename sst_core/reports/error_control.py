@@ -13,15 +13,20 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Profile
-from . import Table, stored_records
+from sst_core.reports import Table, stored_records
+from sst_core.spec.profiles import Profile
 
 PAPER_FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
     """Stored diagnostics records of the chapter's grid (``which``: all | s3 | figure4)."""
-    from ..analysis import diagnostics_config, diagnostics_grid, figure4_runs, s3_runs
+    from sst_core.experiments.paper1 import (
+        diagnostics_config,
+        diagnostics_grid,
+        figure4_runs,
+        s3_runs,
+    )
 
     if which == "all":
         cfgs = diagnostics_grid(P)
@@ -110,7 +115,7 @@ def diagnostics_table(P: Profile, root=None) -> Table:
 
 def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0) -> dict[str, Any]:
     """Pearson r of log T_cross vs log m_p and the bootstrap interval of q at m_p."""
-    from ..diagnostics import bootstrap_ci, loglog_pearson
+    from sst_core.analysis.diagnostics import bootstrap_ci, loglog_pearson
 
     out: dict[str, Any] = {"n": len(records), "r": None, "p": None,
                            "q_median": None, "q_lo": None, "q_hi": None, "n_q": 0}
@@ -133,7 +138,7 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
 
 
 def figure4_table(P: Profile, root=None) -> Table:
-    from ..analysis import FIGURE4_RULE, figure4_selection
+    from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection
 
     candidates = diagnostic_records(P, root, "figure4")
     selected = figure4_selection(candidates)
@@ -155,7 +160,7 @@ def figure4_table(P: Profile, root=None) -> Table:
 
 
 def corollary1_table(P: Profile, root=None) -> Table:
-    from ..analysis import corollary1_prediction
+    from sst_core.analysis.error_control import corollary1_prediction
 
     best = best_per_model(diagnostic_records(P, root, "s3"))
     cols = ["model", "mode", "drift ‖W_out η̄‖ per step", "T_cross predicted",

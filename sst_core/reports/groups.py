@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import experiments
-from ..config import Profile
-from . import Table, stored_record
+from sst_core.experiments import paper1
+from sst_core.reports import Table, stored_record
+from sst_core.spec.profiles import Profile
 
 
 def groups_table(P: Profile, root: Path | None = None) -> Table:
@@ -13,7 +13,7 @@ def groups_table(P: Profile, root: Path | None = None) -> Table:
     cols = ["group", "tokens", "order", "abelian", "vocabulary", "non-commuting pairs",
             "words changed by one swap", "TV from uniform at the end"]
     rows, ids = [], []
-    for cfg in experiments.order_sensitivity_grid(P):
+    for cfg in paper1.order_sensitivity_grid(P):
         rec = stored_record(cfg, root)
         if rec is None or rec["status"] != "ok":
             status = "missing" if rec is None else f"failed: {rec['reason']}"

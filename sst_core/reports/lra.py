@@ -8,11 +8,10 @@ at a reduced scale is not expected to match; the comparison that carries over is
 """
 from __future__ import annotations
 
-from typing import Any
-
-from .. import experiments, paper_values
-from ..config import Profile
-from . import Table, group_records
+from sst_core.experiments import paper2
+from sst_core.reports import Table, group_records
+from sst_core.spec import paper_values
+from sst_core.spec.profiles import Profile
 
 INIT_NAMES = {"inv": "S4D-Inv", "lin": "S4D-Lin", "random": "random", "step": "step",
               "real": "real"}
@@ -45,9 +44,9 @@ def _both(ours: list[float], paper) -> str:
 
 
 def lra_main(P: Profile, root=None) -> Table:
-    cfgs = experiments.lra_main_grid(P)
+    cfgs = paper2.lra_main_grid(P)
     acc, ids, status = collect(cfgs, root)
-    combos = [(i, f) for f in (False, True) for i in experiments.LRA_MAIN_INITS]
+    combos = [(i, f) for f in (False, True) for i in paper2.LRA_MAIN_INITS]
     cols = ["task (stands for)"] + [f"{_mode(f)} {INIT_NAMES[i]}: ours (paper)" for i, f in combos] \
         + ["frozen ≥ learned (max)?"]
     rows, data = [], []
@@ -63,7 +62,7 @@ def lra_main(P: Profile, root=None) -> Table:
                          "n_failed": status[key]["failed"], "n_missing": status[key]["missing"],
                          "paper_max_min": list(paper) if paper else None})
         verdict = []
-        for init in experiments.LRA_MAIN_INITS:
+        for init in paper2.LRA_MAIN_INITS:
             learned, frozen = acc.get((task, init, False)), acc.get((task, init, True))
             if learned and frozen:
                 verdict.append(f"{INIT_NAMES[init]}: {'yes' if max(frozen) >= max(learned) else 'no'}")
@@ -78,12 +77,12 @@ def lra_main(P: Profile, root=None) -> Table:
 
 
 def lra_ablation(P: Profile, root=None) -> Table:
-    cfgs = experiments.lra_ablation_grid(P)
+    cfgs = paper2.lra_ablation_grid(P)
     acc, ids, status = collect(cfgs, root)
     cols = ["eigenvalues", "mode"] + [f"{t} (as {paper_values.LRA_COUNTERPART.get(t) or '—'}): ours (paper)"
                                       for t in P.lra_tasks]
     rows, data = [], []
-    for init in experiments.LRA_ABLATION_INITS:
+    for init in paper2.LRA_ABLATION_INITS:
         for frozen in (False, True):
             row = [INIT_NAMES[init], _mode(frozen)]
             for task in P.lra_tasks:

@@ -4,9 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..config import Profile
-from ..theory.configs import REPORT_DELAYS, REPORT_DTS, memory_grid
-from . import Table, stored_record
+from sst_core.experiments.paper2 import memory_grid
+from sst_core.reports import Table, stored_record
+from sst_core.spec.configs import REPORT_DELAYS, REPORT_DTS
+from sst_core.spec.profiles import Profile
 
 
 class MemoryTable(Table):
@@ -65,7 +66,8 @@ def memory_table(P: Profile, root: Path | None = None) -> Table:
 def reference_comparison(P: Profile, root: Path | None = None) -> Table:
     """Our memory function next to the values of the project's implementation notes
     (reference Section 3.4: N=64, T=4096, computed independently with NumPy/mpmath)."""
-    from ..theory.configs import REFERENCE_DELAYS, REFERENCE_VALUES, reference_grid
+    from sst_core.experiments.paper2 import reference_grid
+    from sst_core.spec.configs import REFERENCE_DELAYS, REFERENCE_VALUES
 
     cols = ["init", "dt", "N", "T"] + [f"M[{d}] ours (ref.)" for d in REFERENCE_DELAYS] + ["max abs diff"]
     rows, ids = [], []

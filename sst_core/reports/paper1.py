@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any, Sequence
 
-from .. import experiments, paper_values
-from ..config import Profile
-from ..models.registry import expected_affine
-from . import Table, group_records
+from sst_core.experiments import paper1
+from sst_core.models.registry import expected_affine
+from sst_core.reports import Table, group_records
+from sst_core.spec import paper_values
+from sst_core.spec.profiles import Profile
 
 MARK = {"agree": "✓", "close": "≈", "differ": "✗", "not reported": "", "no runs": ""}
 
@@ -72,15 +73,15 @@ def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
     return f"{ours} / {theirs} {MARK[agree]}".rstrip(), agree
 
 
-def table2(P: Profile, root=None, models=experiments.TABLE2_MODELS) -> Table:
-    cfgs = experiments.table2_grid(P, models=models)
+def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+    cfgs = paper1.table2_grid(P, models=models)
     summary, ids = summarise(cfgs, root)
     depths = P.track_depths
-    cols = ["model", "class"] + [f"{g} L{d}" for g in experiments.TABLE2_GROUPS for d in depths]
+    cols = ["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
     rows, data = [], []
     for m in models:
         row = [m, "affine" if expected_affine(m) else "state-dependent"]
-        for g in experiments.TABLE2_GROUPS:
+        for g in paper1.TABLE2_GROUPS:
             for d in depths:
                 s = summary.get((m, g, d), {"m_p": "no runs", "m_p_seeds": [], "ok": 0,
                                             "failed": 0, "missing": 0, "best_cell": None})
@@ -105,9 +106,9 @@ def table2(P: Profile, root=None, models=experiments.TABLE2_MODELS) -> Table:
 
 
 def table3(P: Profile, root=None) -> Table:
-    from ..models.registry import PHIS
+    from sst_core.models.registry import PHIS
 
-    summary, ids = summarise(experiments.table3_grid(P), root)
+    summary, ids = summarise(paper1.table3_grid(P), root)
     cols = ["phi", "class", "S3 L1: ours / paper"]
     rows, data = [], []
     for phi in PHIS:

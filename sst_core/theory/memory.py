@@ -70,11 +70,13 @@ import mpmath as mp
 import numpy as np
 
 INIT_KINDS = ("inv", "lin", "real", "random", "step")
+
+
 METHODS = ("zoh", "bilinear")
+
+
 DEFAULT_TOL = 1e-12  # eigenvalues closer than this are one eigenvalue (see distinct_eigenvalues)
 
-
-# -- spectra ---------------------------------------------------------------------------
 
 def init_Lambda(kind: str, N: int, *, seed: int | None = None, dt: float = 1.0) -> np.ndarray:
     """Continuous-time eigenvalues lambda_n, n = 0..N/2-1: one member per conjugate pair.
@@ -266,8 +268,6 @@ def _real_form_nodes(arr: np.ndarray, tol: float) -> list[complex]:
                          "partner; pass both members of each pair (with_conjugates)")
     return real + pos
 
-
-# -- memory function ---------------------------------------------------------------------
 
 def _to_mpc(z: complex) -> mp.mpc:
     return mp.mpc(mp.mpf(float(z.real)), mp.mpf(float(z.imag)))
@@ -581,8 +581,6 @@ def memory_function_reference(mu: Any, T: int, delay: Sequence[int], *, dps: int
     return np.array(out)
 
 
-# -- readout gradient ----------------------------------------------------------------------
-
 def readout_gradient(theta: Any, alpha: Any, mu: Any, *, B: float = 1.0, u_var: float = 1.0,
                      tol: float = DEFAULT_TOL) -> np.ndarray:
     """G(y) = dL/dtheta = 2 <u^2> B V (B V^T theta - P alpha), shape (N,).
@@ -626,8 +624,6 @@ def population_loss(theta: Any, alpha: Any, mu: Any, *, B: float = 1.0, u_var: f
     r = B * (V.T @ np.asarray(theta, dtype=float)) - alpha  # (T,)
     return float(u_var * r @ r)
 
-
-# -- simulation: the definition M = 1 - min MSE / <u^2>, by least squares -------------------
 
 def impulse_response(A_bar: Any, B_bar: Any, T: int) -> np.ndarray:
     """K[tau] = A_bar^tau B_bar for tau < T, shape (T, N): the state's response to a unit input."""
@@ -685,8 +681,6 @@ def memory_function_gramian(kernel: Any, delay: Sequence[int]) -> np.ndarray:
     Q, R = np.linalg.qr(kernel)  # (T, N): leverage scores of the rows
     return np.sum(Q[np.asarray(delay, dtype=int)] ** 2, axis=1)
 
-
-# -- dense S4 with the same spectrum, and HiPPO-LegS ----------------------------------------
 
 def real_block(Lambda: Any) -> np.ndarray:
     """Real block-diagonal matrix, (N, N), with the spectrum with_conjugates(Lambda): the
@@ -751,8 +745,6 @@ def legs_normal_spectrum(N: int) -> np.ndarray:
     return -0.5 + 1j * omega
 
 
-# -- run functions of the chapter's experiments (records via sst_core.results) -------------
-
 def delay_grid(T: int, n: int = 160, special: Sequence[int] = (10, 100, 500, 1000, 4000)) -> np.ndarray:
     """About ``n`` log-spaced delays in 0..T-1, always with 0, T-1 and the ``special`` ones < T."""
     T = _check_T(T)
@@ -782,167 +774,3 @@ def explore_spectrum(init: str, N: int, dt: float, T: int, *, extra: complex | N
     return {"mu": mu, "delay": np.arange(T), "memory": info["memory"],
             "cumulative": np.cumsum(info["memory"]), "column": np.abs(info["column"]),
             "teacher_delay": T // 2}
-
-
-def run_memory_curve(cfg) -> dict[str, Any]:
-    """Memory function, cumulative capacity and one projector column on a delay grid."""
-    import time
-
-    mu = spectrum(cfg.init, cfg.N, cfg.dt, method=cfg.method, seed=cfg.seed)  # (N,)
-    start = time.perf_counter()
-    info = memory_function_info(mu, cfg.T, teacher_delay=cfg.teacher_delay)
-    wall = time.perf_counter() - start
-    M = info["memory"]  # (T,)
-    grid = delay_grid(cfg.T, cfg.n_grid)
-    column = info["column"]  # (T,)
-    return {
-        "delay": grid.tolist(),
-        "memory": M[grid].tolist(),
-        "cumulative": np.cumsum(M)[grid].tolist(),
-        "capacity": float(M.sum()),
-        "rank": info["rank"],
-        "dps": info["dps"],
-        "column": np.asarray(column, dtype=float)[grid].tolist(),
-        "mu_re": mu.real.tolist(),
-        "mu_im": mu.imag.tolist(),
-        "memory_wall_s": round(wall, 3),  # memory function and column together
-    }
-
-
-def run_simulation_check(cfg) -> dict[str, Any]:
-    """Diagonal S4D vs dense S4 with the same spectrum: formula and simulation."""
-    Lambda = init_Lambda(cfg.init, cfg.N, seed=cfg.seed, dt=cfg.dt)  # (N/2,)
-    mu, B_bar = discretize(with_conjugates(Lambda), cfg.dt)  # (N,), (N,)
-    grid = delay_grid(cfg.T, 24)
-    # diagonal S4D: complex state z (B = 1, ZOH B_bar), read as the real state [Re z; Im z]
-    half = cfg.N // 2
-    z_kernel = mu[None, :half] ** np.arange(cfg.T)[:, None] * B_bar[None, :half]  # (T, N/2)
-    diag_kernel = np.concatenate([z_kernel.real, z_kernel.imag], axis=1)  # (T, N)
-    A, B = dense_ssm(Lambda, seed=cfg.seed)  # (N, N), (N,)
-    A_bar, Bd_bar = discretize_dense(A, B, cfg.dt)
-    dense_kernel = impulse_response(A_bar, Bd_bar, cfg.T)  # (T, N)
-    mu_dense = np.linalg.eigvals(A_bar)
-    eig_err = max(np.min(np.abs(mu_dense - z)) for z in mu)
-    return {
-        "delay": grid.tolist(),
-        "formula": memory_function(mu, cfg.T, grid).tolist(),
-        "formula_dense_eigs": memory_function(mu_dense, cfg.T, grid, tol=1e-9).tolist(),
-        "gramian_diag": memory_function_gramian(diag_kernel, grid).tolist(),
-        "gramian_dense": memory_function_gramian(dense_kernel, grid).tolist(),
-        "sim_diag": memory_from_simulation(diag_kernel, grid, cfg.n_samples, seed=cfg.seed).tolist(),
-        "sim_dense": memory_from_simulation(dense_kernel, grid, cfg.n_samples, seed=cfg.seed).tolist(),
-        "eig_max_err": float(eig_err),
-        "cond_Q_kernel": float(np.linalg.cond(dense_kernel)),
-    }
-
-
-def run_readout_gd(cfg) -> dict[str, Any]:
-    """Gradient descent on the readout for a teacher y_t = u_{t - teacher_delay}.
-
-    Two runs from theta = 0 with step 1 / lambda_max(Hessian): on the white-noise
-    expectation of the loss (the gradient is ``readout_gradient``), and on a simulated
-    sample (test loss on a fresh sample). The sample loss is quadratic, so its gradient is
-    taken from its moments; torch autograd checks that gradient at the start and the end.
-    """
-    import torch
-
-    mu = spectrum(cfg.init, cfg.N, cfg.dt, seed=cfg.seed)  # (N,)
-    T, tau0 = cfg.T, cfg.teacher_delay
-    alpha = np.zeros(T)
-    alpha[tau0] = 1.0  # (T,)
-    V = vandermonde(mu, T, real=True)  # (N, T)
-    G_r = V @ V.T  # (N, N)
-    theta_star = optimal_readout(alpha, mu)
-    M_teacher = memory_function(mu, T, tau0)
-    grid = delay_grid(T, 120)
-    lr = 1.0 / (2.0 * np.linalg.eigvalsh(G_r)[-1])
-    record_at = set(np.unique(np.round(np.geomspace(1, cfg.steps, 60)).astype(int)).tolist()) | {0}
-
-    steps, pop_loss, dist, theta_norm = [], [], [], []
-    theta = np.zeros(cfg.N)
-    V_alpha = V @ alpha  # (N,)
-    for k in range(cfg.steps + 1):
-        if k in record_at:
-            steps.append(k)
-            # <u^2> ||V^T theta - alpha||^2 expanded (u_var = 1, B = 1)
-            pop_loss.append(float(theta @ G_r @ theta - 2 * theta @ V_alpha + alpha @ alpha))
-            dist.append(float(np.linalg.norm(theta - theta_star)))
-            theta_norm.append(float(np.linalg.norm(theta)))
-        grad = 2.0 * (G_r @ theta - V_alpha)  # = readout_gradient(theta, alpha, mu)
-        theta = theta - lr * grad
-    grad_formula_end = readout_gradient(theta, alpha, mu)
-    assert np.allclose(grad_formula_end, 2.0 * (G_r @ theta - V_alpha), rtol=1e-9, atol=1e-12)
-
-    # empirical run: simulated white noise, torch autograd
-    def sample(seed):
-        rng = np.random.default_rng(seed)
-        u = rng.standard_normal(cfg.n_samples + T - 1)
-        h = simulate_states(V.T, u)[T - 1:]  # (n, N)
-        y = u[np.arange(T - 1, u.size) - tau0]  # (n,)
-        return torch.tensor(h), torch.tensor(y)
-
-    h, y = sample(cfg.seed)  # (n, N), (n,)
-    h_test, y_test = sample(cfg.seed + 1)
-    n = h.shape[0]
-    # the empirical loss is quadratic: keep its moments, and check them against autograd
-    H, hy, yy = (h.T @ h / n).numpy(), (h.T @ y / n).numpy(), float(y @ y / n)  # (N,N), (N,), ()
-    Ht, hyt, yyt = (h_test.T @ h_test / n).numpy(), (h_test.T @ y_test / n).numpy(), float(y_test @ y_test / n)
-    lr_emp = 1.0 / (2.0 * np.linalg.eigvalsh(H)[-1])
-
-    def autograd_gradient(theta_np):
-        th = torch.tensor(theta_np, requires_grad=True)
-        loss = torch.mean((h @ th - y) ** 2)
-        (grad,) = torch.autograd.grad(loss, th)
-        return grad.numpy()
-
-    emp_train, emp_test, emp_dist = [], [], []
-    th = np.zeros(cfg.N)
-    grad_check = {"formula_at_0": readout_gradient(np.zeros(cfg.N), alpha, mu).tolist(),
-                  "autograd_at_0": autograd_gradient(th).tolist()}
-    for k in range(cfg.steps + 1):
-        if k in record_at:
-            emp_train.append(float(th @ H @ th - 2 * th @ hy + yy))
-            emp_test.append(float(th @ Ht @ th - 2 * th @ hyt + yyt))
-            emp_dist.append(float(np.linalg.norm(th - theta_star)))
-        th = th - lr_emp * 2.0 * (H @ th - hy)
-    grad_check["moments_vs_autograd_max_abs"] = float(np.max(np.abs(
-        autograd_gradient(th) - 2.0 * (H @ th - hy))))
-    return {
-        "steps": steps,
-        "pop_loss": pop_loss,
-        "dist": dist,
-        "theta_norm": theta_norm,
-        "emp_train_loss": emp_train,
-        "emp_test_loss": emp_test,
-        "emp_dist": emp_dist,
-        "M_teacher": float(M_teacher),
-        "M_40": float(memory_function(mu, T, 40)),  # the Summary: "random: M vanishes beyond ~40"
-        "theta_star": theta_star.tolist(),
-        "theta_final": theta.tolist(),
-        "cond_G": float(np.linalg.cond(G_r)),
-        "lr": float(lr),
-        "grad_check": grad_check,
-        "mu_re": mu.real.tolist(),
-        "mu_im": mu.imag.tolist(),
-        "delay": grid.tolist(),
-        "memory": memory_function(mu, T, grid).tolist(),
-        "column": np.asarray(projection_column(mu, T, tau0), dtype=float)[grid].tolist(),
-    }
-
-
-RUNNERS = {
-    "memory_curve": run_memory_curve,
-    "memory_s4_vs_s4d": run_simulation_check,
-    "memory_readout_gd": run_readout_gd,
-}
-
-
-def run(cfg, **kw: Any) -> dict[str, Any]:
-    """The stored record of ``cfg`` (a config of ``sst_core.theory.configs``), computing it
-    with its run function through ``sst_core.results.cached_run`` if needed."""
-    from ..results import cached_run
-
-    fn = RUNNERS.get(cfg.experiment)
-    if fn is None:
-        raise ValueError(f"no run function for experiment {cfg.experiment!r}; known: {sorted(RUNNERS)}")
-    return cached_run(cfg, fn, **kw)

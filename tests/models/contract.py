@@ -2,8 +2,6 @@
 ``check_*`` helpers used by ``test_contract.py`` and the per-family test files."""
 from __future__ import annotations
 
-import math
-
 import torch
 from torch.func import jacrev
 from torch.nn import functional as F

@@ -9,6 +9,7 @@ from sst_core.models import build
 from sst_core.models.attention import causal_linear_attention
 
 from .contract import check_affine, eigenvalues, overfit_c2, tiny
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 CONFIGS = {  # name -> options

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from .contract import (CONFIGS, check_affine, check_forward_matches_step, check_long_scan,
-                       check_scan_matches_step, tiny)
+from .contract import (
+    CONFIGS,
+    check_affine,
+    check_forward_matches_step,
+    check_long_scan,
+    check_scan_matches_step,
+    tiny,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

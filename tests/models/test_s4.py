@@ -7,8 +7,17 @@ import pytest
 import torch
 from torch import nn
 
-from sst_core.models.s4 import (INIT_KINDS, REAL_MAX, S4DKernel, S4DLayer, S4DModel, frozen_share,
-                                memory_functions, optimizer_groups, supremum_memory_function)
+from sst_core.models.s4 import (
+    INIT_KINDS,
+    REAL_MAX,
+    S4DKernel,
+    S4DLayer,
+    S4DModel,
+    frozen_share,
+    memory_functions,
+    optimizer_groups,
+    supremum_memory_function,
+)
 from sst_core.ops.ssm_kernel import fft_conv, recurrence_ref
 from sst_core.theory.memory import init_Lambda
 

@@ -15,7 +15,6 @@ from sst_core.models.selective import CausalConv, discretize
 
 from .contract import eigenvalues, f64, overfit_c2, recurrent_jacobian, tiny
 
-
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 

@@ -8,8 +8,14 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 from sst_core.models import build, expected_affine
 from sst_core.models.semi_affine import SemiAffineMambaLayer
 
-from .contract import (check_forward_matches_step, check_long_scan, check_scan_matches_step,
-                       f64, recurrent_jacobian, tiny)
+from .contract import (
+    check_forward_matches_step,
+    check_long_scan,
+    check_scan_matches_step,
+    f64,
+    recurrent_jacobian,
+    tiny,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -128,7 +134,7 @@ def test_init_is_close_to_affine_and_every_correction_parameter_learns():
         assert p.grad.abs().max() > 0
 
 
-# -- vmap over stacked models (sst_core.stacked) ---------------------------------------------
+# -- vmap over stacked models (sst_core.training.stacked) ---------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_vmap_over_two_stacked_models_equals_two_calls(name):
     models = [tiny(name, 2, seed=s) for s in (0, 1)]

@@ -11,6 +11,7 @@ from sst_core.models import build
 
 from .contract import CONFIGS as ALL_CONFIGS
 from .contract import check_scan_matches_step, eigenvalues, overfit_c2, tiny
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 CONFIGS = {k: v for k, v in ALL_CONFIGS.items() if k in ("aussm", "aussm_paper", "simple_aussm")}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sst_core.notebooks import BookError, NotebookRun, build_book
-from sst_core.vendor import ensure_vendor
+from sst_core.book.runner import BookError, NotebookRun, build_book
+from sst_core.book.vendor import ensure_vendor
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "jupytext.toml", "book")

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-from sst_core.notebooks import toc_pages
+from sst_core.book.runner import toc_pages
 
 from .conftest import ROOT
 

@@ -1,11 +1,11 @@
 """Every notebook runs under the smoke profile, and its parameters are checked."""
-from pathlib import Path
 
 import nbformat
 import pytest
 
-from sst_core import config
-from sst_core.notebooks import run_notebook, toc_notebooks
+from sst_core.book import params
+from sst_core.book.runner import run_notebook, toc_notebooks
+from sst_core.spec import profiles
 
 from .conftest import ROOT, copy_project
 
@@ -15,7 +15,7 @@ NOTEBOOKS = toc_notebooks(ROOT)
 def test_every_notebook_source_is_in_toc_and_config():
     sources = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
     assert sources == sorted(NOTEBOOKS)
-    assert sorted(config.NOTEBOOKS) == sorted(NOTEBOOKS)
+    assert sorted(params.NOTEBOOKS) == sorted(NOTEBOOKS)
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
@@ -47,9 +47,9 @@ def test_smoke_records_written_outside_the_tree(smoke_book):
 def test_bad_parameters_fail_before_any_work(tmp_path):
     root = copy_project(tmp_path)
     name = NOTEBOOKS[0]
-    with pytest.raises(config.ConfigError, match="'n_wrods'"):
+    with pytest.raises(profiles.ConfigError, match="'n_wrods'"):
         run_notebook(name, "smoke", root, {"n_wrods": 3})
-    with pytest.raises(config.ConfigError, match="'fast'"):
+    with pytest.raises(profiles.ConfigError, match="'fast'"):
         run_notebook(name, "fast", root)
     assert not (root / "notebooks" / f"{name}.ipynb").exists()
 

@@ -8,8 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch.func import jacrev
 
-from sst_core.ops.ssm_kernel import (causal_conv_ref, discretize_diag, fft_conv, recurrence_ref,
-                                     vandermonde_kernel, vandermonde_kernel_ref)
+from sst_core.ops.ssm_kernel import (
+    causal_conv_ref,
+    discretize_diag,
+    fft_conv,
+    recurrence_ref,
+    vandermonde_kernel,
+    vandermonde_kernel_ref,
+)
 from sst_core.theory.memory import discretize, init_Lambda
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -223,7 +229,7 @@ def test_kernel_conv_equals_recurrence(method, L):
 def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
     """The custom backward (keeps u and K, recomputes the spectra) against autograd through
     the plain transforms, with broadcasting (u (b, 1, H, L), K (channels, H, L or 2L))."""
-    from sst_core.ops.ssm_kernel import _FFTConv, _fft_conv_plain
+    from sst_core.ops.ssm_kernel import _fft_conv_plain, _FFTConv
 
     gen = torch.Generator().manual_seed(L)
     u = torch.randn(3, 1, 4, L, generator=gen, dtype=torch.float64, requires_grad=True)

@@ -9,7 +9,10 @@ import pytest
 
 import sst_core.tasks.images as images_module
 from sst_core.tasks.images import (
-    digits_images, digits_split_indices, load_digits_sequences, resize_matrix,
+    digits_images,
+    digits_split_indices,
+    load_digits_sequences,
+    resize_matrix,
 )
 
 

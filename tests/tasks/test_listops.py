@@ -14,8 +14,21 @@ import pytest
 
 import sst_core.tasks.listops as listops_module
 from sst_core.tasks.listops import (
-    LRA_MAX_LENGTH, LRA_MIN_LENGTH, OPERATORS, PAD, VOCAB, decode, encode, evaluate,
-    generate, max_tree_length, parse, sample_tree, to_lra_text, to_text, to_tokens,
+    LRA_MAX_LENGTH,
+    LRA_MIN_LENGTH,
+    OPERATORS,
+    PAD,
+    VOCAB,
+    decode,
+    encode,
+    evaluate,
+    generate,
+    max_tree_length,
+    parse,
+    sample_tree,
+    to_lra_text,
+    to_text,
+    to_tokens,
 )
 
 

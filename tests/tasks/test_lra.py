@@ -14,8 +14,16 @@ from PIL import Image
 import sst_core.tasks.lra as lra_module
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.lra import (
-    BYTE_VOCAB_SIZE, DataError, Split, encode_bytes, read_aan, read_cifar10, read_imdb,
-    read_listops, read_pathfinder, s4_split,
+    BYTE_VOCAB_SIZE,
+    DataError,
+    Split,
+    encode_bytes,
+    read_aan,
+    read_cifar10,
+    read_imdb,
+    read_listops,
+    read_pathfinder,
+    s4_split,
 )
 
 # --- ListOps -----------------------------------------------------------------------

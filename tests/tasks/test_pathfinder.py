@@ -9,7 +9,10 @@ import pytest
 
 import sst_core.tasks.pathfinder as pathfinder_module
 from sst_core.tasks.pathfinder import (
-    PathfinderParams, as_sequence, generate, lra_params,
+    PathfinderParams,
+    as_sequence,
+    generate,
+    lra_params,
 )
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 
+from sst_core.experiments import runs as experiments_runs
 from sst_core.theory import memory as mf
 from sst_core.theory import memory_sym as ms
 
@@ -290,4 +291,4 @@ def test_bad_input_errors():
     with pytest.raises(ValueError, match="not closed under conjugation"):
         mf.vandermonde([0.5 + 0.1j], 5, real=True)
     with pytest.raises(ValueError, match="experiment 'nope'"):
-        mf.run(type("C", (), {"experiment": "nope"})())
+        experiments_runs.run(type("C", (), {"experiment": "nope"})())

@@ -3,16 +3,18 @@ import json
 
 import pytest
 
-from sst_core import config
+from sst_core.book import params
+from sst_core.experiments import paper2
+from sst_core.experiments import runs as experiments_runs
 from sst_core.reports.memory import memory_table, reference_comparison
-from sst_core.theory import configs
+from sst_core.spec import configs
 from sst_core.theory import memory as mf
 
 
 @pytest.fixture
 def tiny(tmp_path, monkeypatch):
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    return config.settings("p2_memory", profile="smoke", mem_N=4, mem_T=200, seed=1)
+    return params.settings("p2_memory", profile="smoke", mem_N=4, mem_T=200, seed=1)
 
 
 def test_memory_table_from_records(tiny):
@@ -21,9 +23,9 @@ def test_memory_table_from_records(tiny):
     assert len(missing.rows) == len(configs.INITS) * len(configs.REPORT_DTS)
     assert all(row[4] == "missing" for row in missing.rows) and not missing.records
 
-    for cfg in configs.memory_grid(P):
+    for cfg in paper2.memory_grid(P):
         if cfg.dt in configs.REPORT_DTS:
-            rec = mf.run(cfg)
+            rec = experiments_runs.run(cfg)
             assert rec["status"] == "ok"
     table = memory_table(P)
     assert len(table.records) == len(table.rows) == 15
@@ -54,8 +56,8 @@ def test_memory_table_from_records(tiny):
 
 def test_reference_comparison_at_small_size(tiny):
     P = tiny
-    for cfg in configs.reference_grid(P):
-        mf.run(cfg)
+    for cfg in paper2.reference_grid(P):
+        experiments_runs.run(cfg)
     table = reference_comparison(P)
     assert len(table.rows) == len(configs.REFERENCE_VALUES) and len(table.records) == len(table.rows)
     row = table.rows[0]

@@ -1,0 +1,83 @@
+"""Loading a trained tracker for an analysis, and reading its hidden states.
+
+Every analysis of a trained tracker (:mod:`sst_core.analysis.error_control`,
+:mod:`~sst_core.analysis.label_free`, :mod:`~sst_core.analysis.spectra`) starts the same
+way: the training record and its weights from the store, held-out words on a seed no
+training or evaluation word uses, and the readout-space hidden states of those words.
+Loading only: a tracker without a usable record or weights file is an error naming the
+run, since training it is the sweep's job (``sst sweep``; the analysis grids' first phase).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sst_core.spec.configs import TrackingConfig, config_hash
+from sst_core.store.records import (
+    RecordError,
+    RunFailed,
+    artifact_path,
+    load_record,
+    record_path,
+)
+
+DIAG_SEED_OFFSET = 2_000_003  # diagnostic words share no seed with training or evaluation
+STATE_BATCH = 256  # words per forward pass when reading hidden states
+
+
+class TrackerMissing(RuntimeError):
+    """The trained tracker an analysis reads has no usable record or weights (an error,
+    not a failed analysis: the tracker must be trained first)."""
+
+
+def load_tracker(cfg: TrackingConfig) -> tuple[dict[str, Any], Any]:
+    """The training record of ``cfg`` and its trained model (CPU, eval mode).
+
+    Raises :class:`TrackerMissing` naming the run (and the file) when the record or the
+    weights beside it are missing or unreadable, and ``RunFailed`` (the analysis is then
+    recorded as failed) when the training run failed.
+    """
+    from sst_core.training.tracking import load_weights
+
+    rid = config_hash(cfg)
+    what = f"training run {rid} ({cfg.model} on {cfg.group}, profile {cfg.profile})"
+    path = record_path(cfg)
+    if not path.exists():
+        raise TrackerMissing(f"{what} has no record at {path}: train it first "
+                             f"(sst sweep, or sst_core.experiments.runs.run)")
+    try:
+        rec = load_record(path)
+    except RecordError as err:
+        raise TrackerMissing(f"{what}: {err}") from None
+    if rec["status"] != "ok":
+        raise RunFailed(f"{what} failed: {rec.get('reason')}")
+    weights = artifact_path(cfg, ".pt")
+    if not weights.exists():
+        raise TrackerMissing(f"{what} has no weights at {weights}: retrain it "
+                             f"(sst sweep ... --retry-stale, or delete its record)")
+    try:
+        model = load_weights(cfg, weights)
+    except (RuntimeError, OSError, EOFError, ValueError) as err:
+        raise TrackerMissing(f"{what}: weights file {weights} is unreadable "
+                             f"({type(err).__name__}: {err})") from None
+    return rec, model
+
+
+def held_out_words(cfg: TrackingConfig, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` held-out words of ``length`` over the run's group and vocabulary, and their
+    running products: (n, L) tokens, (n, L) states, on a seed of their own."""
+    from sst_core.groups import get_group
+    from sst_core.tasks.tracking import sample
+
+    return sample(get_group(cfg.group), n, length, tokens=cfg.tokens,
+                  seed=DIAG_SEED_OFFSET + seed)
+
+
+def readout_states(model, words: np.ndarray) -> np.ndarray:
+    """The last layer's hidden states of ``words`` (b, L): (b, L, d) float64."""
+    import torch
+
+    with torch.no_grad():
+        return torch.cat([model.hidden_states(torch.from_numpy(words[i:i + STATE_BATCH]))[-1]
+                          for i in range(0, len(words), STATE_BATCH)]).double().numpy()

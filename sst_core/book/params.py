@@ -1,0 +1,169 @@
+"""Papermill parameters of the chapters, and the profile ``best`` means for each.
+
+Each notebook declares which profile values its papermill ``parameters`` cell may
+override (:data:`NOTEBOOKS`). A notebook turns its parameters into settings with
+:func:`from_notebook`, which fails before any work starts on an unknown profile, an
+unknown parameter or a wrongly typed one, naming what is allowed.
+
+``best`` picks per chapter the largest profile whose records are all stored, counting
+record files only (:func:`chapter_coverage`): it never fingerprints code (staleness is
+``sst status``'s business) and never trains.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Mapping
+
+from sst_core.experiments.registry import chapter_sweeps, phases
+from sst_core.spec.profiles import PROFILES, ConfigError, Profile, get_profile
+from sst_core.store.records import RecordError, load_record, record_path
+
+# notebook name -> the profile fields its parameters cell may override
+NOTEBOOKS: dict[str, tuple[str, ...]] = {
+    "p1_groups": ("seed", "n_words", "word_length"),
+    "p2_memory": ("seed", "mem_N", "mem_T", "mem_sim_T", "mem_gd_steps"),
+    "p1_table2": ("track_max_steps", "track_batch", "track_eval_samples", "track_stack"),
+    "p1_table3": ("track_max_steps", "track_batch", "track_eval_samples", "track_stack"),
+    "p1_theory": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples"),
+    "p1_diagnostics": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                       "diag_rollout", "track_stack"),
+    "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch"),
+    "bench": (),
+    "beyond_groups": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                      "diag_rollout", "track_stack"),
+    "beyond_label_free": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                          "diag_rollout", "track_stack"),
+    "beyond_spectra": ("track_max_steps", "track_batch", "track_eval_samples", "diag_rollout",
+                       "track_stack"),
+    "beyond_semi_affine": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                           "diag_rollout", "track_stack"),
+}
+
+
+# Names IPython puts into a kernel's namespace; they are not parameters.
+_KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+# A notebook may also be run with profile "best": `paper` where the stored paper-profile
+# records cover the whole chapter (so nothing is trained), `quick` otherwise.
+BEST = "best"
+
+
+NOTEBOOK_PROFILES = (*PROFILES, BEST)
+
+
+def best_profile(notebook: str) -> tuple[str, str]:
+    """The profile ``best`` means for ``notebook``, and why (see :data:`BEST`)."""
+    have, need = chapter_coverage(notebook, "paper")
+    if need and have == need:
+        return "paper", f"best available: all {need} paper-profile records of this chapter are stored"
+    if need:
+        return "quick", (f"best available: {have} of {need} paper-profile records of this "
+                         "chapter are stored, so this page shows `quick`")
+    return "quick", "best available: this chapter has no stored sweep and computes at `quick`"
+
+
+def _field_types() -> dict[str, type]:
+    hints = typing.get_type_hints(Profile)
+    return {f.name: hints[f.name] for f in fields(Profile)}
+
+
+def _check_type(notebook: str, key: str, value: Any, expected: type) -> None:
+    ok = isinstance(value, expected) and not (expected is int and isinstance(value, bool))
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+    if not ok:
+        raise ConfigError(
+            f"parameter {key}={value!r} of notebook {notebook!r} has type "
+            f"{type(value).__name__}; expected {expected.__name__} (or None for the profile's value)"
+        )
+
+
+def parameters_of(notebook: str) -> tuple[str, ...]:
+    """All papermill parameters of a notebook: ``profile`` plus its overridable knobs."""
+    if notebook not in NOTEBOOKS:
+        raise ConfigError(f"unknown notebook {notebook!r}; known: {', '.join(sorted(NOTEBOOKS))}")
+    return ("profile",) + NOTEBOOKS[notebook]
+
+
+def check_parameters(notebook: str, params: Mapping[str, Any]) -> None:
+    """Validate papermill parameters before a notebook runs.
+
+    Raises :class:`ConfigError` for an unknown profile, an unknown parameter or a value
+    of the wrong type, naming the allowed values.
+    """
+    allowed = parameters_of(notebook)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"unknown parameter(s) {', '.join(map(repr, unknown))} for notebook {notebook!r}; "
+            f"allowed: {', '.join(allowed)}"
+        )
+    if "profile" in params:
+        if not isinstance(params["profile"], str):
+            raise ConfigError(f"parameter profile={params['profile']!r} must be a string; "
+                              f"allowed: {', '.join(NOTEBOOK_PROFILES)}")
+        if params["profile"] != BEST:
+            get_profile(params["profile"])
+    types = _field_types()
+    for key, value in params.items():
+        if key != "profile" and value is not None:
+            _check_type(notebook, key, value, types[key])
+
+
+def settings(notebook: str, profile: str, **overrides: Any) -> Profile:
+    """The profile, with the notebook's non-None overrides applied."""
+    check_parameters(notebook, {"profile": profile, **overrides})
+    chosen = {k: v for k, v in overrides.items() if v is not None}
+    if profile == BEST:
+        profile, why = best_profile(notebook)
+        chosen["chosen_because"] = why
+    return dataclasses.replace(get_profile(profile), **chosen)
+
+
+def from_notebook(notebook: str, namespace: Mapping[str, Any]) -> Profile:
+    """Settings from a notebook's globals, right after its parameters cell.
+
+    Every public name in ``namespace`` at that point is a parameter (declared in the
+    parameters cell or injected by papermill), so a name that is not declared here is a
+    typo: it is reported with the allowed names before any work starts.
+    """
+    allowed = parameters_of(notebook)
+    given = {
+        k: v
+        for k, v in namespace.items()
+        if not k.startswith("_") and k not in _KERNEL_NAMES and not _is_module_or_callable(v)
+    }
+    check_parameters(notebook, given)
+    missing = [k for k in allowed if k not in given]
+    if missing:
+        raise ConfigError(f"notebook {notebook!r} does not declare parameter(s) {missing}")
+    return settings(notebook, **given)
+
+
+def _is_module_or_callable(v: Any) -> bool:
+    import types
+
+    return isinstance(v, types.ModuleType) or callable(v)
+
+
+def chapter_coverage(notebook: str, profile: str, root: Path | None = None) -> tuple[int, int]:
+    """How many of the runs a chapter reads have a stored record (ok or failed) under
+    ``profile``, and how many it reads: ``(stored, total)``; ``(0, 0)`` for a chapter
+    that reads no sweep."""
+    P = get_profile(profile)
+    cfgs = {record_path(c, root): c for name in chapter_sweeps(notebook)
+            for phase in phases(name, P) for c in phase}
+    return sum(_readable(path) for path in cfgs), len(cfgs)
+
+
+def _readable(path: Path) -> bool:
+    """Whether a usable record is stored at ``path`` (it is read, its code is not hashed)."""
+    try:
+        load_record(path)
+    except (RecordError, FileNotFoundError):
+        return False
+    return True

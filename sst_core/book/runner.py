@@ -1,0 +1,207 @@
+"""Execute the book's notebooks with papermill and build the book strictly.
+
+Pipeline (one direction):
+
+1. ``notebooks/<name>.py`` (jupytext percent, the source) -> ``notebooks/<name>.ipynb``;
+2. the parameters are validated (:func:`sst_core.book.params.check_parameters`) before any
+   cell runs, then papermill executes the notebook in place with ``profile`` and any
+   overrides; the injected-parameters cell is tagged ``remove-cell``;
+3. Jupyter Book builds with execution off: ``--all -W -n --keep-going``.
+
+Each notebook run ends with one summary line: name, profile, wall time, ok/failed.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import yaml
+
+from sst_core.book import params as book_params
+from sst_core.book.vendor import ensure_vendor
+from sst_core.spec import profiles as spec_profiles
+
+# A smoke cell that runs longer than this has hung (e.g. nbclient issue 312 with widgets):
+# fail instead of stalling CI. Larger profiles train for hours and have no limit.
+CELL_TIMEOUT_S = {"smoke": 600}
+
+
+class BookError(RuntimeError):
+    """A notebook failed to execute or the strict build reported problems."""
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    name: str
+    profile: str
+    wall_time_s: float
+    ok: bool
+    error: str | None = None
+
+    def summary(self) -> str:
+        status = "ok" if self.ok else f"FAILED ({self.error})"
+        return f"[sst] {self.name:<24} profile={self.profile:<6} {self.wall_time_s:7.1f}s  {status}"
+
+
+def find_root(start: Path | None = None) -> Path:
+    from sst_core.store.records import project_root
+
+    root = project_root(start)
+    if root is None:
+        raise BookError("no _toc.yml found here or above; run from inside the project")
+    return root
+
+
+def toc_notebooks(root: Path) -> list[str]:
+    """Names of the notebooks in the table of contents, in book order."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                files.append(str(node["file"]))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return [Path(f).name for f in files if f.startswith("notebooks/")]
+
+
+def toc_pages(root: Path) -> list[str]:
+    """Every page of the table of contents (root first), as paths without suffix."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    pages = [toc["root"]]
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                pages.append(str(node["file"]))
+            for key, value in node.items():
+                if key != "file":
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return pages
+
+
+def select(root: Path, only: Sequence[str] | None) -> list[str]:
+    names = toc_notebooks(root)
+    if not only:
+        return names
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise BookError(f"unknown notebook(s) {unknown}; known: {', '.join(names)}")
+    return [n for n in names if n in only]
+
+
+def _tag_injected(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nbformat.write(nb, path)
+
+
+def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any] | None = None,
+                 results: Path | None = None) -> NotebookRun:
+    """Convert, validate and execute one notebook in place; never raises on a cell error."""
+    import jupytext
+    import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    params = {"profile": profile, **(parameters or {})}
+    book_params.check_parameters(name, params)  # fails before any work starts
+    src = root / "notebooks" / f"{name}.py"
+    out = src.with_suffix(".ipynb")
+    jupytext.write(jupytext.read(src), out)
+    declared = set(papermill.inspect_notebook(str(out)))
+    expected = set(book_params.parameters_of(name))
+    if declared != expected:
+        raise BookError(f"{src}: parameters cell declares {sorted(declared)}, "
+                        f"but sst_core.spec.configs.NOTEBOOKS allows {sorted(expected)}")
+
+    env_before = os.environ.get("SST_RESULTS_DIR")
+    # an explicit `results`, else the caller's $SST_RESULTS_DIR, else <root>/results
+    os.environ["SST_RESULTS_DIR"] = str(results or env_before or root / "results")
+    os.environ["SST_PROGRESS"] = "0"  # the kernel inherits it: no progress widgets in the book
+    start = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(str(out), str(out), parameters=params, kernel_name="python3",
+                                   cwd=str(out.parent), progress_bar=False, log_output=False,
+                                   execution_timeout=CELL_TIMEOUT_S.get(profile))
+    except papermill.PapermillExecutionError as err:
+        error = f"{err.ename}: {err.evalue}"[:300]
+    except (CellTimeoutError, DeadKernelError) as err:
+        error = f"{type(err).__name__}: {err}"[:300]
+    finally:
+        if env_before is None:
+            os.environ.pop("SST_RESULTS_DIR", None)
+        else:
+            os.environ["SST_RESULTS_DIR"] = env_before
+    _tag_injected(out)
+    return NotebookRun(name, profile, time.perf_counter() - start, error is None, error)
+
+
+def run_notebooks(root: Path, profile: str, only: Sequence[str] | None = None,
+                  parameters: dict[str, Any] | None = None, results: Path | None = None,
+                  echo: bool = True) -> list[NotebookRun]:
+    """Execute the chosen notebooks in book order, printing one summary line each."""
+    from tqdm.auto import tqdm
+
+    if profile not in book_params.NOTEBOOK_PROFILES:
+        spec_profiles.get_profile(profile)  # raises, naming the profiles
+    names = select(root, only)
+    for name in names:  # validate everything before running anything
+        book_params.check_parameters(name, {"profile": profile, **(parameters or {})})
+    runs = []
+    bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb", disable=not echo, file=sys.stderr)
+    for name in bar:
+        bar.set_postfix_str(name)
+        run = run_notebook(name, profile, root, parameters, results)
+        runs.append(run)
+        if echo:
+            tqdm.write(run.summary())
+    return runs
+
+
+def jupyter_book_build(root: Path, echo: bool = True) -> None:
+    """Strict build: execution off, every warning an error, all of them listed."""
+    exe = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(exe) if exe.exists() else "jupyter-book", "build", str(root),
+           "--all", "-W", "-n", "--keep-going"]
+    done = subprocess.run(cmd, cwd=root, capture_output=not echo, text=True)
+    if done.returncode != 0:
+        detail = "" if echo else (done.stdout[-4000:] + done.stderr[-4000:])
+        raise BookError(f"jupyter-book build failed (exit {done.returncode})\n{detail}")
+
+
+def build_book(root: Path, profile: str, results: Path | None = None,
+               echo: bool = True) -> list[NotebookRun]:
+    """Execute every notebook, then build ``root/_build/html`` strictly."""
+    start = time.perf_counter()
+    ensure_vendor(root, quiet=not echo)
+    runs = run_notebooks(root, profile, results=results, echo=echo)
+    failed = [r for r in runs if not r.ok]
+    if failed:
+        raise BookError("notebook(s) failed: " + "; ".join(f"{r.name}: {r.error}" for r in failed))
+    jupyter_book_build(root, echo=echo)
+    if echo:
+        print(f"[sst] book built with profile={profile} in {time.perf_counter() - start:.1f}s: "
+              f"{root / '_build' / 'html' / 'index.html'}")
+    return runs

@@ -1,0 +1,124 @@
+"""Which runs the "Beyond the papers" chapters analyse under a profile.
+
+- **Harder groups**: Table 2's models and protocol on A4, A5 (the smallest non-solvable
+  group) and C2xS3 (order-sensitive, a product); the Figure 4 analysis repeated on A5 with
+  its own affine sweep (:func:`figure4_runs_on`).
+- **A label-free warning**: oracle and label-free q(t) of every trained tracker of the
+  book, on every group (:func:`label_free_grid`).
+- **Memory meets error control**: spectra and memory functions of the trained S3
+  trackers (:func:`spectra_grid`).
+- **A semi-affine repair**: (Negative) Mamba with a rank-r tanh correction beside the
+  affine originals, on Table 2's groups (:func:`semi_affine_grid`).
+
+The training runs are ordinary ``tracking`` configs, so a run shared with Paper 1's
+chapters (every S3 run here) is trained once and read by both.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sst_core.spec.configs import (
+    DiagnosticsConfig,
+    LabelFreeConfig,
+    SpectraConfig,
+    TrackingConfig,
+)
+
+HARDER_GROUPS = ("A4", "A5", "C2xS3")
+FIGURE4_GROUPS = ("S3", "A5")  # the S3 sweep of Paper 1 and its A5 twin
+SEMI_AFFINE_MODELS = ("semi_affine_negative_mamba", "semi_affine_mamba")
+SEMI_AFFINE_BASELINES = ("negative_mamba", "mamba")
+
+
+def _check_group(group: str, allowed) -> str:
+    if group not in allowed:
+        raise ValueError(f"unknown group {group!r} here; allowed: {', '.join(allowed)}")
+    return group
+
+
+def harder_groups_grid(P) -> list[TrackingConfig]:
+    """Table 2's grid (every model, depth, d_state, lr, seed) on :data:`HARDER_GROUPS`."""
+    from sst_core.experiments.paper1 import table2_grid
+
+    return table2_grid(P, groups=HARDER_GROUPS)
+
+
+def figure4_runs_on(P, group: str) -> list[TrackingConfig]:
+    """The affine training sweep behind Figure 4 (Paper 1's S3 sweep) on ``group``:
+    the same models, depths, sizes, learning rates and seeds."""
+    from sst_core.experiments.paper1 import figure4_runs
+
+    _check_group(group, FIGURE4_GROUPS)
+    return [replace(c, group=group) for c in figure4_runs(P)]
+
+
+def analysed_runs(P, group: str) -> list[TrackingConfig]:
+    """Every run analysed on ``group``: Table 2's runs of every model there, then the
+    affine Figure 4 sweep (no run twice)."""
+    from sst_core.experiments.paper1 import s3_runs
+
+    _check_group(group, FIGURE4_GROUPS)
+    runs = [replace(c, group=group) for c in s3_runs(P)] + figure4_runs_on(P, group)
+    return list(dict.fromkeys(runs))
+
+
+def n_samples_for(P, group: str) -> int:
+    """Held-out words for the centroids: the profile's ``diag_samples`` per 6 classes, so a
+    class of A5 (60 elements) gets about as many words as a class of S3."""
+    from sst_core.groups import get_group
+
+    return P.diag_samples * max(1, get_group(group).order // 6)
+
+
+def diagnostics_grid_on(P, group: str) -> list[DiagnosticsConfig]:
+    """The diagnostics (Figures 1 to 4) of :func:`analysed_runs` on ``group``."""
+    from sst_core.experiments.paper1 import diagnostics_config
+
+    return [replace(diagnostics_config(P, c), n_samples=n_samples_for(P, group))
+            for c in analysed_runs(P, group)]
+
+
+def diagnostics_grid_a5(P) -> list[DiagnosticsConfig]:
+    """The Figure 4 analysis on A5 (:func:`diagnostics_grid_on`)."""
+    return diagnostics_grid_on(P, "A5")
+
+
+def tracker_runs(P) -> list[TrackingConfig]:
+    """Every trained tracker of the book under ``P``: Table 2 (C2, C6, S3), Table 3, the
+    harder groups, and the Figure 4 sweeps on S3 and A5 (no run twice)."""
+    from sst_core.experiments.paper1 import table2_grid, table3_grid
+
+    runs = table2_grid(P) + table3_grid(P) + harder_groups_grid(P)
+    for g in FIGURE4_GROUPS:
+        runs += analysed_runs(P, g)
+    return list(dict.fromkeys(runs))
+
+
+def label_free_grid(P) -> list[LabelFreeConfig]:
+    """Oracle and label-free q(t) of every trained tracker (:func:`tracker_runs`)."""
+    return [LabelFreeConfig(run=c, n_samples=n_samples_for(P, c.group), rollout=P.diag_rollout,
+                            t_obs=min(60, P.diag_rollout - 1),
+                            window_start=min(10, P.diag_rollout // 4), profile=P.name)
+            for c in tracker_runs(P)]
+
+
+def spectra_grid(P) -> list[SpectraConfig]:
+    """Spectra and memory functions of every analysed S3 run (affine and not)."""
+    return [SpectraConfig(run=c, word_length=min(60, P.diag_rollout), mem_T=P.diag_rollout,
+                          profile=P.name)
+            for c in analysed_runs(P, "S3")]
+
+
+def semi_affine_grid(P) -> list[TrackingConfig]:
+    """Table 2's grid for the semi-affine models and their affine originals."""
+    from sst_core.experiments.paper1 import table2_grid
+
+    return table2_grid(P, models=SEMI_AFFINE_MODELS + SEMI_AFFINE_BASELINES)
+
+
+def semi_affine_diagnostics(P) -> list[DiagnosticsConfig]:
+    """Diagnostics (q(t), recovery, Theorem 1's check) of the S3 runs of
+    :func:`semi_affine_grid`."""
+    from sst_core.experiments.paper1 import diagnostics_config
+
+    return [diagnostics_config(P, c) for c in semi_affine_grid(P) if c.group == "S3"]

@@ -1,0 +1,178 @@
+"""Paper 1 (error control in state tracking): the order-sensitivity run function and the
+grids of its chapters: which configs each runs under a profile."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sst_core.groups import get_group
+from sst_core.spec.configs import (
+    DiagnosticsConfig,
+    OrderSensitivityConfig,
+    TrackingConfig,
+)
+from sst_core.tasks.tracking import running_product, sample, vocabulary
+
+
+def order_sensitivity(cfg: OrderSensitivityConfig) -> dict[str, Any]:
+    """Does the order of the tokens matter, and how fast does the state mix?
+
+    - ``noncommuting_pairs``: share of ordered token pairs (a, b) of the vocabulary with
+      a*b != b*a (exact, no sampling);
+    - ``swap_changes``: share of sampled words whose final state changes when two adjacent
+      tokens at a random position are swapped;
+    - ``state_freq[t][g]``: share of words whose running product after t+1 tokens is g;
+    - ``tv_uniform[t]``: total-variation distance of that distribution from uniform.
+    """
+    group = get_group(cfg.group)
+    vocab = vocabulary(group, cfg.tokens)  # (k,)
+    a, b = np.meshgrid(vocab, vocab, indexing="ij")  # (k, k)
+    noncommuting = float(np.mean(group.table[a, b] != group.table[b, a]))
+
+    tokens, states = sample(group, cfg.n_words, cfg.word_length, tokens=cfg.tokens,
+                            seed=cfg.seed)  # (n, L), (n, L)
+    rng = np.random.default_rng(cfg.seed + 1)
+    swapped = tokens.copy()
+    if cfg.word_length >= 2:
+        pos = rng.integers(0, cfg.word_length - 1, size=cfg.n_words)  # (n,)
+        rows = np.arange(cfg.n_words)
+        swapped[rows, pos], swapped[rows, pos + 1] = tokens[rows, pos + 1], tokens[rows, pos]
+    final_swapped = running_product(group, swapped)[:, -1]  # (n,)
+    swap_changes = float(np.mean(final_swapped != states[:, -1]))
+
+    counts = np.stack([np.bincount(states[:, t], minlength=group.order)
+                       for t in range(cfg.word_length)])  # (L, n_g)
+    freq = counts / cfg.n_words
+    tv = 0.5 * np.abs(freq - 1.0 / group.order).sum(axis=1)  # (L,)
+    return {
+        "order": group.order,
+        "abelian": bool(group.is_abelian()),
+        "vocabulary": [group.elements[i] for i in vocab],
+        "noncommuting_pairs": noncommuting,
+        "swap_changes": swap_changes,
+        "state_freq": freq.round(6).tolist(),
+        "tv_uniform": tv.round(6).tolist(),
+    }
+
+
+GROUPS_CHAPTER = ("C2", "C6", "S3")
+
+
+TOKEN_MODES = ("generators", "all")
+
+
+def order_sensitivity_grid(P) -> list[OrderSensitivityConfig]:
+    """The configs of the chapter "Groups and state tracking" under settings ``P``."""
+    return [
+        OrderSensitivityConfig(group=g, tokens=mode, n_words=P.n_words,
+                               word_length=P.word_length, seed=P.seed, profile=P.name)
+        for g in GROUPS_CHAPTER
+        for mode in TOKEN_MODES
+    ]
+
+
+# Table 2 compares these models (the paper's rows, plus linear attention, the eighth
+# affine model the abstract names; reference section 2.2).
+TABLE2_MODELS = ("tanh_rnn", "state_gated_rnn", "linear_rnn", "token_gated_rnn", "mamba",
+                 "negative_mamba", "mamba3", "aussm", "simple_aussm", "linear_attention")
+
+
+TABLE2_GROUPS = ("C2", "C6", "S3")
+
+
+def _tracking(P, **kw) -> TrackingConfig:
+    return TrackingConfig(d_model=P.track_d_model, profile=P.name, batch=P.track_batch,
+                          max_steps=P.track_max_steps, steps_per_epoch=P.track_steps_per_epoch,
+                          curriculum_patience=P.track_patience,
+                          eval_lengths=tuple(P.track_eval_lengths),
+                          eval_samples=P.track_eval_samples, **kw)
+
+
+def d_state_grid(P, model: str) -> tuple[int, ...]:
+    """The d_state values of a model: the RNN family's hidden width, or the SSMs' N."""
+    from sst_core.models.registry import REGISTRY
+
+    return tuple(P.track_rnn_widths if REGISTRY[model].family == "rnn" else P.track_d_states)
+
+
+def table2_grid(P, models=TABLE2_MODELS, groups=TABLE2_GROUPS) -> list[TrackingConfig]:
+    """Every run of Table 2 under settings ``P``: models x groups x depths x d_state x lr x seed."""
+    return [_tracking(P, model=m, group=g, n_layers=depth, d_state=d_state, lr=lr, seed=seed)
+            for m in models for g in groups for depth in P.track_depths
+            for d_state in d_state_grid(P, m) for lr in P.track_lrs for seed in P.track_seeds]
+
+
+def table3_grid(P) -> list[TrackingConfig]:
+    """Every run of Table 3: rnn_phi with each phi, on S3, one layer."""
+    from sst_core.models.registry import PHIS
+
+    return [_tracking(P, model="rnn_phi", phi=phi, group="S3", n_layers=1, d_state=d_state,
+                      lr=lr, seed=seed)
+            for phi in PHIS for d_state in P.track_rnn_widths for lr in P.track_lrs
+            for seed in P.track_seeds]
+
+
+DIAG_GROUP = "S3"
+
+
+FIGURE3_MODELS = ("negative_mamba", "token_gated_rnn", "tanh_rnn", "state_gated_rnn")
+
+
+FIGURE2_MODELS = ("mamba", "mamba3", "negative_mamba", "token_gated_rnn")
+
+
+def diagnostics_config(P, run: TrackingConfig) -> DiagnosticsConfig:
+    return DiagnosticsConfig(run=run, n_samples=P.diag_samples, rollout=P.diag_rollout,
+                             t_ref=min(60, P.diag_rollout), t0=min(30, P.diag_rollout - 1),
+                             perturb_steps=min(200, P.diag_rollout), profile=P.name)
+
+
+def s3_runs(P, models=None) -> list[TrackingConfig]:
+    """Table 2's S3 runs of every model (or of ``models``)."""
+    return table2_grid(P, models=models or TABLE2_MODELS, groups=(DIAG_GROUP,))
+
+
+def figure4_runs(P) -> list[TrackingConfig]:
+    """The affine S3 sweep behind Figure 4: Table 2's affine S3 runs plus the extra
+    learning rates and seeds of ``P.fig4_lrs`` x ``P.fig4_seeds`` (no run twice)."""
+    from dataclasses import replace
+
+    from sst_core.models.registry import expected_affine
+
+    base = [c for c in s3_runs(P) if expected_affine(c.model)]
+    out, seen = [], set()
+    for c in base:
+        for cfg in [c] + [replace(c, lr=lr, seed=s) for lr in P.fig4_lrs for s in P.fig4_seeds]:
+            if cfg not in seen:
+                seen.add(cfg)
+                out.append(cfg)
+    return out
+
+
+def figure4_sweep(P) -> list[TrackingConfig]:
+    """Every training run the Figure 4 analysis reads: Table 2's S3 runs of every model and
+    the affine sweep of :func:`figure4_runs` (no run twice)."""
+    return list(dict.fromkeys(s3_runs(P) + figure4_runs(P)))
+
+
+def diagnostics_grid(P) -> list[DiagnosticsConfig]:
+    """Every diagnostics run of the chapter: Table 2's S3 runs and the Figure 4 sweep."""
+    runs, seen = [], set()
+    for cfg in s3_runs(P) + figure4_runs(P):
+        if cfg not in seen:
+            seen.add(cfg)
+            runs.append(cfg)
+    return [diagnostics_config(P, c) for c in runs]
+
+
+FIGURE4_RULE = ("affine models on S3 (Table 2's grid plus the Figure 4 learning rates and "
+                "seeds), both depths where the profile has them, keeping the runs that pass at "
+                "the training length (m_p >= 60) and whose q(t) crosses tau = 1/2 within the "
+                "rollout (a defined T_cross)")
+
+
+def figure4_selection(records: list[dict]) -> list[dict]:
+    """The records that enter Figure 4, by :data:`FIGURE4_RULE`."""
+    return [r for r in records if r["status"] == "ok" and r["metrics"]["is_affine"]
+            and r["metrics"]["m_p"] is not None and r["metrics"]["T_cross"] is not None]

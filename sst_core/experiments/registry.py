@@ -1,0 +1,251 @@
+"""The one registry of the book's experiments.
+
+An *experiment* is one kind of run record (``cfg.experiment``, the folder under
+``results/<profile>/``). Its :class:`Experiment` entry names everything else about it:
+
+- ``config``: its frozen config class (``"module:Class"``);
+- ``runner``: ``"module:function"`` computing a record's metrics from a config, resolved
+  only when a run is computed (like the model registry, so that reading records never
+  imports torch);
+- ``code_deps``: the dotted names a run's results depend on; a record stores the
+  fingerprint of the code reachable from them (:func:`code_hash`), and a record whose
+  code changed since is *stale* (``sst status``, ``sst sweep --retry-stale``);
+- ``grids``: the configs the book runs under a profile, each in a named *sweep*
+  (``sst sweep NAME``) and read by the chapters it names.
+
+Dispatch (:func:`sst_core.experiments.runs.run`), code hashes, sweeps and their phases,
+``sst status`` and the chapters' coverage (which ``best`` counts) are all derived from
+:data:`EXPERIMENTS`; adding an experiment is one entry here.
+
+A config with a ``run`` field analyses a trained tracker: a sweep computes the trackers
+in a first phase and the analyses in a second.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import import_module
+from typing import Any, Callable
+
+from sst_core.spec.profiles import Profile
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Configs of one experiment that one sweep computes under a profile."""
+
+    sweep: str  # `sst sweep NAME`
+    target: str  # "module:function", (Profile) -> list of configs
+    chapters: tuple[str, ...]  # notebooks that read these records
+    description: str  # what the sweep computes, for `sst sweep --help` and `sst status`
+
+    def configs(self, P: Profile) -> list[Any]:
+        return list(resolve(self.target)(P))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str  # cfg.experiment
+    config: str  # "module:Class"
+    runner: str  # "module:function", cfg -> metrics
+    code_deps: tuple[str, ...]
+    grids: tuple[Grid, ...] = ()
+
+
+def resolve(target: str) -> Any:
+    """The object a ``"module:attribute"`` name stands for."""
+    module, _, attr = target.partition(":")
+    return getattr(import_module(module), attr)
+
+
+# MODELS stands for the models of the model registry, which builds them by name, out of
+# the code walk's sight: code_hash adds the builder of the model a run trains.
+MODELS = "sst_core.models.registry.REGISTRY"
+TRACKING_DEPS = ("sst_core.training.tracking.train_tracking",
+                 "sst_core.training.stacked.train_tracking_stacked", MODELS)
+# An analysis loads its tracker's weights (the training record has its own code hash).
+ANALYSIS_DEPS = ("sst_core.training.tracking.load_weights", MODELS)
+
+P1 = "sst_core.experiments.paper1"
+P2 = "sst_core.experiments.paper2"
+BEYOND = "sst_core.experiments.beyond"
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
+    Experiment(
+        "groups_order_sensitivity", "sst_core.spec.configs:OrderSensitivityConfig",
+        f"{P1}:order_sensitivity", (f"{P1}.order_sensitivity",),
+        (Grid("groups", f"{P1}:order_sensitivity_grid", ("p1_groups",),
+              "order sensitivity of words (chapter: groups)"),)),
+    Experiment(
+        "tracking", "sst_core.spec.configs:TrackingConfig",
+        "sst_core.experiments.runs:train_tracking", TRACKING_DEPS,
+        (Grid("table2", f"{P1}:table2_grid", ("p1_table2",),
+              "Table 2: every architecture on C2, C6, S3"),
+         Grid("table3", f"{P1}:table3_grid", ("p1_table3",),
+              "Table 3: rnn_phi with every phi on S3"),
+         Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
+              "the affine S3 training sweep behind Figure 4"),
+         Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
+              "beyond: Table 2's models on A4, A5 and C2xS3"),
+         Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
+              "beyond: (Negative) Mamba with a rank-r tanh correction"))),
+    Experiment(
+        "tracking_diagnostics", "sst_core.spec.configs:DiagnosticsConfig",
+        "sst_core.analysis.error_control:diagnose",
+        ANALYSIS_DEPS + ("sst_core.analysis.error_control.diagnose",),
+        (Grid("diagnostics", f"{P1}:diagnostics_grid",
+              ("p1_theory", "p1_diagnostics", "beyond_groups"),
+              "error-control diagnostics (Figures 1-4) of every S3 run"),
+         Grid("figure4_a5", f"{BEYOND}:diagnostics_grid_a5", ("beyond_groups",),
+              "beyond: the Figure 4 sweep and its diagnostics on A5"),
+         Grid("semi_affine", f"{BEYOND}:semi_affine_diagnostics", ("beyond_semi_affine",),
+              "beyond: (Negative) Mamba with a rank-r tanh correction"))),
+    Experiment(
+        "tracking_label_free", "sst_core.spec.configs:LabelFreeConfig",
+        "sst_core.analysis.label_free:run_label_free",
+        ANALYSIS_DEPS + ("sst_core.analysis.label_free.run_label_free",),
+        (Grid("label_free", f"{BEYOND}:label_free_grid", ("beyond_label_free",),
+              "beyond: oracle and label-free q(t) of the S3 and A5 trackers"),)),
+    Experiment(
+        "tracking_spectra", "sst_core.spec.configs:SpectraConfig",
+        "sst_core.analysis.spectra:run_spectra",
+        ANALYSIS_DEPS + ("sst_core.analysis.spectra.run_spectra",),
+        (Grid("spectra", f"{BEYOND}:spectra_grid", ("beyond_spectra",),
+              "beyond: transition spectra and memory functions of the S3 trackers"),)),
+    Experiment(
+        "lra", "sst_core.spec.configs:LRAConfig", "sst_core.training.lra:train_lra",
+        ("sst_core.training.lra.train_lra",),
+        (Grid("lra", f"{P2}:lra_main_grid", ("p2_lra",),
+              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
+         Grid("lra", f"{P2}:lra_ablation_grid", ("p2_lra",),
+              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"))),
+    Experiment(
+        "memory_curve", "sst_core.spec.configs:MemoryCurveConfig", f"{P2}:run_memory_curve",
+        (f"{P2}.run_memory_curve",),
+        (Grid("memory", f"{P2}:memory_grid", ("p2_memory",),
+              "Paper 2: memory functions, the S4/S4D check and the worked example"),
+         Grid("memory", f"{P2}:reference_grid", ("p2_memory",),
+              "Paper 2: memory functions, the S4/S4D check and the worked example"))),
+    Experiment(
+        "memory_s4_vs_s4d", "sst_core.spec.configs:SimulationCheckConfig",
+        f"{P2}:run_simulation_check", (f"{P2}.run_simulation_check",),
+        (Grid("memory", f"{P2}:simulation_grid", ("p2_memory",),
+              "Paper 2: memory functions, the S4/S4D check and the worked example"),)),
+    Experiment(
+        "memory_readout_gd", "sst_core.spec.configs:ReadoutGDConfig",
+        f"{P2}:run_readout_gd", (f"{P2}.run_readout_gd",),
+        (Grid("memory", f"{P2}:readout_gd_grid", ("p2_memory",),
+              "Paper 2: memory functions, the S4/S4D check and the worked example"),)),
+)}
+
+
+def get_experiment(name: str) -> Experiment:
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}")
+    return EXPERIMENTS[name]
+
+
+def runner(name: str) -> Callable[[Any], dict[str, Any]]:
+    """The run function of experiment ``name``."""
+    return resolve(get_experiment(name).runner)
+
+
+# -- sweeps: derived from the grids ---------------------------------------------------------
+
+def _sweep_grids() -> dict[str, list[Grid]]:
+    out: dict[str, list[Grid]] = {}
+    for exp in EXPERIMENTS.values():
+        for grid in exp.grids:
+            out.setdefault(grid.sweep, []).append(grid)
+    return out
+
+
+SWEEP_GRIDS: dict[str, list[Grid]] = _sweep_grids()
+# sweep name -> what it computes
+SWEEPS: dict[str, str] = {name: grids[0].description for name, grids in SWEEP_GRIDS.items()}
+
+
+def check_sweep(name: str) -> str:
+    if name not in SWEEPS:
+        raise ValueError(f"unknown sweep {name!r}; allowed: {', '.join(SWEEPS)}")
+    return name
+
+
+def phases(sweep: str, P: Profile) -> list[list[Any]]:
+    """The configs of a sweep under ``P`` in the order they can run: the trained trackers
+    (and every config that reads no other run) first, then the analyses of trackers."""
+    cfgs = list(dict.fromkeys(c for g in SWEEP_GRIDS[check_sweep(sweep)] for c in g.configs(P)))
+    analyses = [c for c in cfgs if hasattr(c, "run")]
+    first = list(dict.fromkeys([c for c in cfgs if not hasattr(c, "run")]
+                               + [c.run for c in analyses]))
+    return [first, analyses] if analyses else [first]
+
+
+def chapter_sweeps(notebook: str) -> tuple[str, ...]:
+    """The sweeps whose records a chapter reads (none for a chapter that reads none)."""
+    return tuple(name for name, grids in SWEEP_GRIDS.items()
+                 if any(notebook in g.chapters for g in grids))
+
+
+CHAPTERS: tuple[str, ...] = tuple(dict.fromkeys(
+    ch for grids in SWEEP_GRIDS.values() for g in grids for ch in g.chapters))
+
+
+# -- code versions ----------------------------------------------------------------------------
+
+_code_hashes: dict[tuple[str, str | None], str] = {}
+
+
+def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | None:
+    """The fingerprint of the code ``experiment``'s runs depend on (its ``code_deps``,
+    :func:`sst_core.store.codeversion.fingerprint`); None for an unknown experiment.
+
+    The model registry builds a model from its name, out of the walk's sight, so
+    :data:`MODELS` adds the builders themselves: with the ``config`` of a run (a
+    ``config_dict``), only the model it trains or analyses and its registry entry, so that
+    adding or changing another model leaves its hash alone; without, every registered
+    model. Cached per process.
+    """
+    if experiment not in EXPERIMENTS:
+        return None
+    model = model_of(config) if MODELS in EXPERIMENTS[experiment].code_deps else None
+    if (experiment, model) not in _code_hashes:
+        from sst_core.store.codeversion import fingerprint
+
+        points, scope = code_scope(experiment, model)
+        _code_hashes[experiment, model] = fingerprint(points, **scope)
+    return _code_hashes[experiment, model]
+
+
+def code_scope(experiment: str, model: str | None) -> tuple[list[Any], dict[str, Any]]:
+    """The entry points of :func:`code_hash` and the walk's other arguments (also for
+    :func:`sst_core.store.codeversion.reachable`, to read what a hash covers)."""
+    from sst_core.store.codeversion import resolve as resolve_dotted
+
+    deps = EXPERIMENTS[experiment].code_deps
+    points = [resolve_dotted(p) for p in deps if p != MODELS]
+    narrow: dict[str, list[str]] = {}
+    if MODELS in deps:
+        from sst_core.models.registry import REGISTRY
+
+        names = [model] if model is not None else list(REGISTRY)
+        for name in names:
+            if name in REGISTRY:  # "module:function" inside sst_core.models
+                module, func = REGISTRY[name].target.split(":")
+                points.append(resolve_dotted(f"sst_core.models.{module}.{func}"))
+        narrow = {MODELS: names}
+    return points, {"exclude": (), "narrow": narrow}
+
+
+def model_of(config: dict[str, Any] | None) -> str | None:
+    """The registered model a config trains (``model``) or analyses (``run.model``)."""
+    if not config:
+        return None
+    run = config.get("run")
+    return (run if isinstance(run, dict) else config).get("model")
+
+
+def is_stale_record(record: dict[str, Any]) -> bool:
+    """Whether a record was made by another version of the code it depends on
+    (:func:`code_hash`), or before records kept a code hash."""
+    current = code_hash(record["experiment"], record["config"])
+    return current is not None and record.get("code_hash") != current

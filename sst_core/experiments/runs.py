@@ -1,0 +1,140 @@
+"""Computing and reading the book's runs: every record comes through :func:`run`.
+
+:func:`run` returns the stored record of a config, or computes it with its experiment's
+run function (:mod:`sst_core.experiments.registry`) and stores it with its provenance
+and code hash (:func:`sst_core.store.records.cached_run`). :func:`run_all` and
+:func:`run_analyses` do that for a chapter's grid, training tracking runs that differ
+only in seed and learning rate as one stack (:mod:`sst_core.training.stacked`).
+Notebooks call these and never compute book numbers themselves.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sst_core.experiments.registry import code_hash, runner
+from sst_core.spec.configs import TrackingConfig, config_dict
+from sst_core.store.records import cached_run
+from sst_core.store.records import needs_run as stored_needs_run
+
+
+def code_version(cfg: Any):
+    """A zero-argument callable giving the code hash of ``cfg``'s run (computed when asked)."""
+    return lambda: code_hash(cfg.experiment, config_dict(cfg))
+
+
+def run(cfg: Any, **kw: Any) -> dict[str, Any]:
+    """The stored record of ``cfg``, computing it with its experiment's run function if
+    needed (keywords: ``retry_failed``, ``retry_stale``, ``root``)."""
+    return cached_run(cfg, runner(cfg.experiment), code_version=code_version(cfg), **kw)
+
+
+def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False,
+              root=None) -> bool:
+    """Whether :func:`run` would compute ``cfg`` (no usable stored record)."""
+    return stored_needs_run(cfg, retry_failed=retry_failed, root=root,
+                            code_version=code_version(cfg) if retry_stale else None)
+
+
+def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
+    """Group-tracking training (imports torch only when a run is actually computed).
+
+    The trained weights go beside the record (``<run-id>.pt``) for the diagnostics.
+    """
+    from sst_core.store.records import artifact_path
+    from sst_core.training.tracking import train_tracking as run_training
+
+    return run_training(cfg, weights_to=artifact_path(cfg, ".pt"))
+
+
+def run_all(cfgs, desc: str = "runs", stack: int = 1, **kw: Any) -> list[dict[str, Any]]:
+    """Records of every config, computing the missing ones in order, with progress.
+
+    Resumable: a sweep killed mid-way loses only the runs in flight; rerunning it reads
+    the stored records and computes the rest. ``stack`` > 1: missing tracking runs that
+    differ only in seed and learning rate are trained ``stack`` at a time as one stacked
+    computation (:mod:`sst_core.training.stacked`); each still gets its own record.
+    """
+    import os
+
+    from tqdm.auto import tqdm
+
+    cfgs = list(cfgs)
+    if stack > 1:
+        _run_stacked(cfgs, stack, desc, retry_failed=kw.get("retry_failed", False))
+    records = []
+    # SST_PROGRESS=0 (set by `sst notebooks run` for its papermill kernels) keeps progress
+    # bars out of the executed notebooks, hence out of the book.
+    bar = tqdm(cfgs, desc=desc, unit="run", leave=False,
+               disable=os.environ.get("SST_PROGRESS") == "0")
+    for cfg in bar:
+        bar.set_postfix_str(f"{getattr(cfg, 'model', '')} {getattr(cfg, 'group', '')}".strip())
+        records.append(run(cfg, **kw))
+    return records
+
+
+def run_analyses(cfgs, desc: str, stack: int = 1) -> list[dict[str, Any]]:
+    """Records of analysis configs that each read a trained tracker (``cfg.run``): the
+    trackers first (``stack`` at a time, see :func:`run_all`), then the analyses; an
+    analysis that failed is named on stdout."""
+    cfgs = list(cfgs)
+    run_all(list(dict.fromkeys(c.run for c in cfgs)), desc="training", stack=stack)
+    records = run_all(cfgs, desc=desc)
+    for r in records:
+        if r["status"] != "ok":
+            run = r["config"]["run"]
+            print(f"not analysed: {run['model']} on {run['group']} ({r.get('reason')})")
+    return records
+
+
+def stacks(cfgs, size: int) -> list[list]:
+    """The tracking configs grouped into stacks of at most ``size`` that can train as one
+    (equal :func:`sst_core.training.stacked.stack_key`), in order of first appearance."""
+    from sst_core.training.stacked import stack_key
+
+    groups: dict[Any, list] = {}
+    for cfg in cfgs:
+        groups.setdefault(stack_key(cfg), []).append(cfg)
+    return [g[i:i + size] for g in groups.values() for i in range(0, len(g), size)]
+
+
+def _run_stacked(cfgs, size: int, desc: str, retry_failed: bool = False) -> None:
+    """Train the missing tracking runs among ``cfgs`` in stacks and store their records."""
+    import os
+
+    from tqdm.auto import tqdm
+
+    todo = [c for c in dict.fromkeys(cfgs) if isinstance(c, TrackingConfig)
+            and needs_run(c, retry_failed=retry_failed)]
+    groups = [g for g in stacks(todo, size) if len(g) > 1]  # singles go through run()
+    bar = tqdm(groups, desc=f"{desc} (stacked)", unit="stack", leave=False,
+               disable=os.environ.get("SST_PROGRESS") == "0")
+    for group in bar:
+        bar.set_postfix_str(f"{group[0].model} {group[0].group} x{len(group)}")
+        run_stack(group)
+
+
+def run_stack(group) -> list[dict[str, Any]]:
+    """Train the tracking configs ``group`` as one stack and store one record each (the
+    record's ``stack`` says with which runs, and that its wall time is the stack's)."""
+    import time
+
+    from sst_core.spec.configs import config_hash
+    from sst_core.store.records import artifact_path, store_record
+    from sst_core.training.stacked import train_tracking_stacked
+
+    start = time.perf_counter()
+    outcomes = train_tracking_stacked(group, [artifact_path(c, ".pt") for c in group])
+    wall = time.perf_counter() - start
+    info = {"stack": {"size": len(group), "run_ids": [config_hash(c) for c in group],
+                      "wall_time": "wall_time_s is the whole stack's"}}
+    records = []
+    for cfg, out in zip(group, outcomes):
+        if isinstance(out, Exception):
+            records.append(store_record(cfg, "failed", f"{type(out).__name__}: {out}",
+                                        getattr(out, "metrics", {}) or {}, wall,
+                                        traceback_tail=[f"{type(out).__name__}: {out}"],
+                                        extra=info, code_hash=code_version(cfg)()))
+        else:
+            records.append(store_record(cfg, "ok", None, out, wall, extra=info,
+                                        code_hash=code_version(cfg)()))
+    return records

@@ -1,0 +1,138 @@
+"""Figures of the "Beyond the papers" chapters, from stored records only.
+
+Every function takes records (metrics dicts or whole records) and a ``scale`` string and
+says the profile and scale in its title.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sst_core.figures.common import suptitle
+
+_COLOURS = {"oracle": "k", "decoded": "C0", "clusters": "C1"}
+
+
+def _arr(values: Sequence) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _label(r: dict[str, Any]) -> str:
+    cfg = r["config"]["run"]
+    return f"{cfg['model']} on {cfg['group']}, lr {cfg['lr']:g}"
+
+
+def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5,
+                          max_panels: int = 6) -> plt.Figure:
+    """q(t) with oracle, decoded and clustered labels, one panel per model."""
+    recs = list(records)[:max_panels]
+    cols = min(3, max(1, len(recs)))
+    rows = max(1, -(-len(recs) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False,
+                             sharey=True)
+    for ax, r in zip(axes.flat, recs):
+        m = r["metrics"]
+        for name, q in m["q"].items():
+            y = _arr(q)
+            t = np.arange(1, y.size + 1)
+            ok = np.isfinite(y)  # the clusters' q exists on a grid of times only
+            ax.plot(t[ok], y[ok], color=_COLOURS.get(name), lw=1.2,
+                    ls="-" if name == "oracle" else "--", label=name)
+        ax.axhline(tau, color="grey", lw=0.8, ls=":")
+        if m["m_p"]:
+            ax.axvline(m["m_p"], color="C3", lw=0.8, label="m_p")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(_label(r), fontsize=8)
+        ax.set_xlabel("t")
+    for ax in axes.flat[len(recs):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("q(t)")
+    if recs:
+        axes.flat[0].legend(fontsize=7)
+    else:
+        axes[0][0].text(0.5, 0.5, "no records at this scale", ha="center", va="center",
+                        transform=axes[0][0].transAxes)
+    suptitle(fig, f"q(t) with and without the true states ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_label_free_scatter(metrics: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """T_cross from label-free labels against the oracle's; models that never cross sit on
+    the frame's edge (marked 'never')."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.0), sharex=True, sharey=True)
+    T_all = [v for m in metrics for v in m["T_cross"].values() if v is not None]
+    edge = 2 * max(T_all) if T_all else 2.0
+    for ax, method in zip(axes, ("decoded", "clusters")):
+        groups = list(dict.fromkeys(m["group"] for m in metrics))
+        for group, marker in zip(groups, "os^vD<>p*h"):
+            sel = [m for m in metrics if m["group"] == group]
+            x = [m["T_cross"]["oracle"] or edge for m in sel]
+            y = [m["T_cross"][method] or edge for m in sel]
+            c = ["C2" if not m["is_affine"] else "C0" for m in sel]
+            ax.scatter(x, y, c=c, marker=marker, s=22, label=group, alpha=0.8)
+        ax.plot([1, edge], [1, edge], color="grey", lw=0.8, ls=":")
+        ax.axvline(edge, color="grey", lw=0.5)
+        ax.axhline(edge, color="grey", lw=0.5)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("T_cross, oracle labels")
+        ax.set_title(f"{method} labels (edge = never crosses)", fontsize=9)
+    axes[0].set_ylabel("T_cross, label-free")
+    axes[0].legend(fontsize=7, title="group (blue: affine, green: not)", title_fontsize=7)
+    suptitle(fig, f"Label-free against oracle crossing times ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_warning(errors: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """Predicted against measured m_p, one panel per labelling (fit and calibration as given)."""
+    fig, axes = plt.subplots(1, len(errors), figsize=(3.6 * max(1, len(errors)), 3.6),
+                             squeeze=False, sharey=True)
+    for ax, e in zip(axes[0], errors):
+        pm = e.get("per_model") or []
+        x = [p["m_p"] for p in pm]
+        ax.scatter(x, [p["raw"] for p in pm], s=20, label="raw")
+        ax.scatter(x, [np.nan if p["loo"] is None else p["loo"] for p in pm], s=20,
+                   marker="x", label="calibrated (LOO)")
+        lim = [50, 1100]
+        ax.plot(lim, lim, color="grey", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("measured m_p")
+        ax.set_title(f"{e['method']} labels, {e['fit']} fit (n = {e['n']})", fontsize=9)
+    axes[0][0].set_ylabel("predicted from t <= 60")
+    axes[0][0].legend(fontsize=7)
+    suptitle(fig, f"The online warning: predicted against measured m_p ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_semi_affine_q(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5) -> plt.Figure:
+    """q(t) and perturbation recovery along U for the semi-affine models and their originals."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for i, r in enumerate(records):
+        m = r["metrics"]
+        name = r["config"]["run"]["model"]
+        ls = "-" if name.startswith("semi_affine") else "--"
+        q = _arr(m["q"])
+        ax.plot(np.arange(1, q.size + 1), q, ls=ls, color=f"C{i}", label=name)
+        rec = _arr(m["recovery"]["U"])
+        bx.plot(np.arange(rec.size), rec, ls=ls, color=f"C{i}", label=name)
+    ax.axhline(tau, color="grey", lw=0.8, ls=":")
+    for a in (ax, bx):
+        a.set_yscale("log")
+    ax.set_xscale("log")
+    ax.set_xlabel("t")
+    ax.set_ylabel("q(t)")
+    bx.axhline(1.0, color="k", lw=0.8, ls=":")
+    bx.set_xlabel("steps after a perturbation inside U")
+    bx.set_ylabel(r"$\|e_t\| / \|e_0\|$")
+    if records:
+        ax.legend(fontsize=7)
+    suptitle(fig, f"Semi-affine (solid) against affine (dashed) on S3 ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig

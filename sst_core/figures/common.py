@@ -1,0 +1,133 @@
+"""Figures of the book: one ``fig_*`` function per figure.
+
+They take run records (or plain data such as a :class:`~sst_core.groups.Group`), never
+models, and every figure states the profile and scale that produced it.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sst_core.groups import Group
+
+
+def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
+    """A figure title wrapped to the figure's width, so a long scale statement does not
+    widen the saved image (and shrink everything else on the page)."""
+    import textwrap
+
+    width = max(40, int(fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
+
+
+def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
+    """Cayley tables side by side: cell (a, b) shows a*b, coloured by element."""
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.4), squeeze=False)
+    for ax, group in zip(axes[0], groups):
+        n_g = group.order
+        ax.imshow(group.table, cmap="tab20" if n_g <= 20 else "viridis", vmin=0,
+                  vmax=max(n_g - 1, 1) if n_g > 20 else 19)
+        labels = list(group.elements)
+        ax.set_xticks(range(n_g), labels, rotation=90 if n_g > 2 else 0, fontsize=8)
+        ax.set_yticks(range(n_g), labels, fontsize=8)
+        if n_g <= 12:
+            for a in range(n_g):
+                for b in range(n_g):
+                    ax.text(b, a, labels[group.table[a, b]], ha="center", va="center", fontsize=7)
+        ax.set_xlabel("b (right factor)")
+        ax.set_ylabel("a (left factor)")
+        ax.set_title(f"{group.name}: a*b  (order {n_g})")
+    fig.tight_layout()
+    return fig
+
+
+def fig_mixing(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """Total-variation distance of the running product's distribution from uniform, per t."""
+    modes = sorted({r["config"]["tokens"] for r in records})
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 3.6), squeeze=False,
+                             sharey=True)
+    for ax, mode in zip(axes[0], modes):
+        for r in records:
+            if r["config"]["tokens"] != mode or r["status"] != "ok":
+                continue
+            tv = np.asarray(r["metrics"]["tv_uniform"])  # (L,)
+            ax.plot(np.arange(1, len(tv) + 1), tv, label=r["config"]["group"])
+        ax.set_xscale("log")
+        ax.set_xlabel("t (tokens read)")
+        ax.set_title(f"tokens = {mode}")
+        ax.legend()
+    axes[0][0].set_ylabel("TV distance from uniform")
+    suptitle(fig, f"How fast the state forgets the start ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_state_distribution(records: Sequence[dict[str, Any]], t: int, scale: str) -> plt.Figure:
+    """Distribution of the state g_t after t tokens, one panel per record."""
+    fig, axes = plt.subplots(1, len(records), figsize=(3.6 * len(records), 3.0), squeeze=False,
+                             sharey=True)
+    for ax, r in zip(axes[0], records):
+        freq = np.asarray(r["metrics"]["state_freq"])  # (L, n_g)
+        t_eff = min(max(t, 1), freq.shape[0])
+        ax.bar(range(freq.shape[1]), freq[t_eff - 1])
+        ax.axhline(1 / freq.shape[1], color="k", lw=0.8, ls="--")
+        ax.set_title(f"{r['config']['group']} ({r['config']['tokens']}), t={t_eff}", fontsize=9)
+        ax.set_xlabel("state index g")
+    axes[0][0].set_ylabel("share of words")
+    suptitle(fig, f"Distribution of the running product ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str], scale: str,
+                           label_key: str = "model") -> plt.Figure:
+    """Token accuracy against evaluation length, one panel per group, one line per model.
+
+    Several runs of one model (grid cells, seeds) are drawn as their best run by m_p.
+    """
+    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.0), squeeze=False,
+                             sharey=True)
+    for ax, group in zip(axes[0], groups):
+        best: dict[str, dict[str, Any]] = {}
+        for r in records:
+            cfg = r["config"]
+            if cfg["group"] != group or r["status"] != "ok":
+                continue
+            label = cfg.get("phi") or cfg[label_key]
+            if cfg.get("n_layers", 1) > 1:
+                label += f" L{cfg['n_layers']}"
+            key = (r["metrics"]["m_p"] or -1, r["metrics"]["eval"][str(cfg["eval_lengths"][-1])]["token"])
+            if label not in best or key > best[label][0]:
+                best[label] = (key, r)
+        for label, (_, r) in sorted(best.items()):
+            ev = r["metrics"]["eval"]
+            lengths = sorted(int(L) for L in ev)
+            ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o", ms=3, label=label)
+        ax.axhline(0.9, color="k", lw=0.8, ls="--")
+        ax.axvline(60, color="grey", lw=0.8, ls=":")
+        ax.set_title(group)
+        ax.set_xlabel("evaluation length")
+        ax.set_ylim(0, 1.02)
+    axes[0][0].set_ylabel("token accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower left", ncol=2)
+    suptitle(fig, f"Accuracy beyond the training length 60 (dashed: the 90% bar; {scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def png(fig: plt.Figure):
+    """A figure as an ``IPython.display.Image`` (PNG), and the figure closed.
+
+    Interactive notebooks put it into an ``ipywidgets.Output`` with ``append_display_data``, which
+    sets the widget's state directly: rendering with ``with output:`` (as ``interact``
+    does) makes papermill/nbclient hang now and then (nbclient issue 312)."""
+    import io
+
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    plt.close(fig)
+    return Image(data=buf.getvalue(), format="png")

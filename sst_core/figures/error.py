@@ -1,0 +1,160 @@
+"""Figures 1 to 4 of the error-control paper, from ``tracking_diagnostics`` records.
+
+Each function takes records (never models) and a ``scale`` string, and says the profile
+and scale in its title. Affine models are drawn with dashed lines, state-dependent ones
+with solid lines.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sst_core.figures.common import suptitle
+
+
+def _label(r: dict[str, Any]) -> str:
+    cfg = r["config"]["run"]
+    label = cfg.get("phi") or cfg["model"]
+    return label + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
+
+
+def _style(r: dict[str, Any]) -> dict[str, Any]:
+    return {"ls": "--" if r["metrics"]["is_affine"] else "-", "lw": 1.4}
+
+
+def _arr(values: Sequence) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def fig_recovery(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """Figure 1: ||e_t|| / ||e_0|| after a perturbation of the recurrent state at t0."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), sharey=True)
+    for ax, direction in zip(axes, ("random", "U")):
+        for r in records:
+            y = _arr(r["metrics"]["recovery"][direction])
+            ax.plot(np.arange(y.size), y, label=_label(r), **_style(r))
+        ax.set_yscale("log")
+        ax.axhline(1.0, color="k", lw=0.8, ls=":")
+        ax.set_xlabel(f"steps after the perturbation (at t0 = {records[0]['metrics']['recovery_t0']})"
+                      if records else "steps after the perturbation")
+        ax.set_title("random direction" if direction == "random" else "direction inside U")
+    axes[0].set_ylabel(r"$\|e_t\| / \|e_0\|$")
+    axes[1].legend(fontsize=7, ncol=2, loc="best")
+    suptitle(fig, f"Figure 1: perturbation recovery on S3 (dashed: affine; {scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5) -> plt.Figure:
+    """Figure 2: q(t) up to the rollout length, with T_cross (dot) and m_p (triangle)."""
+    n = len(records)
+    cols = min(n, 3) or 1
+    rows = max(1, -(-n // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 2.7 * rows), squeeze=False,
+                             sharey=True)
+    for ax, r in zip(axes.flat, records):
+        m = r["metrics"]
+        q = _arr(m["q"])
+        t = np.arange(1, q.size + 1)
+        # q(1) = 0 for every model (one token fixes the state): start at t = 2
+        ax.plot(t[1:], q[1:], color="C0", lw=1.2, label="q = R/M")
+        ax.plot(t[1:], _arr(m["q_sqrt"])[1:], color="C2", lw=1.0, alpha=0.8,
+                label=r"$\sqrt{R}/\sqrt{M}$")
+        ax.axhline(tau, color="k", lw=0.8, ls="--")
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        if m["T_cross"] is not None:
+            ax.plot([m["T_cross"]], [q[m["T_cross"] - 1]], "o", color="C3",
+                    label=f"T_cross = {m['T_cross']}")
+        if m["m_p"] is not None and m["m_p"] <= q.size:
+            ax.plot([m["m_p"]], [q[m["m_p"] - 1]], "v", color="k", label=f"m_p = {m['m_p']}")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"{_label(r)}: {m['failure_mode']}", fontsize=9)
+        ax.set_xlabel("t")
+        ax.legend(fontsize=6, loc="lower right")
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("q(t)")
+    suptitle(fig, f"Figure 2: distinguishability ratio q(t) (dashed: tau = {tau}; dotted: 1; {scale})",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """Figure 3: q_U (spread inside U) against q_U_perp (spread outside U).
+
+    Top row: read through ``W_out`` (the paper's definition); bottom row: without it
+    (``W = I``, both ratios then add up to the unweighted q), where the two parts of a
+    residual cannot cancel each other.
+    """
+    n = max(len(records), 1)
+    has_identity = all("q_U_identity" in r["metrics"] for r in records)
+    rows = 2 if records and has_identity else 1
+    fig, axes = plt.subplots(rows, n, figsize=(2.7 * n, 2.6 * rows), squeeze=False)
+    for j, r in enumerate(records):
+        m = r["metrics"]
+        for i, (ku, kp, what) in enumerate([("q_U", "q_U_perp", "through W_out"),
+                                            ("q_U_identity", "q_U_perp_identity", "W = I")][:rows]):
+            ax = axes[i][j]
+            qu, qp = _arr(m[ku]), _arr(m[kp])
+            qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
+            t = np.arange(1, qu.size + 1)
+            ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")
+            ax.plot(t, qp, color="C0", lw=1.3, label=r"$q_{U^\perp}$")
+            if m["m_p"] is not None and m["m_p"] <= qu.size:
+                ax.axvline(m["m_p"], color="k", lw=0.8, ls=":", label=f"m_p = {m['m_p']}")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{_label(r)} ({what})", fontsize=9)
+            ax.set_xlabel("t")
+            ax.legend(fontsize=7, loc="best")
+        axes[0][j].set_ylabel("q_U, q_U_perp")
+    suptitle(fig, f"Figure 3: spread inside and outside the symbolic subspace U ({scale})")
+    fig.tight_layout()
+    return fig
+
+
+def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], scale: str,
+                     group: str = "S3") -> plt.Figure:
+    """Figure 4: log T_cross against log m_p over the selected affine runs on ``group``
+    (the paper's: S3), and q at m_p."""
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.0))
+    models = sorted({r["config"]["run"]["model"] for r in records})
+    for i, model in enumerate(models):
+        sel = [r["metrics"] for r in records if r["config"]["run"]["model"] == model]
+        ax.scatter([m["m_p"] for m in sel], [m["T_cross"] for m in sel], s=18, color=f"C{i}",
+                   label=model)
+    if records:
+        lo = min(min(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)
+        hi = max(max(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls=":", label="T_cross = m_p")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("m_p")
+    ax.set_ylabel("T_cross (tau = 1/2)")
+    r_text = f"no correlation: {stats.get('why_no_r', 'too few runs')}, n = {stats.get('n', 0)}" \
+        if stats.get("r") is None else \
+        f"r = {stats['r']:.3f}, p = {stats['p']:.2g}, n = {stats['n']}"
+    ax.set_title(r_text + "  (paper: r = 0.869, n = 113)", fontsize=9)
+    if records:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no run qualifies at this scale", ha="center", va="center",
+                transform=ax.transAxes)
+    q_at = [r["metrics"]["q_at_m_p"] for r in records if r["metrics"]["q_at_m_p"] is not None]
+    if q_at:
+        bx.hist(q_at, bins=min(20, max(5, len(q_at))), color="C0", alpha=0.7)
+    if stats.get("q_median") is not None:
+        bx.axvline(stats["q_median"], color="C3", lw=1.2, label=f"median {stats['q_median']:.2f}")
+        bx.axvspan(stats["q_lo"], stats["q_hi"], color="C3", alpha=0.15, label="bootstrap 95%")
+    bx.axvline(0.91, color="k", lw=1.0, ls="--", label="paper: 0.91 [0.83, 1.07]")
+    bx.set_xlabel("q at m_p")
+    bx.set_ylabel("runs")
+    bx.legend(fontsize=7)
+    suptitle(fig, f"Figure 4: crossing time against max-passing length, affine {group} runs ({scale})",
+                 fontsize=10)
+    fig.tight_layout()
+    return fig

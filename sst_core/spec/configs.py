@@ -1,0 +1,292 @@
+"""Experiment configs: one frozen dataclass per kind of run.
+
+Each carries ``experiment`` (its entry in :mod:`sst_core.experiments.registry`),
+``profile`` and ``seed``; :func:`config_hash` gives the run id under which
+:func:`sst_core.store.records.cached_run` stores its record. Defaults are the papers'
+protocol as far as it is known; the grids of :mod:`sst_core.experiments` size them by
+profile.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+def _canonical(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in sorted(value.items())}
+    return value
+
+
+def config_dict(cfg: Any) -> dict[str, Any]:
+    """A JSON-ready dict of a config dataclass (tuples become lists)."""
+    if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+        raise TypeError(f"expected a config dataclass instance, got {type(cfg).__name__}")
+    return _canonical(cfg)
+
+
+def config_hash(cfg: Any) -> str:
+    """A stable 16-hex-digit id of a config: sha256 of its canonical JSON."""
+    text = json.dumps(config_dict(cfg), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class OrderSensitivityConfig:
+    """How often swapping two adjacent tokens changes a word's product, and how the
+    running product's distribution approaches uniform (chapter "Groups and state tracking")."""
+
+    group: str
+    tokens: str  # "generators" | "all"
+    n_words: int
+    word_length: int
+    seed: int
+    profile: str
+    experiment: str = "groups_order_sensitivity"
+
+
+EVAL_LENGTHS = (60,) + tuple(range(100, 1001, 100))
+
+
+@dataclass(frozen=True)
+class TrackingConfig:
+    """One training run of group state tracking (``sst_core.training.tracking.train_tracking``).
+
+    Defaults are the paper protocol as far as it is known (reference section 6.4); the
+    profiles override the sizes.
+    """
+
+    model: str  # a name of sst_core.models.registry
+    group: str  # e.g. "S3"
+    n_layers: int  # L1 / L2 in Table 2
+    d_model: int
+    d_state: int  # N
+    lr: float
+    seed: int
+    profile: str
+    phi: str | None = None  # rnn_phi only (Table 3)
+    tokens: str = "generators"  # vocabulary: identity + generators
+    batch: int = 256
+    weight_decay: float = 0.01
+    max_steps: int = 20_000
+    steps_per_epoch: int = 100
+    curriculum_start: int = 2
+    curriculum_max: int = 60
+    curriculum_threshold: float = 0.95
+    curriculum_patience: int = 5
+    schedule: str = "constant"  # the paper's three schedulers are not named; see the chapter
+    warmup_steps: int = 0
+    grad_clip: float = 1.0
+    eval_lengths: tuple[int, ...] = EVAL_LENGTHS
+    eval_samples: int = 1000
+    eval_batch: int = 250
+    pass_threshold: float = 0.9  # m_p: token accuracy >= 90%
+    device: str = "auto"  # not part of what is computed: a record says where it ran
+    experiment: str = "tracking"
+
+
+@dataclass(frozen=True)
+class DiagnosticsConfig:
+    """Error-control diagnostics of one trained tracker (``sst_core.analysis.error_control.diagnose``).
+
+    ``run`` is the training run; its stored weights are analysed. Centroids, U, R, M and q
+    come from ``n_samples`` held-out words of length ``rollout``; U of the readout space is
+    taken at the training length ``t_ref``; the perturbation and return-map checks start
+    from the states reached after ``t0`` tokens.
+    """
+
+    run: TrackingConfig
+    n_samples: int
+    rollout: int = 1000
+    t_ref: int = 60  # reference time for U (the training length)
+    t0: int = 30  # perturbation time
+    eps: float = 1e-2  # ||delta|| / ||h_t0||
+    perturb_steps: int = 200  # steps followed after the perturbation
+    n_perturb: int = 128  # words perturbed
+    word_length: int = 6  # length of the state-preserving words s of Theorem 1
+    n_words: int = 8  # state-preserving words (each from its own start state)
+    tau: float = 0.5
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_diagnostics"
+
+
+@dataclass(frozen=True)
+class LabelFreeConfig:
+    """q(t) of one trained tracker without the true group states
+    (``sst_core.analysis.label_free.run_label_free``; chapter "A label-free warning signal").
+
+    The hidden states of ``n_samples`` held-out words of length ``rollout`` are labelled
+    three ways: by the true states (the oracle q of the diagnostics), by the model's own
+    decoded classes, and by per-time k-means clusters. The online warning sees only the
+    first ``t_obs`` positions and extrapolates the growth of the spread fitted on
+    ``window_start .. t_obs``.
+    """
+
+    run: TrackingConfig
+    n_samples: int
+    rollout: int = 1000
+    t_obs: int = 60  # the warning sees lengths up to the training length only
+    window_start: int = 10
+    tau: float = 0.5
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_label_free"
+
+
+@dataclass(frozen=True)
+class SpectraConfig:
+    """Paper 2's tools on a trained affine tracker (``sst_core.analysis.spectra.run_spectra``;
+    chapter "Memory meets error control"): spectra of the per-position transitions
+    ``A(x_t) = d h_t / d h_{t-1}`` on ``n_words`` held-out words of length ``word_length``,
+    spectra of the return maps of ``n_preserving`` state-preserving words of length
+    ``preserving_length``, and their memory functions over ``mem_T`` steps."""
+
+    run: TrackingConfig
+    n_words: int = 8
+    word_length: int = 60
+    n_preserving: int = 8
+    preserving_length: int = 6
+    mem_T: int = 1000
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_spectra"
+
+
+LRA_TASKS = ("listops", "pathfinder", "digits", "lra_listops", "lra_pathfinder", "lra_imdb",
+             "lra_aan", "lra_cifar")
+
+
+@dataclass(frozen=True)
+class LRAConfig:
+    """One S4D classifier trained on one LRA task (``sst_core.training.lra.train_lra``).
+
+    Defaults follow ``state-spaces/s4``'s LRA configs where one value serves all tasks
+    (reference section 9); the profiles and the task presets override the sizes. Tasks
+    named ``lra_*`` read the user's LRA release from ``$SST_LRA_DATA`` (``sst lra
+    --data-dir``); the others are generated. The folder is not part of the config, so a
+    record names the data set, not where it was on one machine.
+    """
+
+    task: str  # one of LRA_TASKS
+    init: str  # eigenvalue initialisation: inv | lin | random | step | real
+    freeze_spectrum: bool  # the "reservoir" (RC) setting: Lambda and dt stay at their init
+    H: int
+    N: int
+    n_layers: int
+    epochs: int
+    batch: int
+    seed: int
+    profile: str
+    n_train: int = 1024  # generated tasks: training examples (val and test: n_train // 4)
+    max_length: int = 2000  # ListOps: longest sequence (the band starts at max_length // 4)
+    image_side: int = 32  # digits: image side in pixels (sequence = side^2)
+    pathfinder_size: int = 32  # Pathfinder image side (LRA: 32; Path-X: 128)
+    difficulty: str = "hard"  # Pathfinder contour length preset
+    data_seed: int = 0  # generated data: the same examples for every run of a cell
+    lr: float = 0.01
+    ssm_lr: float = 0.001  # learning rate of Lambda and dt when they are learned
+    weight_decay: float = 0.05
+    warmup_frac: float = 0.05
+    grad_clip: float = 0.0
+    prenorm: bool = True
+    norm: str = "batch"
+    decoder: str = "pool"
+    bidirectional: bool = True
+    dropout: float = 0.0
+    disc: str = "zoh"  # the paper's discretisation (per its summary)
+    dt_min: float = 1e-3
+    dt_max: float = 1e-1
+    eval_batch: int = 128
+    mf_T: int = 1024  # horizon of the supremum memory function (0: skip)
+    device: str = "auto"
+    experiment: str = "lra"
+
+
+# discretisation steps of the chapter's scan (log-spaced, S4's default range 1e-3 .. 1e-1)
+DTS = (0.001, 0.003, 0.01, 0.03, 0.1)
+
+
+REPORT_DTS = (0.001, 0.01, 0.1)
+
+
+REPORT_DELAYS = (10, 100, 1000)
+
+
+INITS = ("inv", "lin", "real", "step", "random")
+
+
+# The reference's Section 3.4 values (ZOH, N=64, T=4096), computed independently with
+# NumPy/mpmath by the reference's authors: predictions this chapter must reproduce.
+REFERENCE_N, REFERENCE_T = 64, 4096
+
+
+REFERENCE_DELAYS = (10, 100, 500, 1000, 4000)
+
+
+REFERENCE_VALUES = {
+    ("inv", 0.001): (0.047, 0.031, 0.025, 0.021, 0.013),
+    ("inv", 0.01): (0.275, 0.191, 0.030, 1e-4, 0.0),
+    ("inv", 0.1): (0.992, 0.107, 0.0, 0.0, 0.0),
+    ("lin", 0.001): (0.036, 0.028, 0.028, 0.028, 0.0011),
+    ("real", 0.001): (0.096, 0.033, 0.013, 0.008, 0.004),
+}
+
+
+# The paper's worked example (Section 4 of the reference): N = 4, T = 1024, a teacher
+# y_t = u_{t-500}. The paper does not state dt; see the chapter for the choice.
+EXAMPLE_N, EXAMPLE_T, EXAMPLE_DELAY, EXAMPLE_DT = 4, 1024, 500, 0.003
+
+
+@dataclass(frozen=True)
+class MemoryCurveConfig:
+    """Memory function M[tau] of one initialisation (N real state size, T horizon, dt step)."""
+
+    init: str  # inv | lin | real | step | random (sst_core.theory.memory.init_Lambda)
+    N: int  # real state size
+    T: int  # horizon (number of delays)
+    dt: float  # Delta
+    method: str  # zoh | bilinear
+    teacher_delay: int  # column of P stored as the gradient weighting of a teacher there
+    n_grid: int  # number of delays stored (log-spaced; all special delays included)
+    seed: int
+    profile: str
+    experiment: str = "memory_curve"
+
+
+@dataclass(frozen=True)
+class SimulationCheckConfig:
+    """S4 = S4D: a dense A = Q diag(Lambda) Q^{-1} and the diagonal S4D with the same Lambda
+    and dt, memory by formula and by white-noise simulation with a least-squares readout."""
+
+    init: str
+    N: int
+    T: int
+    dt: float
+    n_samples: int  # length of the white-noise simulation
+    seed: int
+    profile: str
+    experiment: str = "memory_s4_vs_s4d"
+
+
+@dataclass(frozen=True)
+class ReadoutGDConfig:
+    """Gradient descent on the readout theta for a teacher y_t = u_{t - teacher_delay}."""
+
+    init: str
+    N: int
+    T: int
+    dt: float
+    teacher_delay: int
+    n_samples: int  # simulated samples for the empirical (autograd) run
+    steps: int  # gradient-descent steps
+    seed: int
+    profile: str
+    experiment: str = "memory_readout_gd"

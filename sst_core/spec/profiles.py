@@ -1,0 +1,216 @@
+"""Profiles: every size the book uses.
+
+A *profile* decides every size in the book:
+
+- ``smoke``: every code path runs (CI); the numbers are meaningless and labelled so.
+- ``quick``: real but reduced runs that fit a laptop CPU.
+- ``paper``: the published protocol as far as it is known (GPU recommended).
+
+Which profile values a notebook's papermill parameters may override, and the ``best``
+choice per chapter, live in :mod:`sst_core.book.params`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PROFILE_NAMES = ("smoke", "quick", "paper")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Every size the book uses, for one profile.
+
+    Fields are grouped by chapter; later chapters add their own.
+    """
+
+    name: str
+    description: str
+    seed: int
+    # -- "Groups and state tracking" (notebooks/p1_groups.py)
+    n_words: int  # words sampled per group for the order-sensitivity statistics
+    word_length: int  # length of those words
+    # -- "Memory function" (notebooks/p2_memory.py)
+    mem_N: int  # state size N (real dimension: both members of each conjugate pair)
+    mem_T: int  # horizon T of the memory function (the task's sequence length)
+    mem_sim_T: int  # length of the white-noise simulation that checks the formula
+    mem_gd_steps: int  # gradient-descent steps on the readout in the worked example
+    # -- "Tables 2 and 3" (notebooks/p1_table2.py, p1_table3.py): group-tracking training
+    track_depths: tuple[int, ...]  # numbers of layers (the paper's L1 / L2)
+    track_d_model: int  # residual width of the Mamba / AUSSM / attention families
+    track_d_states: tuple[int, ...]  # d_state grid: N of the SSM / attention families
+    track_rnn_widths: tuple[int, ...]  # d_state grid of the RNN family (its hidden width)
+    track_lrs: tuple[float, ...]  # learning-rate grid
+    track_seeds: tuple[int, ...]  # seeds per grid cell
+    track_batch: int  # words per training step
+    track_max_steps: int  # training steps at most
+    track_steps_per_epoch: int  # steps that make one curriculum "epoch"
+    track_patience: int  # epochs at >= 95% before the length doubles
+    track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
+    track_eval_samples: int  # held-out words per evaluation length
+    track_stack: int  # runs differing only in seed / lr trained at once (sst_core.training.stacked)
+    # -- "Error control" (notebooks/p1_theory.py, p1_diagnostics.py): diagnostics of trained trackers
+    diag_samples: int  # words whose hidden states estimate the centroids c_g(t), R, M, q
+    diag_rollout: int  # length of those words (the paper: 1000)
+    fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
+    fig4_seeds: tuple[int, ...]  # seeds of that sweep
+    # -- "Frozen versus learned spectra on LRA" (notebooks/p2_lra.py): S4D classifiers
+    lra_tasks: tuple[str, ...]  # tasks of the chapter (generated stand-ins unless data is given)
+    lra_H: int  # channels H of every layer
+    lra_N: int  # state size N (real dimension)
+    lra_layers: int  # S4D blocks
+    lra_epochs: int  # passes over the training set
+    lra_batch: int  # sequences per step
+    lra_n_train: int  # generated training examples per task (val and test: a quarter each)
+    lra_seeds: tuple[int, ...]  # seeds per cell of the main table (the paper: 6)
+    lra_ablation_seeds: tuple[int, ...]  # seeds per cell of the ablation
+    lra_listops_max_len: int  # ListOps length band is [max_len / 4, max_len]
+    lra_image_side: int  # digits images are resized to side x side pixels
+    lra_mf_T: int  # horizon of the supremum memory function
+    # why this profile was chosen, when the book was asked for the best one (`best`)
+    chosen_because: str = ""
+
+    def scale(self, *knobs: str) -> str:
+        """A one-line statement of the scale, for figure captions and table notes."""
+        shown = ", ".join(f"{k}={getattr(self, k)}" for k in knobs)
+        note = " (numbers are meaningless at this scale)" if self.name == "smoke" else ""
+        return f"profile `{self.name}`" + (f": {shown}" if shown else "") + note
+
+    def banner(self, *knobs: str) -> str:
+        """The scale line a chapter prints first, with why the profile was chosen."""
+        why = f"\n{self.chosen_because}" if self.chosen_because else ""
+        return self.scale(*knobs) + why
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        name="smoke",
+        description="every code path runs in about a minute per notebook on 2 CPU cores",
+        seed=0,
+        n_words=256,
+        word_length=16,
+        mem_N=16,
+        mem_T=256,
+        mem_sim_T=4_000,
+        mem_gd_steps=200,
+        track_depths=(1,),
+        track_d_model=8,
+        track_d_states=(8,),
+        track_rnn_widths=(8,),
+        track_lrs=(0.001,),
+        track_seeds=(0,),
+        track_batch=16,
+        track_max_steps=3,
+        track_steps_per_epoch=1,
+        track_patience=1,
+        track_eval_lengths=(60, 100),
+        track_eval_samples=16,
+        track_stack=4,
+        diag_samples=32,
+        diag_rollout=100,
+        fig4_lrs=(0.001,),
+        fig4_seeds=(0,),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=8,
+        lra_N=4,
+        lra_layers=1,
+        lra_epochs=1,
+        lra_batch=8,
+        lra_n_train=32,
+        lra_seeds=(0,),
+        lra_ablation_seeds=(0,),
+        lra_listops_max_len=60,
+        lra_image_side=8,
+        lra_mf_T=64,
+    ),
+    "quick": Profile(
+        name="quick",
+        description=("real but reduced runs on a laptop CPU: the two papers' chapters in about an "
+                     "hour, the 'Beyond the papers' part several hours more"),
+        seed=0,
+        n_words=4096,
+        word_length=60,
+        mem_N=64,
+        mem_T=1024,
+        mem_sim_T=50_000,
+        mem_gd_steps=3_000,
+        track_depths=(1,),
+        track_d_model=16,
+        track_d_states=(16,),
+        track_rnn_widths=(64,),
+        track_lrs=(0.01,),
+        track_seeds=(0,),
+        track_batch=64,
+        track_max_steps=3000,
+        track_steps_per_epoch=20,
+        track_patience=2,
+        track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
+        track_eval_samples=128,
+        track_stack=16,
+        diag_samples=512,
+        diag_rollout=1000,
+        fig4_lrs=(0.003, 0.01, 0.03),
+        fig4_seeds=(0,),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=32,
+        lra_N=16,
+        lra_layers=2,
+        lra_epochs=5,
+        lra_batch=32,
+        lra_n_train=512,
+        lra_seeds=(0, 1, 2),
+        lra_ablation_seeds=(0,),
+        lra_listops_max_len=256,
+        lra_image_side=16,
+        lra_mf_T=256,
+    ),
+    "paper": Profile(
+        name="paper",
+        description="the published protocol as far as it is known; GPU recommended",
+        seed=0,
+        n_words=100_000,
+        word_length=1000,
+        mem_N=64,
+        mem_T=4096,
+        mem_sim_T=200_000,
+        mem_gd_steps=20_000,
+        track_depths=(1, 2),
+        track_d_model=64,
+        track_d_states=(32, 64, 128),
+        track_rnn_widths=(32, 64, 128),
+        track_lrs=(0.0001, 0.0005, 0.001),
+        track_seeds=(0, 1, 2),
+        track_batch=256,
+        track_max_steps=20_000,
+        track_steps_per_epoch=100,
+        track_patience=5,
+        track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
+        track_eval_samples=1000,
+        track_stack=16,
+        diag_samples=2048,
+        diag_rollout=1000,
+        fig4_lrs=(0.0001, 0.0005, 0.001),
+        fig4_seeds=(0, 1, 2),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=256,
+        lra_N=64,
+        lra_layers=6,
+        lra_epochs=200,
+        lra_batch=64,
+        lra_n_train=96_000,
+        lra_seeds=(0, 1, 2, 3, 4, 5),
+        lra_ablation_seeds=(0, 1, 2, 3, 4, 5),
+        lra_listops_max_len=2000,
+        lra_image_side=32,
+        lra_mf_T=4096,
+    ),
+}
+
+
+class ConfigError(ValueError):
+    """An unknown profile, notebook or parameter, or a wrongly typed value."""
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise ConfigError(f"unknown profile {name!r}; allowed: {', '.join(PROFILES)}")
+    return PROFILES[name]

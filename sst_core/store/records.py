@@ -1,0 +1,224 @@
+"""The run store: every number in the book comes from a record written here.
+
+``cached_run(cfg, fn)`` returns the stored record of a config, or runs ``fn(cfg)`` and
+stores ``results/<profile>/<experiment>/<run-id>.json`` with the config, the metrics,
+the status (``ok``, or ``failed`` with the reason), the seed, the git commit, package
+versions, the device, the wall time and the fingerprint of the code the run depends on
+(given by the caller: :mod:`sst_core.experiments.registry` computes it).
+
+- Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
+  ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
+- A truncated or unreadable record is reported (a ``RecordWarning``) and recomputed,
+  never used.
+- A run that raises :class:`RunFailed` (for example a loss that became NaN) or
+  ``FloatingPointError`` is stored as failed with the reason and is not rerun unless
+  ``retry_failed=True``. Other exceptions are bugs and propagate.
+
+The results folder is ``$SST_RESULTS_DIR`` when set, else ``results/`` at the project
+root (the folder holding ``_toc.yml``), else ``./results``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+import traceback
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from sst_core.spec.configs import config_dict, config_hash
+from sst_core.store.provenance import current_device, git_commit, host_info, versions
+
+SCHEMA = 1
+
+
+REQUIRED_KEYS = ("schema", "run_id", "experiment", "profile", "config", "status", "metrics",
+                 "seed", "git_commit", "versions", "device", "wall_time_s")
+
+
+class RunFailed(Exception):
+    """Raised by a run function to record the run as failed (e.g. diverged) with a reason."""
+
+
+class RecordError(ValueError):
+    """A record file that cannot be used: truncated, not JSON, or not a record."""
+
+
+class RecordWarning(UserWarning):
+    """A stored record was unreadable and is being recomputed."""
+
+
+def project_root(start: Path | None = None) -> Path | None:
+    """The nearest folder at or above ``start`` (default: cwd) that holds ``_toc.yml``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    return None
+
+
+def results_dir() -> Path:
+    env = os.environ.get("SST_RESULTS_DIR")
+    if env:
+        return Path(env)
+    root = project_root()
+    return (root / "results") if root else Path("results").resolve()
+
+
+def record_path(cfg: Any, root: Path | None = None) -> Path:
+    return (root or results_dir()) / cfg.profile / cfg.experiment / f"{config_hash(cfg)}.json"
+
+
+def write_atomic(path: Path, record: dict[str, Any]) -> None:
+    """Write JSON to ``path`` through a temporary file and ``os.replace``."""
+    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=True) + "\n"
+    write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file (flushed and fsynced) and
+    ``os.replace``: a reader sees the old file or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:
+    """A file stored beside a run's record, e.g. its weights: ``<run-id><suffix>``."""
+    return record_path(cfg, root).with_suffix(suffix)
+
+
+def load_record(path: Path) -> dict[str, Any]:
+    """Read and check one record; raise :class:`RecordError` if it cannot be used."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path}: unreadable ({err})") from err
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}: not a record (top level is {type(record).__name__})")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise RecordError(f"{path}: missing keys {missing}")
+    if record["status"] not in ("ok", "failed"):
+        raise RecordError(f"{path}: status {record['status']!r} is not 'ok' or 'failed'")
+    return record
+
+
+def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: bool = False,
+               retry_stale: bool = False, root: Path | None = None,
+               code_version: Callable[[], str | None] | None = None) -> dict[str, Any]:
+    """Return the stored record of ``cfg``, or run ``fn(cfg)`` and store its record.
+
+    ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
+    ``fn`` returns a JSON-ready dict of metrics. See the module docstring for failures.
+    ``code_version()`` gives the fingerprint of the code the run depends on (stored as
+    ``code_hash``; asked only when needed); ``retry_stale``: also recompute a record whose
+    ``code_hash`` differs from it.
+    """
+    path = record_path(cfg, root)
+    wanted = config_dict(cfg)
+    if path.exists():
+        try:
+            record = load_record(path)
+            if record["config"] != wanted:
+                raise RecordError(f"{path}: stored config differs from the requested one")
+        except RecordError as err:
+            warnings.warn(f"{err}; recomputing", RecordWarning, stacklevel=2)
+        else:
+            if (record["status"] == "ok" or not retry_failed) and not (
+                    retry_stale and _is_stale(record, code_version)):
+                return record
+
+    status, reason, metrics = "ok", None, {}
+    start = time.perf_counter()
+    tb = None
+    try:
+        metrics = fn(cfg)
+    except (RunFailed, FloatingPointError) as err:
+        status, reason = "failed", f"{type(err).__name__}: {err}"
+        metrics = getattr(err, "metrics", {}) or {}
+        tb = traceback.format_exc().splitlines()[-3:]
+    return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
+                        traceback_tail=tb, root=root,
+                        code_hash=code_version() if code_version else None)
+
+
+def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | None) -> bool:
+    """Whether ``record`` was made by code other than ``code_version()`` (never without one)."""
+    current = code_version() if code_version else None
+    return current is not None and record.get("code_hash") != current
+
+
+def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
+              code_version: Callable[[], str | None] | None = None) -> bool:
+    """Whether :func:`cached_run` would compute ``cfg`` (no usable stored record); with
+    ``code_version``, also a record made by other code (``retry_stale``)."""
+    path = record_path(cfg, root)
+    if not path.exists():
+        return True
+    try:
+        record = load_record(path)
+    except RecordError:
+        return True
+    if record["config"] != config_dict(cfg):
+        return True
+    if _is_stale(record, code_version):
+        return True
+    return record["status"] != "ok" and retry_failed
+
+
+def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: float, *,
+                 traceback_tail: list[str] | None = None, extra: dict[str, Any] | None = None,
+                 root: Path | None = None, code_hash: str | None = None) -> dict[str, Any]:
+    """Write the record of ``cfg`` (see the module docstring) and return it.
+
+    ``wall``: seconds the computation took; ``extra``: more provenance keys (e.g. the
+    stack a run was trained in); ``code_hash``: the fingerprint of the code it ran.
+    """
+    if not isinstance(metrics, dict):
+        raise TypeError(f"run function returned {type(metrics).__name__}; expected a dict of metrics")
+    config = config_dict(cfg)
+    record = {
+        "schema": SCHEMA,
+        "run_id": config_hash(cfg),
+        "experiment": cfg.experiment,
+        "profile": cfg.profile,
+        "config": config,
+        "status": status,
+        "reason": reason,
+        "metrics": metrics,
+        "seed": getattr(cfg, "seed", None),
+        "git_commit": git_commit(Path(__file__).resolve().parent),
+        "versions": versions(),
+        "device": current_device(),
+        "host": host_info(),
+        "code_hash": code_hash,
+        "wall_time_s": round(wall, 4),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **(extra or {}),
+    }
+    if status == "failed":
+        record["traceback_tail"] = traceback_tail or []
+    write_atomic(record_path(cfg, root), record)
+    return record
+
+
+def iter_records(experiment: str, profile: str, root: Path | None = None) -> Iterator[dict[str, Any]]:
+    """Every usable record of an experiment under a profile; unusable ones are reported."""
+    folder = (root or results_dir()) / profile / experiment
+    for path in sorted(folder.glob("*.json")):
+        try:
+            yield load_record(path)
+        except RecordError as err:
+            warnings.warn(f"{err}; skipped", RecordWarning, stacklevel=2)

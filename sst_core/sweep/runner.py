@@ -1,0 +1,208 @@
+"""Resumable sweeps: ``sst sweep``.
+
+A *sweep* computes every run of its grids (:data:`sst_core.experiments.registry.SWEEPS`,
+under a profile) that has no stored record. Its unit of work is a *task*: one config, or a stack of tracking configs that
+differ only in seed and learning rate (:mod:`sst_core.training.stacked`, ``P.track_stack`` at a
+time). Some experiments come in *phases* (the diagnostics need their trained trackers
+first); a phase starts when the previous one is done.
+
+Safe to kill at any moment, SIGKILL included, and to rerun:
+
+- records are written atomically (:mod:`sst_core.store.records`), so a killed run leaves its
+  old record or none, never half of one;
+- before computing a run, a worker *claims* it (:mod:`sst_core.sweep.claims`); another
+  worker skips a claimed run, and a claim whose worker is gone is taken over;
+- after claiming, the worker removes temporary files a killed writer of that run left, and
+  checks again that the run still has no record, so a run finished by someone else in
+  between is not done twice;
+- a run another worker holds is waited for: the sweep ends when the phase's every run
+  has a record (taking over the runs whose claims went stale meanwhile);
+- failed runs stay recorded as failed; ``retry_failed`` computes them again.
+
+Executors: ``local`` runs tasks in a process pool (``workers`` processes, each with
+``cpu_count // workers`` torch threads; one worker runs in this process), ``ray`` submits
+the same task function to a Ray cluster (``pip install 'sst-core[ray]'``; ``address``
+joins an existing cluster, whose nodes must share the results folder).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sst_core.experiments.registry import phases
+from sst_core.experiments.runs import needs_run
+from sst_core.spec.configs import TrackingConfig, config_hash
+from sst_core.spec.profiles import get_profile
+from sst_core.store.records import (
+    results_dir,
+)
+from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
+
+POLL_S = 1.0  # how often a sweep looks at runs another worker holds
+
+
+EXECUTORS = ("local", "ray")
+
+
+def tasks_of(cfgs: Sequence[Any], stack: int) -> list[list[Any]]:
+    """The tasks of one phase: stacks of tracking configs, every other config alone."""
+    from sst_core.experiments.runs import stacks
+
+    tracking = [c for c in cfgs if isinstance(c, TrackingConfig)]
+    others = [[c] for c in cfgs if not isinstance(c, TrackingConfig)]
+    return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + others
+
+
+def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
+             root: str | None = None, retry_stale: bool = False) -> dict[str, str]:
+    """Compute the runs of one task that have no record; ``{run_id: outcome}`` with
+    outcome ``computed``, ``stored`` (a record existed) or ``claimed`` (another worker
+    holds it). Used by every executor (it is what a pool process or a Ray worker runs)."""
+    if root is not None:
+        os.environ["SST_RESULTS_DIR"] = str(root)
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    from sst_core.experiments.runs import run, run_stack
+
+    out: dict[str, str] = {}
+    mine: list[Any] = []
+    claims: list[Claim] = []
+    try:
+        for cfg in cfgs:
+            rid = config_hash(cfg)
+            if not needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):
+                out[rid] = "stored"
+                drop_stale_claim(cfg)
+                continue
+            claim = Claim(cfg)
+            if not claim.acquire():
+                out[rid] = "claimed"
+                continue
+            claims.append(claim)
+            # a writer killed mid-write leaves its temporary file; the claim says it is gone
+            for tmp in claim.path.parent.glob(f".{rid}.*.tmp"):
+                tmp.unlink(missing_ok=True)
+            if needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):  # done meanwhile?
+                mine.append(cfg)
+            else:
+                out[rid] = "stored"
+        if len(mine) > 1:
+            run_stack(mine)
+        else:
+            for cfg in mine:
+                run(cfg, retry_failed=retry_failed, retry_stale=retry_stale)
+        for cfg in mine:
+            out[config_hash(cfg)] = "computed"
+    finally:
+        for claim in claims:
+            claim.release()
+    return out
+
+
+def _threads_per_worker(workers: int) -> int:
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
+           progress: Callable[[dict[str, str]], None]) -> None:
+    threads = _threads_per_worker(workers)
+    if workers == 1:
+        for task in tasks:
+            progress(run_task(task, retry[0], threads, root, retry[1]))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # spawn: a forked child of a process that has used torch's thread pool can hang
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1])
+                   for task in tasks]
+        for fut in as_completed(futures):
+            progress(fut.result())
+
+
+def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
+         progress: Callable[[dict[str, str]], None], address: str | None) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--executor ray needs the optional extra: pip install 'sst-core[ray]'"
+                         ) from None
+    started = not ray.is_initialized()
+    if started:
+        kw: dict[str, Any] = {"address": address} if address else {"num_cpus": workers}
+        ray.init(include_dashboard=False, log_to_driver=False,
+                 runtime_env={"env_vars": {"SST_RESULTS_DIR": root}}, **kw)
+    try:
+        threads = 1 if address else _threads_per_worker(workers)
+        remote = ray.remote(num_cpus=threads)(run_task)
+        pending = [remote.remote(task, retry[0], threads, root, retry[1]) for task in tasks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            progress(ray.get(done[0]))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+@dataclass
+class SweepResult:
+    experiment: str
+    profile: str
+    outcomes: dict[str, str] = field(default_factory=dict)  # run_id -> outcome
+
+    def count(self, outcome: str) -> int:
+        return sum(v == outcome for v in self.outcomes.values())
+
+    def summary(self) -> str:
+        return (f"{self.experiment} ({self.profile}): {len(self.outcomes)} runs: "
+                f"{self.count('computed')} computed, {self.count('stored')} already stored, "
+                f"{self.count('claimed')} claimed by another worker")
+
+
+def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "local",
+          address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
+          stack: int | None = None,
+          root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None
+          ) -> SweepResult:
+    """Compute every missing run of ``experiment`` under ``profile``; see the module doc."""
+    P = get_profile(profile)
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r}; allowed: {', '.join(EXECUTORS)}")
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    root_s = str(Path(root) if root else results_dir())
+    os.environ["SST_RESULTS_DIR"] = root_s  # the parent reads records from there too
+    result = SweepResult(experiment, profile)
+
+    def note(outcomes: dict[str, str]) -> None:
+        result.outcomes.update(outcomes)
+        if progress:
+            progress(outcomes)
+
+    for cfgs in phases(experiment, P):
+        todo = [c for c in cfgs
+                if needs_run(c, retry_failed=retry_failed, retry_stale=retry_stale)]
+        for c in cfgs:
+            if c not in todo:
+                result.outcomes[config_hash(c)] = "stored"
+        while todo:
+            tasks = tasks_of(todo, P.track_stack if stack is None else stack)
+            if executor == "local":
+                _local(tasks, workers, (retry_failed, retry_stale), root_s, note)
+            else:
+                _ray(tasks, workers, (retry_failed, retry_stale), root_s, note, address)
+            # runs another worker held: wait until it finishes them (their records appear)
+            # or its claim goes stale, then take over what is still missing
+            todo = [c for c in todo if result.outcomes.get(config_hash(c)) == "claimed"]
+            while todo and any(claim_path(c).exists() and not is_stale(claim_path(c))
+                               for c in todo):
+                time.sleep(POLL_S)
+            todo = [c for c in todo
+                    if needs_run(c, retry_failed=retry_failed, retry_stale=retry_stale)]
+    return result

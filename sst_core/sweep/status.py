@@ -1,0 +1,81 @@
+"""``sst status``: per sweep, the runs done, failed, missing, claimed and stale, and the
+compute the stored ones took."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from sst_core.experiments.registry import SWEEPS, is_stale_record, phases
+from sst_core.spec.configs import config_hash
+from sst_core.spec.profiles import get_profile
+from sst_core.store.records import (
+    RecordError,
+    load_record,
+    record_path,
+)
+from sst_core.sweep.claims import claim_path, is_stale
+
+
+@dataclass
+class Status:
+    experiment: str
+    total: int = 0
+    done: int = 0
+    failed: int = 0
+    missing: int = 0
+    claimed: int = 0
+    stale: int = 0  # records made by an older version of the code they depend on
+    unknown_code: int = 0  # records older than code hashes
+    compute_s: float = 0.0  # wall time of the stored runs (a stack's shared by its runs)
+
+
+def status(profile: str, experiments: Sequence[str] | None = None,
+           root: Path | None = None) -> list[Status]:
+    """Per sweep: runs done, failed, missing, claimed now, stale, and the compute taken."""
+    P = get_profile(profile)
+    out = []
+    for name in experiments or SWEEPS:
+        st = Status(name)
+        seen = set()
+        for cfgs in phases(name, P):
+            for cfg in cfgs:
+                rid = config_hash(cfg)
+                if rid in seen:
+                    continue
+                seen.add(rid)
+                st.total += 1
+                path = record_path(cfg, root)
+                try:
+                    record = load_record(path) if path.exists() else None
+                except RecordError:
+                    record = None
+                if record is None:
+                    st.missing += 1
+                    cp = claim_path(cfg, root)
+                    st.claimed += cp.exists() and not is_stale(cp)
+                    continue
+                st.done += record["status"] == "ok"
+                st.failed += record["status"] == "failed"
+                size = record.get("stack", {}).get("size", 1)
+                st.compute_s += record["wall_time_s"] / size
+                if is_stale_record(record):
+                    if record.get("code_hash") is None:
+                        st.unknown_code += 1
+                    else:
+                        st.stale += 1
+        out.append(st)
+    return out
+
+
+def status_markdown(rows: list[Status], profile: str) -> str:
+    lines = [f"sst status, profile {profile}", "",
+             "| experiment | runs | done | failed | missing | running | stale code | "
+             "code unknown | compute (h) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in rows:
+        lines.append(f"| {s.experiment} | {s.total} | {s.done} | {s.failed} | {s.missing} | "
+                     f"{s.claimed} | {s.stale} | {s.unknown_code} | {s.compute_s / 3600:.2f} |")
+    lines += ["", "stale code: records made before a change to the code they depend on (what "
+              "their run functions reach, sst_core.experiments.registry.code_hash); code unknown: records "
+              "older than that check. Rerun them with `sst sweep ... --retry-stale`."]
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""Training S4D classifiers on Long Range Arena tasks, learned against frozen spectra.
+
+Protocol (``LRAConfig`` holds every number; the profiles size them), after
+``state-spaces/s4`` (reference section 9):
+
+- AdamW with the SSM spectrum (``log_dt``, ``log_neg_real``, ``imag``) in its own group
+  (``ssm_lr``, no weight decay); a frozen spectrum is a set of buffers and in no group;
+- a cosine schedule with linear warmup, stepped per batch; cross-entropy loss;
+- after every epoch: validation accuracy, test loss and test accuracy; the reported test
+  accuracy is the one at the epoch with the best validation accuracy (ties: the earlier);
+- the "supremum memory function" of every layer (max over its channels of Paper 2's memory
+  function) before and after training;
+- a loss that becomes NaN or infinite stops the run with :class:`~sst_core.store.records.RunFailed`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from sst_core.models.s4 import (
+    SPECTRUM_NAMES,
+    S4DModel,
+    optimizer_groups,
+    supremum_memory_function,
+)
+from sst_core.training.lra_data import TaskData, load_task
+from sst_core.training.tracking import optimizer_step
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def cosine_warmup(step: int, total: int, warmup: int) -> float:
+    """The learning-rate factor of ``get_cosine_schedule_with_warmup`` (0.5 cycles)."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
+
+
+def build_lra_model(cfg, data: TaskData) -> S4DModel:
+    return S4DModel(data.d_input, data.n_classes, H=cfg.H, N=cfg.N, n_layers=cfg.n_layers,
+                    encoder=data.encoder, prenorm=cfg.prenorm, norm=cfg.norm,
+                    decoder=cfg.decoder, bidirectional=cfg.bidirectional, init=cfg.init,
+                    disc=cfg.disc, freeze_spectrum=cfg.freeze_spectrum, dropout=cfg.dropout,
+                    dt_min=cfg.dt_min, dt_max=cfg.dt_max, seed=cfg.seed)
+
+
+def _batches(n: int, batch: int, rng: np.random.Generator | None, drop_last: bool):
+    order = rng.permutation(n) if rng is not None else np.arange(n)
+    stop = n - n % batch if drop_last and n >= batch else n
+    for i in range(0, stop, batch):
+        yield order[i:i + batch]
+
+
+@torch.no_grad()
+def evaluate_split(model: nn.Module, split, batch: int, device: torch.device) -> dict[str, float]:
+    """Mean cross-entropy and accuracy on one split."""
+    model.eval()
+    loss_sum, hits = 0.0, 0
+    for idx in _batches(len(split.y), batch, None, drop_last=False):
+        x = torch.as_tensor(split.x[idx]).to(device)  # (b, L) or (b, L, d_input)
+        lengths = torch.as_tensor(split.lengths[idx]).to(device)  # (b,)
+        y = torch.as_tensor(split.y[idx]).to(device)  # (b,)
+        logits = model(x, lengths=lengths)  # (b, n_classes)
+        loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
+        hits += int((logits.argmax(-1) == y).sum())
+    model.train()
+    n = len(split.y)
+    return {"loss": loss_sum / n, "accuracy": hits / n}
+
+
+def _sup_mf(model: S4DModel, T: int) -> list[list[float]]:
+    return [np.round(m, 6).tolist() for m in supremum_memory_function(model, T)]
+
+
+def train_lra(cfg) -> dict[str, Any]:
+    """Train one S4D model on one task (an ``LRAConfig``); see the module docstring."""
+    device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    torch.manual_seed(cfg.seed)
+    data = load_task(cfg)
+    model = build_lra_model(cfg, data).to(device)
+    mf_before = _sup_mf(model, cfg.mf_T) if cfg.mf_T else None
+    groups = optimizer_groups(model, cfg.lr, cfg.weight_decay, ssm_lr=cfg.ssm_lr)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    base_lrs = [g["lr"] for g in opt.param_groups]
+    n_train = len(data.train.y)
+    steps_per_epoch = max(1, n_train // cfg.batch)
+    total = cfg.epochs * steps_per_epoch
+    warmup = int(round(cfg.warmup_frac * total))
+    rng = np.random.default_rng(cfg.seed)
+    loss_fn = nn.CrossEntropyLoss()
+    curves: dict[str, list] = {"epoch": [], "train_loss": [], "val_accuracy": [],
+                               "test_loss": [], "test_accuracy": []}
+    best = (-1.0, None)  # (val accuracy, epoch index)
+    step = 0
+    start = time.perf_counter()
+    for epoch in range(cfg.epochs):
+        epoch_loss, n_batches = 0.0, 0
+        for idx in _batches(n_train, cfg.batch, rng, drop_last=True):
+            factor = cosine_warmup(step, total, warmup)
+            for g, base in zip(opt.param_groups, base_lrs):
+                g["lr"] = base * factor
+            x = torch.as_tensor(data.train.x[idx]).to(device)  # (b, L) or (b, L, d_input)
+            lengths = torch.as_tensor(data.train.lengths[idx]).to(device)  # (b,)
+            y = torch.as_tensor(data.train.y[idx]).to(device)  # (b,)
+            loss = loss_fn(model(x, lengths=lengths), y)
+            optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (epoch {epoch})",
+                           {"curves": curves, "diverged_at": step})
+            epoch_loss += loss.item()
+            n_batches += 1
+            step += 1
+        val = evaluate_split(model, data.val, cfg.eval_batch, device)
+        test = evaluate_split(model, data.test, cfg.eval_batch, device)
+        curves["epoch"].append(epoch + 1)
+        curves["train_loss"].append(round(epoch_loss / max(1, n_batches), 6))
+        curves["val_accuracy"].append(round(val["accuracy"], 6))
+        curves["test_loss"].append(round(test["loss"], 6))
+        curves["test_accuracy"].append(round(test["accuracy"], 6))
+        if val["accuracy"] > best[0]:
+            best = (val["accuracy"], epoch)
+    train_time = time.perf_counter() - start
+    model = model.cpu()
+    mf_after = _sup_mf(model, cfg.mf_T) if cfg.mf_T else None
+    n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    # a frozen spectrum lives in buffers: count it, so n_params is the same model either way
+    n_frozen_spectrum = sum(b.numel() for name, b in model.named_buffers()
+                            if name.rsplit(".", 1)[-1] in SPECTRUM_NAMES)
+    n_params = sum(p.numel() for p in model.parameters()) + n_frozen_spectrum
+    b = best[1]
+    return {
+        "test_accuracy": curves["test_accuracy"][b],
+        "best_epoch": b + 1,
+        "val_accuracy": curves["val_accuracy"][b],
+        "final_test_accuracy": curves["test_accuracy"][-1],
+        "curves": curves,
+        "sup_mf_before": mf_before,
+        "sup_mf_after": mf_after,
+        "frozen_share": float(model.frozen_share),
+        "n_params": n_params,
+        "n_trainable": n_trainable,
+        "task": data.describe,
+        "steps": step,
+        "train_time_s": round(train_time, 3),
+        "device": str(device),
+    }
