@@ -16,8 +16,9 @@ time goes to launching them. :func:`train_tracking_stacked` trains K such config
   and epoch log. When the models train at different lengths, shorter words are padded to
   the longest and the padding is left out of the loss; every model of the registry is
   causal, so the padding cannot change the positions that count (a test checks it);
-- a model whose curriculum finishes, or whose loss stops being finite, leaves the stack
-  (its row is copied back into its own module), and the rest go on.
+- a model whose curriculum finishes, or whose loss stops being finite or grows past the
+  divergence bound of :func:`sst_core.train.loss_failure`, leaves the stack (its row is
+  copied back into its own module), and the rest go on.
 
 The results equal K separate runs up to float rounding: batched matrix products sum in a
 different order. ``tests/test_stacked.py`` compares the two. Configs stack when they differ
@@ -26,7 +27,6 @@ only in :data:`STACK_FIELDS` (:func:`stack_key`).
 from __future__ import annotations
 
 import copy
-import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,8 +39,8 @@ from torch.nn import functional as F
 
 from .groups import get_group
 from .results import RunFailed
-from .train import (EpochLog, build_tracker, lr_at, make_curriculum, resolve_device,
-                    save_weights, tracking_metrics, train_batch)
+from .train import (EpochLog, build_tracker, loss_failure, lr_at, make_curriculum,
+                    resolve_device, run_failed, save_weights, tracking_metrics, train_batch)
 
 __all__ = ["STACK_FIELDS", "stack_key", "StackedAdamW", "StackedTracker",
            "train_tracking_stacked"]
@@ -204,7 +204,7 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
 
     Returns, per config and in order, the metrics :func:`sst_core.train.train_tracking`
     would return, or the :class:`RunFailed` it would raise (a loss that stopped being
-    finite; the exception carries the metrics so far). ``weights_to[i]``: where to store
+    finite or diverged; the exception carries the metrics so far). ``weights_to[i]``: where to store
     model i's trained weights (a failed model stores none).
     """
     cfgs = list(cfgs)
@@ -242,14 +242,17 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
                                  for k in stack.rows], device)
         logits = stack.logits(x)  # (K, b, L, n_g)
         losses, hits = _row_losses(logits, y, lengths)
-        bad = [r for r, v in enumerate(losses.tolist()) if not math.isfinite(v)]
+        values = losses.tolist()
+        if step == 0:
+            first_loss = dict(zip(stack.rows, values))  # model -> its first step's loss
+        why = {r: loss_failure(v, first_loss[k], f"step {step} (length {curricula[k].length})")
+               for r, (k, v) in enumerate(zip(stack.rows, values))}
+        bad = [r for r, reason in why.items() if reason]
         if bad:
             for r in bad:
                 k = stack.rows[r]
-                err = RunFailed(f"loss became {losses[r].item()} at step {step} "
-                                f"(length {curricula[k].length})")
-                err.metrics = {"history": logs[k].history, "steps": step, "diverged_at": step}
-                results[k] = err
+                results[k] = run_failed(why[r], {"history": logs[k].history, "steps": step,
+                                                 "diverged_at": step})
             stack.drop(bad)
             if not stack.rows:
                 break
