@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -50,8 +50,10 @@ STACK_FIELDS = ("seed", "lr", "schedule", "warmup_steps")
 
 
 def stack_key(cfg) -> Any:
-    """Configs with equal keys can be trained as one stack."""
-    return replace(cfg, seed=0, lr=0.0, schedule="constant", warmup_steps=0)
+    """Configs with equal keys can be trained as one stack: their type and every field but
+    :data:`STACK_FIELDS`."""
+    return (type(cfg).__name__,
+            *((f.name, getattr(cfg, f.name)) for f in fields(cfg) if f.name not in STACK_FIELDS))
 
 
 def _rows(x: torch.Tensor, values: Sequence[float]) -> torch.Tensor:
