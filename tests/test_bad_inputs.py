@@ -4,14 +4,23 @@ layers: trainers, configs, data readers, tasks, theory, model registry)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sst_core import experiments, train
 from sst_core.config import ConfigError, LRAConfig, TrackingConfig, config_hash, get_profile
+from sst_core.models import build
 from sst_core.results import RunFailed, cached_run
 from sst_core.stacked import train_tracking_stacked
+from sst_core.tasks.lra import DataError, read_aan, read_listops, read_pathfinder
+from sst_core.tasks.tracking import sample
+from sst_core.theory.memory import memory_function
+from sst_core.train_lra import train_lra
+from tests.tasks.test_lra import write_aan, write_listops, write_pathfinder
 
 
 def tracker(**kw) -> TrackingConfig:
@@ -87,8 +96,42 @@ def test_a_diverging_stack_member_fails_alone():
     assert out_good == ref
 
 
+# -- LRA files (the fixtures of tests/tasks/test_lra.py, one file spoiled) -----------------
+
+def listops_with(tmp: Path, split: str, text: str | bytes) -> Path:
+    write_listops(tmp)
+    path = tmp / f"basic_{split}.tsv"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def aan_with(tmp: Path, name: str, blob: bytes) -> Path:
+    write_aan(tmp)
+    (tmp / f"new_aan_pairs.{name}.tsv").write_bytes(blob)
+    return tmp
+
+
+def pathfinder_without_rows(tmp: Path, binary: bool) -> Path:
+    _, root = write_pathfinder(tmp, binary_meta=binary)
+    meta = root / "curv_contour_length_14" / "metadata" / "1.npy"
+    if binary:
+        np.save(meta, np.empty((0, 11), dtype="<U16"))
+    else:
+        meta.write_text("\n")
+    return root
+
+
+def pathfinder_too_small(tmp: Path) -> LRAConfig:
+    """A Pathfinder release of 8 images: its 80/10/10 split leaves val and test empty."""
+    _, root = write_pathfinder(tmp, n=8)
+    os.environ["SST_LRA_DATA"] = str(root)  # test_bad_input restores it (monkeypatch)
+    return train_lra(lra(task="lra_pathfinder", mf_T=0))
+
+
 # -- the table: one row per bad input ----------------------------------------------------
 # (id, call(tmp_path), exception type, what the message must contain)
+
+HEADER = "Source\tTarget\n"
 
 LR_RULE = "a learning rate must be finite and > 0 (at most 10)"
 ROWS = [
@@ -124,11 +167,66 @@ ROWS = [
     ("lra-epochs", lambda tmp: lra(epochs=True), ConfigError,
      ["LRAConfig.epochs=True", "an int >= 1"]),
     ("lra-mf-T", lambda tmp: lra(mf_T=-1), ConfigError, ["LRAConfig.mf_T=-1", "an int >= 0"]),
+    # LRA data readers
+    ("listops-train-only-header",
+     lambda tmp: read_listops(listops_with(tmp, "train", HEADER).parent), DataError,
+     ["no examples in ", "basic_train.tsv (only a header)"]),
+    ("listops-test-only-header",
+     lambda tmp: read_listops(listops_with(tmp, "test", HEADER + "\n").parent), DataError,
+     ["no examples in ", "basic_test.tsv (only a header)"]),
+    ("listops-not-utf8",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER.encode() + b"[MAX 1 \xff ]\t1\n"
+                                           ).parent), DataError,
+     ["basic_val.tsv: not UTF-8 text (line 2, byte offset 21: b'\\xff'"]),
+    ("listops-columns",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER + "[MAX 1 2 ]\t2\tx\n").parent),
+     DataError, ["basic_val.tsv: line 2 is not '<expression><TAB><0..9>'",
+                 "3 tab-separated columns, not 2"]),
+    ("listops-label-word",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER + "[MAX 1 2 ]\tnine\n").parent),
+     DataError, ["basic_val.tsv: line 2", "label 'nine' is not one of 0..9"]),
+    ("listops-label-12",
+     lambda tmp: read_listops(listops_with(tmp, "train", HEADER + "[MAX 1 2 ]\t2\n"
+                                                         "[MAX 3 4 ]\t12\n").parent),
+     DataError, ["basic_train.tsv: line 3", "label '12' is not one of 0..9"]),
+    ("aan-empty", lambda tmp: read_aan(aan_with(tmp, "eval", b"")), DataError,
+     ["no examples in ", "new_aan_pairs.eval.tsv (an empty file)"]),
+    ("aan-blank-lines", lambda tmp: read_aan(aan_with(tmp, "test", b"\n\n")), DataError,
+     ["no examples in ", "new_aan_pairs.test.tsv (only blank lines)"]),
+    ("aan-not-utf8",
+     lambda tmp: read_aan(aan_with(tmp, "train", b"1\tp1\tp2\ta\tb\n0\tp3\tp4\t\xc3(\tc\n")),
+     DataError, ["new_aan_pairs.train.tsv: not UTF-8 text (line 2", "invalid continuation byte"]),
+    ("pathfinder-empty-metadata-text",
+     lambda tmp: read_pathfinder(pathfinder_without_rows(tmp, binary=False)), DataError,
+     ["no examples in ", "metadata/1.npy (a metadata file without rows)"]),
+    ("pathfinder-empty-metadata-npy",
+     lambda tmp: read_pathfinder(pathfinder_without_rows(tmp, binary=True)), DataError,
+     ["no examples in ", "metadata/1.npy (a metadata file without rows)"]),
+    ("pathfinder-too-few-to-split", pathfinder_too_small, DataError,
+     ["task 'lra_pathfinder': no val examples in the data read from ", "pathfinder32",
+      "train 8, val 0, test 0"]),
+    # group words
+    ("sample-seed", lambda tmp: sample("S3", 4, 5, seed=-1), ValueError,
+     ["seed=-1 is not allowed", "a non-negative int or None"]),
+    ("sample-n", lambda tmp: sample("S3", 0, 5), ValueError,
+     ["n=0 is not allowed", "an int >= 1"]),
+    ("sample-length", lambda tmp: sample("S3", 4, 2.5), ValueError,
+     ["length=2.5 is not allowed", "an int >= 1"]),
+    # theory
+    ("memory-2d-mu", lambda tmp: memory_function(0.5 * np.eye(3), 8), ValueError,
+     ["mu has shape (3, 3)", "a 1-D array of eigenvalues is expected"]),
+    # model registry
+    ("build-unknown-keyword", lambda tmp: build("tanh_rnn", 6, 6, dropuot=0.1), ValueError,
+     ["unknown keyword(s) dropuot for model 'tanh_rnn'", "allowed: d_model, d_state, n_layers"]),
+    ("build-unknown-keyword-phi", lambda tmp: build("rnn_phi", 6, 6, phy="relu"), ValueError,
+     ["unknown keyword(s) phy for model 'rnn_phi'", "allowed: d_model, d_state, n_layers, phi"]),
 ]
 
 
 @pytest.mark.parametrize("call,error,parts", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
-def test_bad_input(call, error, parts, tmp_path):
+def test_bad_input(call, error, parts, tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("SST_LRA_DATA", "")  # unset; a row may set it, undone after the test
     with pytest.raises(error) as info:
         call(tmp_path)
     for part in parts:
@@ -146,3 +244,16 @@ def test_valid_configs_keep_their_hashes():
     assert config_hash(experiments.table3_grid(paper)[-1]) == "0d25a0695f94e7cd"
     assert config_hash(experiments.lra_main_grid(paper)[0]) == "39e557585b69761e"
     assert lra(ssm_lr=10.0, lr=1e-9, mf_T=0, weight_decay=0).lr == 1e-9  # the range's ends
+
+
+def test_a_header_only_listops_release_trains_nothing(tmp_path, monkeypatch):
+    """`sst lra --data-dir DIR` on a ListOps release whose train file is only a header:
+    the run stops before training (it was recorded ok with test accuracy 0.5)."""
+    root = tmp_path / "lra_release" / "listops-1000"
+    root.mkdir(parents=True)
+    listops_with(root, "train", HEADER)
+    monkeypatch.setenv("SST_LRA_DATA", str(tmp_path))
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(DataError, match=r"no examples in .*basic_train\.tsv \(only a header\)"):
+        cached_run(lra(task="lra_listops", mf_T=0), train_lra)
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.json"))
