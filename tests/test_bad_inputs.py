@@ -121,7 +121,7 @@ def pathfinder_without_rows(tmp: Path, binary: bool) -> Path:
     return root
 
 
-def pathfinder_too_small(tmp: Path) -> LRAConfig:
+def pathfinder_too_small(tmp: Path) -> dict:
     """A Pathfinder release of 8 images: its 80/10/10 split leaves val and test empty."""
     _, root = write_pathfinder(tmp, n=8)
     os.environ["SST_LRA_DATA"] = str(root)  # test_bad_input restores it (monkeypatch)
