@@ -13,6 +13,7 @@ their per-channel state (N). The RNN family has no residual stream: its hidden s
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,15 +82,31 @@ def _check_size(what: str, value: Any) -> None:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
 
 
+def _check_options(name: str, make: Any, kw: dict[str, Any]) -> None:
+    """ValueError naming the options in ``kw`` that the builder ``make`` does not take, with
+    the ones it takes. A builder with ``**kw`` passes them to its layer's config, which
+    checks them the same way (``selective.make_config``)."""
+    params = inspect.signature(make).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    unknown = sorted(set(kw) - set(params))
+    if unknown:
+        allowed = [k for k in params if k not in ("n_tokens", "n_classes")]
+        raise ValueError(f"unknown keyword(s) {', '.join(unknown)} for model {name!r}; "
+                         f"allowed: {', '.join(allowed)}")
+
+
 def build(name: str, n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,
           n_layers: int = 1, **kw: Any) -> SequenceModel:
-    """Build a registered model. Unknown names and impossible sizes raise ValueError."""
+    """Build a registered model. Unknown names, unknown options and impossible sizes raise
+    ValueError."""
     entry = _entry(name)
     for what, value in (("n_tokens", n_tokens), ("n_classes", n_classes), ("d_model", d_model),
                         ("d_state", d_state), ("n_layers", n_layers)):
         _check_size(what, value)
     module, func = entry.target.split(":")
     make = getattr(importlib.import_module(f"{__package__}.{module}"), func)
+    _check_options(name, make, kw)
     model = make(n_tokens, n_classes, d_model=d_model, d_state=d_state, n_layers=n_layers, **kw)
     model.name = name if name != "rnn_phi" else f"rnn_phi[{kw.get('phi', 'tanh')}]"
     return model

@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from sst_core.spec.profiles import ConfigError
+
 
 def _canonical(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -55,6 +57,40 @@ class OrderSensitivityConfig:
 EVAL_LENGTHS = (60,) + tuple(range(100, 1001, 100))
 
 
+# The largest learning rate a config accepts. The book's grids stay at or below 0.03, and
+# AdamW moves every weight by about lr per step whatever the gradient, so a run above 1
+# is already wild; 10 leaves room for such experiments and rejects typos such as 1e3 for
+# 1e-3 before any work starts.
+MAX_LR = 10.0
+
+
+def _check_ranges(cfg: Any, lrs: tuple[str, ...], non_negative: tuple[str, ...],
+                  positive_ints: tuple[str, ...], non_negative_ints: tuple[str, ...]) -> None:
+    """:class:`ConfigError` naming the first field of ``cfg`` out of its range: learning
+    rates ``lrs`` finite numbers in (0, MAX_LR], ``non_negative`` finite numbers >= 0,
+    ``positive_ints`` ints >= 1, ``non_negative_ints`` ints >= 0."""
+    import math
+
+    def fail(name: str, allowed: str) -> None:
+        raise ConfigError(f"{type(cfg).__name__}.{name}={getattr(cfg, name)!r} is not "
+                          f"allowed: {allowed}")
+
+    def finite(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    for name in lrs:
+        if not (finite(getattr(cfg, name)) and 0 < getattr(cfg, name) <= MAX_LR):
+            fail(name, f"a learning rate must be finite and > 0 (at most {MAX_LR:g})")
+    for name in non_negative:
+        if not (finite(getattr(cfg, name)) and getattr(cfg, name) >= 0):
+            fail(name, "it must be a finite number >= 0")
+    for low, names in ((1, positive_ints), (0, non_negative_ints)):
+        for name in names:
+            v = getattr(cfg, name)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= low):
+                fail(name, f"it must be an int >= {low}")
+
+
 @dataclass(frozen=True)
 class TrackingConfig:
     """One training run of group state tracking (``sst_core.training.tracking.train_tracking``).
@@ -90,6 +126,12 @@ class TrackingConfig:
     pass_threshold: float = 0.9  # m_p: token accuracy >= 90%
     device: str = "auto"  # not part of what is computed: a record says where it ran
     experiment: str = "tracking"
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, ("lr",), ("weight_decay", "grad_clip"),
+                      ("n_layers", "d_model", "d_state", "batch", "max_steps", "steps_per_epoch",
+                       "curriculum_start", "curriculum_max", "curriculum_patience",
+                       "eval_samples", "eval_batch"), ("seed", "warmup_steps"))
 
 
 @dataclass(frozen=True)
@@ -208,6 +250,14 @@ class LRAConfig:
     mf_T: int = 1024  # horizon of the supremum memory function (0: skip)
     device: str = "auto"
     experiment: str = "lra"
+
+    def __post_init__(self) -> None:
+        # ssm_lr is checked even when freeze_spectrum leaves it unused: the frozen setting
+        # is freeze_spectrum, never a zero ssm_lr
+        _check_ranges(self, ("lr", "ssm_lr"), ("weight_decay", "grad_clip"),
+                      ("H", "N", "n_layers", "epochs", "batch", "n_train", "max_length",
+                       "image_side", "pathfinder_size", "eval_batch"),
+                      ("seed", "data_seed", "mf_T"))
 
 
 # discretisation steps of the chapter's scan (log-spaced, S4's default range 1e-3 .. 1e-1)

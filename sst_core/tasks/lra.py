@@ -45,7 +45,8 @@ Pathfinder) copy S4's ``torch.utils.data.random_split`` with
 S4's splits.
 
 A missing or malformed file raises ``DataError`` (a ``ValueError``) that names
-the path and the expected layout.
+the path and the expected layout; so do a file that is not UTF-8 text (with
+where its first bad byte is) and a file or folder without examples.
 """
 
 from __future__ import annotations
@@ -133,6 +134,22 @@ def _file(task: str, path: Path) -> Path:
     return path
 
 
+def _not_utf8(task: str, path: Path) -> DataError:
+    """The error for a file that does not decode as UTF-8: where its first bad byte is."""
+    blob = path.read_bytes()
+    try:
+        blob.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = blob.count(b"\n", 0, err.start) + 1
+        return _fail(task, path, f"not UTF-8 text (line {line}, byte offset {err.start}: "
+                                 f"{blob[err.start:err.start + 1]!r}, {err.reason})")
+    return _fail(task, path, "not UTF-8 text")
+
+
+def _no_examples(task: str, path: Path, why: str) -> DataError:
+    return DataError(f"no examples in {path} ({why}); expected layout: {_LAYOUT[task]}")
+
+
 def encode_bytes(text: str) -> np.ndarray:
     """LRA's byte-level ids: UTF-8 bytes + 1, (L,) int16 in 1..256.
 
@@ -184,16 +201,25 @@ def read_listops(data_dir: str | Path, max_length: int | None = None) -> dict[st
     seqs, labels = {}, {}
     for split in ("train", "val", "test"):
         path = _file("listops", root / f"basic_{split}.tsv")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise _not_utf8("listops", path) from None
         if not lines or lines[0].rstrip("\r").split("\t") != ["Source", "Target"]:
             raise _fail("listops", path, "first line is not the header 'Source<TAB>Target'")
+        if not any(line.strip() for line in lines[1:]):
+            raise _no_examples("listops", path, "only a header")
         seqs[split], labels[split] = [], []
         for i, line in enumerate(lines[1:], start=2):
             if not line.strip():
                 continue
             fields = line.rstrip("\r").split("\t")
-            if len(fields) != 2 or fields[1].strip() not in [str(d) for d in range(10)]:
-                raise _fail("listops", path, f"line {i} is not '<expression><TAB><0..9>'")
+            if len(fields) != 2:
+                raise _fail("listops", path, f"line {i} is not '<expression><TAB><0..9>': it has "
+                                             f"{len(fields)} tab-separated columns, not 2")
+            if fields[1].strip() not in [str(d) for d in range(10)]:
+                raise _fail("listops", path, f"line {i} is not '<expression><TAB><0..9>': label "
+                                             f"{fields[1]!r} is not one of 0..9")
             try:
                 seqs[split].append(listops.encode(fields[0]))
             except ValueError as err:
@@ -213,23 +239,29 @@ def read_aan(data_dir: str | Path, max_length: int | None = 4000) -> dict[str, S
     for split, name in (("train", "train"), ("val", "eval"), ("test", "test")):
         path = _file("aan", root / f"new_aan_pairs.{name}.tsv")
         texts[split], labels[split] = [], []
-        with path.open(encoding="utf-8", newline="") as f:
-            for i, line in enumerate(f, start=1):
-                line = line.rstrip("\r\n")
-                if not line:
-                    continue
-                fields = line.split("\t")
-                if len(fields) != 5:
-                    raise _fail("aan", path, f"line {i} has {len(fields)} tab-separated "
-                                             "fields, not 5")
-                try:
-                    label = float(fields[0])
-                except ValueError:
-                    label = -1.0
-                if label not in (0.0, 1.0):
-                    raise _fail("aan", path, f"line {i}: label {fields[0]!r} is not 0 or 1")
-                texts[split] += [encode_bytes(fields[3]), encode_bytes(fields[4])]
-                labels[split].append(int(label))
+        try:
+            with path.open(encoding="utf-8", newline="") as f:
+                for i, line in enumerate(f, start=1):
+                    line = line.rstrip("\r\n")
+                    if not line:
+                        continue
+                    fields = line.split("\t")
+                    if len(fields) != 5:
+                        raise _fail("aan", path, f"line {i} has {len(fields)} tab-separated "
+                                                 "fields, not 5")
+                    try:
+                        label = float(fields[0])
+                    except ValueError:
+                        label = -1.0
+                    if label not in (0.0, 1.0):
+                        raise _fail("aan", path, f"line {i}: label {fields[0]!r} is not 0 or 1")
+                    texts[split] += [encode_bytes(fields[3]), encode_bytes(fields[4])]
+                    labels[split].append(int(label))
+        except UnicodeDecodeError:
+            raise _not_utf8("aan", path) from None
+        if not labels[split]:
+            raise _no_examples("aan", path, "only blank lines" if path.stat().st_size
+                               else "an empty file")
     width = _width(max_length, texts.values())
     out = {}
     for k in texts:
@@ -265,7 +297,7 @@ def read_imdb(data_dir: str | Path, max_length: int | None = 4000) -> dict[str, 
                 try:
                     text = path.read_text(encoding="utf-8")
                 except UnicodeDecodeError:
-                    raise _fail("imdb", path, "not UTF-8 text") from None
+                    raise _not_utf8("imdb", path) from None
                 seqs[split].append(encode_bytes(text))
                 labels[split].append(label)
     width = _width(max_length, seqs.values())
@@ -290,6 +322,8 @@ def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8 or len(labels) != len(data):
         raise _fail("cifar10", path, f"b'data' has shape {data.shape} and dtype {data.dtype} "
                                      f"with {len(labels)} labels, not (n, 3072) uint8 with n labels")
+    if not len(data):
+        raise _fail("cifar10", path, "no images (b'data' has 0 rows)")
     if labels.size and (labels.min() < 0 or labels.max() > 9):
         raise _fail("cifar10", path, "labels outside 0..9")
     return data, labels
@@ -347,7 +381,7 @@ def _metadata_rows(path: Path) -> list[list[str]]:
             arr = np.load(path, allow_pickle=False)
         except Exception as err:
             raise _fail("pathfinder", path, f"unreadable .npy ({err})") from None
-        return [[str(v) for v in row] for row in np.atleast_2d(arr)]
+        return [[str(v) for v in row] for row in np.atleast_2d(arr)] if arr.size else []
     try:
         text = blob.decode("utf-8")
     except UnicodeDecodeError:
@@ -388,13 +422,19 @@ def read_pathfinder(data_dir: str | Path, difficulty: str = "hard", kind: str = 
                                             f"{bad or 'none'}")
     samples: list[tuple[Path, int]] = []
     for meta in sorted(metas, key=lambda p: int(p.stem)):
-        for i, row in enumerate(_metadata_rows(meta), start=1):
+        rows = _metadata_rows(meta)
+        if not rows:
+            raise _no_examples("pathfinder", meta, "a metadata file without rows")
+        for i, row in enumerate(rows, start=1):
             if len(row) < 4 or row[3] not in ("0", "1"):
                 raise _fail("pathfinder", meta, f"row {i} {row[:4]} does not have a subfolder, "
                                                 "file name, index and 0/1 label")
             rel = Path(level) / row[0] / row[1]
             if f"{root.name}/{rel.as_posix()}" not in _PATHFINDER_BLACKLIST:
                 samples.append((root / rel, int(row[3])))
+    if not samples:
+        raise _no_examples("pathfinder", meta_dir, "every row of its metadata names a "
+                                                   "blacklisted (empty) LRA image")
     samples = samples[:max_samples]
     images = []
     for path, _ in samples:

@@ -113,11 +113,11 @@ def sample(
     ['(0 2)', '(0 1)', '(1 2)', 'e', '(1 2)']
     """
     if not _is_int(n) or n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n!r}")
+        raise ValueError(f"n={n!r} is not allowed: n must be an int >= 1 (words to draw)")
     if not _is_int(length) or length < 1:
-        raise ValueError(f"length must be an int >= 1, got {length!r}")
-    if seed is not None and not _is_int(seed):
-        raise ValueError(f"seed must be an int or None, got {seed!r}")
+        raise ValueError(f"length={length!r} is not allowed: length must be an int >= 1")
+    if seed is not None and (not _is_int(seed) or seed < 0):
+        raise ValueError(f"seed={seed!r} is not allowed: seed must be a non-negative int or None")
     g = _as_group(group)
     vocab = vocabulary(g, tokens)  # (k,)
     rng = np.random.default_rng(seed)

@@ -152,12 +152,17 @@ def discretize(Lambda: np.ndarray, dt: float, method: str = "zoh") -> tuple[np.n
 
 
 def _as_spectrum(mu: Any) -> np.ndarray:
-    """mu as a 1-D complex array; ValueError for an empty, non-finite or unstable spectrum.
+    """mu as a 1-D complex array; ValueError for an array of more than one axis (a matrix
+    is not its eigenvalues) and for an empty, non-finite or unstable spectrum.
 
     |mu| = 1 is allowed (a marginally stable mode: the finite-window memory function is
     defined, e.g. mu = 1 gives M = 1/T at every delay); |mu| > 1 is not.
     """
-    arr = np.atleast_1d(np.asarray(mu, dtype=complex)).ravel()
+    arr = np.asarray(mu, dtype=complex)
+    if arr.ndim > 1:
+        raise ValueError(f"mu has shape {arr.shape}: a 1-D array of eigenvalues is expected "
+                         "(for a matrix, pass np.linalg.eigvals of it)")
+    arr = np.atleast_1d(arr)
     if arr.size == 0:
         raise ValueError("empty spectrum: mu has no eigenvalues")
     if not np.all(np.isfinite(arr)):

@@ -157,14 +157,25 @@ def _read(cfg) -> dict[str, Split]:
 
     root = task_folder(cfg.task, data_root())
     if cfg.task == "lra_listops":
-        return lra.read_listops(root)
-    if cfg.task == "lra_pathfinder":
-        return lra.read_pathfinder(root, difficulty=cfg.difficulty)
-    if cfg.task == "lra_imdb":
-        return lra.read_imdb(root)
-    if cfg.task == "lra_aan":
-        return lra.read_aan(root)
-    return lra.read_cifar10(root)
+        splits = lra.read_listops(root)
+    elif cfg.task == "lra_pathfinder":
+        splits = lra.read_pathfinder(root, difficulty=cfg.difficulty)
+    elif cfg.task == "lra_imdb":
+        splits = lra.read_imdb(root)
+    elif cfg.task == "lra_aan":
+        splits = lra.read_aan(root)
+    else:
+        splits = lra.read_cifar10(root)
+    # the readers reject files without examples; a split drawn at random from a small
+    # data set (Pathfinder: 80/10/10, CIFAR-10: 10 % of train for validation) can still be
+    # empty, and would train nothing or divide by zero when evaluated
+    empty = [k for k, s in splits.items() if not len(s)]
+    if empty:
+        sizes = ", ".join(f"{k} {len(s)}" for k, s in splits.items())
+        raise lra.DataError(f"task {cfg.task!r}: no {empty[0]} examples in the data read from "
+                            f"{root} (examples per split: {sizes}); a data set this small "
+                            "cannot be split for training and evaluation")
+    return splits
 
 
 def load_task(cfg) -> TaskData:

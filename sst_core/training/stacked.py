@@ -16,8 +16,9 @@ time goes to launching them. :func:`train_tracking_stacked` trains K such config
   and epoch log. When the models train at different lengths, shorter words are padded to
   the longest and the padding is left out of the loss; every model of the registry is
   causal, so the padding cannot change the positions that count (a test checks it);
-- a model whose curriculum finishes, or whose loss stops being finite, leaves the stack
-  (its row is copied back into its own module), and the rest go on.
+- a model whose curriculum finishes, or whose loss stops being finite or grows past the
+  divergence bound of :func:`sst_core.training.tracking.loss_failure`, leaves the stack (its row is
+  copied back into its own module), and the rest go on.
 
 The results equal K separate runs up to float rounding: batched matrix products sum in a
 different order. ``tests/test_stacked.py`` compares the two. Configs stack when they differ
@@ -26,9 +27,8 @@ only in :data:`STACK_FIELDS` (:func:`stack_key`).
 from __future__ import annotations
 
 import copy
-import math
 import time
-from dataclasses import replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -42,9 +42,11 @@ from sst_core.store.records import RunFailed
 from sst_core.training.tracking import (
     EpochLog,
     build_tracker,
+    loss_failure,
     lr_at,
     make_curriculum,
     resolve_device,
+    run_failed,
     save_weights,
     tracking_metrics,
     train_batch,
@@ -58,8 +60,10 @@ STACK_FIELDS = ("seed", "lr", "schedule", "warmup_steps")
 
 
 def stack_key(cfg) -> Any:
-    """Configs with equal keys can be trained as one stack."""
-    return replace(cfg, seed=0, lr=0.0, schedule="constant", warmup_steps=0)
+    """Configs with equal keys can be trained as one stack: their type and every field but
+    :data:`STACK_FIELDS`."""
+    return (type(cfg).__name__,
+            *((f.name, getattr(cfg, f.name)) for f in fields(cfg) if f.name not in STACK_FIELDS))
 
 
 def _rows(x: torch.Tensor, values: Sequence[float]) -> torch.Tensor:
@@ -212,7 +216,7 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
 
     Returns, per config and in order, the metrics :func:`sst_core.training.tracking.train_tracking`
     would return, or the :class:`RunFailed` it would raise (a loss that stopped being
-    finite; the exception carries the metrics so far). ``weights_to[i]``: where to store
+    finite or diverged; the exception carries the metrics so far). ``weights_to[i]``: where to store
     model i's trained weights (a failed model stores none).
     """
     cfgs = list(cfgs)
@@ -250,14 +254,17 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
                                  for k in stack.rows], device)
         logits = stack.logits(x)  # (K, b, L, n_g)
         losses, hits = _row_losses(logits, y, lengths)
-        bad = [r for r, v in enumerate(losses.tolist()) if not math.isfinite(v)]
+        values = losses.tolist()
+        if step == 0:
+            first_loss = dict(zip(stack.rows, values))  # model -> its first step's loss
+        why = {r: loss_failure(v, first_loss[k], f"step {step} (length {curricula[k].length})")
+               for r, (k, v) in enumerate(zip(stack.rows, values))}
+        bad = [r for r, reason in why.items() if reason]
         if bad:
             for r in bad:
                 k = stack.rows[r]
-                err = RunFailed(f"loss became {losses[r].item()} at step {step} "
-                                f"(length {curricula[k].length})")
-                err.metrics = {"history": logs[k].history, "steps": step, "diverged_at": step}
-                results[k] = err
+                results[k] = run_failed(why[r], {"history": logs[k].history, "steps": step,
+                                                 "diverged_at": step})
             stack.drop(bad)
             if not stack.rows:
                 break

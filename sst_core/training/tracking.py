@@ -13,8 +13,9 @@ Protocol (``TrackingConfig`` holds every number; the profiles size them):
 - ``m_p`` is the largest evaluated length with token accuracy >= 90%; ``None`` ("fails")
   when even 60 does not reach it.
 
-A loss that becomes NaN or infinite stops the run with :class:`~sst_core.store.records.RunFailed`,
-so that :func:`~sst_core.store.records.cached_run` records it as failed with the reason.
+A loss that becomes NaN or infinite, or that grows past :data:`DIVERGENCE_FACTOR` times the
+loss of the run's first step, stops the run with :class:`~sst_core.store.records.RunFailed`, so
+that :func:`~sst_core.store.records.cached_run` records it as failed with the reason.
 """
 from __future__ import annotations
 
@@ -35,6 +36,15 @@ from sst_core.store.records import RunFailed, write_bytes_atomic
 from sst_core.tasks.tracking import sample
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation words never share a seed with training words
+
+# A tracking run has diverged once a step's loss exceeds DIVERGENCE_FACTOR times the loss
+# of its first step. The first step's loss is that of the untrained model, about
+# log(|G|) nats (a uniform guess: 0.69 for C2, 1.8 for S3), so the bound is about
+# 1e3 log(|G|): a mean cross-entropy that high means logits off by hundreds on average,
+# which no run that still learns comes near (a spike of 10-50x does happen at large
+# learning rates and recovers). The check only compares the loss already computed, so a
+# run that stays below the bound computes exactly what it did without the check.
+DIVERGENCE_FACTOR = 1e3
 
 
 def default_device() -> torch.device:
@@ -167,6 +177,25 @@ def optimizer_step(loss: torch.Tensor, model: nn.Module, opt: torch.optim.Optimi
     opt.step()
 
 
+def loss_failure(loss: float, first_loss: float, where: str) -> str | None:
+    """Why a tracking run stops at this step's ``loss``, or None: a NaN or infinite loss, or
+    one above ``DIVERGENCE_FACTOR * first_loss`` (``first_loss``: its first step's loss)."""
+    if not math.isfinite(loss):
+        return f"loss became {loss} at {where}"
+    bound = DIVERGENCE_FACTOR * first_loss
+    if loss > bound:
+        return (f"loss diverged at {where}: {loss:.6g} exceeds the bound {bound:.6g} "
+                f"({DIVERGENCE_FACTOR:g} x the first step's loss {first_loss:.6g})")
+    return None
+
+
+def run_failed(reason: str, metrics: dict[str, Any]) -> RunFailed:
+    """A :class:`RunFailed` with ``reason`` that carries the metrics so far (``.metrics``)."""
+    err = RunFailed(reason)
+    err.metrics = metrics
+    return err
+
+
 class EpochLog:
     """The per-epoch record of one run: mean loss and token accuracy every
     ``steps_per_epoch`` steps (``history``), and the step at which each curriculum length
@@ -260,10 +289,17 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
         y = torch.from_numpy(states).to(device)  # (b, L)
         logits = model(x)  # (b, L, n_g)
         loss = loss_fn(logits.reshape(-1, group.order), y.reshape(-1))
-        optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (length {curriculum.length})",
-                       {"history": log.history, "steps": step, "diverged_at": step})
+        value = loss.item()
+        if step == 0:
+            first_loss = value
+        where = f"step {step} (length {curriculum.length})"
+        metrics = {"history": log.history, "steps": step, "diverged_at": step}
+        why = loss_failure(value, first_loss, where)
+        if why:
+            raise run_failed(why, metrics)
+        optimizer_step(loss, model, opt, cfg.grad_clip, where, metrics)
 
-        log.add(loss.item(), int((logits.detach().argmax(-1) == y).sum()), y.numel())
+        log.add(value, int((logits.detach().argmax(-1) == y).sum()), y.numel())
         if (step + 1) % cfg.steps_per_epoch == 0:
             acc = log.close(step + 1, curriculum.length, cfg.steps_per_epoch)
             if curriculum.update(acc):

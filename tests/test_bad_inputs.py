@@ -1,0 +1,261 @@
+"""Bad inputs get a clear error that names the bad value (and the file, where there is one)
+and what is allowed; a diverging training run is recorded as failed (issue 17, the lower
+layers: trainers, configs, data readers, tasks, theory, model registry)."""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sst_core.experiments import paper1, paper2
+from sst_core.models import build
+from sst_core.spec.configs import LRAConfig, TrackingConfig, config_hash
+from sst_core.spec.profiles import ConfigError, get_profile
+from sst_core.store.records import RunFailed, cached_run
+from sst_core.tasks.lra import DataError, read_aan, read_listops, read_pathfinder
+from sst_core.tasks.tracking import sample
+from sst_core.theory.memory import memory_function
+from sst_core.training import tracking as train
+from sst_core.training.lra import train_lra
+from sst_core.training.stacked import train_tracking_stacked
+from tests.tasks.test_lra import write_aan, write_listops, write_pathfinder
+
+
+def tracker(**kw) -> TrackingConfig:
+    """A tiny tracking run (smoke sizes, C2, CPU): about a second."""
+    base = dict(model="linear_rnn", group="C2", n_layers=1, d_model=8, d_state=8, lr=0.01,
+                seed=0, profile="smoke", batch=16, max_steps=30, steps_per_epoch=2,
+                curriculum_patience=1, eval_lengths=(60,), eval_samples=16, device="cpu")
+    base.update(kw)
+    return TrackingConfig(**base)
+
+
+def lra(**kw) -> LRAConfig:
+    base = dict(task="listops", init="inv", freeze_spectrum=False, H=8, N=4, n_layers=1,
+                epochs=1, batch=8, seed=0, profile="smoke")
+    base.update(kw)
+    return LRAConfig(**base)
+
+
+def unchecked(cfg, **changes):
+    """``cfg`` with ``changes`` set past the config's own checks: the trainers guard
+    themselves against divergence whatever learning rate they are given."""
+    for name, value in changes.items():
+        object.__setattr__(cfg, name, value)
+    return cfg
+
+
+# -- divergence ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model,lr", [
+    ("linear_rnn", 10.0),  # the largest learning rate a TrackingConfig allows
+    ("tanh_rnn", 1000.0),  # the reported run: recorded ok with a final loss of 2.4e30
+])
+def test_a_diverging_run_is_recorded_as_failed(model, lr, tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    cfg = unchecked(tracker(model=model), lr=lr)
+    rec = cached_run(cfg, train.train_tracking)
+    assert rec["status"] == "failed"
+    reason = rec["reason"]
+    step = rec["metrics"]["diverged_at"]
+    assert reason.startswith(f"RunFailed: loss diverged at step {step} (length 2): ")
+    assert "exceeds the bound" in reason
+    assert f"({train.DIVERGENCE_FACTOR:g} x the first step's loss" in reason
+    assert rec["metrics"]["steps"] == step and "history" in rec["metrics"]
+    assert list((tmp_path / "smoke" / "tracking").glob("*.json"))
+
+
+def test_loss_failure_names_the_step_the_loss_and_the_bound():
+    assert train.loss_failure(2.0, 1.0, "step 3") is None
+    assert train.loss_failure(1000.0, 1.0, "step 3") is None  # at the bound: still fine
+    why = train.loss_failure(1000.5, 1.0, "step 3 (length 4)")
+    assert why == ("loss diverged at step 3 (length 4): 1000.5 exceeds the bound 1000 "
+                   "(1000 x the first step's loss 1)")
+    assert train.loss_failure(float("nan"), 1.0, "step 7") == "loss became nan at step 7"
+    assert train.loss_failure(float("inf"), 1.0, "step 7") == "loss became inf at step 7"
+
+
+def test_a_diverging_stack_member_fails_alone():
+    """The diverged member fails as its separate run does; the other member computes
+    exactly what it computes alone."""
+    good = tracker(seed=0, lr=0.01)
+    bad = replace(good, seed=1, lr=10.0)
+    with pytest.raises(RunFailed, match="loss diverged at step") as alone:
+        train.train_tracking(bad)
+    out_good, out_bad = train_tracking_stacked([good, bad])
+    assert isinstance(out_bad, RunFailed)
+    assert out_bad.metrics["diverged_at"] == alone.value.metrics["diverged_at"]
+    assert str(out_bad).split(":")[0] == str(alone.value).split(":")[0]  # the same step
+    assert "exceeds the bound" in str(out_bad)
+    ref = train.train_tracking(good)
+    assert out_good.pop("stacked") == 2
+    for m in (ref, out_good):
+        m.pop("train_time_s")
+    assert out_good == ref
+
+
+# -- LRA files (the fixtures of tests/tasks/test_lra.py, one file spoiled) -----------------
+
+def listops_with(tmp: Path, split: str, text: str | bytes) -> Path:
+    write_listops(tmp)
+    path = tmp / f"basic_{split}.tsv"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def aan_with(tmp: Path, name: str, blob: bytes) -> Path:
+    write_aan(tmp)
+    (tmp / f"new_aan_pairs.{name}.tsv").write_bytes(blob)
+    return tmp
+
+
+def pathfinder_without_rows(tmp: Path, binary: bool) -> Path:
+    _, root = write_pathfinder(tmp, binary_meta=binary)
+    meta = root / "curv_contour_length_14" / "metadata" / "1.npy"
+    if binary:
+        np.save(meta, np.empty((0, 11), dtype="<U16"))
+    else:
+        meta.write_text("\n")
+    return root
+
+
+def pathfinder_too_small(tmp: Path) -> dict:
+    """A Pathfinder release of 8 images: its 80/10/10 split leaves val and test empty."""
+    _, root = write_pathfinder(tmp, n=8)
+    os.environ["SST_LRA_DATA"] = str(root)  # test_bad_input restores it (monkeypatch)
+    return train_lra(lra(task="lra_pathfinder", mf_T=0))
+
+
+# -- the table: one row per bad input ----------------------------------------------------
+# (id, call(tmp_path), exception type, what the message must contain)
+
+HEADER = "Source\tTarget\n"
+
+LR_RULE = "a learning rate must be finite and > 0 (at most 10)"
+ROWS = [
+    # configs
+    ("tracking-lr-huge", lambda tmp: tracker(lr=1e39), ConfigError,
+     ["TrackingConfig.lr=1e+39 is not allowed", LR_RULE]),
+    ("tracking-lr-nan", lambda tmp: tracker(lr=math.nan), ConfigError,
+     ["TrackingConfig.lr=nan", LR_RULE]),
+    ("tracking-lr-negative", lambda tmp: tracker(lr=-1), ConfigError,
+     ["TrackingConfig.lr=-1", LR_RULE]),
+    ("tracking-lr-zero", lambda tmp: tracker(lr=0), ConfigError,
+     ["TrackingConfig.lr=0", LR_RULE]),
+    ("tracking-lr-above-10", lambda tmp: tracker(lr=1000.0), ConfigError,
+     ["TrackingConfig.lr=1000.0", LR_RULE]),
+    ("tracking-weight-decay", lambda tmp: tracker(weight_decay=-0.1), ConfigError,
+     ["TrackingConfig.weight_decay=-0.1", "finite number >= 0"]),
+    ("tracking-batch", lambda tmp: tracker(batch=0), ConfigError,
+     ["TrackingConfig.batch=0", "an int >= 1"]),
+    ("tracking-max-steps-float", lambda tmp: tracker(max_steps=2.5), ConfigError,
+     ["TrackingConfig.max_steps=2.5", "an int >= 1"]),
+    ("tracking-d-state", lambda tmp: tracker(d_state=-4), ConfigError,
+     ["TrackingConfig.d_state=-4", "an int >= 1"]),
+    ("tracking-seed", lambda tmp: tracker(seed=-1), ConfigError,
+     ["TrackingConfig.seed=-1", "an int >= 0"]),
+    ("lra-lr-inf", lambda tmp: lra(lr=math.inf), ConfigError, ["LRAConfig.lr=inf", LR_RULE]),
+    ("lra-ssm-lr-zero", lambda tmp: lra(ssm_lr=0.0), ConfigError,
+     ["LRAConfig.ssm_lr=0.0", LR_RULE]),
+    ("lra-ssm-lr-zero-frozen", lambda tmp: lra(ssm_lr=0.0, freeze_spectrum=True), ConfigError,
+     ["LRAConfig.ssm_lr=0.0", LR_RULE]),
+    ("lra-weight-decay-nan", lambda tmp: lra(weight_decay=math.nan), ConfigError,
+     ["LRAConfig.weight_decay=nan", "finite number >= 0"]),
+    ("lra-H", lambda tmp: lra(H=0), ConfigError, ["LRAConfig.H=0", "an int >= 1"]),
+    ("lra-epochs", lambda tmp: lra(epochs=True), ConfigError,
+     ["LRAConfig.epochs=True", "an int >= 1"]),
+    ("lra-mf-T", lambda tmp: lra(mf_T=-1), ConfigError, ["LRAConfig.mf_T=-1", "an int >= 0"]),
+    # LRA data readers
+    ("listops-train-only-header",
+     lambda tmp: read_listops(listops_with(tmp, "train", HEADER).parent), DataError,
+     ["no examples in ", "basic_train.tsv (only a header)"]),
+    ("listops-test-only-header",
+     lambda tmp: read_listops(listops_with(tmp, "test", HEADER + "\n").parent), DataError,
+     ["no examples in ", "basic_test.tsv (only a header)"]),
+    ("listops-not-utf8",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER.encode() + b"[MAX 1 \xff ]\t1\n"
+                                           ).parent), DataError,
+     ["basic_val.tsv: not UTF-8 text (line 2, byte offset 21: b'\\xff'"]),
+    ("listops-columns",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER + "[MAX 1 2 ]\t2\tx\n").parent),
+     DataError, ["basic_val.tsv: line 2 is not '<expression><TAB><0..9>'",
+                 "3 tab-separated columns, not 2"]),
+    ("listops-label-word",
+     lambda tmp: read_listops(listops_with(tmp, "val", HEADER + "[MAX 1 2 ]\tnine\n").parent),
+     DataError, ["basic_val.tsv: line 2", "label 'nine' is not one of 0..9"]),
+    ("listops-label-12",
+     lambda tmp: read_listops(listops_with(tmp, "train", HEADER + "[MAX 1 2 ]\t2\n"
+                                                         "[MAX 3 4 ]\t12\n").parent),
+     DataError, ["basic_train.tsv: line 3", "label '12' is not one of 0..9"]),
+    ("aan-empty", lambda tmp: read_aan(aan_with(tmp, "eval", b"")), DataError,
+     ["no examples in ", "new_aan_pairs.eval.tsv (an empty file)"]),
+    ("aan-blank-lines", lambda tmp: read_aan(aan_with(tmp, "test", b"\n\n")), DataError,
+     ["no examples in ", "new_aan_pairs.test.tsv (only blank lines)"]),
+    ("aan-not-utf8",
+     lambda tmp: read_aan(aan_with(tmp, "train", b"1\tp1\tp2\ta\tb\n0\tp3\tp4\t\xc3(\tc\n")),
+     DataError, ["new_aan_pairs.train.tsv: not UTF-8 text (line 2", "invalid continuation byte"]),
+    ("pathfinder-empty-metadata-text",
+     lambda tmp: read_pathfinder(pathfinder_without_rows(tmp, binary=False)), DataError,
+     ["no examples in ", "metadata/1.npy (a metadata file without rows)"]),
+    ("pathfinder-empty-metadata-npy",
+     lambda tmp: read_pathfinder(pathfinder_without_rows(tmp, binary=True)), DataError,
+     ["no examples in ", "metadata/1.npy (a metadata file without rows)"]),
+    ("pathfinder-too-few-to-split", pathfinder_too_small, DataError,
+     ["task 'lra_pathfinder': no val examples in the data read from ", "pathfinder32",
+      "train 8, val 0, test 0"]),
+    # group words
+    ("sample-seed", lambda tmp: sample("S3", 4, 5, seed=-1), ValueError,
+     ["seed=-1 is not allowed", "a non-negative int or None"]),
+    ("sample-n", lambda tmp: sample("S3", 0, 5), ValueError,
+     ["n=0 is not allowed", "an int >= 1"]),
+    ("sample-length", lambda tmp: sample("S3", 4, 2.5), ValueError,
+     ["length=2.5 is not allowed", "an int >= 1"]),
+    # theory
+    ("memory-2d-mu", lambda tmp: memory_function(0.5 * np.eye(3), 8), ValueError,
+     ["mu has shape (3, 3)", "a 1-D array of eigenvalues is expected"]),
+    # model registry
+    ("build-unknown-keyword", lambda tmp: build("tanh_rnn", 6, 6, dropuot=0.1), ValueError,
+     ["unknown keyword(s) dropuot for model 'tanh_rnn'", "allowed: d_model, d_state, n_layers"]),
+    ("build-unknown-keyword-phi", lambda tmp: build("rnn_phi", 6, 6, phy="relu"), ValueError,
+     ["unknown keyword(s) phy for model 'rnn_phi'", "allowed: d_model, d_state, n_layers, phi"]),
+]
+
+
+@pytest.mark.parametrize("call,error,parts", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_bad_input(call, error, parts, tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("SST_LRA_DATA", "")  # unset; a row may set it, undone after the test
+    with pytest.raises(error) as info:
+        call(tmp_path)
+    for part in parts:
+        assert part in str(info.value), f"{part!r} not in {str(info.value)!r}"
+
+
+def test_valid_configs_keep_their_hashes():
+    """Computed before the configs checked their fields: the run ids did not change."""
+    paper = get_profile("paper")
+    assert config_hash(TrackingConfig(model="mamba", group="S3", n_layers=2, d_model=64,
+                                      d_state=32, lr=5e-4, seed=1, profile="paper")
+                       ) == "008067686220029f"
+    assert config_hash(lra(freeze_spectrum=True)) == "3a0687d19b407fbf"
+    assert config_hash(paper1.table2_grid(paper)[5]) == "5f1b5b0e5762faca"
+    assert config_hash(paper1.table3_grid(paper)[-1]) == "0d25a0695f94e7cd"
+    assert config_hash(paper2.lra_main_grid(paper)[0]) == "39e557585b69761e"
+    assert lra(ssm_lr=10.0, lr=1e-9, mf_T=0, weight_decay=0).lr == 1e-9  # the range's ends
+
+
+def test_a_header_only_listops_release_trains_nothing(tmp_path, monkeypatch):
+    """`sst lra --data-dir DIR` on a ListOps release whose train file is only a header:
+    the run stops before training (it was recorded ok with test accuracy 0.5)."""
+    root = tmp_path / "lra_release" / "listops-1000"
+    root.mkdir(parents=True)
+    listops_with(root, "train", HEADER)
+    monkeypatch.setenv("SST_LRA_DATA", str(tmp_path))
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(DataError, match=r"no examples in .*basic_train\.tsv \(only a header\)"):
+        cached_run(lra(task="lra_listops", mf_T=0), train_lra)
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.json"))
