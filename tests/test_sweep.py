@@ -326,9 +326,42 @@ def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
     P = params.settings("p1_table3", "best")
     assert P.name == "paper" and "all" in P.chosen_because
     assert P.banner().endswith(P.chosen_because) and P.chosen_because not in P.scale()
-    # a chapter that reads no sweep computes at quick
+    # a chapter whose records are not all stored computes at quick
     assert params.settings("p2_memory", "best").name == "quick"
+    assert params.settings("bench", "best").name == "quick"  # reads no sweep
     assert profiles.get_profile("paper").chosen_because == ""
+
+
+def test_best_counts_records_without_hashing_code_or_importing_torch(root, monkeypatch):
+    """Choosing a chapter's profile reads record files only: code versions are `sst
+    status`'s business, and torch is not needed to count files."""
+    from sst_core.experiments import registry
+
+    def no_hashing(*a, **k):
+        raise AssertionError("best fingerprinted code")
+
+    monkeypatch.setattr(registry, "code_hash", no_hashing)
+    monkeypatch.setattr(registry, "is_stale_record", no_hashing)
+    for cfg in registry.phases("table3", get_profile("paper"))[0]:
+        cached_run(cfg, lambda c: {"m_p": None})
+    assert params.best_profile("p1_table3")[0] == "paper"
+    code = ("import sys; from sst_core.book import params; "
+            "params.best_profile('p1_table2'); params.best_profile('p1_diagnostics'); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "SST_RESULTS_DIR": str(root)})
+    assert out.stdout.strip() == "False"
+
+
+def test_an_unreadable_record_does_not_count_for_best(root):
+    from sst_core.experiments import registry
+
+    cfgs = registry.phases("table3", get_profile("paper"))[0]
+    for cfg in cfgs:
+        cached_run(cfg, lambda c: {"m_p": None})
+    record_path(cfgs[0]).write_text("{ truncated")
+    assert params.chapter_coverage("p1_table3", "paper") == (len(cfgs) - 1, len(cfgs))
+    assert params.best_profile("p1_table3")[0] == "quick"
 
 
 def test_best_is_a_notebook_profile_only(root, capsys):

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 
 from sst_core.experiments.registry import chapter_sweeps, phases
 from sst_core.spec.profiles import PROFILES, ConfigError, Profile, get_profile
-from sst_core.store.records import RecordError, load_record, record_path
+from sst_core.store.records import RecordError, load_record, record_path, results_dir
 
 # notebook name -> the profile fields its parameters cell may override
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
@@ -155,6 +155,7 @@ def chapter_coverage(notebook: str, profile: str, root: Path | None = None) -> t
     ``profile``, and how many it reads: ``(stored, total)``; ``(0, 0)`` for a chapter
     that reads no sweep."""
     P = get_profile(profile)
+    root = root or results_dir()
     cfgs = {record_path(c, root): c for name in chapter_sweeps(notebook)
             for phase in phases(name, P) for c in phase}
     return sum(_readable(path) for path in cfgs), len(cfgs)

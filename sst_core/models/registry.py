@@ -15,9 +15,10 @@ from __future__ import annotations
 import importlib
 import inspect
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sst_core.models.base import SequenceModel
+if TYPE_CHECKING:  # torch loads with the first model built, not with the registry
+    from sst_core.models.base import SequenceModel
 
 
 @dataclass(frozen=True)
