@@ -54,6 +54,7 @@ from myst_nb import glue
 from sst_core.experiments import paper2
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import memory as plots_memory
+from sst_core.figures.common import png
 from sst_core.reports.memory import memory_table, reference_comparison
 from sst_core.spec import configs
 from sst_core.theory import memory as mf
@@ -543,7 +544,7 @@ def redraw(change=None):
     data = mf.explore_spectrum(v["init"], v["N"], dt, P.mem_T, extra=extra, seed=P.seed)
     title = f"{v['init']}, N={v['N']}, dt={dt:.3g}, T={P.mem_T} ({P.scale('mem_T')})"
     view.outputs = ()
-    view.append_display_data(plots_memory.png(plots_memory.fig_explorer(**data, title=title)))
+    view.append_display_data(png(plots_memory.fig_explorer(**data, title=title)))
 
 
 for w in controls.values():
