@@ -61,6 +61,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
+from sst_core.reports import paper1 as rp1
 
 # %% [markdown]
 # ## Table 2's row, repaired
@@ -83,18 +84,11 @@ table = rb.semi_affine(P)
 display(table)
 
 # %%
-fig = plots.fig_accuracy_vs_length([r for r in records if r["status"] == "ok"],
-                                   ("C2", "C6", "S3"), SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"), SCALE)
 plt.show()
 
 # %%
-best = {}
-for r in diag:
-    if r["status"] == "ok":
-        m = r["config"]["run"]["model"]
-        key = r["metrics"]["m_p"] or -1
-        if m not in best or key > (best[m]["metrics"]["m_p"] or -1):
-            best[m] = r
+best = rb.best_semi_affine_diagnostics(diag)
 order = [m for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES if m in best]
 fig = plots_beyond.fig_semi_affine_q([best[m] for m in order], SCALE)
 plt.show()

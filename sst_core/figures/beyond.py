@@ -21,10 +21,11 @@ def _label(r: dict[str, Any]) -> str:
     return f"{cfg['model']} on {cfg['group']}, lr {cfg['lr']:g}"
 
 
-def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5,
-                          max_panels: int = 6) -> plt.Figure:
-    """q(t) with oracle, decoded and clustered labels, one panel per model."""
-    recs = list(records)[:max_panels]
+def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str,
+                          tau: float = 0.5) -> plt.Figure:
+    """q(t) with oracle, decoded and clustered labels, one panel per record (e.g.
+    :func:`sst_core.reports.beyond.label_free_examples`)."""
+    recs = list(records)
     cols = min(3, max(1, len(recs)))
     rows = max(1, -(-len(recs) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False,
