@@ -1,12 +1,16 @@
 """The one record -> table -> figure contract: one rule picks the best run of a cell
-(reports.select), figures draw the rows they are given."""
+(reports.select), tables carry typed data, figures draw the rows they are given."""
+import json
 import random
+from dataclasses import replace
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 
+from sst_core.experiments import beyond, paper1  # noqa: E402
 from sst_core.figures import common as plots  # noqa: E402
 from sst_core.figures import lra as plots_lra  # noqa: E402
 from sst_core.reports import beyond as rb  # noqa: E402
@@ -14,6 +18,8 @@ from sst_core.reports import error_control as ec  # noqa: E402
 from sst_core.reports import lra as rl  # noqa: E402
 from sst_core.reports import paper1 as rp1  # noqa: E402
 from sst_core.reports.select import best_per_cell, grid_point, m_p_score, seeds_of  # noqa: E402
+from sst_core.spec import configs, profiles  # noqa: E402
+from sst_core.store.records import RunFailed, cached_run  # noqa: E402
 
 
 def rec(m_p, lr=1e-3, seed=0, d_state=8, model="m", status="ok", n_layers=1, group="S3",
@@ -173,3 +179,67 @@ def test_accuracy_figure_draws_every_record_it_is_given():
     fig = plots.fig_accuracy_vs_length(rp1.best_runs(recs), ["S3"], "profile `smoke`")
     assert len(fig.axes[0].get_lines()) == 1 + 2
     plt.close("all")
+
+
+# -- typed table data --------------------------------------------------------------------------
+
+@pytest.fixture
+def P():
+    return replace(profiles.PROFILES["smoke"], track_seeds=(0, 1), track_lrs=(1e-3, 1e-4),
+                   track_eval_lengths=configs.EVAL_LENGTHS)
+
+
+def fake(m_p):
+    def fn(cfg):
+        if m_p == "diverge":
+            raise RunFailed("loss became nan at step 3")
+        return {"m_p": m_p, "eval": {}}
+    return fn
+
+
+def _typed(x):
+    """No display string that stands for a number or a missing value (a status says it)."""
+    if isinstance(x, dict):
+        return all(_typed(v) for k, v in x.items() if k != "status")
+    if isinstance(x, list):
+        return all(_typed(v) for v in x)
+    if isinstance(x, str):
+        return not (x.lstrip("-").replace(".", "", 1).isdigit() or x in ("fail", "—", "n/a")
+                    or x.startswith("missing /"))
+    return True
+
+
+def test_table2_and_harder_groups_data_have_a_status_and_numbers(tmp_path, P):
+    values = {("tanh_rnn", 1e-3, 0): 1000, ("tanh_rnn", 1e-3, 1): 600,
+              ("mamba", 1e-3, 0): None, ("mamba", 1e-3, 1): None}
+    for cfg in paper1.table2_grid(P, models=("tanh_rnn", "mamba", "linear_rnn"),
+                                  groups=("S3",)):
+        if cfg.model == "linear_rnn":  # every run diverges
+            cached_run(cfg, fake("diverge"), root=tmp_path)
+        elif (cfg.model, cfg.lr, cfg.seed) in values:
+            cached_run(cfg, fake(values[(cfg.model, cfg.lr, cfg.seed)]), root=tmp_path)
+    t = rp1.table2(P, root=tmp_path, models=("tanh_rnn", "mamba", "linear_rnn", "mamba3"))
+    s3 = {d["model"]: d for d in t.data if d["group"] == "S3"}
+    assert {m: (d["status"], d["m_p"]) for m, d in s3.items()} == {
+        "tanh_rnn": ("ok", 1000), "mamba": ("fail", None), "linear_rnn": ("diverged", None),
+        "mamba3": ("missing", None)}
+    assert _typed(t.data) and _typed(json.loads(t.to_json())["data"])
+    h = rb.harder_groups(P, root=tmp_path)
+    hs3 = {d["model"]: d for d in h.data if d["group"] == "S3" and d["model"] in s3}
+    assert {m: (d["status"], d["m_p"]) for m, d in hs3.items()} == {
+        m: (d["status"], d["m_p"]) for m, d in s3.items()}
+    assert hs3["tanh_rnn"]["m_p_seeds"] == [1000, 600] and _typed(h.data)
+    row = next(r for r in h.rows if r[0] == "linear_rnn")
+    assert row[2] == "diverged"  # rendering unchanged: the rows keep their words
+
+
+def test_semi_affine_data_is_typed(tmp_path, P):
+    for cfg in beyond.semi_affine_grid(P):
+        if cfg.group == "S3" and cfg.model == "mamba":
+            cached_run(cfg, fake(600 if cfg.seed == 0 else None), root=tmp_path)
+    t = rb.semi_affine(P, root=tmp_path)
+    rows = {d["model"]: d for d in t.data}
+    assert rows["mamba"]["cells"]["S3 L1"] == {"status": "ok", "m_p": 600}
+    assert rows["mamba"]["cells"]["C2 L1"] == {"status": "missing", "m_p": None}
+    assert rows["mamba"]["diagnostics"] == "missing" and _typed(t.data)
+    assert next(r for r in t.rows if r[0] == "mamba")[2:5] == ["missing", "missing", "600"]

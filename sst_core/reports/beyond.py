@@ -20,7 +20,7 @@ from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, stored_records
 from sst_core.reports.error_control import PAPER_FIGURE4, _fmt, figure4_stats
-from sst_core.reports.paper1 import fmt, summarise
+from sst_core.reports.paper1 import cell_status, fmt, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.profiles import Profile
 
@@ -62,9 +62,9 @@ def harder_groups(P: Profile, root=None) -> Table:
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
-                if s is None or s["m_p"] == "no runs":
-                    text = "missing" if s is None or s["missing"] else "diverged"
-                    m_p = None
+                status = "missing" if s is None else cell_status(s)
+                if status in ("missing", "diverged"):
+                    text, m_p, seeds = status, None, []
                 else:
                     m_p = s["m_p"]
                     seeds = s["m_p_seeds"]
@@ -72,8 +72,8 @@ def harder_groups(P: Profile, root=None) -> Table:
                                        f"{fmt(max(seeds, key=lambda v: v or -1))}]"
                                        if len(seeds) > 1 else "")
                 row.append(text)
-                data.append({"model": m, "group": g, "n_layers": d, "m_p": m_p,
-                             "cell": text})
+                data.append({"model": m, "group": g, "n_layers": d, "status": status,
+                             "m_p": m_p, "m_p_seeds": seeds})
         rows.append(row)
     note = ("m_p: the largest evaluated length with token accuracy >= 90% ('fail': below 90% "
             "at the training length 60); best over the grid, [min–max over seeds] where there "
@@ -225,21 +225,25 @@ def semi_affine(P: Profile, root=None) -> Table:
         for g in paper1.TABLE2_GROUPS:
             for d in depths:
                 s = summary.get((m, g, d))
-                v = "missing" if s is None or s["m_p"] == "no runs" else fmt(s["m_p"])
-                row.append(v)
-                cells[f"{g} L{d}"] = v
+                status = "missing" if s is None else cell_status(s)
+                if status in ("missing", "diverged"):  # the table shows both as missing
+                    row.append("missing")
+                    cells[f"{g} L{d}"] = {"status": status, "m_p": None}
+                else:
+                    row.append(fmt(s["m_p"]))
+                    cells[f"{g} L{d}"] = {"status": status, "m_p": s["m_p"]}
         r = diag.get(m)
         if r is None:
             row += ["missing"] * 3
-            extra = {}
+            extra = {"diagnostics": "missing"}
         else:
             mt = r["metrics"]
             rec_U = next((v for v in reversed(mt["recovery"]["U"]) if v is not None), None)
             row += [_fmt(mt["T_cross"]), _fmt(rec_U, ".2g"), _fmt(mt["theorem1"].get("gain"))]
-            extra = {"T_cross": mt["T_cross"], "recovery_U": rec_U,
+            extra = {"diagnostics": "ok", "T_cross": mt["T_cross"], "recovery_U": rec_U,
                      "gain": mt["theorem1"].get("gain"), "m_p_diag": mt["m_p"]}
         rows.append(row)
-        data.append({"model": m, **cells, **extra})
+        data.append({"model": m, "cells": cells, **extra})
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
             "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
             "||e_t|| / ||e_0|| 200 steps after a perturbation inside U (below 1: the error "

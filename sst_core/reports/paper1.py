@@ -64,6 +64,14 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
     return out, ids
 
 
+def cell_status(s: dict) -> str:
+    """A table cell's state: ``ok`` (m_p a length), ``fail`` (below 90% at the training
+    length), ``diverged`` (every run failed) or ``missing`` (no record)."""
+    if s["m_p"] == "no runs":
+        return "missing" if s["missing"] else "diverged"
+    return "fail" if s["m_p"] is None else "ok"
+
+
 def run_label(cfg: dict[str, Any]) -> str:
     """A tracking run's name in tables and figures: phi or model, with L2 for two layers."""
     label = cfg.get("phi") or cfg["model"]
@@ -107,7 +115,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
                 paper = paper_values.TABLE2.get((m, g, d), "missing")
                 text, agree = _cell_text(s, paper, P.track_eval_lengths)
                 row.append(text)
-                data.append({"model": m, "group": g, "n_layers": d,
+                data.append({"model": m, "group": g, "n_layers": d, "status": cell_status(s),
                              "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                              "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
                              "n_failed": s["failed"], "n_missing": s["missing"],
@@ -139,9 +147,11 @@ def table3(P: Profile, root=None) -> Table:
                "whole-vector normalisation" if phi in ("layernorm", "sphere") else
                "pointwise / pair operator")
         rows.append([phi, cls, text])
-        data.append({"phi": phi, "m_p": None if s["m_p"] == "no runs" else s["m_p"],
+        data.append({"phi": phi, "status": cell_status(s),
+                     "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                      "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
-                     "paper": None if paper == "missing" else paper, "agreement": agree})
+                     "paper": None if paper == "missing" else paper,
+                     "paper_reported": paper != "missing", "agreement": agree})
     note = (f"h = phi(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid. "
             f"Scale: {P.scale('track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
     return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)
