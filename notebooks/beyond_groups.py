@@ -51,6 +51,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
+from sst_core.reports import paper1 as rp1
 
 # %% [markdown]
 # ## The groups
@@ -128,7 +129,7 @@ for g in ("S3",) + beyond.HARDER_GROUPS:
 
 # %%
 ok = [r for r in records if r["status"] == "ok"]
-fig = plots.fig_accuracy_vs_length(ok, beyond.HARDER_GROUPS, SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS, SCALE)
 plt.show()
 
 # %% [markdown]

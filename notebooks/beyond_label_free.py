@@ -87,14 +87,7 @@ display(table)
 # oracle (solid) against the two label-free curves (dashed):
 
 # %%
-show = sorted(ok, key=lambda r: (r["metrics"]["group"], not r["metrics"]["is_affine"],
-                                 r["config"]["run"]["model"]))
-picked, seen = [], set()
-for r in show:  # one run per (group, model), affine first
-    key = (r["metrics"]["group"], r["config"]["run"]["model"])
-    if key not in seen:
-        seen.add(key)
-        picked.append(r)
+picked = rb.label_free_examples(ok)  # one run per (group, model), affine first
 fig = plots_beyond.fig_label_free_curves(picked, SCALE)
 plt.show()
 

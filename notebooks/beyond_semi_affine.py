@@ -61,6 +61,8 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
+from sst_core.reports import paper1 as rp1
+from sst_core.reports.paper1 import fmt
 
 # %% [markdown]
 # ## Table 2's row, repaired
@@ -83,39 +85,40 @@ table = rb.semi_affine(P)
 display(table)
 
 # %%
-fig = plots.fig_accuracy_vs_length([r for r in records if r["status"] == "ok"],
-                                   ("C2", "C6", "S3"), SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"), SCALE)
 plt.show()
 
 # %%
-best = {}
-for r in diag:
-    if r["status"] == "ok":
-        m = r["config"]["run"]["model"]
-        key = r["metrics"]["m_p"] or -1
-        if m not in best or key > (best[m]["metrics"]["m_p"] or -1):
-            best[m] = r
+best = rb.best_semi_affine_diagnostics(diag)
 order = [m for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES if m in best]
 fig = plots_beyond.fig_semi_affine_q([best[m] for m in order], SCALE)
 plt.show()
 
 rows = {d["model"]: d for d in table.data}
-def mp(model):
-    return rows.get(model, {}).get(f"S3 L{P.track_depths[0]}", "missing")
+missing = {"status": "missing", "m_p": None}
+def cell(model):
+    return rows.get(model, {}).get("cells", {}).get(f"S3 L{P.track_depths[0]}", missing)
 
-def rank(v):
-    return -1 if v in ("fail", "missing") else int(v)
+def absent(c):
+    return c["status"] in ("missing", "diverged")
+
+def shown(c):  # as the table shows it
+    return "missing" if absent(c) else fmt(c["m_p"])
+
+def rank(c):
+    return -1 if c["m_p"] is None else c["m_p"]
 
 verdicts = []
 for repaired, original in zip(beyond.SEMI_AFFINE_MODELS, beyond.SEMI_AFFINE_BASELINES):
-    glue(f"sa_{original}", f"{mp(repaired)} against {mp(original)}", display=False)
-    if "missing" in (mp(repaired), mp(original)):
+    glue(f"sa_{original}", f"{shown(cell(repaired))} against {shown(cell(original))}",
+         display=False)
+    if absent(cell(repaired)) or absent(cell(original)):
         verdicts.append(f"{repaired}: not run at this scale")
         continue
-    d = rank(mp(repaired)) - rank(mp(original))
+    d = rank(cell(repaired)) - rank(cell(original))
     rec, rec0 = (rows.get(k, {}).get("recovery_U") for k in (repaired, original))
     text = (f"{repaired} {'extrapolates further than' if d > 0 else 'falls short of' if d < 0 else 'ties'} "
-            f"{original} on S3 (m_p {mp(repaired)} against {mp(original)})")
+            f"{original} on S3 (m_p {shown(cell(repaired))} against {shown(cell(original))})")
     if rec is not None and rec0 is not None:
         text += (f", and an error inside U shrinks to {rec:.2g} of its size after 200 steps "
                  f"against {rec0:.2g} for the affine model")

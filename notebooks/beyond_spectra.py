@@ -73,12 +73,7 @@ display(table)
 # $S_3$ run of each model, its eigenvalues in the complex plane:
 
 # %%
-best = {}
-for r in ok:
-    m = r["metrics"]
-    if m["model"] not in best or (m["m_p"] or -1) > (best[m["model"]]["metrics"]["m_p"] or -1):
-        best[m["model"]] = r
-shown = [best[k] for k in sorted(best, key=lambda k: (best[k]["metrics"]["is_affine"], k))]
+shown = rb.best_spectra(ok)
 fig = plots_spectra.fig_spectra(shown, SCALE)
 plt.show()
 

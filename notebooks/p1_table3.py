@@ -45,7 +45,7 @@ from myst_nb import glue
 
 from sst_core.experiments import paper1, runs
 from sst_core.figures import common as plots
-from sst_core.reports.paper1 import table3
+from sst_core.reports.paper1 import best_runs, table3
 
 # %% [markdown]
 # The operators, as implemented in `sst_core.models.cells` (the exact max and min operators
@@ -79,5 +79,5 @@ glue("t3_n", sum(1 for d in table.data if d["n_runs"]), display=False)
 # operators the paper does not spell out (max, min, the sphere radius).
 
 # %%
-fig = plots.fig_accuracy_vs_length(records, ["S3"], P.scale("track_rnn_widths", "track_max_steps"))
+fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"], P.scale("track_rnn_widths", "track_max_steps"))
 plt.show()

@@ -151,7 +151,7 @@ display(lra_reports.lra_ablation(P))
 
 # %%
 task = P.lra_tasks[0]
-fig = plots_lra.fig_sup_mf(records, task, SCALE)
+fig = plots_lra.fig_sup_mf(lra_reports.sup_mf_runs(records, task), task, SCALE)
 plt.show()
 gain = []
 for r in records:

@@ -283,7 +283,7 @@ display(memory_table(P))
 # %%
 comparison = reference_comparison(P)
 display(comparison)
-diffs = [row[-1] for row in comparison.rows if isinstance(row[-1], float)]
+diffs = [d["max_abs_diff"] for d in comparison.data if d["max_abs_diff"] is not None]
 glue("ref_table_diff", max(diffs) if diffs else float("nan"), display=False)
 inv_rec = curve[("inv", 0.01)]["metrics"]
 inv_at = dict(zip(inv_rec["delay"], inv_rec["memory"]))

@@ -13,6 +13,7 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
     P = params.settings("p1_groups", profile="smoke", n_words=64)
     missing = groups_table(P)
     assert all(row[2] == "missing" for row in missing.rows)
+    assert all(d["status"] == "missing" for d in missing.data)
 
     for c in paper1.order_sensitivity_grid(P):
         runs.run(c)
@@ -20,6 +21,8 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
     assert len(table.rows) == 6 and len(table.records) == 6
     c6 = next(r for r in table.rows if r[:2] == ["C6", "all"])
     assert c6[3] == "yes" and c6[6] == 0.0
+    d6 = next(d for d in table.data if (d["group"], d["tokens"]) == ("C6", "all"))
+    assert d6["status"] == "ok" and d6["abelian"] is True and d6["swap_changes"] == 0.0
     assert "smoke" in table.note and "n_words=64" in table.note
     md = table.to_markdown()
     assert sum(line.startswith("|") for line in md.splitlines()) == 8  # header, rule, six rows

@@ -11,12 +11,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import suptitle
+from sst_core.store.codec import decode_floats
 
 _COLOURS = {"oracle": "k", "decoded": "C0", "clusters": "C1"}
-
-
-def _arr(values: Sequence) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -24,10 +21,11 @@ def _label(r: dict[str, Any]) -> str:
     return f"{cfg['model']} on {cfg['group']}, lr {cfg['lr']:g}"
 
 
-def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5,
-                          max_panels: int = 6) -> plt.Figure:
-    """q(t) with oracle, decoded and clustered labels, one panel per model."""
-    recs = list(records)[:max_panels]
+def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str,
+                          tau: float = 0.5) -> plt.Figure:
+    """q(t) with oracle, decoded and clustered labels, one panel per record (e.g.
+    :func:`sst_core.reports.beyond.label_free_examples`)."""
+    recs = list(records)
     cols = min(3, max(1, len(recs)))
     rows = max(1, -(-len(recs) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False,
@@ -35,7 +33,7 @@ def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str, tau: fl
     for ax, r in zip(axes.flat, recs):
         m = r["metrics"]
         for name, q in m["q"].items():
-            y = _arr(q)
+            y = decode_floats(q)
             t = np.arange(1, y.size + 1)
             ok = np.isfinite(y)  # the clusters' q exists on a grid of times only
             ax.plot(t[ok], y[ok], color=_COLOURS.get(name), lw=1.2,
@@ -96,7 +94,7 @@ def fig_warning(errors: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         pm = e.get("per_model") or []
         x = [p["m_p"] for p in pm]
         ax.scatter(x, [p["raw"] for p in pm], s=20, label="raw")
-        ax.scatter(x, [np.nan if p["loo"] is None else p["loo"] for p in pm], s=20,
+        ax.scatter(x, decode_floats(p["loo"] for p in pm), s=20,
                    marker="x", label="calibrated (LOO)")
         lim = [50, 1100]
         ax.plot(lim, lim, color="grey", lw=0.8, ls=":")
@@ -118,9 +116,9 @@ def fig_semi_affine_q(records: Sequence[dict[str, Any]], scale: str, tau: float 
         m = r["metrics"]
         name = r["config"]["run"]["model"]
         ls = "-" if name.startswith("semi_affine") else "--"
-        q = _arr(m["q"])
+        q = decode_floats(m["q"])
         ax.plot(np.arange(1, q.size + 1), q, ls=ls, color=f"C{i}", label=name)
-        rec = _arr(m["recovery"]["U"])
+        rec = decode_floats(m["recovery"]["U"])
         bx.plot(np.arange(rec.size), rec, ls=ls, color=f"C{i}", label=name)
     ax.axhline(tau, color="grey", lw=0.8, ls=":")
     for a in (ax, bx):

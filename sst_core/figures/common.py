@@ -81,27 +81,26 @@ def fig_state_distribution(records: Sequence[dict[str, Any]], t: int, scale: str
     return fig
 
 
-def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str], scale: str,
-                           label_key: str = "model") -> plt.Figure:
-    """Token accuracy against evaluation length, one panel per group, one line per model.
+def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str],
+                           scale: str) -> plt.Figure:
+    """Token accuracy against evaluation length, one panel per group, one line per record.
 
-    Several runs of one model (grid cells, seeds) are drawn as their best run by m_p.
+    Pass one run per model and group (the best, :func:`sst_core.reports.paper1.best_runs`);
+    lines are labelled by model (or phi), with L2 for two layers.
     """
     fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.0), squeeze=False,
                              sharey=True)
     for ax, group in zip(axes[0], groups):
-        best: dict[str, dict[str, Any]] = {}
+        lines = []
         for r in records:
             cfg = r["config"]
-            if cfg["group"] != group or r["status"] != "ok":
+            if cfg["group"] != group:
                 continue
-            label = cfg.get("phi") or cfg[label_key]
+            label = cfg.get("phi") or cfg["model"]
             if cfg.get("n_layers", 1) > 1:
                 label += f" L{cfg['n_layers']}"
-            key = (r["metrics"]["m_p"] or -1, r["metrics"]["eval"][str(cfg["eval_lengths"][-1])]["token"])
-            if label not in best or key > best[label][0]:
-                best[label] = (key, r)
-        for label, (_, r) in sorted(best.items()):
+            lines.append((label, r))
+        for label, r in sorted(lines, key=lambda lr: lr[0]):
             ev = r["metrics"]["eval"]
             lengths = sorted(int(L) for L in ev)
             ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o", ms=3, label=label)

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import suptitle
+from sst_core.store.codec import decode_floats
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -24,16 +25,12 @@ def _style(r: dict[str, Any]) -> dict[str, Any]:
     return {"ls": "--" if r["metrics"]["is_affine"] else "-", "lw": 1.4}
 
 
-def _arr(values: Sequence) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-
 def fig_recovery(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
     """Figure 1: ||e_t|| / ||e_0|| after a perturbation of the recurrent state at t0."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.0), sharey=True)
     for ax, direction in zip(axes, ("random", "U")):
         for r in records:
-            y = _arr(r["metrics"]["recovery"][direction])
+            y = decode_floats(r["metrics"]["recovery"][direction])
             ax.plot(np.arange(y.size), y, label=_label(r), **_style(r))
         ax.set_yscale("log")
         ax.axhline(1.0, color="k", lw=0.8, ls=":")
@@ -56,11 +53,11 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
                              sharey=True)
     for ax, r in zip(axes.flat, records):
         m = r["metrics"]
-        q = _arr(m["q"])
+        q = decode_floats(m["q"])
         t = np.arange(1, q.size + 1)
         # q(1) = 0 for every model (one token fixes the state): start at t = 2
         ax.plot(t[1:], q[1:], color="C0", lw=1.2, label="q = R/M")
-        ax.plot(t[1:], _arr(m["q_sqrt"])[1:], color="C2", lw=1.0, alpha=0.8,
+        ax.plot(t[1:], decode_floats(m["q_sqrt"])[1:], color="C2", lw=1.0, alpha=0.8,
                 label=r"$\sqrt{R}/\sqrt{M}$")
         ax.axhline(tau, color="k", lw=0.8, ls="--")
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
@@ -99,7 +96,7 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         for i, (ku, kp, what) in enumerate([("q_U", "q_U_perp", "through W_out"),
                                             ("q_U_identity", "q_U_perp_identity", "W = I")][:rows]):
             ax = axes[i][j]
-            qu, qp = _arr(m[ku]), _arr(m[kp])
+            qu, qp = decode_floats(m[ku]), decode_floats(m[kp])
             qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
             t = np.arange(1, qu.size + 1)
             ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")

@@ -47,24 +47,19 @@ def fig_test_loss(records: Sequence[dict[str, Any]], tasks: Sequence[str], scale
 def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.Figure:
     """Supremum memory function of each layer, before and after learning, per eigenvalue type.
 
-    One panel per initialisation; solid = after training the spectrum, dotted = at init.
-    The first seed's learned run of each initialisation is drawn.
+    One panel per record (a learned run of one initialisation on ``task``, e.g.
+    :func:`sst_core.reports.lra.sup_mf_runs`); solid = after training the spectrum,
+    dotted = at init.
     """
-    chosen: dict[str, dict] = {}
-    for r in records:
-        c = r["config"]
-        if c["task"] == task and not c["freeze_spectrum"] and r["status"] == "ok" \
-                and r["metrics"].get("sup_mf_before") and c["init"] not in chosen:
-            chosen[c["init"]] = r
-    inits = [i for i in ("random", "lin", "step", "inv", "real") if i in chosen]
+    inits = [r["config"]["init"] for r in records]
     cols = min(2, max(1, len(inits)))
     rows = max(1, -(-len(inits) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(5.0 * cols, 3.0 * rows), squeeze=False,
                              sharey=True)
     for ax in list(axes.flat)[len(inits):]:
         ax.axis("off")
-    for ax, init in zip(axes.flat, inits):
-        m = chosen[init]["metrics"]
+    for ax, init, r in zip(axes.flat, inits, records):
+        m = r["metrics"]
         for k, (before, after) in enumerate(zip(m["sup_mf_before"], m["sup_mf_after"])):
             tau = np.arange(len(before))
             ax.plot(tau, before, color=f"C{k}", ls=":", lw=1.0)

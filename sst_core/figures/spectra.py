@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import suptitle
+from sst_core.store.codec import decode_floats
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -24,12 +25,8 @@ def _label(r: dict[str, Any]) -> str:
     return f"{label} ({kind}{', linearised' if m.get('linearised') else ''})\nm_p = {m['m_p']}"
 
 
-def _arr(values: Sequence) -> np.ndarray:
-    return np.array([np.nan if v is None else v for v in values], dtype=float)
-
-
 def _eigs(d: dict[str, Any]) -> np.ndarray:
-    return _arr(d.get("eig_re", [])) + 1j * _arr(d.get("eig_im", []))
+    return decode_floats(d.get("eig_re", [])) + 1j * decode_floats(d.get("eig_im", []))
 
 
 def _unit_circle(ax, mu: np.ndarray) -> None:
@@ -114,14 +111,14 @@ def fig_memory(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         for i, tok in enumerate(m["tokens"]):
             if "memory_median" not in tok:
                 continue
-            ax.plot(delay, _arr(tok["memory_median"]), color=f"C{i}", lw=1.3,
+            ax.plot(delay, decode_floats(tok["memory_median"]), color=f"C{i}", lw=1.3,
                     label=f"token {tok['token']}: horizon {tok['horizon_median']}")
-            ax.plot(delay, _arr(tok["memory_max"]), color=f"C{i}", lw=1.0, ls="--")
+            ax.plot(delay, decode_floats(tok["memory_max"]), color=f"C{i}", lw=1.0, ls="--")
         ax.set_title(f"{_label(r)}\nper-token A(x)", fontsize=8)
         ax.set_xlabel("delay (tokens)", fontsize=8)
         d_words = np.array(m["return_delay"], dtype=float)
         for curve in rm["memory_median"]:
-            bx.plot(d_words, _arr(curve), color="C3", lw=0.9, alpha=0.6)
+            bx.plot(d_words, decode_floats(curve), color="C3", lw=0.9, alpha=0.6)
         hz = [h for h in rm["horizon_median"] if h is not None]
         bx.set_title(f"return maps: horizon {np.median(hz):g} words (median)" if hz
                      else "return maps", fontsize=8)

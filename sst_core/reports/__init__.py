@@ -2,8 +2,10 @@
 
 ``sst report NAME`` prints them; the notebooks display the same :class:`Table`, so the
 book and the command line cannot disagree. A config whose record is missing or failed
-appears as such in its row. Each chapter's tables live in their own module here and are
-registered by name in :data:`REPORTS` (imported lazily).
+appears as such in its row. Reports select (the best run of a cell:
+:mod:`sst_core.reports.select`, one rule); figures draw what they are given. Each
+chapter's tables live in their own module here and are registered by name in
+:data:`REPORTS` (imported lazily).
 """
 from __future__ import annotations
 
@@ -18,12 +20,21 @@ from sst_core.store.records import RecordError, load_record, record_path
 
 @dataclass
 class Table:
+    """A table of the book: ``rows`` are what it shows (text and numbers, formatted by
+    :meth:`to_markdown`), ``data`` what it means, for notebooks and ``--format json``.
+
+    ``data`` holds typed values only: numbers, booleans, names and lists of them; None
+    where a value is missing or failed (an m_p of None is a failure at the training
+    length), and a ``status`` field (``ok``, ``fail``, ``missing``, ``diverged``,
+    ``failed``) where a row or cell can lack a value. Never a display string to parse back.
+    """
+
     title: str
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
     records: list[str] = field(default_factory=list)  # run ids behind the rows
-    data: list[dict[str, Any]] | None = None  # structured form for --format json
+    data: list[dict[str, Any]] | None = None  # typed rows (see above), for --format json
 
     def to_markdown(self) -> str:
         def cell(v: Any) -> str:

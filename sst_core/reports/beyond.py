@@ -20,7 +20,8 @@ from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, stored_records
 from sst_core.reports.error_control import PAPER_FIGURE4, _fmt, figure4_stats
-from sst_core.reports.paper1 import fmt, summarise
+from sst_core.reports.paper1 import cell_status, fmt, summarise
+from sst_core.reports.select import best_per_cell
 from sst_core.spec.profiles import Profile
 
 FACT_GROUPS = ("C2", "C6", "S3", "A4", "A5", "C2xS3")
@@ -61,9 +62,9 @@ def harder_groups(P: Profile, root=None) -> Table:
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
-                if s is None or s["m_p"] == "no runs":
-                    text = "missing" if s is None or s["missing"] else "diverged"
-                    m_p = None
+                status = "missing" if s is None else cell_status(s)
+                if status in ("missing", "diverged"):
+                    text, m_p, seeds = status, None, []
                 else:
                     m_p = s["m_p"]
                     seeds = s["m_p_seeds"]
@@ -71,8 +72,8 @@ def harder_groups(P: Profile, root=None) -> Table:
                                        f"{fmt(max(seeds, key=lambda v: v or -1))}]"
                                        if len(seeds) > 1 else "")
                 row.append(text)
-                data.append({"model": m, "group": g, "n_layers": d, "m_p": m_p,
-                             "cell": text})
+                data.append({"model": m, "group": g, "n_layers": d, "status": status,
+                             "m_p": m_p, "m_p_seeds": seeds})
         rows.append(row)
     note = ("m_p: the largest evaluated length with token accuracy >= 90% ('fail': below 90% "
             "at the training length 60); best over the grid, [min–max over seeds] where there "
@@ -139,6 +140,18 @@ def label_free_records(P: Profile, root=None) -> list[dict[str, Any]]:
     return [r for r in stored_records(beyond.label_free_grid(P), root) if r["status"] == "ok"]
 
 
+def label_free_examples(records: list[dict[str, Any]], n: int = 6) -> list[dict[str, Any]]:
+    """The trackers whose q(t) the chapter draws: one run per (group, model), its first in
+    the grid's order (:func:`sst_core.reports.select.best_per_cell` with no score), sorted by
+    group, affine models first, then by model; the first ``n``."""
+    def model(r: dict[str, Any]) -> str:
+        return r["config"]["run"]["model"]
+
+    first = best_per_cell(records, lambda r: (r["metrics"]["group"], model(r)), score=None)
+    return sorted(first.values(), key=lambda r: (r["metrics"]["group"],
+                                                 not r["metrics"]["is_affine"], model(r)))[:n]
+
+
 def label_free(P: Profile, root=None) -> Table:
     """Agreement of label-free T_cross and q(t) with the oracle's, per group and method."""
     from sst_core.analysis.label_free import crossing_agreement
@@ -201,11 +214,7 @@ def semi_affine(P: Profile, root=None) -> Table:
 
     cfgs = beyond.semi_affine_grid(P)
     summary, ids = summarise(cfgs, root)
-    diag = {r["config"]["run"]["model"]: r for r in
-            sorted(stored_records(beyond.semi_affine_diagnostics(P), root),
-                   key=lambda r: -1 if r["status"] != "ok" or r["metrics"]["m_p"] is None
-                   else r["metrics"]["m_p"])
-            if r["status"] == "ok"}
+    diag = best_semi_affine_diagnostics(stored_records(beyond.semi_affine_diagnostics(P), root))
     depths = P.track_depths
     cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
@@ -216,21 +225,25 @@ def semi_affine(P: Profile, root=None) -> Table:
         for g in paper1.TABLE2_GROUPS:
             for d in depths:
                 s = summary.get((m, g, d))
-                v = "missing" if s is None or s["m_p"] == "no runs" else fmt(s["m_p"])
-                row.append(v)
-                cells[f"{g} L{d}"] = v
+                status = "missing" if s is None else cell_status(s)
+                if status in ("missing", "diverged"):  # the table shows both as missing
+                    row.append("missing")
+                    cells[f"{g} L{d}"] = {"status": status, "m_p": None}
+                else:
+                    row.append(fmt(s["m_p"]))
+                    cells[f"{g} L{d}"] = {"status": status, "m_p": s["m_p"]}
         r = diag.get(m)
         if r is None:
             row += ["missing"] * 3
-            extra = {}
+            extra = {"diagnostics": "missing"}
         else:
             mt = r["metrics"]
             rec_U = next((v for v in reversed(mt["recovery"]["U"]) if v is not None), None)
             row += [_fmt(mt["T_cross"]), _fmt(rec_U, ".2g"), _fmt(mt["theorem1"].get("gain"))]
-            extra = {"T_cross": mt["T_cross"], "recovery_U": rec_U,
+            extra = {"diagnostics": "ok", "T_cross": mt["T_cross"], "recovery_U": rec_U,
                      "gain": mt["theorem1"].get("gain"), "m_p_diag": mt["m_p"]}
         rows.append(row)
-        data.append({"model": m, **cells, **extra})
+        data.append({"model": m, "cells": cells, **extra})
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
             "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
             "||e_t|| / ||e_0|| 200 steps after a perturbation inside U (below 1: the error "
@@ -238,6 +251,12 @@ def semi_affine(P: Profile, root=None) -> Table:
             "forces 1 for an affine model that tracks). Best S3 run per model. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
+
+
+def best_semi_affine_diagnostics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The best S3 diagnostics record of each semi-affine model and original, by model
+    (:func:`sst_core.reports.select.best_per_cell`)."""
+    return best_per_cell(records, lambda r: r["config"]["run"]["model"])
 
 
 def semi_affine_cost(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -269,21 +288,24 @@ def _token_summary(m: dict[str, Any]) -> dict[str, Any]:
             "horizon": med("horizon_max"), "capacity": med("capacity_median")}
 
 
+def best_spectra(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best spectra record of each model (:func:`sst_core.reports.select.best_per_cell`),
+    state-dependent models first, then by name: the rows of :func:`spectra` and the panels
+    of its figures."""
+    best = best_per_cell(records, lambda r: r["metrics"]["model"])
+    return [best[k] for k in sorted(best, key=lambda k: (best[k]["metrics"]["is_affine"], k))]
+
+
 def spectra(P: Profile, root=None) -> Table:
     """Per model (best S3 run): transition and return-map spectra, memory horizons, m_p."""
     recs = spectra_records(P, root)
-    best: dict[str, dict] = {}
-    for r in recs:
-        m = r["metrics"]
-        key = -1 if m["m_p"] is None else m["m_p"]
-        if m["model"] not in best or key > (best[m["model"]]["metrics"]["m_p"] or -1):
-            best[m["model"]] = r
+    best = best_spectra(recs)
     cols = ["model", "class", "m_p", "D_rec", "dim U", "A(x): spectral radius",
             "A(x): share near |λ| = 1", "A(x): memory horizon", "return map: λ near 1",
             "return map: horizon (words)"]
     rows, data = [], []
-    for name, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
-        m = r["metrics"]
+    for r in best:
+        name, m = r["metrics"]["model"], r["metrics"]
         s = _token_summary(m)
         rm = m["return_maps"]
         hz = [h for h in rm.get("horizon_max", []) if h is not None]

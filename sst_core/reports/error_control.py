@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from sst_core.reports import Table, stored_records
+from sst_core.reports.select import best_per_cell, run_config
 from sst_core.spec.profiles import Profile
 
 PAPER_FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
@@ -40,17 +41,13 @@ def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[s
 
 
 def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The run with the largest m_p of each (model, depth), ties to the earliest T_cross-free."""
-    best: dict[str, tuple] = {}
-    for r in records:
-        if r["status"] != "ok":
-            continue
-        cfg, m = r["config"]["run"], r["metrics"]
-        label = cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
-        key = (-1 if m["m_p"] is None else m["m_p"], m["T_cross"] or 10**9)
-        if label not in best or key > best[label][0]:
-            best[label] = (key, r)
-    return {k: v[1] for k, v in best.items()}
+    """The best run of each (model, depth), labelled ``model`` or ``model L2``: the largest
+    m_p, ties by :func:`sst_core.reports.select.best_per_cell`'s rule (Table 2's)."""
+    def label(r: dict[str, Any]) -> str:
+        cfg = run_config(r)
+        return cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
+
+    return best_per_cell(records, label)
 
 
 def _fmt(v: Any, spec: str = ".3g") -> str:

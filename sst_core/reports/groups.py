@@ -12,18 +12,26 @@ def groups_table(P: Profile, root: Path | None = None) -> Table:
     """Order sensitivity of C2, C6 and S3 under both token vocabularies."""
     cols = ["group", "tokens", "order", "abelian", "vocabulary", "non-commuting pairs",
             "words changed by one swap", "TV from uniform at the end"]
-    rows, ids = [], []
+    rows, data, ids = [], [], []
     for cfg in paper1.order_sensitivity_grid(P):
         rec = stored_record(cfg, root)
         if rec is None or rec["status"] != "ok":
             status = "missing" if rec is None else f"failed: {rec['reason']}"
             rows.append([cfg.group, cfg.tokens] + [status] + [""] * (len(cols) - 3))
+            data.append({"group": cfg.group, "tokens": cfg.tokens,
+                         "status": "missing" if rec is None else "failed",
+                         "reason": None if rec is None else rec["reason"]})
             continue
         m = rec["metrics"]
         rows.append([cfg.group, cfg.tokens, m["order"], "yes" if m["abelian"] else "no",
                      " ".join(m["vocabulary"]), m["noncommuting_pairs"], m["swap_changes"],
                      m["tv_uniform"][-1]])
+        data.append({"group": cfg.group, "tokens": cfg.tokens, "status": "ok", "reason": None,
+                     "order": m["order"], "abelian": m["abelian"],
+                     "vocabulary": list(m["vocabulary"]),
+                     "noncommuting_pairs": m["noncommuting_pairs"],
+                     "swap_changes": m["swap_changes"], "tv_uniform_end": m["tv_uniform"][-1]})
         ids.append(rec["run_id"])
     note = (f"Scale: {P.scale('n_words', 'word_length', 'seed')}. "
             "Swap share and TV are estimated from the sampled words; the non-commuting share is exact.")
-    return Table("Order sensitivity of the chapter's groups", cols, rows, note, ids)
+    return Table("Order sensitivity of the chapter's groups", cols, rows, note, ids, data)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records
+from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
@@ -103,3 +104,16 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
+
+SUP_MF_INITS = ("random", "lin", "step", "inv", "real")  # the figure's panel order
+
+
+def sup_mf_runs(records, task: str) -> list[dict]:
+    """The runs :func:`sst_core.figures.lra.fig_sup_mf` draws on ``task``: of each
+    initialisation, the learned run with a supremum memory function, its first seed (no
+    preference among seeds: :func:`sst_core.reports.select.best_per_cell` with no score),
+    in the order of :data:`SUP_MF_INITS`."""
+    recs = [r for r in records if r["status"] == "ok" and r["config"]["task"] == task
+            and not r["config"]["freeze_spectrum"] and r["metrics"].get("sup_mf_before")]
+    chosen = best_per_cell(recs, lambda r: r["config"]["init"], score=None)
+    return [chosen[i] for i in SUP_MF_INITS if i in chosen]

@@ -39,20 +39,27 @@ def memory_table(P: Profile, root: Path | None = None) -> Table:
     memory function at delays 10, 100, 1000 (null beyond T-1), the capacity and the rank."""
     cols = (["init", "N", "dt", "T"] + [f"M[{d}]" for d in REPORT_DELAYS]
             + ["capacity", "rank"])
-    rows, ids = [], []
+    rows, data, ids = [], [], []
     for cfg in memory_grid(P):
         if cfg.dt not in REPORT_DTS:
             continue
         head = [cfg.init, cfg.N, cfg.dt, cfg.T]
+        row = {"init": cfg.init, "N": cfg.N, "dt": cfg.dt, "T": cfg.T,
+               "delays": list(REPORT_DELAYS)}
         rec = stored_record(cfg, root)
         if rec is None or rec["status"] != "ok":
             status = "missing" if rec is None else f"failed: {rec['reason']}"
             rows.append(head + [status] + [""] * (len(cols) - len(head) - 1))
+            data.append({**row, "status": "missing" if rec is None else "failed",
+                         "reason": None if rec is None else rec["reason"], "memory": None,
+                         "capacity": None, "rank": None})
             continue
         m = rec["metrics"]
         at = dict(zip(m["delay"], m["memory"]))
-        rows.append(head + [at.get(d) if d < cfg.T else None for d in REPORT_DELAYS]
-                    + [m["capacity"], m["rank"]])
+        memory = [at.get(d) if d < cfg.T else None for d in REPORT_DELAYS]
+        rows.append(head + memory + [m["capacity"], m["rank"]])
+        data.append({**row, "status": "ok", "reason": None, "memory": memory,
+                     "capacity": m["capacity"], "rank": m["rank"]})
         ids.append(rec["run_id"])
     note = (f"Scale: {P.scale('mem_N', 'mem_T', 'seed')}. ZOH discretisation; N is the real "
             "state size (both members of each conjugate pair), so a real eigenvalue stored as "
@@ -60,7 +67,7 @@ def memory_table(P: Profile, root: Path | None = None) -> Table:
             "capacity = sum of M over all T delays (= rank). n/a: delay beyond T-1. "
             "`random` is uniform in the unit disk at each dt, so it does not depend on dt.")
     return MemoryTable(f"Memory function of the five initialisations (N={P.mem_N}, T={P.mem_T})",
-                       cols, rows, note, ids)
+                       cols, rows, note, ids, data)
 
 
 def reference_comparison(P: Profile, root: Path | None = None) -> Table:
@@ -70,29 +77,39 @@ def reference_comparison(P: Profile, root: Path | None = None) -> Table:
     from sst_core.spec.configs import REFERENCE_DELAYS, REFERENCE_VALUES
 
     cols = ["init", "dt", "N", "T"] + [f"M[{d}] ours (ref.)" for d in REFERENCE_DELAYS] + ["max abs diff"]
-    rows, ids = [], []
+    rows, data, ids = [], [], []
     for cfg in reference_grid(P):
         head = [cfg.init, cfg.dt, cfg.N, cfg.T]
+        row = {"init": cfg.init, "dt": cfg.dt, "N": cfg.N, "T": cfg.T,
+               "delays": list(REFERENCE_DELAYS),
+               "reference": list(REFERENCE_VALUES[(cfg.init, cfg.dt)])}
         rec = stored_record(cfg, root)
         if rec is None or rec["status"] != "ok":
             status = "missing" if rec is None else f"failed: {rec['reason']}"
             rows.append(head + [status] + [""] * (len(cols) - len(head) - 1))
+            data.append({**row, "status": "missing" if rec is None else "failed",
+                         "reason": None if rec is None else rec["reason"], "ours": None,
+                         "max_abs_diff": None})
             continue
         at = dict(zip(rec["metrics"]["delay"], rec["metrics"]["memory"]))
         ref = REFERENCE_VALUES[(cfg.init, cfg.dt)]
-        cells, diffs = [], []
+        cells, diffs, values = [], [], []
         for d, r in zip(REFERENCE_DELAYS, ref):
             if d >= cfg.T:
                 cells.append(None)
+                values.append(None)
                 continue
             ours = at[d]
             diffs.append(abs(ours - r))
+            values.append(ours)
             cells.append(f"{ours:.3g} ({r:g})" if ours < 0.01 else f"{ours:.3f} ({r:g})")
         rows.append(head + cells + [max(diffs) if diffs else None])
+        data.append({**row, "status": "ok", "reason": None, "ours": values,
+                     "max_abs_diff": max(diffs) if diffs else None})
         ids.append(rec["run_id"])
     note = (f"Scale: {P.scale('seed')}; N and T as in the rows (N=64, T=4096 except under "
             "`smoke`). ZOH. ref.: independent NumPy/mpmath values of the implementation notes "
             "(not the paper's), rounded to three decimals or one significant digit, so "
             "differences up to about 0.0005 are rounding.")
     return MemoryTable("Memory function: ours vs independently computed values", cols, rows,
-                       note, ids)
+                       note, ids, data)

@@ -7,12 +7,12 @@ Agreement: ``agree`` (same value, or both fail), ``close`` (one evaluated length
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any, Sequence
 
 from sst_core.experiments import paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, group_records
+from sst_core.reports.select import best_per_cell, seeds_of
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
@@ -38,25 +38,52 @@ def agreement(ours: int | None, paper: Any, lengths: Sequence[int]) -> str:
     return "differ"
 
 
+def _key(record) -> tuple:
+    cfg = record["config"]
+    return (cfg["phi"] or cfg["model"], cfg["group"], cfg["n_layers"])
+
+
 def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
-    """Group records by (model-or-phi, group, depth): best m_p, seed spread, counts."""
+    """Group records by (model-or-phi, group, depth): best m_p, seed spread, counts.
+
+    The best run of a cell is :func:`sst_core.reports.select.best_per_cell`'s; the spread
+    is over the seeds of its grid point (d_state, lr)."""
     ok, ids, status = group_records(cfgs, lambda c: (c.phi or c.model, c.group, c.n_layers), root)
-    cells: dict[tuple, dict[tuple, list]] = defaultdict(lambda: defaultdict(list))
-    for key, runs in ok.items():
-        for cfg, rec in runs:
-            cells[key][(cfg.d_state, cfg.lr)].append(rec["metrics"]["m_p"])
+    records = [rec for runs in ok.values() for _, rec in runs]
+    best = best_per_cell(records, _key)
     out = {}
     for key, st in status.items():
-        by_cell = cells.get(key, {})
-        if by_cell:
-            best_cell = max(by_cell, key=lambda c: (max(map(_rank, by_cell[c])),
-                                                    sum(map(_rank, by_cell[c]))))
-            seeds = by_cell[best_cell]
-            best = max(seeds, key=_rank)
+        r = best.get(key)
+        if r is not None:
+            best_cell = (r["config"]["d_state"], r["config"]["lr"])
+            seeds = seeds_of(records, r)
+            m_p = r["metrics"]["m_p"]
         else:
-            best_cell, seeds, best = None, [], "no runs"
-        out[key] = {"m_p": best, "m_p_seeds": seeds, "best_cell": best_cell, **st}
+            best_cell, seeds, m_p = None, [], "no runs"
+        out[key] = {"m_p": m_p, "m_p_seeds": seeds, "best_cell": best_cell, **st}
     return out, ids
+
+
+def cell_status(s: dict) -> str:
+    """A table cell's state: ``ok`` (m_p a length), ``fail`` (below 90% at the training
+    length), ``diverged`` (every run failed) or ``missing`` (no record)."""
+    if s["m_p"] == "no runs":
+        return "missing" if s["missing"] else "diverged"
+    return "fail" if s["m_p"] is None else "ok"
+
+
+def run_label(cfg: dict[str, Any]) -> str:
+    """A tracking run's name in tables and figures: phi or model, with L2 for two layers."""
+    label = cfg.get("phi") or cfg["model"]
+    return label + (f" L{cfg['n_layers']}" if cfg.get("n_layers", 1) > 1 else "")
+
+
+def best_runs(records) -> list[dict[str, Any]]:
+    """The best run of each (group, model-or-phi, depth), the run behind each cell of
+    Tables 2 and 3 (:func:`sst_core.reports.select.best_per_cell`), for
+    :func:`sst_core.figures.common.fig_accuracy_vs_length`."""
+    return list(best_per_cell(records, lambda r: (r["config"]["group"],
+                                                  run_label(r["config"]))).values())
 
 
 def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
@@ -88,7 +115,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
                 paper = paper_values.TABLE2.get((m, g, d), "missing")
                 text, agree = _cell_text(s, paper, P.track_eval_lengths)
                 row.append(text)
-                data.append({"model": m, "group": g, "n_layers": d,
+                data.append({"model": m, "group": g, "n_layers": d, "status": cell_status(s),
                              "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                              "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
                              "n_failed": s["failed"], "n_missing": s["missing"],
@@ -120,9 +147,11 @@ def table3(P: Profile, root=None) -> Table:
                "whole-vector normalisation" if phi in ("layernorm", "sphere") else
                "pointwise / pair operator")
         rows.append([phi, cls, text])
-        data.append({"phi": phi, "m_p": None if s["m_p"] == "no runs" else s["m_p"],
+        data.append({"phi": phi, "status": cell_status(s),
+                     "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                      "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
-                     "paper": None if paper == "missing" else paper, "agreement": agree})
+                     "paper": None if paper == "missing" else paper,
+                     "paper_reported": paper != "missing", "agreement": agree})
     note = (f"h = phi(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid. "
             f"Scale: {P.scale('track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
     return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)

@@ -22,6 +22,7 @@ def test_memory_table_from_records(tiny):
     missing = memory_table(P)
     assert len(missing.rows) == len(configs.INITS) * len(configs.REPORT_DTS)
     assert all(row[4] == "missing" for row in missing.rows) and not missing.records
+    assert all(d["status"] == "missing" and d["memory"] is None for d in missing.data)
 
     for cfg in paper2.memory_grid(P):
         if cfg.dt in configs.REPORT_DTS:
@@ -50,6 +51,11 @@ def test_memory_table_from_records(tiny):
     assert "smoke" in table.note and "mem_N=4" in table.note and "mem_T=200" in table.note
     assert sum(line.startswith("|") for line in md.splitlines()) == 17  # header, rule, 15 rows
 
+    typed = {(d["init"], d["dt"]): d for d in table.data}  # the same numbers, typed
+    assert typed[("inv", 0.01)]["status"] == "ok" and typed[("inv", 0.01)]["delays"] == [10, 100, 1000]
+    assert typed[("inv", 0.01)]["memory"] == [inv["M[10]"], inv["M[100]"], None]
+    assert typed[("lin", 0.01)]["rank"] == 3
+
     # stored records are used, not recomputed: a second call reads the same run ids
     assert memory_table(P).records == table.records
 
@@ -65,3 +71,6 @@ def test_reference_comparison_at_small_size(tiny):
     assert "(0.047)" in row[4]  # ours (reference)
     assert row[6] is None  # delay 500 beyond T-1
     assert isinstance(row[-1], float)
+    d = table.data[0]
+    assert d["status"] == "ok" and d["max_abs_diff"] == row[-1] and d["ours"][2] is None
+    assert d["reference"] == list(configs.REFERENCE_VALUES[("inv", 0.001)])
