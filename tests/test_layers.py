@@ -96,3 +96,30 @@ def test_the_graph_sees_imports_inside_functions_and_relative_ones():
     found = imports_in(src, "sst_core.store.probe")
     assert {"sst_core.sweep.runner", "sst_core.experiments.registry"} <= found
     assert layer_of("sst_core.sweep.runner") > layer_of("sst_core.store.records")
+
+
+def private_imports() -> list[str]:
+    """``from sst_core.x import _name`` and ``module._name`` of an imported sst_core module,
+    in sst_core (a private name is private to its module)."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        modules = set()  # local names bound to sst_core modules
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sst_core") \
+                    or isinstance(node, ast.ImportFrom) and node.level:
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        out.append(f"{module_name(path)} imports {a.name} from {node.module}")
+                    modules.add(a.asname or a.name)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in modules and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                out.append(f"{module_name(path)} uses {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_private_name_is_used_across_modules():
+    bad = private_imports()
+    assert not bad, "\n".join(bad)

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
-from sst_core.models.registry import _check_size
+from sst_core.models.registry import check_size
 from sst_core.models.selective import residual_model, time_chunked
 from sst_core.ops import linear_scan
 
@@ -98,7 +98,7 @@ class LinearAttentionConfig:
 
     def __post_init__(self):
         for what in ("d_model", "d_state", "n_heads"):
-            _check_size(what, getattr(self, what))
+            check_size(what, getattr(self, what))
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads {self.n_heads} must divide d_model {self.d_model}")
         if self.feature_map not in FEATURE_MAPS:

@@ -26,7 +26,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
-from sst_core.models.registry import PHIS, _check_size
+from sst_core.models.registry import PHIS, check_size
 from sst_core.ops.rnn_scan import rnn_scan
 
 GATES = ("none", "token", "state")
@@ -66,8 +66,8 @@ class Cell(RecurrentLayer):
 
     def __init__(self, d_in: int, d: int, phi: str = "tanh", gate: str = "none"):
         super().__init__()
-        _check_size("d_in", d_in)
-        _check_size("d_state", d)
+        check_size("d_in", d_in)
+        check_size("d_state", d)
         if phi not in PHIS:
             raise ValueError(f"unknown phi {phi!r}; allowed: {', '.join(PHIS)}")
         if gate not in GATES:
@@ -194,8 +194,8 @@ def _rnn(name: str, n_tokens: int, n_classes: int, d_state: int, n_layers: int,
 
     The model's ``d_model`` is set to ``d_state``, the width of every hidden state.
     """
-    _check_size("n_classes", n_classes)
-    _check_size("n_layers", n_layers)
+    check_size("n_classes", n_classes)
+    check_size("n_layers", n_layers)
     layers = [Cell(n_tokens if i == 0 else d_state, d_state, phi, gate)
               for i in range(n_layers)]
     return SequenceModel(name, n_tokens, n_classes, d_state, layers, residual=False,

@@ -78,7 +78,7 @@ def _entry(name: str) -> Entry:
     return REGISTRY[name]
 
 
-def _check_size(what: str, value: Any) -> None:
+def check_size(what: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
 
@@ -104,7 +104,7 @@ def build(name: str, n_tokens: int, n_classes: int, d_model: int = 64, d_state: 
     entry = _entry(name)
     for what, value in (("n_tokens", n_tokens), ("n_classes", n_classes), ("d_model", d_model),
                         ("d_state", d_state), ("n_layers", n_layers)):
-        _check_size(what, value)
+        check_size(what, value)
     module, func = entry.target.split(":")
     make = getattr(importlib.import_module(f"{__package__}.{module}"), func)
     _check_options(name, make, kw)

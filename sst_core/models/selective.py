@@ -73,7 +73,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, RMSNorm, SequenceModel
-from sst_core.models.registry import _check_size
+from sst_core.models.registry import check_size
 from sst_core.ops import linear_scan
 from sst_core.ops.selective_scan import selective_scan
 
@@ -96,7 +96,7 @@ def make_config(cls, **kw: Any):
 def residual_model(name: str, layer_cls, cfg_cls, n_tokens: int, n_classes: int,
                    d_model: int, d_state: int, n_layers: int, kw: dict) -> SequenceModel:
     """``n_layers`` layers of ``layer_cls(cfg)`` in the pre-norm residual block."""
-    _check_size("n_layers", n_layers)
+    check_size("n_layers", n_layers)
     cfg = make_config(cfg_cls, d_model=d_model, d_state=d_state, **kw)
     layers = [layer_cls(cfg) for _ in range(n_layers)]
     return SequenceModel(name, n_tokens, n_classes, d_model, layers, residual=True)
@@ -229,9 +229,9 @@ class MambaConfig:
 
     def __post_init__(self):
         for what in ("d_model", "d_state", "expand", "d_conv"):
-            _check_size(what, getattr(self, what))
+            check_size(what, getattr(self, what))
         if self.dt_rank is not None:
-            _check_size("dt_rank", self.dt_rank)
+            check_size("dt_rank", self.dt_rank)
         if not 0 < self.dt_min <= self.dt_max:
             raise ValueError(f"need 0 < dt_min <= dt_max, got {self.dt_min}, {self.dt_max}")
 
@@ -357,7 +357,7 @@ class Mamba3Config:
 
     def __post_init__(self):
         for what in ("d_model", "d_state", "expand", "headdim"):
-            _check_size(what, getattr(self, what))
+            check_size(what, getattr(self, what))
         if self.d_state % 2:
             raise ValueError(f"mamba3 needs an even d_state (rotated pairs), got {self.d_state}")
         if not 0 < self.rope_fraction <= 1:

@@ -32,7 +32,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import SequenceModel
-from sst_core.models.registry import _check_size
+from sst_core.models.registry import check_size
 from sst_core.models.selective import (
     EVAL_CHUNK,
     MambaConfig,
@@ -52,7 +52,7 @@ class SemiAffineMambaConfig(MambaConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        _check_size("rank", self.rank)
+        check_size("rank", self.rank)
         if not (isinstance(self.P_scale, (int, float)) and not isinstance(self.P_scale, bool)
                 and math.isfinite(self.P_scale) and self.P_scale >= 0):
             raise ValueError(f"P_scale must be a finite float >= 0, got {self.P_scale!r}")

@@ -46,7 +46,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
-from sst_core.models.registry import _check_size
+from sst_core.models.registry import check_size
 from sst_core.models.selective import CausalConv, residual_model, time_chunked
 from sst_core.ops import linear_scan
 
@@ -85,9 +85,9 @@ class AUSSMConfig:
 
     def __post_init__(self):
         for what in ("d_model", "d_state", "d_conv"):
-            _check_size(what, getattr(self, what))
+            check_size(what, getattr(self, what))
         if self.dt_rank is not None:
-            _check_size("dt_rank", self.dt_rank)
+            check_size("dt_rank", self.dt_rank)
 
 
 class AUSSMLayer(RecurrentLayer):
@@ -188,8 +188,8 @@ class SimpleAUSSMConfig:
     d_state: int = 16  # N: complex states
 
     def __post_init__(self):
-        _check_size("d_model", self.d_model)
-        _check_size("d_state", self.d_state)
+        check_size("d_model", self.d_model)
+        check_size("d_state", self.d_state)
 
 
 class SimpleAUSSMLayer(RecurrentLayer):

@@ -93,14 +93,14 @@ def linear_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None = None
                 ) -> torch.Tensor:
     """Fast ``h_t = a_t * h_{t-1} + b_t``; same signature and results as ``linear_scan_ref``."""
     a, b, h0, shape = _prepare(a, b, h0)
-    if torch._C._are_functorch_transforms_active() and not (_only_vmap() and not b.is_cuda):
+    if torch._C._are_functorch_transforms_active() and not (only_vmap() and not b.is_cuda):
         return linear_scan_ref(a, b, h0)  # torch.func grad / jacrev of a scan
     if b.is_cuda:
         return _chunked_scan(a, b, h0, shape)
     return _SequentialScan.apply(a, b, h0)
 
 
-def _only_vmap() -> bool:
+def only_vmap() -> bool:
     """Whether every active ``torch.func`` transform is a ``vmap`` (which the CPU scan
     handles with its batching rule, ``_SequentialScan.vmap``)."""
     try:

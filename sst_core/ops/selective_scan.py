@@ -46,7 +46,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from sst_core.ops.scan import _only_vmap
+from sst_core.ops.scan import only_vmap
 
 __all__ = ["selective_scan", "selective_scan_ref", "CHUNK_BYTES", "MIN_STEPS"]
 
@@ -119,7 +119,7 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, x: torch.Tensor, B: torch.
                    return_last: bool = False):
     """Fused selective scan; same signature and results as :func:`selective_scan_ref`."""
     dt, A, x, B, C, h0 = _check(dt, A, x, B, C, h0)
-    if torch._C._are_functorch_transforms_active() and not _only_vmap():
+    if torch._C._are_functorch_transforms_active() and not only_vmap():
         return selective_scan_ref(dt, A, x, B, C, h0, negative, return_last)  # grad, jacrev
     y, h_last, _ = _SelectiveScan.apply(dt, A, x, B, C, h0, negative)
     return (y, h_last) if return_last else y

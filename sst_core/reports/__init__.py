@@ -61,6 +61,15 @@ class Table:
         return self.to_markdown()
 
 
+def format_value(v: Any, spec: str = ".3g") -> str:
+    """A table cell's text: a dash for None, floats with ``spec``."""
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return format(v, spec)
+    return str(v)
+
+
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
     """The usable stored record of ``cfg``, or None (missing or unreadable)."""
     path = record_path(cfg, root)

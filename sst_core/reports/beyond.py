@@ -18,8 +18,8 @@ import numpy as np
 
 from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
-from sst_core.reports import Table, stored_records
-from sst_core.reports.error_control import PAPER_FIGURE4, _fmt, figure4_stats
+from sst_core.reports import Table, format_value, stored_records
+from sst_core.reports.error_control import PAPER_FIGURE4, figure4_stats
 from sst_core.reports.paper1 import cell_status, fmt, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.profiles import Profile
@@ -113,10 +113,10 @@ def figure4_groups(P: Profile, root=None) -> Table:
         ["affine runs with a record"] + [stats[g]["candidates"] for g in stats] + ["—"],
         ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
         + [PAPER_FIGURE4["n"]],
-        ["Pearson r of log T_cross vs log m_p"] + [_fmt(stats[g]["r"]) for g in stats]
+        ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"]) for g in stats]
         + [PAPER_FIGURE4["r"]],
-        ["p-value"] + [_fmt(stats[g]["p"], ".2g") for g in stats] + [f"{PAPER_FIGURE4['p']:.2g}"],
-        ["median q at m_p"] + [_fmt(stats[g]["q_median"]) for g in stats]
+        ["p-value"] + [format_value(stats[g]["p"], ".2g") for g in stats] + [f"{PAPER_FIGURE4['p']:.2g}"],
+        ["median q at m_p"] + [format_value(stats[g]["q_median"]) for g in stats]
         + [PAPER_FIGURE4["q_median"]],
         ["bootstrap 95% interval"] + [interval(stats[g]) for g in stats]
         + [f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"],
@@ -166,7 +166,7 @@ def label_free(P: Profile, root=None) -> Table:
         for method in ("decoded", "clusters"):
             a = crossing_agreement(ms, method)
             rows.append([g, method, a["n"], f"{a['agree']} of {a['n']}", a["both_cross"],
-                         _fmt(a["r"]), _fmt(a["q_r_median"])])
+                         format_value(a["r"]), format_value(a["q_r_median"])])
             data.append({"group": g, **a})
     note = ("Each trained tracker's hidden states on held-out words, labelled by the true group "
             "state (oracle), by the model's own decoded class, or by per-time k-means of the "
@@ -239,7 +239,7 @@ def semi_affine(P: Profile, root=None) -> Table:
         else:
             mt = r["metrics"]
             rec_U = next((v for v in reversed(mt["recovery"]["U"]) if v is not None), None)
-            row += [_fmt(mt["T_cross"]), _fmt(rec_U, ".2g"), _fmt(mt["theorem1"].get("gain"))]
+            row += [format_value(mt["T_cross"]), format_value(rec_U, ".2g"), format_value(mt["theorem1"].get("gain"))]
             extra = {"diagnostics": "ok", "T_cross": mt["T_cross"], "recovery_U": rec_U,
                      "gain": mt["theorem1"].get("gain"), "m_p_diag": mt["m_p"]}
         rows.append(row)
@@ -310,10 +310,10 @@ def spectra(P: Profile, root=None) -> Table:
         rm = m["return_maps"]
         hz = [h for h in rm.get("horizon_max", []) if h is not None]
         rows.append([name, "affine" if m["is_affine"] else "state-dependent (linearised)",
-                     fmt(m["m_p"]), m["D_rec"], m["dim_U"], _fmt(s["radius"]),
-                     _fmt(s["near_unit"], ".2f"), _fmt(s["horizon"]),
+                     fmt(m["m_p"]), m["D_rec"], m["dim_U"], format_value(s["radius"]),
+                     format_value(s["near_unit"], ".2f"), format_value(s["horizon"]),
                      f"{rm['n_near_one_median']:g} (dim U {m['dim_U']})",
-                     _fmt(float(np.median(hz)) if hz else None)])
+                     format_value(float(np.median(hz)) if hz else None)])
         data.append({"model": name, "is_affine": m["is_affine"], "m_p": m["m_p"],
                      "D_rec": m["D_rec"], "dim_U": m["dim_U"], **s,
                      "return_near_one": rm["n_near_one_median"],
@@ -370,7 +370,7 @@ def spectra_predictors(P: Profile, root=None) -> Table:
             rho, p = float(res.statistic), float(res.pvalue)
         else:
             rho = p = None
-        rows.append([name, _fmt(rho), _fmt(p, ".2g"), len(pairs)])
+        rows.append([name, format_value(rho), format_value(p, ".2g"), len(pairs)])
         data.append({"predictor": name, "rho": rho, "p": p, "n": len(pairs)})
     note = ("Affine S3 runs (Table 2's and the Figure 4 sweep) that pass the training length; "
             "rank correlation because m_p lives on a grid of lengths and is censored at 1000. "

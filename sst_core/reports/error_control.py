@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from sst_core.reports import Table, stored_records
+from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.select import best_per_cell, run_config
 from sst_core.spec.profiles import Profile
 
@@ -50,14 +50,6 @@ def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return best_per_cell(records, label)
 
 
-def _fmt(v: Any, spec: str = ".3g") -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        return format(v, spec)
-    return str(v)
-
-
 def theorem1_table(P: Profile, root=None) -> Table:
     best = best_per_model(diagnostic_records(P, root, "s3"))
     cols = ["model", "class", "m_p", "dim U", "‖(J − I) Q‖", "‖P_U (J − I) P_U‖", "‖Qᵀ J Q‖",
@@ -66,9 +58,9 @@ def theorem1_table(P: Profile, root=None) -> Table:
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         cls = "affine" if m["is_affine"] else "state-dependent"
-        rows.append([label, cls, _fmt(m["m_p"]) if m["m_p"] else "fail", t1["dim_U"],
-                     _fmt(t1["deviation"]), _fmt(t1.get("deviation_U")), _fmt(t1["gain"]),
-                     _fmt(t1["return_residual"])])
+        rows.append([label, cls, format_value(m["m_p"]) if m["m_p"] else "fail", t1["dim_U"],
+                     format_value(t1["deviation"]), format_value(t1.get("deviation_U")), format_value(t1["gain"]),
+                     format_value(t1["return_residual"])])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
                      **{k: t1.get(k) for k in ("dim_U", "deviation", "deviation_U", "gain",
                                                "amplification", "return_residual")}})
@@ -93,9 +85,9 @@ def diagnostics_table(P: Profile, root=None) -> Table:
         rec = {k: next((v for v in reversed(m["recovery"][k]) if v is not None), None)
                for k in ("random", "U")}
         rows.append([label, "affine" if m["is_affine"] else "state-dependent",
-                     m["m_p"] if m["m_p"] else "fail", _fmt(m["T_cross"]), _fmt(m["T_cross_1"]),
-                     _fmt(m["T_cross_sqrt"]), _fmt(m["q_at_m_p"]), m["failure_mode"],
-                     f"{_fmt(rec['random'], '.2g')} / {_fmt(rec['U'], '.2g')}"])
+                     m["m_p"] if m["m_p"] else "fail", format_value(m["T_cross"]), format_value(m["T_cross_1"]),
+                     format_value(m["T_cross_sqrt"]), format_value(m["q_at_m_p"]), m["failure_mode"],
+                     f"{format_value(rec['random'], '.2g')} / {format_value(rec['U'], '.2g')}"])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
                      "T_cross": m["T_cross"], "T_cross_1": m["T_cross_1"],
                      "T_cross_sqrt": m["T_cross_sqrt"], "q_at_m_p": m["q_at_m_p"],
@@ -143,9 +135,9 @@ def figure4_table(P: Profile, root=None) -> Table:
     cols = ["quantity", "ours", "paper"]
     rows = [["models analysed (affine S3 runs with a record)", len(candidates), "—"],
             ["models selected", s["n"], PAPER_FIGURE4["n"]],
-            ["Pearson r of log T_cross vs log m_p", _fmt(s["r"]), f"{PAPER_FIGURE4['r']}"],
-            ["p-value", _fmt(s["p"], ".2g"), f"{PAPER_FIGURE4['p']:.2g}"],
-            ["median q at m_p", _fmt(s["q_median"]), f"{PAPER_FIGURE4['q_median']}"],
+            ["Pearson r of log T_cross vs log m_p", format_value(s["r"]), f"{PAPER_FIGURE4['r']}"],
+            ["p-value", format_value(s["p"], ".2g"), f"{PAPER_FIGURE4['p']:.2g}"],
+            ["median q at m_p", format_value(s["q_median"]), f"{PAPER_FIGURE4['q_median']}"],
             ["bootstrap 95% interval", "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]",
              f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"],
             ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"]]
@@ -170,8 +162,8 @@ def corollary1_table(P: Profile, root=None) -> Table:
         pred = corollary1_prediction(m, tau=r["config"]["tau"])
         ratio = (pred["T_pred"] / m["T_cross"]
                  if pred["T_pred"] is not None and m["T_cross"] is not None else None)
-        rows.append([label, m["failure_mode"], _fmt(pred["drift"]), _fmt(pred["T_pred"], ".4g"),
-                     _fmt(m["T_cross"]), _fmt(ratio), m["m_p"] if m["m_p"] else "fail"])
+        rows.append([label, m["failure_mode"], format_value(pred["drift"]), format_value(pred["T_pred"], ".4g"),
+                     format_value(m["T_cross"]), format_value(ratio), m["m_p"] if m["m_p"] else "fail"])
         data.append({"model": label, "failure_mode": m["failure_mode"], **pred,
                      "T_cross": m["T_cross"], "ratio": ratio, "m_p": m["m_p"]})
         ids.append(r["run_id"])
