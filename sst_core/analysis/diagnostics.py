@@ -54,7 +54,7 @@ from sst_core.tasks.tracking import vocabulary
 
 __all__ = [
     "Distinguishability", "centroids", "distinguishability", "T_cross", "symbolic_subspace",
-    "projector", "q_split", "state_trajectory", "perturbation_recovery",
+    "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
     "state_preserving_words", "return_map", "return_map_jacobian", "restricted_norms",
     "failure_mode", "bootstrap_ci", "loglog_pearson", "DIRECTIONS", "LAYERS",
     "FAILURE_MODES",
@@ -473,7 +473,9 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
 
 
 # -- model-based diagnostics -----------------------------------------------------------
-def _tokens(model, tokens) -> torch.Tensor:
+def token_ids(model, tokens) -> torch.Tensor:
+    """``tokens`` (b, L) as a long tensor on the model's device, checked: integers in
+    ``0 .. model.n_tokens - 1``."""
     tok = torch.as_tensor(np.asarray(tokens) if not isinstance(tokens, torch.Tensor)
                           else tokens)
     if tok.dtype.is_floating_point or tok.dtype == torch.bool or tok.is_complex():
@@ -493,7 +495,7 @@ def state_trajectory(model, tokens, h0=None) -> torch.Tensor:
     from ``h0`` (``(b, D)``; default ``model.init_state(b)``), without gradients, in the
     model's dtype.
     """
-    tok = _tokens(model, tokens)
+    tok = token_ids(model, tokens)
     b, L = tok.shape
     with torch.no_grad():
         h = model.init_state(b) if h0 is None else torch.as_tensor(h0).to(model.W_out.weight)
@@ -505,6 +507,22 @@ def state_trajectory(model, tokens, h0=None) -> torch.Tensor:
             h = model.step(h, tok[:, t])  # (b, D)
             hs.append(h)
     return torch.stack(hs, 1) if hs else h.new_zeros(b, 0, model.state_size)  # (b, L, D)
+
+
+def state_basis(model, states_t, groups_t, n_g: int) -> torch.Tensor:
+    """U of the recurrent state space at one time, in full-state coordinates: ``(D, r)``
+    float64, zero off the recurrent entries (``model.recurrent_mask``).
+
+    ``states_t`` (b, D) are the model's full states at that time and ``groups_t`` (b,) their
+    oracle group elements; U is spanned by the differences of the class means of the
+    recurrent entries (:func:`centroids`, :func:`~sst_core.theory.error_control.symbolic_subspace`).
+    """
+    mask = model.recurrent_mask.numpy()  # (D,)
+    c, present = centroids(states_t[:, None, mask], groups_t[:, None], n_g)  # (1, n_g, D_rec)
+    Q_rec = symbolic_subspace(c[0], present[0])  # (D_rec, r)
+    Q = np.zeros((mask.size, Q_rec.shape[1]))
+    Q[mask] = Q_rec
+    return torch.from_numpy(Q)  # (D, r)
 
 
 def _layer_mask(model, layers: str) -> torch.Tensor:
@@ -549,7 +567,7 @@ def perturbation_recovery(model, tokens, t0: int, eps: float = 1e-2,
         raise ValueError("Q is only used with direction='U'")
     if not np.isfinite(eps) or eps <= 0:
         raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
-    tok = _tokens(model, tokens)
+    tok = token_ids(model, tokens)
     b, L = tok.shape
     if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)) or not 0 <= t0 < L:
         raise ValueError(f"t0 must be an int in 0..L-1 = 0..{L - 1}, got {t0!r}")
@@ -635,7 +653,7 @@ def return_map(model, word) -> Callable[[torch.Tensor], torch.Tensor]:
     (pass ``h`` in that dtype) and is differentiable, so ``torch.func.jacrev`` applies.
     """
     w = word.reshape(1, -1) if isinstance(word, torch.Tensor) else np.reshape(word, (1, -1))
-    w = _tokens(model, w)[0]  # (n,)
+    w = token_ids(model, w)[0]  # (n,)
     if len(w) == 0:
         raise ValueError("word must contain at least one token")
     D = model.state_size

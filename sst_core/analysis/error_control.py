@@ -27,28 +27,7 @@ import numpy as np
 
 from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
 from sst_core.spec.configs import DiagnosticsConfig
-
-
-def _round(x, digits: int = 5) -> list:
-    """JSON-ready list with ``digits`` significant digits; NaN and inf become None."""
-    out = []
-    for v in np.asarray(x, dtype=float).ravel():
-        out.append(float(f"{v:.{digits}g}") if np.isfinite(v) else None)
-    return out
-
-
-def _state_basis(model, states_t, groups_t, n_g: int):
-    """U of the recurrent state space at one time: (D, r) with zeros off the recurrent entries."""
-    import torch
-
-    from sst_core.analysis.diagnostics import centroids, symbolic_subspace
-
-    mask = model.recurrent_mask.numpy()  # (D,)
-    c, present = centroids(states_t[:, None, mask], groups_t[:, None], n_g)  # (1, n_g, D_rec)
-    Q_rec = symbolic_subspace(c[0], present[0])  # (D_rec, r)
-    Q = np.zeros((mask.size, Q_rec.shape[1]))
-    Q[mask] = Q_rec
-    return torch.from_numpy(Q)  # (D, r)
+from sst_core.store.codec import decode_floats, encode_floats
 
 
 def _return_map_checks(model, word, h, Q) -> dict[str, float]:
@@ -92,6 +71,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         failure_mode,
         perturbation_recovery,
         q_split,
+        state_basis,
         state_preserving_words,
         state_trajectory,
         symbolic_subspace,
@@ -126,7 +106,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     x_pert = torch.from_numpy(words[:n_pert, :L_pert])  # (b', L')
     with torch.no_grad():
         h_t0 = state_trajectory(model64, x_pert[:, :cfg.t0])[:, -1]  # (b', D)
-    Q_state = _state_basis(model64, h_t0.numpy(), groups_t[:n_pert, cfg.t0 - 1], n_g)  # (D, r)
+    Q_state = state_basis(model64, h_t0.numpy(), groups_t[:n_pert, cfg.t0 - 1], n_g)  # (D, r)
     # random: the last layer's recurrent entries (the reference's default); U: every layer's
     # entries, since U is spanned by the centroids of the whole state
     recovery = {
@@ -170,11 +150,12 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         else float(q[m_p - 1]),
         "q_sqrt_at_m_p": None if m_p is None or m_p > cfg.rollout or not np.isfinite(dist.q_sqrt[m_p - 1])
         else float(dist.q_sqrt[m_p - 1]),
-        "R": _round(dist.R), "M": _round(dist.M), "q": _round(q), "q_sqrt": _round(dist.q_sqrt),
-        "q_U": _round(q_U), "q_U_perp": _round(q_U_perp),
-        "q_U_identity": _round(q_U_I), "q_U_perp_identity": _round(q_U_perp_I),
+        "R": encode_floats(dist.R), "M": encode_floats(dist.M), "q": encode_floats(q),
+        "q_sqrt": encode_floats(dist.q_sqrt),
+        "q_U": encode_floats(q_U), "q_U_perp": encode_floats(q_U_perp),
+        "q_U_identity": encode_floats(q_U_I), "q_U_perp_identity": encode_floats(q_U_perp_I),
         "dim_U_readout": int(Q_read.shape[1]),
-        "recovery": {k: _round(v) for k, v in recovery.items()},
+        "recovery": {k: encode_floats(v) for k, v in recovery.items()},
         "recovery_t0": cfg.t0,
         "theorem1": theorem1,
     }
@@ -194,8 +175,8 @@ def corollary1_prediction(metrics: dict[str, Any], window: tuple[int, int] = (10
     with M the median of M(t) over the window (squared convention, as the record's q).
     Returns ``T_pred`` (None when the fitted drift is not positive) and the fit.
     """
-    q_U = np.array([np.nan if v is None else v for v in metrics["q_U"]], dtype=float)
-    M = np.array([np.nan if v is None else v for v in metrics["M"]], dtype=float)
+    q_U = decode_floats(metrics["q_U"])
+    M = decode_floats(metrics["M"])
     lo, hi = window
     t = np.arange(1, q_U.size + 1)
     sel = (t >= lo) & (t <= min(hi, q_U.size)) & np.isfinite(q_U) & np.isfinite(M)

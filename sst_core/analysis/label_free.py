@@ -32,6 +32,7 @@ import numpy as np
 
 from sst_core.analysis.diagnostics import T_cross, distinguishability, label_free_states
 from sst_core.spec.configs import LabelFreeConfig
+from sst_core.store.codec import decode_floats, encode_floats
 
 LABELINGS = ("oracle", "decoded", "clusters")
 WARNING_FITS = ("drift", "power")
@@ -105,7 +106,6 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
 
 def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
     """Oracle and label-free q(t) of one trained tracker, and the online warnings."""
-    from sst_core.analysis.error_control import _round
     from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
     from sst_core.groups import get_group
 
@@ -152,10 +152,10 @@ def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
         "m_p": m_p,
         "training_run": rec["run_id"],
         "tau": cfg.tau,
-        "q": {k: _round(v) for k, v in curves.items()},
+        "q": {k: encode_floats(v) for k, v in curves.items()},
         "T_cross": crossings,
         "warning": warnings_,
-        "decoded_accuracy": _round(decoded_acc, 4),
+        "decoded_accuracy": encode_floats(decoded_acc, 4),
         "cluster_times": times.tolist(),
         "cluster_fit_words": min(CLUSTER_FIT_WORDS, cfg.n_samples),
     }
@@ -192,8 +192,7 @@ def crossing_agreement(records: list[dict], method: str, tol: float = 0.25) -> d
         and np.ptp(y) > 0 else None
     q_rs = []
     for m in records:
-        o = np.array([np.nan if v is None else v for v in m["q"]["oracle"]], dtype=float)
-        f = np.array([np.nan if v is None else v for v in m["q"][method]], dtype=float)
+        o, f = decode_floats(m["q"]["oracle"]), decode_floats(m["q"][method])
         ok = np.isfinite(o) & np.isfinite(f) & (o > 0) & (f > 0)
         if ok.sum() >= 3 and np.ptp(np.log(o[ok])) > 0 and np.ptp(np.log(f[ok])) > 0:
             q_rs.append(float(scipy.stats.pearsonr(np.log(o[ok]), np.log(f[ok])).statistic))

@@ -91,6 +91,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from sst_core.store.codec import encode_float, encode_floats
+
 EPS_UNIT = 1e-2  # |.|-distance that counts as "on the unit circle" or "at 1"
 HORIZON_LEVEL = 0.5  # the horizon: first delay where M drops below this
 SPECTRA_SEED_OFFSET = 3_000_017  # held-out words share no seed with training or diagnostics
@@ -185,10 +187,10 @@ def step_jacobians(model, words, h0=None):
     """
     import torch
 
-    from sst_core.analysis.diagnostics import _tokens
+    from sst_core.analysis.diagnostics import token_ids
 
     m = float64_copy(model)
-    tok = _tokens(m, words)  # (b, L)
+    tok = token_ids(m, words)  # (b, L)
     b, L = tok.shape
     if h0 is None:
         h0 = m.init_state(b)
@@ -441,8 +443,6 @@ def _pick_units(eig: np.ndarray, units: list[np.ndarray]) -> list[np.ndarray]:
 def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndarray,
                  cache: dict) -> dict[str, Any]:
     """Memory functions of the units' spectra: median and max over units on ``grid``."""
-    from sst_core.analysis.error_control import _round
-
     details = []
     for u in _pick_units(eig, units):
         mu = np.sort_complex(eig[u])
@@ -456,10 +456,10 @@ def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndar
         med, top = np.nanmedian(M, axis=0), np.nanmax(M, axis=0)  # (T,)
     tols = [d["tol"] for d in details if d["tol"] is not None]
     return {
-        "memory_median": _round(med[grid]), "memory_max": _round(top[grid]),
+        "memory_median": encode_floats(med[grid]), "memory_max": encode_floats(top[grid]),
         "horizon_median": horizon(med), "horizon_max": horizon(top),
         "horizon_units": [d["horizon"] for d in details],
-        "capacity_median": _num(np.nanmedian([d["capacity"] for d in details])),
+        "capacity_median": encode_float(np.nanmedian([d["capacity"] for d in details])),
         "units_used": len(details),
         "tol_max": max(tols) if tols else None,
         "n_failed": sum(d["tol"] is None for d in details),
@@ -468,19 +468,11 @@ def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndar
     }
 
 
-def _num(x) -> float | None:
-    """A JSON-ready float: None for NaN and inf."""
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
 def _sample_eigs(eig: np.ndarray, cap: int, rng) -> dict[str, list]:
-    from sst_core.analysis.error_control import _round
-
     flat = eig.ravel()
     if flat.size > cap:
         flat = flat[np.sort(rng.choice(flat.size, cap, replace=False))]
-    return {"eig_re": _round(flat.real), "eig_im": _round(flat.imag)}
+    return {"eig_re": encode_floats(flat.real), "eig_im": encode_floats(flat.imag)}
 
 
 def _spectrum_stats(eig: np.ndarray) -> dict[str, np.ndarray]:
@@ -500,8 +492,7 @@ def run_spectra(cfg) -> dict[str, Any]:
     """
     import torch
 
-    from sst_core.analysis.diagnostics import state_preserving_words
-    from sst_core.analysis.error_control import _round, _state_basis
+    from sst_core.analysis.diagnostics import state_basis, state_preserving_words
     from sst_core.analysis.trackers import load_tracker
     from sst_core.groups import get_group
     from sst_core.tasks.tracking import sample, vocabulary
@@ -527,7 +518,7 @@ def run_spectra(cfg) -> dict[str, Any]:
         h = m.init_state(len(words))
         for t in range(L):
             h = m.step(h, words[:, t])
-    Q = _state_basis(m, h.numpy(), states_np[:, L - 1], n_g)  # (D, r): U at t = L
+    Q = state_basis(m, h.numpy(), states_np[:, L - 1], n_g)  # (D, r): U at t = L
     dim_U = int(Q.shape[1])
     Q_rec = Q[m.recurrent_mask].numpy()  # (D_rec, r)
     units_all = state_units(m)
@@ -603,11 +594,13 @@ def run_spectra(cfg) -> dict[str, Any]:
     n_one = [n_near_one(e) for e in eig_s]
     return_maps = {
         "word_length": int(l_s), "n_words": int(n_p), "T": int(T_s),
-        "radius": _round(stats_s["radius"]), "near_unit": _round(stats_s["near_unit"]),
-        "outside": _round(stats_s["outside"]),
+        "radius": encode_floats(stats_s["radius"]),
+        "near_unit": encode_floats(stats_s["near_unit"]),
+        "outside": encode_floats(stats_s["outside"]),
         "n_near_one": n_one, "n_near_one_median": float(np.median(n_one)),
-        "closest_to_one": [_round(d[:dim_U + 3]) for d in dist_one],
-        "eig_U_re": [_round(e.real) for e in eig_U], "eig_U_im": [_round(e.imag) for e in eig_U],
+        "closest_to_one": [encode_floats(d[:dim_U + 3]) for d in dist_one],
+        "eig_U_re": [encode_floats(e.real) for e in eig_U],
+        "eig_U_im": [encode_floats(e.imag) for e in eig_U],
         "n_units": len(units_s),
         **{k: [mm[k] for mm in mems] for k in mems[0]},
         **_sample_eigs(eig_s, EIG_SAMPLE_RETURN, rng),
