@@ -9,6 +9,7 @@ from sst_core.analysis import diagnostics as dg
 from sst_core.groups import get_group
 from sst_core.models import build
 from sst_core.tasks.tracking import running_product, vocabulary
+from sst_core.theory.error_control import symbolic_basis, symbolic_subspace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -99,21 +100,29 @@ def test_symbolic_subspace_plane_in_R5():
     offset = rng.normal(size=5)
     coords = np.array([[0.0, 0.0], [1.0, 0.5], [-0.3, 2.0]])
     c = offset + coords @ basis.T  # (3, 5)
-    Q = dg.symbolic_subspace(c)
+    Q = symbolic_basis(c)
     assert Q.shape == (5, 2)
     np.testing.assert_allclose(Q.T @ Q, np.eye(2), atol=1e-12)
     np.testing.assert_allclose(dg.projector(Q), basis @ basis.T, atol=1e-12)
     # an absent (NaN) row and a masked-out row are skipped
     c4 = np.vstack([c, np.full(5, np.nan)])
-    assert dg.symbolic_subspace(c4).shape == (5, 2)
-    Q1 = dg.symbolic_subspace(c, present=np.array([True, True, False]))
+    assert symbolic_basis(c4).shape == (5, 2)
+    Q1 = symbolic_basis(c, present=np.array([True, True, False]))
     assert Q1.shape == (5, 1)
     u = c[1] - c[0]
     np.testing.assert_allclose(np.abs(Q1[:, 0]), np.abs(u) / np.linalg.norm(u))
     # collinear centroids: rank 1; one valid row or coincident rows: rank 0
-    assert dg.symbolic_subspace(np.array([[0.0, 0], [1, 1], [2, 2]])).shape == (2, 1)
-    assert dg.symbolic_subspace(c[:1]).shape == (5, 0)
-    assert dg.symbolic_subspace(np.array([[1e3, 1.0], [1e3, 1.0 + 1e-13]])).shape == (2, 0)
+    assert symbolic_basis(np.array([[0.0, 0], [1, 1], [2, 2]])).shape == (2, 1)
+    assert symbolic_basis(c[:1]).shape == (5, 0)
+    assert symbolic_basis(np.array([[1e3, 1.0], [1e3, 1.0 + 1e-13]])).shape == (2, 0)
+    # the theory's pair (U, U_perp) is the same U, with its orthonormal complement
+    U, U_perp = symbolic_subspace(c)
+    np.testing.assert_array_equal(U, Q)
+    assert U_perp.shape == (5, 3)
+    np.testing.assert_allclose(np.hstack([U, U_perp]).T @ np.hstack([U, U_perp]), np.eye(5),
+                               atol=1e-12)
+    U, U_perp = symbolic_subspace(c, present=np.array([True, False, False]))
+    assert U.shape == (5, 0) and np.array_equal(U_perp, np.eye(5))
 
 
 def test_q_split_along_U_and_U_perp():
@@ -129,11 +138,11 @@ def test_q_split_along_U_and_U_perp():
         h = base.copy()
         h[:, :, axis] += sign * s
         c, present = dg.centroids(h, states)
-        Q = dg.symbolic_subspace(c[0], present[0])
+        Q = symbolic_basis(c[0], present[0])
         np.testing.assert_allclose(np.abs(Q[:, 0]), [1, 0, 0, 0], atol=1e-12)
         for W_out in (None, W):
             q = dg.distinguishability(h, states, W_out=W_out).q
-            per_time = [dg.symbolic_subspace(c[i], present[i]) for i in range(L)]
+            per_time = [symbolic_basis(c[i], present[i]) for i in range(L)]
             for QQ in (Q, per_time, np.stack(per_time)):
                 q_U, q_perp = dg.q_split(h, states, QQ, W_out=W_out)
                 if in_U:

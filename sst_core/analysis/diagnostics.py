@@ -29,7 +29,8 @@ and ``q < 1/2`` (squared) is weaker still. Both ratios are returned; the paper's
 is the squared one.
 
 Symbolic subspace (section 3.1). ``U = span{c_g - c_g0}``, as an orthonormal basis
-``Q`` of shape ``(d, r)`` (:func:`symbolic_subspace`); ``P_U = Q Q^T``
+``Q`` of shape ``(d, r)`` (:func:`sst_core.theory.error_control.symbolic_basis`, which
+holds the rank rule); ``P_U = Q Q^T``
 (:func:`projector`); ``U_perp`` is its orthogonal complement.
 
 Model-based diagnostics (:func:`state_trajectory`, :func:`perturbation_recovery`,
@@ -53,7 +54,7 @@ from sst_core.groups import Group, get_group
 from sst_core.tasks.tracking import vocabulary
 
 __all__ = [
-    "Distinguishability", "centroids", "distinguishability", "T_cross", "symbolic_subspace",
+    "Distinguishability", "centroids", "distinguishability", "T_cross",
     "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
     "state_preserving_words", "return_map", "return_map_jacobian", "restricted_norms",
     "failure_mode", "bootstrap_ci", "loglog_pearson", "DIRECTIONS", "LAYERS",
@@ -363,45 +364,7 @@ def T_cross(q, tau: float = 0.5) -> int | None:
     return int(hit[0]) + 1 if hit.size else None
 
 
-# -- symbolic subspace U ---------------------------------------------------------------
-def symbolic_subspace(c, present=None, rtol: float = 1e-8) -> np.ndarray:
-    """Orthonormal basis ``Q`` (d, r) of ``U = span{c_g - c_g0}`` at one time.
-
-    Args:
-        c: ``(n_g, d)`` centroids at one time, e.g. ``centroids(h, states)[0][i]``.
-            Rows that are absent (``present`` False) or contain NaN are skipped; ``g0``
-            is the first remaining row.
-        present: optional ``(n_g,)`` bool mask of the rows to use.
-        rtol: a singular value ``s`` of the differences counts when
-            ``s > rtol * max(s_max, max_g ||c_g||)``; the second term keeps
-            rounding noise between (nearly) coincident centroids out of ``U``.
-
-    Returns:
-        ``Q`` with orthonormal columns, ``r <= n_valid - 1 <= n_g - 1``; ``(d, 0)`` when
-        fewer than two valid rows remain or all of them coincide.
-    """
-    c = _to_numpy(c, "c")
-    if c.ndim != 2:
-        raise ValueError(f"c must have shape (n_g, d), got {c.shape}")
-    if not np.isfinite(rtol) or rtol < 0:
-        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
-    keep = np.isfinite(c).all(axis=1)  # (n_g,)
-    if present is not None:
-        present = np.asarray(present, dtype=bool)
-        if present.shape != (c.shape[0],):
-            raise ValueError(f"present has shape {present.shape}, expected ({c.shape[0]},)")
-        keep &= present
-    cv = c[keep]  # (n_valid, d)
-    d = c.shape[1]
-    if len(cv) < 2:
-        return np.zeros((d, 0))
-    diffs = cv[1:] - cv[0]  # (n_valid - 1, d)
-    _, s, Vt = np.linalg.svd(diffs, full_matrices=False)  # (k,), (k, d)
-    scale = max(s[0], np.linalg.norm(cv, axis=1).max())
-    r = int((s > rtol * scale).sum()) if scale > 0 else 0
-    return Vt[:r].T.copy()  # (d, r)
-
-
+# -- symbolic subspace U (its basis: sst_core.theory.error_control.symbolic_basis) --------
 def projector(Q) -> np.ndarray:
     """``P_U = Q Q^T`` (d, d) for ``Q`` (d, r) with orthonormal columns."""
     Q = _to_numpy(Q, "Q")
@@ -414,7 +377,7 @@ def _orthonormal(Q: np.ndarray, name: str) -> None:
     gram = Q.T @ Q  # (r, r)
     if not np.allclose(gram, np.eye(Q.shape[1]), atol=1e-8):
         err = np.abs(gram - np.eye(len(gram))).max()
-        raise ValueError(f"{name} must have orthonormal columns (as symbolic_subspace "
+        raise ValueError(f"{name} must have orthonormal columns (as symbolic_basis "
                          f"returns); max |Q^T Q - I| = {err:.3g}")
 
 
@@ -434,7 +397,8 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
         h, states, W_out, n_g: as in :func:`distinguishability`.
         Q: one reference basis ``(d, r)`` used at every time, or one basis per time: a
             sequence of L arrays ``(d, r_t)`` or an array ``(L, d, r)``. Columns must be
-            orthonormal (as :func:`symbolic_subspace` returns); ``r = 0`` is allowed.
+            orthonormal (as :func:`~sst_core.theory.error_control.symbolic_basis`
+            returns); ``r = 0`` is allowed.
 
     Returns:
         ``(q_U, q_U_perp)``, each ``(L,)``; NaN where ``M`` is.
@@ -515,11 +479,13 @@ def state_basis(model, states_t, groups_t, n_g: int) -> torch.Tensor:
 
     ``states_t`` (b, D) are the model's full states at that time and ``groups_t`` (b,) their
     oracle group elements; U is spanned by the differences of the class means of the
-    recurrent entries (:func:`centroids`, :func:`~sst_core.theory.error_control.symbolic_subspace`).
+    recurrent entries (:func:`centroids`, :func:`~sst_core.theory.error_control.symbolic_basis`).
     """
+    from sst_core.theory.error_control import symbolic_basis  # SymPy only when called
+
     mask = model.recurrent_mask.numpy()  # (D,)
     c, present = centroids(states_t[:, None, mask], groups_t[:, None], n_g)  # (1, n_g, D_rec)
-    Q_rec = symbolic_subspace(c[0], present[0])  # (D_rec, r)
+    Q_rec = symbolic_basis(c[0], present[0])  # (D_rec, r)
     Q = np.zeros((mask.size, Q_rec.shape[1]))
     Q[mask] = Q_rec
     return torch.from_numpy(Q)  # (D, r)

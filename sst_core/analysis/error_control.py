@@ -74,9 +74,9 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         state_basis,
         state_preserving_words,
         state_trajectory,
-        symbolic_subspace,
     )
     from sst_core.groups import get_group
+    from sst_core.theory.error_control import symbolic_basis
 
     run_cfg = cfg.run
     rec, model = load_tracker(run_cfg)
@@ -91,7 +91,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     W = model.W_out.weight.detach().double().numpy()  # (n_g, d)
     dist = distinguishability(h, groups_t, W_out=W, n_g=n_g)
     c_ref, present_ref = centroids(h[:, cfg.t_ref - 1:cfg.t_ref], groups_t[:, cfg.t_ref - 1:cfg.t_ref], n_g)
-    Q_read = symbolic_subspace(c_ref[0], present_ref[0])  # (d, r)
+    Q_read = symbolic_basis(c_ref[0], present_ref[0])  # (d, r)
     q_U, q_U_perp = q_split(h, groups_t, Q_read, W_out=W, n_g=n_g)
     # the same split read without the readout (W = I): through W_out the two parts of a
     # residual can cancel, so q_U and q_U_perp may both exceed q; without W they cannot

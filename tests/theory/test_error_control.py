@@ -71,6 +71,27 @@ def test_affine_map_fixing_numeric_twin():
         assert np.allclose(A @ U, U, atol=1e-10)
 
 
+def test_symbolic_basis_rank_rule():
+    """One rank rule: a direction counts when its singular value exceeds SUBSPACE_RTOL times
+    max(s_max, max ||c_g||), so noise between nearly coincident centroids stays out."""
+    rng = np.random.default_rng(4)
+    base = np.zeros((3, 4))
+    base[1, 0] = 1.0
+    for size, counted in ((1e-6, True), (1e-10, False)):
+        C = base.copy()
+        C[2, 1] = size  # a second direction of this size
+        assert ec.symbolic_basis(C).shape == (4, 2 if counted else 1)
+    # the same second direction next to a large common offset: relative to ||c_g|| it is noise
+    C = base + 1e3 * rng.standard_normal(4)
+    C[2, 1] += 1e-6
+    assert ec.symbolic_basis(C).shape == (4, 1)
+    assert ec.symbolic_basis(C, rtol=0).shape[1] == 2
+    U, U_perp = ec.symbolic_subspace(C)
+    assert U.shape == (4, 1) and U_perp.shape == (4, 3)
+    with pytest.raises(ValueError, match="rtol"):
+        ec.symbolic_basis(C, rtol=-1)
+
+
 def test_affine_map_fixing_accepts_seed_and_is_reproducible():
     C = random_centroids(3, 4, seed=0)
     A1, b1 = ec.affine_map_fixing(C, 5)
