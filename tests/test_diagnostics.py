@@ -228,38 +228,6 @@ def test_perturbation_recovery_tanh_contracts_and_mamba_runs():
     assert out.shape == (5,) and np.isfinite(out).all()
 
 
-def test_return_map_jacobian_affine():
-    model = rnn("token_gated_rnn", d=4, seed=1)
-    word = [1, 2, 0, 2, 1]
-    g = torch.Generator().manual_seed(0)
-    h1, h2 = (torch.randn(4, generator=g, dtype=torch.float64) for _ in range(2))
-    J1 = dg.return_map_jacobian(model, word, h1)
-    J2 = dg.return_map_jacobian(model, word, h2)
-    assert J1.shape == (4, 4) and J1.dtype == torch.float64
-    torch.testing.assert_close(J1, J2, rtol=1e-12, atol=1e-12)
-    J = torch.eye(4, dtype=torch.float64)
-    for x in word:
-        J = dg.return_map_jacobian(model, [x], h1) @ J  # last token on the left
-    torch.testing.assert_close(J1, J, rtol=1e-12, atol=1e-12)
-    # the return map itself: F(h) = state after the word
-    F = dg.return_map(model, word)
-    want = dg.state_trajectory(model, torch.tensor([word]), h0=h1[None])[0, -1]
-    torch.testing.assert_close(F(h1), want)
-    # a tanh RNN is state-dependent: its Jacobian changes with h
-    tanh = rnn("tanh_rnn", d=4)
-    assert not torch.allclose(dg.return_map_jacobian(tanh, word, h1),
-                              dg.return_map_jacobian(tanh, word, 3 * h2))
-
-
-def test_restricted_norms():
-    Q = np.eye(3)[:, :2]
-    assert dg.restricted_norms(np.eye(3), Q) == {"deviation": 0.0, "gain": 1.0}
-    r = dg.restricted_norms(torch.diag(torch.tensor([2.0, 0.5, 3.0])), Q)
-    assert r["gain"] == pytest.approx(2.0) and r["deviation"] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="orthonormal"):
-        dg.restricted_norms(np.eye(3), 2 * Q)
-
-
 def test_state_preserving_words():
     g = get_group("S3")
     words = dg.state_preserving_words(g, length=4, n=50, seed=3)

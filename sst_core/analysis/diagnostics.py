@@ -34,9 +34,9 @@ holds the rank rule); ``P_U = Q Q^T``
 (:func:`projector`); ``U_perp`` is its orthogonal complement.
 
 Model-based diagnostics (:func:`state_trajectory`, :func:`perturbation_recovery`,
-:func:`return_map`, :func:`return_map_jacobian`) work on the model's full recurrent
-state ``(b, D)``, ``D = model.state_size`` (all layers concatenated), not on the
-readout features.
+:func:`state_basis`, and the return maps of :mod:`sst_core.analysis.return_map`) work on
+the model's full recurrent state ``(b, D)``, ``D = model.state_size`` (all layers
+concatenated), not on the readout features.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ from sst_core.tasks.tracking import vocabulary
 __all__ = [
     "Distinguishability", "centroids", "distinguishability", "T_cross",
     "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
-    "state_preserving_words", "return_map", "return_map_jacobian", "restricted_norms",
+    "state_preserving_words",
     "failure_mode", "bootstrap_ci", "loglog_pearson", "DIRECTIONS", "LAYERS",
     "FAILURE_MODES",
 ]
@@ -610,71 +610,6 @@ def state_preserving_words(group: Group | str, length: int, n: int,
         raise ValueError(f"found only {len(words)} of n={n} identity words of length "
                          f"{length} over {g.name} tokens={tokens!r} in {drawn} draws")
     return words[:n].astype(np.int64)
-
-
-def return_map(model, word) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``F_s``: the map from a state ``h`` (D,) to the state after reading ``word``.
-
-    ``word`` is a sequence of token ids. ``F`` runs ``model.step`` in the model's dtype
-    (pass ``h`` in that dtype) and is differentiable, so ``torch.func.jacrev`` applies.
-    """
-    w = word.reshape(1, -1) if isinstance(word, torch.Tensor) else np.reshape(word, (1, -1))
-    w = token_ids(model, w)[0]  # (n,)
-    if len(w) == 0:
-        raise ValueError("word must contain at least one token")
-    D = model.state_size
-
-    def F(h: torch.Tensor) -> torch.Tensor:
-        if h.shape != (D,):
-            raise ValueError(f"h must have shape (D,) = ({D},), got {tuple(h.shape)}")
-        x = h[None]  # (1, D)
-        for t in range(len(w)):
-            x = model.step(x, w[t : t + 1])
-        return x[0]  # (D,)
-
-    return F
-
-
-def return_map_jacobian(model, word, h) -> torch.Tensor:
-    """``dF_s/dh`` at ``h`` (D,): the ``(D, D)`` float64 Jacobian of the return map.
-
-    Computed with ``torch.func.jacrev`` on a float64 copy of the model. For a one-layer
-    affine model, the block on the recurrent entries (``model.recurrent_mask``) does not
-    depend on those entries (input windows held fixed) and equals the product of the
-    per-token Jacobians, last token on the left. ``model.is_affine`` is a per-layer
-    property: in a stack, a layer reads the one below through nonlinear outputs (norms,
-    gates, SiLU), so the full-state return map of a multi-layer model is in general
-    *not* affine. Slice ``J[rec][:, rec]`` (or use a ``Q`` supported on recurrent
-    entries) before :func:`restricted_norms` when the model has input windows.
-    """
-    m = copy.deepcopy(model).double().eval()
-    h = torch.as_tensor(h).to(m.W_out.weight).detach()
-    return torch.func.jacrev(return_map(m, word))(h)  # (D, D)
-
-
-def restricted_norms(J, Q) -> dict[str, float]:
-    """How the Jacobian ``J`` (D, D) acts on ``U = span(Q)``, ``Q`` (D, r) orthonormal.
-
-    ``Q^T J Q`` is the compression of ``J`` to ``U`` (``J`` restricted to ``U`` and read
-    back in ``U``; the part of ``J Q`` that leaks into ``U_perp`` is not seen).
-
-    Returns:
-        ``deviation = ||Q^T (J - I) Q||_2``: distance of the compression from the
-        identity (~0 for an affine state-preserving map, Theorem 1), and
-        ``gain = ||Q^T J Q||_2``: below 1 means ``J`` contracts errors along ``U``.
-        Both are spectral norms (largest singular value), as floats; 0 when ``r = 0``.
-    """
-    J, Qn = _to_numpy(J, "J"), _to_numpy(Q, "Q")
-    if J.ndim != 2 or J.shape[0] != J.shape[1]:
-        raise ValueError(f"J must be square (D, D), got {J.shape}")
-    if Qn.ndim != 2 or Qn.shape[0] != J.shape[0]:
-        raise ValueError(f"Q must have shape (D, r) with D={J.shape[0]}, got {Qn.shape}")
-    _orthonormal(Qn, "Q")
-    C = Qn.T @ J @ Qn  # (r, r)  the compression of J to U
-    if C.size == 0:
-        return {"deviation": 0.0, "gain": 0.0}
-    return {"deviation": float(np.linalg.norm(C - np.eye(len(C)), 2)),
-            "gain": float(np.linalg.norm(C, 2))}
 
 
 # -- summaries over runs ---------------------------------------------------------------

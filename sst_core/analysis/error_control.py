@@ -12,12 +12,12 @@ its training run (:func:`sst_core.analysis.trackers.load_tracker`; a missing tra
   at ``t0``, in a random direction and inside U (U of the *state* space, from the state
   centroids at ``t0``);
 - the Theorem 1 check: for state-preserving words ``s`` (product = identity), the Jacobian
-  ``J`` of the return map ``F_s`` at states reached on real words, restricted to U:
-  ``||(J - I) Q||`` and ``||P_U (J - I) P_U|| = ||Q^T J Q - I||`` (both 0 for an exact
-  affine preserver; the first also sees what leaks from U into U_perp) and ``||Q^T J Q||``
-  (below 1: contracts).
-  ``J Q`` comes from forward-mode products (``torch.func.jvp``), one per basis vector of U,
-  so the cost does not grow with the square of the state size.
+  ``J`` of the return map ``F_s`` at states reached on real words, restricted to U
+  (:func:`sst_core.analysis.return_map.return_map_checks`, where each norm is defined):
+  ``deviation = ||(J - I) Q||`` and ``deviation_U = ||Q^T J Q - I||`` (both 0 for an exact
+  affine preserver; the first also sees what leaks from U into U_perp), ``gain =
+  ||Q^T J Q||`` (below 1: contracts), ``amplification = ||J Q||`` and ``return_residual =
+  ||F_s(h) - h||``, each the median over the words.
 """
 from __future__ import annotations
 
@@ -28,34 +28,6 @@ import numpy as np
 from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
 from sst_core.spec.configs import DiagnosticsConfig
 from sst_core.store.codec import decode_floats, encode_floats
-
-
-def _return_map_checks(model, word, h, Q) -> dict[str, float]:
-    """``J Q`` of the return map of ``word`` at ``h`` (D,), by forward-mode products."""
-    import torch
-    from torch.func import jvp
-
-    x = torch.as_tensor(word)[:, None]  # (len, 1)
-
-    def F(state):  # (D,) -> (D,)
-        s = state[None]
-        for t in range(x.shape[0]):
-            s = model.step(s, x[t])
-        return s[0]
-
-    mask = model.recurrent_mask
-    cols = [jvp(F, (h,), (Q[:, k],))[1] for k in range(Q.shape[1])]
-    JQ = torch.stack(cols, dim=1)[mask].detach()  # (D_rec, r)
-    Qm = Q[mask]  # (D_rec, r)
-    return {
-        "deviation": float(torch.linalg.matrix_norm(JQ - Qm, ord=2)),  # ||(J - I) Q||
-        # ||P_U (J - I) P_U|| = ||Q^T J Q - I||: the part of (J - I) Q that stays in U
-        "deviation_U": float(torch.linalg.matrix_norm(Qm.T @ JQ - torch.eye(Qm.shape[1], dtype=JQ.dtype),
-                                                      ord=2)),
-        "gain": float(torch.linalg.matrix_norm(Qm.T @ JQ, ord=2)),  # ||Q^T J Q||
-        "amplification": float(torch.linalg.matrix_norm(JQ, ord=2)),  # ||J Q||
-        "return_residual": float(torch.linalg.vector_norm((F(h) - h)[mask].detach())),  # ||F_s(h) - h||
-    }
 
 
 def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
@@ -75,6 +47,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         state_preserving_words,
         state_trajectory,
     )
+    from sst_core.analysis.return_map import NORMS, return_map_checks
     from sst_core.groups import get_group
     from sst_core.theory.error_control import symbolic_basis
 
@@ -119,13 +92,12 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     s_words = state_preserving_words(group, cfg.word_length, cfg.n_words, tokens=run_cfg.tokens,
                                      seed=cfg.seed)  # (n_words, word_length)
     if Q_state.shape[1]:
-        checks = [_return_map_checks(model64, s_words[i], h_t0[i % n_pert], Q_state)
+        checks = [return_map_checks(model64, s_words[i], h_t0[i % n_pert], Q_state)
                   for i in range(cfg.n_words)]
         theorem1 = {k: float(np.median([c[k] for c in checks])) for k in checks[0]}
     else:  # every class has the same centroid: U is {0} and there is nothing to check
         checks = []
-        theorem1 = dict.fromkeys(("deviation", "deviation_U", "gain", "amplification",
-                                   "return_residual"))
+        theorem1 = dict.fromkeys(NORMS)
     theorem1["dim_U"] = int(Q_state.shape[1])
     theorem1["per_word"] = checks
     # a deeper stack reads each layer through norms and gates: its return map is affine

@@ -13,8 +13,13 @@ by side for one trained tracker (:func:`run_spectra`, config
   along real held-out words (:func:`step_jacobians`). For an affine one-layer model ``J_t``
   depends on the token only (for Mamba and AUSSM also on the conv window of recent
   tokens); otherwise it is the linearisation along the words;
-- the return-map Jacobians ``J_s = d F_s / d h`` of state-preserving words, i.e. the
-  products of the step Jacobians along ``s`` (:func:`return_map_jacobian`);
+- the return-map Jacobians of state-preserving words ``s``: the products of the step
+  Jacobians along ``s``, last token on the left. For one layer this is ``J_s = d F_s / d h``
+  on the recurrent entries (:func:`sst_core.analysis.return_map.return_map_jacobian`, which
+  ``tests/test_spectra.py`` checks against it); in a stack whose upper layers keep an input
+  window (Mamba, AUSSM, Mamba-3) the product leaves out the path from a lower layer's state
+  through that window. ``J_s`` compressed to U, ``Q^T J_s Q``, is
+  :func:`~sst_core.analysis.return_map.compression`, as in the Theorem 1 norms;
 - their eigenvalues (moduli, spectral radius, the share near the unit circle, how many lie
   near 1 against ``dim U``) and memory functions with their horizons (the first delay at
   which ``M`` drops below 1/2).
@@ -200,29 +205,6 @@ def step_jacobians(model, words, h0=None):
     H_prev, _ = _trajectory(m, tok, h0)  # (b, L, D)
     J = _jacobians_at(m, H_prev.reshape(b * L, -1), tok.reshape(-1))  # (b L, D_rec, D_rec)
     return J.reshape(b, L, *J.shape[1:])
-
-
-def return_map_jacobian(model, word, h):
-    """``d F_s / d h`` at ``h`` (D,) on the recurrent entries: ``(D_rec, D_rec)`` float64.
-
-    ``F_s`` maps a state to the state after reading ``word`` (a sequence of token ids);
-    ``torch.func.jacfwd`` through the unrolled steps. For a one-layer affine model it is
-    the product of the step Jacobians along the word, last token on the left (the conv
-    window of Mamba / AUSSM depends on the tokens only, so the recurrent block of the
-    product is the product of the recurrent blocks). Its eigenvalues:
-    ``eigenvalues(return_map_jacobian(...))``.
-    """
-    import torch
-    from torch.func import jacfwd
-
-    from sst_core.analysis.diagnostics import return_map
-
-    m = float64_copy(model)
-    h = torch.as_tensor(h, dtype=torch.float64)
-    if h.shape != (m.state_size,):
-        raise ValueError(f"h must have shape (D,) = ({m.state_size},), got {tuple(h.shape)}")
-    mask = m.recurrent_mask
-    return jacfwd(return_map(m, word))(h)[mask][:, mask].detach()  # (D_rec, D_rec)
 
 
 # -- eigenvalues -------------------------------------------------------------------------
@@ -493,6 +475,7 @@ def run_spectra(cfg) -> dict[str, Any]:
     import torch
 
     from sst_core.analysis.diagnostics import state_basis, state_preserving_words
+    from sst_core.analysis.return_map import compression
     from sst_core.analysis.trackers import load_tracker
     from sst_core.groups import get_group
     from sst_core.tasks.tracking import sample, vocabulary
@@ -586,7 +569,7 @@ def run_spectra(cfg) -> dict[str, Any]:
     units_s = _consistent_units(units_all, blocks_s, n_rec)
     stats_s = _spectrum_stats(eig_s)
     dist_one = np.sort(np.abs(eig_s - 1), axis=-1)  # (n_p, D_rec)
-    QJQ = np.einsum("dr,nde,es->nrs", Q_rec, P, Q_rec)  # (n_p, r, r): J_s compressed to U
+    QJQ = compression(P @ Q_rec, Q_rec)  # (n_p, r, r): J_s compressed to U
     eig_U = np.linalg.eigvals(QJQ) if dim_U else np.zeros((n_p, 0), complex)
     t0 = time.perf_counter()
     mems = [_unit_memory(eig_s[i], units_s, T_s, grid_s, cache) for i in range(n_p)]
