@@ -138,25 +138,19 @@ def corollary1_prediction(metrics: dict[str, Any], window: tuple[int, int] = (10
     """Corollary 1's T_cross from the drift measured early in the rollout.
 
     With A|_U = I the U-error grows as ``e_U(t) = e_U(0) + t * eta_bar``, so the spread
-    along U read through ``W_out``, ``sqrt(R_U(t)) = sqrt(q_U(t) M(t))``, grows linearly:
-    ``a + b t`` with ``b = ||W_out eta_bar||``. A least-squares line over ``window`` gives
-    ``a`` and ``b``; q reaches ``tau`` where ``(a + b t)^2 = tau * M``, i.e.
-
-        T_pred = (sqrt(tau * M) - a) / b,
-
-    with M the median of M(t) over the window (squared convention, as the record's q).
-    Returns ``T_pred`` (None when the fitted drift is not positive) and the fit.
+    along U read through ``W_out``, ``sqrt(R_U(t)) = sqrt(q_U(t) M(t))``, grows linearly.
+    The fit over ``window`` is :func:`sst_core.theory.error_control.corollary1_fit`
+    (``T_pred = (sqrt(tau * M) - a) / b``, M the median over the window); here ``T_pred``
+    is at least 1. Returns ``T_pred`` (None when the fitted drift is not positive), the fit
+    and the window; all None below three usable points.
     """
+    from sst_core.theory.error_control import corollary1_fit
+
     q_U = decode_floats(metrics["q_U"])
     M = decode_floats(metrics["M"])
-    lo, hi = window
-    t = np.arange(1, q_U.size + 1)
-    sel = (t >= lo) & (t <= min(hi, q_U.size)) & np.isfinite(q_U) & np.isfinite(M)
-    if sel.sum() < 3:
+    fit = corollary1_fit(q_U * M, M, tau, window)  # R_U(t) = q_U(t) M(t)
+    if fit is None:
         return {"T_pred": None, "drift": None, "offset": None, "M": None}
-    spread = np.sqrt(q_U[sel] * M[sel])  # sqrt(R_U(t))
-    b, a = np.polyfit(t[sel], spread, 1)
-    M_w = float(np.median(M[sel]))
-    T_pred = (np.sqrt(tau * M_w) - a) / b if b > 0 else None
-    return {"T_pred": None if T_pred is None else float(max(T_pred, 1.0)), "drift": float(b),
-            "offset": float(a), "M": M_w, "window": [lo, hi]}
+    T_pred = fit["T_pred"]
+    return {**fit, "T_pred": None if T_pred is None else float(max(T_pred, 1.0)),
+            "window": list(window)}

@@ -4,8 +4,10 @@ numeric twin.
 Each ``derive_*`` function does one derivation on small, concrete-size but symbolic objects
 and returns its pieces as SymPy expressions, with ``holds`` saying whether the claimed
 identity simplified to zero. The numeric twins (numpy) are ``affine_map_fixing``,
-``symbolic_subspace``, ``simulate_drift``, ``predicted_T_cross``, ``crossing_time`` and the
-tanh maps; ``tests/theory/test_error_control.py`` compares the two.
+``symbolic_basis`` / ``symbolic_subspace``, ``simulate_drift``, ``predicted_T_cross``,
+``crossing_time`` and the tanh maps; ``tests/theory/test_error_control.py`` compares the two.
+``corollary1_fit`` applies Corollary 1 to measured curves (the analyses' one fit of the
+crossing time).
 
 Notation (book and code): ``centroids`` c_g, the symbolic subspace ``U`` = span{c_g - c_g'}
 and its complement ``U_perp``, the readout W, the separation ``M`` and ``T_cross`` the first
@@ -561,6 +563,48 @@ def predicted_T_cross(M: float, eta_bar_W_norm: float, tau: float = 0.5, e0: flo
     if eta_W_ == 0:
         return math.inf
     return (threshold - e0) / eta_W_
+
+
+def corollary1_fit(R: Any, M: Any, tau: float = 0.5, window: tuple[int, int] = (10, 120),
+                   keep: Any = None) -> dict[str, Any] | None:
+    """Corollary 1's crossing time fitted to measured curves (squared convention).
+
+    A constant drift along U makes the spread grow linearly, ``sqrt(R(t)) = a + b t`` with
+    ``b = ||W eta_bar||`` and ``a`` the offset (``||W e_U(0)||`` when it points along the
+    drift). A least-squares line through the points of ``window`` gives ``a`` and ``b``; with
+    ``M`` the median of ``M(t)`` there, ``q = R / M`` reaches ``tau`` where
+    ``(a + b t)^2 = tau M``:
+
+        T_pred = (sqrt(tau * M) - a) / b,
+
+    :func:`predicted_T_cross` (``convention="squared"``) with the fitted ``b`` and
+    ``e0 = a``; here ``a`` may come out negative and ``T_pred`` is returned unclipped.
+
+    Args:
+        R, M: ``(L,)`` curves, index ``i`` is time ``t = i + 1``: the spread (``R_U(t)``
+            for Corollary 1; the label-free warning passes ``R(t)``) and the separation
+            (squared norms, as in q).
+        window: ``(lo, hi)``, 1-based and inclusive (``hi`` clipped to L).
+        keep: optional ``(L,)`` bool mask of further points to use.
+
+    The points are those of the window where ``R`` and ``M`` are finite, ``M > 0`` and
+    ``keep`` holds. Returns None with fewer than 3 of them, else ``T_pred`` (None when the
+    fitted drift ``b`` is not positive), ``drift`` (b), ``offset`` (a) and ``M``.
+    """
+    R, M = np.asarray(R, dtype=float), np.asarray(M, dtype=float)
+    lo, hi = window
+    t = np.arange(1, R.size + 1)
+    with np.errstate(invalid="ignore"):
+        sel = (t >= lo) & (t <= min(hi, R.size)) & np.isfinite(R) & np.isfinite(M) & (M > 0)
+    if keep is not None:
+        sel &= np.asarray(keep, dtype=bool)
+    if sel.sum() < 3:
+        return None
+    b, a = np.polyfit(t[sel], np.sqrt(R[sel]), 1)
+    M_w = float(np.median(M[sel]))
+    T = (np.sqrt(tau * M_w) - a) / b if b > 0 else None
+    return {"T_pred": None if T is None else float(T), "drift": float(b), "offset": float(a),
+            "M": M_w}
 
 
 def simulate_drift(A: Any, b: Any, centroid: Any, eta: Any, steps: int, *, U: Any,

@@ -266,6 +266,36 @@ def test_predicted_T_cross_edge_cases():
 
 # -- bad input ------------------------------------------------------------------------------------
 
+def test_corollary1_fit_recovers_a_constructed_drift():
+    """sqrt(R) = a + b t exactly: the fit returns a, b, the median M, and the crossing of
+    (a + b t)^2 = tau M, which is predicted_T_cross (squared) with e0 = a."""
+    a, b, M, tau = 0.05, 0.01, 4.0, 0.5
+    t = np.arange(1, 301)
+    R = (a + b * t) ** 2
+    M_curve = np.full(300, M)
+    M_curve[:5] = 1e3  # outside the window: not seen
+    fit = ec.corollary1_fit(R, M_curve, tau, window=(10, 120))
+    assert fit["drift"] == pytest.approx(b) and fit["offset"] == pytest.approx(a)
+    assert fit["M"] == M
+    assert fit["T_pred"] == pytest.approx(ec.predicted_T_cross(M, b, tau, e0=a,
+                                                               convention="squared"))
+    assert fit["T_pred"] == pytest.approx((np.sqrt(tau * M) - a) / b)
+    # the points: window, finite R and M, M > 0, and keep
+    R_gaps = R.copy()
+    R_gaps[20:200] = np.nan
+    M_gaps = M_curve.copy()
+    M_gaps[12] = 0.0
+    assert ec.corollary1_fit(R_gaps, M_gaps, tau, (10, 120))["drift"] == pytest.approx(b)
+    assert ec.corollary1_fit(R_gaps, M_gaps, tau, (10, 120),
+                             keep=np.arange(300) < 11) is None  # t = 10, 11: two points
+    assert ec.corollary1_fit(R, M_curve, tau, (298, 400)) is not None  # hi clipped to L
+    # no growth: no crossing foreseen; a negative fitted offset is allowed
+    assert ec.corollary1_fit(np.full(200, 0.01), np.ones(200), tau)["T_pred"] is None
+    neg = ec.corollary1_fit((0.01 * t - 0.05) ** 2, np.ones(300), tau, (10, 120))
+    assert neg["offset"] == pytest.approx(-0.05)
+    assert neg["T_pred"] == pytest.approx((np.sqrt(tau) + 0.05) / 0.01)
+
+
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="'sq'.*unsquared, squared"):
         ec.predicted_T_cross(1.0, 0.1, convention="sq")
