@@ -476,9 +476,9 @@ def run_spectra(cfg) -> dict[str, Any]:
 
     from sst_core.analysis.diagnostics import state_basis, state_preserving_words
     from sst_core.analysis.return_map import compression
-    from sst_core.analysis.trackers import load_tracker
+    from sst_core.analysis.trackers import held_out_words, load_tracker
     from sst_core.groups import get_group
-    from sst_core.tasks.tracking import sample, vocabulary
+    from sst_core.tasks.tracking import vocabulary
     from sst_core.theory.memory import delay_grid
 
     for what in ("n_words", "word_length", "n_preserving", "preserving_length", "mem_T"):
@@ -493,8 +493,8 @@ def run_spectra(cfg) -> dict[str, Any]:
     n_g, L = group.order, cfg.word_length
     n_rec = int(m.recurrent_mask.sum())
     rng = np.random.default_rng(SPECTRA_SEED_OFFSET + cfg.seed)
-    words_np, states_np = sample(group, max(CENTROID_WORDS, cfg.n_words), L, tokens=run_cfg.tokens,
-                                 seed=SPECTRA_SEED_OFFSET + cfg.seed)  # (b, L), (b, L)
+    words_np, states_np = held_out_words(run_cfg, max(CENTROID_WORDS, cfg.n_words), L, cfg.seed,
+                                         offset=SPECTRA_SEED_OFFSET)  # (b, L), (b, L)
     words = torch.from_numpy(words_np)
     H_prev, h_end = _trajectory(m, words[:cfg.n_words], m.init_state(cfg.n_words))  # (n, L, D)
     with torch.no_grad():
