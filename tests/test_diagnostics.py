@@ -1,10 +1,12 @@
-"""sst_core.diagnostics on constructed data with known answers."""
+"""sst_core.analysis.diagnostics (and its k-means, analysis.clusters, and statistics,
+analysis.stats) on constructed data with known answers."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+from sst_core.analysis import clusters, stats
 from sst_core.analysis import diagnostics as dg
 from sst_core.groups import get_group
 from sst_core.models import build
@@ -262,21 +264,21 @@ def test_failure_mode():
 
 def test_bootstrap_ci():
     x = np.arange(1.0, 102.0)  # median 51
-    est, lo, hi = dg.bootstrap_ci(x, n_boot=2000)
+    est, lo, hi = stats.bootstrap_ci(x, n_boot=2000)
     assert est == 51.0 and lo < 51 < hi
-    assert (est, lo, hi) == dg.bootstrap_ci(x, n_boot=2000)
+    assert (est, lo, hi) == stats.bootstrap_ci(x, n_boot=2000)
     assert 40 < lo and hi < 62
     # a statistic without an axis argument takes the per-resample path
-    est2, lo2, hi2 = dg.bootstrap_ci(x, stat=lambda v: float(np.mean(v)), n_boot=500)
+    est2, lo2, hi2 = stats.bootstrap_ci(x, stat=lambda v: float(np.mean(v)), n_boot=500)
     assert est2 == 51.0 and lo2 < 51 < hi2
 
 
 def test_loglog_pearson_power_law():
     T = np.array([10.0, 20, 40, 80, 160])
-    res = dg.loglog_pearson(list(T) + [None, 5.0], list(3 * T ** 1.5) + [100.0, np.nan])
+    res = stats.loglog_pearson(list(T) + [None, 5.0], list(3 * T ** 1.5) + [100.0, np.nan])
     assert res["n"] == 5 and res["r"] == pytest.approx(1.0) and res["p"] < 1e-6
     with pytest.raises(ValueError, match="at least 3"):
-        dg.loglog_pearson([10, None, 30], [1, 2, np.nan])
+        stats.loglog_pearson([10, None, 30], [1, 2, np.nan])
 
 
 def test_bad_inputs():
@@ -321,11 +323,11 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="length"):
         dg.state_preserving_words("S3", length=0, n=1)
     with pytest.raises(ValueError, match="level"):
-        dg.bootstrap_ci([1.0, 2.0], level=1.5)
+        stats.bootstrap_ci([1.0, 2.0], level=1.5)
     with pytest.raises(ValueError, match="finite"):
-        dg.bootstrap_ci([1.0, np.nan])
+        stats.bootstrap_ci([1.0, np.nan])
     with pytest.raises(ValueError, match="> 0"):
-        dg.loglog_pearson([1, 2, 0], [1, 2, 3])
+        stats.loglog_pearson([1, 2, 0], [1, 2, 3])
 
 
 # -- the label-free q(t) ------------------------------------------------------------------
@@ -377,12 +379,12 @@ def test_kmeans_per_time_recovers_separated_clusters_and_is_deterministic():
     centres = rng.normal(size=(L, n_g, 3)) * 20  # (L, n_g, 3), far apart
     truth = np.tile(np.repeat(np.arange(n_g), per), (L, 1))  # (L, n)
     X = centres[np.arange(L)[:, None], truth] + 0.01 * rng.normal(size=(L, n_g * per, 3))
-    lab = dg.kmeans_per_time(X, n_g, seed=3, chunk=3)  # chunks of 3 slices, one of 1
+    lab = clusters.kmeans_per_time(X, n_g, seed=3, chunk=3)  # chunks of 3 slices, one of 1
     for t in range(L):  # the same partition up to renaming
         pairs = set(zip(truth[t].tolist(), lab[t].tolist()))
         assert len(pairs) == n_g and len({a for a, _ in pairs}) == len({b for _, b in pairs}) == n_g
-    assert np.array_equal(lab, dg.kmeans_per_time(X, n_g, seed=3, chunk=3))
-    sub = dg.kmeans_per_time(X, n_g, seed=3, max_fit=60)  # centres from 60 of 200 points
+    assert np.array_equal(lab, clusters.kmeans_per_time(X, n_g, seed=3, chunk=3))
+    sub = clusters.kmeans_per_time(X, n_g, seed=3, max_fit=60)  # centres from 60 of 200 points
     for t in range(L):
         assert len(set(zip(truth[t].tolist(), sub[t].tolist()))) == n_g
 
@@ -395,7 +397,7 @@ def test_kmeans_per_time_matches_a_plain_lloyd_loop():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(60, 2))
     C0 = x[[0, 1, 2]].copy()
-    Cb, _ = dg._lloyd(torch.from_numpy(x)[None], torch.from_numpy(C0)[None], 100)
+    Cb, _ = clusters._lloyd(torch.from_numpy(x)[None], torch.from_numpy(C0)[None], 100)
     lab = torch.cdist(torch.from_numpy(x)[None], Cb).argmin(-1)
     C = C0.copy()
     for _ in range(100):
@@ -406,6 +408,6 @@ def test_kmeans_per_time_matches_a_plain_lloyd_loop():
 
 def test_kmeans_per_time_rejects_bad_shapes():
     with pytest.raises(ValueError, match="shape"):
-        dg.kmeans_per_time(np.zeros((4, 3)), 2)
+        clusters.kmeans_per_time(np.zeros((4, 3)), 2)
     with pytest.raises(ValueError, match="n_clusters"):
-        dg.kmeans_per_time(np.zeros((1, 4, 3)), 0)
+        clusters.kmeans_per_time(np.zeros((1, 4, 3)), 0)

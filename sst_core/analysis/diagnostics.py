@@ -42,14 +42,17 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-import scipy.stats
 import torch
 
+from sst_core.analysis.clusters import kmeans_per_time
+# bootstrap_ci and loglog_pearson live in sst_core.analysis.stats; the names stay importable
+# from here only because sst_core.reports.error_control still reads them here
+from sst_core.analysis.stats import bootstrap_ci, loglog_pearson  # noqa: F401
 from sst_core.groups import Group, get_group
 from sst_core.tasks.tracking import vocabulary
 
@@ -57,7 +60,7 @@ __all__ = [
     "Distinguishability", "centroids", "distinguishability", "T_cross",
     "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
     "state_preserving_words",
-    "failure_mode", "bootstrap_ci", "loglog_pearson", "DIRECTIONS", "LAYERS",
+    "failure_mode", "label_free_states", "LABEL_FREE_METHODS", "DIRECTIONS", "LAYERS",
     "FAILURE_MODES",
 ]
 
@@ -239,7 +242,8 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
     """Stand-in labels for the oracle states, from the hidden states alone: ``(b, L)`` ints.
 
     - ``decoded``: the model's own prediction ``argmax(W_out h + b_out)`` at each position;
-    - ``clusters``: k-means (``n_g`` clusters, :func:`kmeans_per_time`, k-means++ seeded by
+    - ``clusters``: k-means (``n_g`` clusters,
+      :func:`~sst_core.analysis.clusters.kmeans_per_time`, k-means++ seeded by
       ``seed``; centres fitted on at most ``max_fit`` words) of the read-out states
       ``W_out h`` at each time on its own.
 
@@ -267,88 +271,6 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
     keep = S > S.max() * 1e-12 if S.size else S.astype(bool)
     z = h @ (Vt[keep].T * S[keep])  # (b, L, r)
     return kmeans_per_time(np.swapaxes(z, 0, 1), n_g, seed=seed, max_fit=max_fit).T  # (b, L)
-
-
-def kmeans_per_time(X, n_clusters: int, n_init: int = 3, iters: int = 50, seed: int = 0,
-                    chunk: int = 64, max_fit: int | None = None) -> np.ndarray:
-    """k-means of every slice ``X[t]`` (L, n, k) on its own, all slices batched: ``(L, n)``
-    cluster labels.
-
-    k-means++ seeding (``n_init`` seedings per slice, the lowest within-cluster sum of
-    squares kept), then Lloyd iterations until no label changes (at most ``iters``). An
-    empty cluster keeps its centre. With ``max_fit`` < n the centres are fitted on
-    ``max_fit`` points drawn once (the same for every slice) and every point then gets its
-    nearest centre. Slices run ``chunk`` at a time (memory ~ chunk * n * n_clusters).
-    Deterministic for a given ``seed`` (``torch.Generator``).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X must be (L, n, k), got shape {tuple(X.shape)}")
-    # float32 after centring and scaling each slice (the labels do not change; the
-    # distances stay well inside float32's range)
-    X = X - X.mean(axis=1, keepdims=True)
-    X = torch.from_numpy(X / np.maximum(np.abs(X).max(axis=(1, 2), keepdims=True), 1e-300)
-                         ).float()  # (L, n, k)
-    L, n, _ = X.shape
-    n_clusters = int(n_clusters)
-    if not 1 <= n_clusters:
-        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}")
-    gen = torch.Generator().manual_seed(int(seed))
-    fit = torch.arange(n) if max_fit is None or max_fit >= n else \
-        torch.randperm(n, generator=gen)[:max(int(max_fit), n_clusters)].sort().values
-    out = np.empty((L, n), dtype=np.int64)
-    for lo in range(0, L, chunk):
-        x = X[lo:lo + chunk]  # (c, n, k)
-        xf = x[:, fit]  # (c, n_fit, k)
-        best_C, best_sse = None, None
-        for _ in range(n_init):
-            C, sse = _lloyd(xf, _kmeans_pp(xf, n_clusters, gen), iters)
-            if best_C is None:
-                best_C, best_sse = C, sse
-            else:
-                better = sse < best_sse  # (c,)
-                best_C = torch.where(better[:, None, None], C, best_C)
-                best_sse = torch.minimum(sse, best_sse)
-        out[lo:lo + chunk] = _sqdist(x, best_C).argmin(-1).numpy()  # (c, n)
-    return out
-
-
-def _kmeans_pp(x: torch.Tensor, m: int, gen: torch.Generator) -> torch.Tensor:
-    """k-means++ centres of each slice of ``x`` (c, n, k): (c, m, k)."""
-    c, n, _ = x.shape
-    rows = torch.arange(c)
-    first = torch.randint(0, n, (c,), generator=gen)
-    centres = [x[rows, first]]  # each (c, k)
-    d2 = _sqdist(x, centres[0][:, None])[..., 0]  # (c, n)
-    for _ in range(1, m):
-        w = torch.where(d2.sum(-1, keepdim=True) > 0, d2, torch.ones_like(d2))  # all equal
-        pick = torch.multinomial(w, 1, generator=gen)[:, 0]  # (c,)
-        centres.append(x[rows, pick])
-        d2 = torch.minimum(d2, _sqdist(x, centres[-1][:, None])[..., 0])
-    return torch.stack(centres, 1)  # (c, m, k)
-
-
-def _sqdist(x: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-    """Squared distances (c, n, m) of points ``x`` (c, n, k) to centres ``C`` (c, m, k)."""
-    d2 = torch.baddbmm((C * C).sum(-1)[:, None, :], x, C.transpose(1, 2), alpha=-2.0)
-    return (d2 + (x * x).sum(-1, keepdim=True)).clamp_min_(0)
-
-
-def _lloyd(x: torch.Tensor, C: torch.Tensor, iters: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Lloyd iterations from centres ``C`` (c, m, k): final centres (c, m, k) and SSE (c,)."""
-    c, m, k = C.shape
-    lab = None
-    for _ in range(iters):
-        new = _sqdist(x, C).argmin(-1)  # (c, n)
-        if lab is not None and torch.equal(new, lab):
-            break
-        lab = new
-        sums = torch.zeros_like(C).scatter_add_(1, lab[..., None].expand(-1, -1, k), x)  # (c, m, k)
-        counts = torch.zeros(c, m, dtype=x.dtype).scatter_add_(
-            1, lab, torch.ones_like(lab, dtype=x.dtype))  # (c, m)
-        C = torch.where(counts[..., None] > 0, sums / counts.clamp_min(1)[..., None], C)
-    sse = _sqdist(x, C).min(-1).values.sum(-1)  # (c,)
-    return C, sse
 
 
 def T_cross(q, tau: float = 0.5) -> int | None:
@@ -646,60 +568,3 @@ def failure_mode(q, tau: float = 0.5, start: int = 5, t_train: int | None = None
     if np.median(valid[:start]) >= tau:
         return "saturation"
     return "climb" if (valid >= tau).any() else "none"
-
-
-def bootstrap_ci(x, stat: Callable = np.median, n_boot: int = 10_000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float, float]:
-    """Percentile bootstrap: ``(stat(x), lo, hi)``.
-
-    Resamples the entries of the 1-D, finite ``x`` with replacement ``n_boot`` times
-    (``np.random.default_rng(seed)``) and takes the ``(1 - level) / 2`` and
-    ``(1 + level) / 2`` quantiles of the resampled statistic. ``stat`` is called as
-    ``stat(samples, axis=1)`` when it accepts ``axis``, else once per resample.
-    """
-    x = _curve(x, "x")
-    if x.size == 0:
-        raise ValueError("x is empty")
-    if not np.isfinite(x).all():
-        raise ValueError(f"x must be finite; it holds {int((~np.isfinite(x)).sum())} "
-                         "NaN/inf entries (drop them first)")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be an int >= 1, got {n_boot!r}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(int(n_boot), x.size))  # (n_boot, n)
-    try:
-        boot = np.asarray(stat(x[idx], axis=1), dtype=np.float64)  # (n_boot,)
-        if boot.shape != (n_boot,):
-            raise TypeError
-    except TypeError:
-        boot = np.array([stat(x[i]) for i in idx], dtype=np.float64)
-    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return float(stat(x)), float(lo), float(hi)
-
-
-def loglog_pearson(T_cross, m_p) -> dict[str, float]:
-    """Pearson ``r`` (and its p-value) between ``log T_cross`` and ``log m_p`` over runs.
-
-    Pairs where either value is None or NaN are dropped; the rest must be > 0. Returns
-    ``{"r": r, "p": p, "n": n}`` (``scipy.stats.pearsonr``); raises ValueError when fewer
-    than 3 pairs remain.
-    """
-    a, b = list(T_cross), list(m_p)
-    if len(a) != len(b):
-        raise ValueError(f"T_cross and m_p differ in length: {len(a)} vs {len(b)}")
-
-    def missing(v) -> bool:
-        return v is None or (isinstance(v, (float, np.floating)) and np.isnan(v))
-
-    pairs = [(float(u), float(v)) for u, v in zip(a, b) if not (missing(u) or missing(v))]
-    if len(pairs) < 3:
-        raise ValueError(f"loglog_pearson needs at least 3 (T_cross, m_p) pairs without "
-                         f"None/NaN, got {len(pairs)} of {len(a)}")
-    x, y = np.array(pairs).T  # (n,), (n,)
-    if (x <= 0).any() or (y <= 0).any():
-        bad = x[x <= 0].tolist() + y[y <= 0].tolist()
-        raise ValueError(f"T_cross and m_p must be > 0 to take logs, got {bad[:5]}")
-    res = scipy.stats.pearsonr(np.log(x), np.log(y))
-    return {"r": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
