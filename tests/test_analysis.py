@@ -80,27 +80,6 @@ def test_failed_training_is_not_analysed(store, monkeypatch, one_thread):
     assert rec["status"] == "failed" and "training run" in rec["reason"]
 
 
-def test_return_map_checks_known_cases(one_thread):
-    torch.manual_seed(0)
-    # linear attention: A = I exactly, so (J - I) Q = 0 and Q^T J Q = I on any U
-    model = build("linear_attention", 3, 3, d_model=8, d_state=4).double()
-    D = model.state_size
-    Q = torch.linalg.qr(torch.randn(D, 2, dtype=torch.float64))[0]
-    out = analysis_error_control._return_map_checks(model, [1, 2, 0], torch.randn(D, dtype=torch.float64), Q)
-    assert out["deviation"] == pytest.approx(0, abs=1e-12)
-    assert out["deviation_U"] == pytest.approx(0, abs=1e-12)
-    assert out["gain"] == pytest.approx(1, abs=1e-12)
-    # a tanh RNN with tiny recurrent weights contracts everything
-    rnn = build("tanh_rnn", 3, 3, d_state=6).double()
-    with torch.no_grad():
-        for name, p in rnn.named_parameters():
-            if "W_h" in name or "weight_hh" in name:
-                p.mul_(0.01)
-    Q = torch.linalg.qr(torch.randn(rnn.state_size, 2, dtype=torch.float64))[0]
-    out = analysis_error_control._return_map_checks(rnn, [1, 1], torch.zeros(rnn.state_size, dtype=torch.float64), Q)
-    assert out["gain"] < 0.1 and out["amplification"] < 0.1
-
-
 def test_corollary1_prediction_recovers_a_constructed_drift():
     a, b, M, tau = 0.05, 0.01, 4.0, 0.5
     t = np.arange(1, 1001)

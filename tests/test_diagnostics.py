@@ -1,14 +1,17 @@
-"""sst_core.diagnostics on constructed data with known answers."""
+"""sst_core.analysis.diagnostics (and its k-means, analysis.clusters, and statistics,
+analysis.stats) on constructed data with known answers."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
+from sst_core.analysis import clusters, stats
 from sst_core.analysis import diagnostics as dg
 from sst_core.groups import get_group
 from sst_core.models import build
 from sst_core.tasks.tracking import running_product, vocabulary
+from sst_core.theory.error_control import symbolic_basis, symbolic_subspace
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -99,21 +102,29 @@ def test_symbolic_subspace_plane_in_R5():
     offset = rng.normal(size=5)
     coords = np.array([[0.0, 0.0], [1.0, 0.5], [-0.3, 2.0]])
     c = offset + coords @ basis.T  # (3, 5)
-    Q = dg.symbolic_subspace(c)
+    Q = symbolic_basis(c)
     assert Q.shape == (5, 2)
     np.testing.assert_allclose(Q.T @ Q, np.eye(2), atol=1e-12)
     np.testing.assert_allclose(dg.projector(Q), basis @ basis.T, atol=1e-12)
     # an absent (NaN) row and a masked-out row are skipped
     c4 = np.vstack([c, np.full(5, np.nan)])
-    assert dg.symbolic_subspace(c4).shape == (5, 2)
-    Q1 = dg.symbolic_subspace(c, present=np.array([True, True, False]))
+    assert symbolic_basis(c4).shape == (5, 2)
+    Q1 = symbolic_basis(c, present=np.array([True, True, False]))
     assert Q1.shape == (5, 1)
     u = c[1] - c[0]
     np.testing.assert_allclose(np.abs(Q1[:, 0]), np.abs(u) / np.linalg.norm(u))
     # collinear centroids: rank 1; one valid row or coincident rows: rank 0
-    assert dg.symbolic_subspace(np.array([[0.0, 0], [1, 1], [2, 2]])).shape == (2, 1)
-    assert dg.symbolic_subspace(c[:1]).shape == (5, 0)
-    assert dg.symbolic_subspace(np.array([[1e3, 1.0], [1e3, 1.0 + 1e-13]])).shape == (2, 0)
+    assert symbolic_basis(np.array([[0.0, 0], [1, 1], [2, 2]])).shape == (2, 1)
+    assert symbolic_basis(c[:1]).shape == (5, 0)
+    assert symbolic_basis(np.array([[1e3, 1.0], [1e3, 1.0 + 1e-13]])).shape == (2, 0)
+    # the theory's pair (U, U_perp) is the same U, with its orthonormal complement
+    U, U_perp = symbolic_subspace(c)
+    np.testing.assert_array_equal(U, Q)
+    assert U_perp.shape == (5, 3)
+    np.testing.assert_allclose(np.hstack([U, U_perp]).T @ np.hstack([U, U_perp]), np.eye(5),
+                               atol=1e-12)
+    U, U_perp = symbolic_subspace(c, present=np.array([True, False, False]))
+    assert U.shape == (5, 0) and np.array_equal(U_perp, np.eye(5))
 
 
 def test_q_split_along_U_and_U_perp():
@@ -129,11 +140,11 @@ def test_q_split_along_U_and_U_perp():
         h = base.copy()
         h[:, :, axis] += sign * s
         c, present = dg.centroids(h, states)
-        Q = dg.symbolic_subspace(c[0], present[0])
+        Q = symbolic_basis(c[0], present[0])
         np.testing.assert_allclose(np.abs(Q[:, 0]), [1, 0, 0, 0], atol=1e-12)
         for W_out in (None, W):
             q = dg.distinguishability(h, states, W_out=W_out).q
-            per_time = [dg.symbolic_subspace(c[i], present[i]) for i in range(L)]
+            per_time = [symbolic_basis(c[i], present[i]) for i in range(L)]
             for QQ in (Q, per_time, np.stack(per_time)):
                 q_U, q_perp = dg.q_split(h, states, QQ, W_out=W_out)
                 if in_U:
@@ -219,38 +230,6 @@ def test_perturbation_recovery_tanh_contracts_and_mamba_runs():
     assert out.shape == (5,) and np.isfinite(out).all()
 
 
-def test_return_map_jacobian_affine():
-    model = rnn("token_gated_rnn", d=4, seed=1)
-    word = [1, 2, 0, 2, 1]
-    g = torch.Generator().manual_seed(0)
-    h1, h2 = (torch.randn(4, generator=g, dtype=torch.float64) for _ in range(2))
-    J1 = dg.return_map_jacobian(model, word, h1)
-    J2 = dg.return_map_jacobian(model, word, h2)
-    assert J1.shape == (4, 4) and J1.dtype == torch.float64
-    torch.testing.assert_close(J1, J2, rtol=1e-12, atol=1e-12)
-    J = torch.eye(4, dtype=torch.float64)
-    for x in word:
-        J = dg.return_map_jacobian(model, [x], h1) @ J  # last token on the left
-    torch.testing.assert_close(J1, J, rtol=1e-12, atol=1e-12)
-    # the return map itself: F(h) = state after the word
-    F = dg.return_map(model, word)
-    want = dg.state_trajectory(model, torch.tensor([word]), h0=h1[None])[0, -1]
-    torch.testing.assert_close(F(h1), want)
-    # a tanh RNN is state-dependent: its Jacobian changes with h
-    tanh = rnn("tanh_rnn", d=4)
-    assert not torch.allclose(dg.return_map_jacobian(tanh, word, h1),
-                              dg.return_map_jacobian(tanh, word, 3 * h2))
-
-
-def test_restricted_norms():
-    Q = np.eye(3)[:, :2]
-    assert dg.restricted_norms(np.eye(3), Q) == {"deviation": 0.0, "gain": 1.0}
-    r = dg.restricted_norms(torch.diag(torch.tensor([2.0, 0.5, 3.0])), Q)
-    assert r["gain"] == pytest.approx(2.0) and r["deviation"] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="orthonormal"):
-        dg.restricted_norms(np.eye(3), 2 * Q)
-
-
 def test_state_preserving_words():
     g = get_group("S3")
     words = dg.state_preserving_words(g, length=4, n=50, seed=3)
@@ -285,21 +264,21 @@ def test_failure_mode():
 
 def test_bootstrap_ci():
     x = np.arange(1.0, 102.0)  # median 51
-    est, lo, hi = dg.bootstrap_ci(x, n_boot=2000)
+    est, lo, hi = stats.bootstrap_ci(x, n_boot=2000)
     assert est == 51.0 and lo < 51 < hi
-    assert (est, lo, hi) == dg.bootstrap_ci(x, n_boot=2000)
+    assert (est, lo, hi) == stats.bootstrap_ci(x, n_boot=2000)
     assert 40 < lo and hi < 62
     # a statistic without an axis argument takes the per-resample path
-    est2, lo2, hi2 = dg.bootstrap_ci(x, stat=lambda v: float(np.mean(v)), n_boot=500)
+    est2, lo2, hi2 = stats.bootstrap_ci(x, stat=lambda v: float(np.mean(v)), n_boot=500)
     assert est2 == 51.0 and lo2 < 51 < hi2
 
 
 def test_loglog_pearson_power_law():
     T = np.array([10.0, 20, 40, 80, 160])
-    res = dg.loglog_pearson(list(T) + [None, 5.0], list(3 * T ** 1.5) + [100.0, np.nan])
+    res = stats.loglog_pearson(list(T) + [None, 5.0], list(3 * T ** 1.5) + [100.0, np.nan])
     assert res["n"] == 5 and res["r"] == pytest.approx(1.0) and res["p"] < 1e-6
     with pytest.raises(ValueError, match="at least 3"):
-        dg.loglog_pearson([10, None, 30], [1, 2, np.nan])
+        stats.loglog_pearson([10, None, 30], [1, 2, np.nan])
 
 
 def test_bad_inputs():
@@ -344,11 +323,11 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="length"):
         dg.state_preserving_words("S3", length=0, n=1)
     with pytest.raises(ValueError, match="level"):
-        dg.bootstrap_ci([1.0, 2.0], level=1.5)
+        stats.bootstrap_ci([1.0, 2.0], level=1.5)
     with pytest.raises(ValueError, match="finite"):
-        dg.bootstrap_ci([1.0, np.nan])
+        stats.bootstrap_ci([1.0, np.nan])
     with pytest.raises(ValueError, match="> 0"):
-        dg.loglog_pearson([1, 2, 0], [1, 2, 3])
+        stats.loglog_pearson([1, 2, 0], [1, 2, 3])
 
 
 # -- the label-free q(t) ------------------------------------------------------------------
@@ -400,12 +379,12 @@ def test_kmeans_per_time_recovers_separated_clusters_and_is_deterministic():
     centres = rng.normal(size=(L, n_g, 3)) * 20  # (L, n_g, 3), far apart
     truth = np.tile(np.repeat(np.arange(n_g), per), (L, 1))  # (L, n)
     X = centres[np.arange(L)[:, None], truth] + 0.01 * rng.normal(size=(L, n_g * per, 3))
-    lab = dg.kmeans_per_time(X, n_g, seed=3, chunk=3)  # chunks of 3 slices, one of 1
+    lab = clusters.kmeans_per_time(X, n_g, seed=3, chunk=3)  # chunks of 3 slices, one of 1
     for t in range(L):  # the same partition up to renaming
         pairs = set(zip(truth[t].tolist(), lab[t].tolist()))
         assert len(pairs) == n_g and len({a for a, _ in pairs}) == len({b for _, b in pairs}) == n_g
-    assert np.array_equal(lab, dg.kmeans_per_time(X, n_g, seed=3, chunk=3))
-    sub = dg.kmeans_per_time(X, n_g, seed=3, max_fit=60)  # centres from 60 of 200 points
+    assert np.array_equal(lab, clusters.kmeans_per_time(X, n_g, seed=3, chunk=3))
+    sub = clusters.kmeans_per_time(X, n_g, seed=3, max_fit=60)  # centres from 60 of 200 points
     for t in range(L):
         assert len(set(zip(truth[t].tolist(), sub[t].tolist()))) == n_g
 
@@ -418,7 +397,7 @@ def test_kmeans_per_time_matches_a_plain_lloyd_loop():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(60, 2))
     C0 = x[[0, 1, 2]].copy()
-    Cb, _ = dg._lloyd(torch.from_numpy(x)[None], torch.from_numpy(C0)[None], 100)
+    Cb, _ = clusters._lloyd(torch.from_numpy(x)[None], torch.from_numpy(C0)[None], 100)
     lab = torch.cdist(torch.from_numpy(x)[None], Cb).argmin(-1)
     C = C0.copy()
     for _ in range(100):
@@ -429,6 +408,6 @@ def test_kmeans_per_time_matches_a_plain_lloyd_loop():
 
 def test_kmeans_per_time_rejects_bad_shapes():
     with pytest.raises(ValueError, match="shape"):
-        dg.kmeans_per_time(np.zeros((4, 3)), 2)
+        clusters.kmeans_per_time(np.zeros((4, 3)), 2)
     with pytest.raises(ValueError, match="n_clusters"):
-        dg.kmeans_per_time(np.zeros((1, 4, 3)), 0)
+        clusters.kmeans_per_time(np.zeros((1, 4, 3)), 0)

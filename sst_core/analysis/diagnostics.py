@@ -29,34 +29,38 @@ and ``q < 1/2`` (squared) is weaker still. Both ratios are returned; the paper's
 is the squared one.
 
 Symbolic subspace (section 3.1). ``U = span{c_g - c_g0}``, as an orthonormal basis
-``Q`` of shape ``(d, r)`` (:func:`symbolic_subspace`); ``P_U = Q Q^T``
+``Q`` of shape ``(d, r)`` (:func:`sst_core.theory.error_control.symbolic_basis`, which
+holds the rank rule); ``P_U = Q Q^T``
 (:func:`projector`); ``U_perp`` is its orthogonal complement.
 
 Model-based diagnostics (:func:`state_trajectory`, :func:`perturbation_recovery`,
-:func:`return_map`, :func:`return_map_jacobian`) work on the model's full recurrent
-state ``(b, D)``, ``D = model.state_size`` (all layers concatenated), not on the
-readout features.
+:func:`state_basis`, and the return maps of :mod:`sst_core.analysis.return_map`) work on
+the model's full recurrent state ``(b, D)``, ``D = model.state_size`` (all layers
+concatenated), not on the readout features.
 """
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-import scipy.stats
 import torch
 
+from sst_core.analysis.clusters import kmeans_per_time
+# bootstrap_ci and loglog_pearson live in sst_core.analysis.stats; the names stay importable
+# from here only because sst_core.reports.error_control still reads them here
+from sst_core.analysis.stats import bootstrap_ci, loglog_pearson  # noqa: F401
 from sst_core.groups import Group, get_group
 from sst_core.tasks.tracking import vocabulary
 
 __all__ = [
-    "Distinguishability", "centroids", "distinguishability", "T_cross", "symbolic_subspace",
-    "projector", "q_split", "state_trajectory", "perturbation_recovery",
-    "state_preserving_words", "return_map", "return_map_jacobian", "restricted_norms",
-    "failure_mode", "bootstrap_ci", "loglog_pearson", "DIRECTIONS", "LAYERS",
+    "Distinguishability", "centroids", "distinguishability", "T_cross",
+    "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
+    "state_preserving_words",
+    "failure_mode", "label_free_states", "LABEL_FREE_METHODS", "DIRECTIONS", "LAYERS",
     "FAILURE_MODES",
 ]
 
@@ -238,7 +242,8 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
     """Stand-in labels for the oracle states, from the hidden states alone: ``(b, L)`` ints.
 
     - ``decoded``: the model's own prediction ``argmax(W_out h + b_out)`` at each position;
-    - ``clusters``: k-means (``n_g`` clusters, :func:`kmeans_per_time`, k-means++ seeded by
+    - ``clusters``: k-means (``n_g`` clusters,
+      :func:`~sst_core.analysis.clusters.kmeans_per_time`, k-means++ seeded by
       ``seed``; centres fitted on at most ``max_fit`` words) of the read-out states
       ``W_out h`` at each time on its own.
 
@@ -268,88 +273,6 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
     return kmeans_per_time(np.swapaxes(z, 0, 1), n_g, seed=seed, max_fit=max_fit).T  # (b, L)
 
 
-def kmeans_per_time(X, n_clusters: int, n_init: int = 3, iters: int = 50, seed: int = 0,
-                    chunk: int = 64, max_fit: int | None = None) -> np.ndarray:
-    """k-means of every slice ``X[t]`` (L, n, k) on its own, all slices batched: ``(L, n)``
-    cluster labels.
-
-    k-means++ seeding (``n_init`` seedings per slice, the lowest within-cluster sum of
-    squares kept), then Lloyd iterations until no label changes (at most ``iters``). An
-    empty cluster keeps its centre. With ``max_fit`` < n the centres are fitted on
-    ``max_fit`` points drawn once (the same for every slice) and every point then gets its
-    nearest centre. Slices run ``chunk`` at a time (memory ~ chunk * n * n_clusters).
-    Deterministic for a given ``seed`` (``torch.Generator``).
-    """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 3:
-        raise ValueError(f"X must be (L, n, k), got shape {tuple(X.shape)}")
-    # float32 after centring and scaling each slice (the labels do not change; the
-    # distances stay well inside float32's range)
-    X = X - X.mean(axis=1, keepdims=True)
-    X = torch.from_numpy(X / np.maximum(np.abs(X).max(axis=(1, 2), keepdims=True), 1e-300)
-                         ).float()  # (L, n, k)
-    L, n, _ = X.shape
-    n_clusters = int(n_clusters)
-    if not 1 <= n_clusters:
-        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}")
-    gen = torch.Generator().manual_seed(int(seed))
-    fit = torch.arange(n) if max_fit is None or max_fit >= n else \
-        torch.randperm(n, generator=gen)[:max(int(max_fit), n_clusters)].sort().values
-    out = np.empty((L, n), dtype=np.int64)
-    for lo in range(0, L, chunk):
-        x = X[lo:lo + chunk]  # (c, n, k)
-        xf = x[:, fit]  # (c, n_fit, k)
-        best_C, best_sse = None, None
-        for _ in range(n_init):
-            C, sse = _lloyd(xf, _kmeans_pp(xf, n_clusters, gen), iters)
-            if best_C is None:
-                best_C, best_sse = C, sse
-            else:
-                better = sse < best_sse  # (c,)
-                best_C = torch.where(better[:, None, None], C, best_C)
-                best_sse = torch.minimum(sse, best_sse)
-        out[lo:lo + chunk] = _sqdist(x, best_C).argmin(-1).numpy()  # (c, n)
-    return out
-
-
-def _kmeans_pp(x: torch.Tensor, m: int, gen: torch.Generator) -> torch.Tensor:
-    """k-means++ centres of each slice of ``x`` (c, n, k): (c, m, k)."""
-    c, n, _ = x.shape
-    rows = torch.arange(c)
-    first = torch.randint(0, n, (c,), generator=gen)
-    centres = [x[rows, first]]  # each (c, k)
-    d2 = _sqdist(x, centres[0][:, None])[..., 0]  # (c, n)
-    for _ in range(1, m):
-        w = torch.where(d2.sum(-1, keepdim=True) > 0, d2, torch.ones_like(d2))  # all equal
-        pick = torch.multinomial(w, 1, generator=gen)[:, 0]  # (c,)
-        centres.append(x[rows, pick])
-        d2 = torch.minimum(d2, _sqdist(x, centres[-1][:, None])[..., 0])
-    return torch.stack(centres, 1)  # (c, m, k)
-
-
-def _sqdist(x: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
-    """Squared distances (c, n, m) of points ``x`` (c, n, k) to centres ``C`` (c, m, k)."""
-    d2 = torch.baddbmm((C * C).sum(-1)[:, None, :], x, C.transpose(1, 2), alpha=-2.0)
-    return (d2 + (x * x).sum(-1, keepdim=True)).clamp_min_(0)
-
-
-def _lloyd(x: torch.Tensor, C: torch.Tensor, iters: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Lloyd iterations from centres ``C`` (c, m, k): final centres (c, m, k) and SSE (c,)."""
-    c, m, k = C.shape
-    lab = None
-    for _ in range(iters):
-        new = _sqdist(x, C).argmin(-1)  # (c, n)
-        if lab is not None and torch.equal(new, lab):
-            break
-        lab = new
-        sums = torch.zeros_like(C).scatter_add_(1, lab[..., None].expand(-1, -1, k), x)  # (c, m, k)
-        counts = torch.zeros(c, m, dtype=x.dtype).scatter_add_(
-            1, lab, torch.ones_like(lab, dtype=x.dtype))  # (c, m)
-        C = torch.where(counts[..., None] > 0, sums / counts.clamp_min(1)[..., None], C)
-    sse = _sqdist(x, C).min(-1).values.sum(-1)  # (c,)
-    return C, sse
-
-
 def T_cross(q, tau: float = 0.5) -> int | None:
     """First time with ``q(t) >= tau``, as a 1-based length, or None if it never crosses.
 
@@ -363,45 +286,7 @@ def T_cross(q, tau: float = 0.5) -> int | None:
     return int(hit[0]) + 1 if hit.size else None
 
 
-# -- symbolic subspace U ---------------------------------------------------------------
-def symbolic_subspace(c, present=None, rtol: float = 1e-8) -> np.ndarray:
-    """Orthonormal basis ``Q`` (d, r) of ``U = span{c_g - c_g0}`` at one time.
-
-    Args:
-        c: ``(n_g, d)`` centroids at one time, e.g. ``centroids(h, states)[0][i]``.
-            Rows that are absent (``present`` False) or contain NaN are skipped; ``g0``
-            is the first remaining row.
-        present: optional ``(n_g,)`` bool mask of the rows to use.
-        rtol: a singular value ``s`` of the differences counts when
-            ``s > rtol * max(s_max, max_g ||c_g||)``; the second term keeps
-            rounding noise between (nearly) coincident centroids out of ``U``.
-
-    Returns:
-        ``Q`` with orthonormal columns, ``r <= n_valid - 1 <= n_g - 1``; ``(d, 0)`` when
-        fewer than two valid rows remain or all of them coincide.
-    """
-    c = _to_numpy(c, "c")
-    if c.ndim != 2:
-        raise ValueError(f"c must have shape (n_g, d), got {c.shape}")
-    if not np.isfinite(rtol) or rtol < 0:
-        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
-    keep = np.isfinite(c).all(axis=1)  # (n_g,)
-    if present is not None:
-        present = np.asarray(present, dtype=bool)
-        if present.shape != (c.shape[0],):
-            raise ValueError(f"present has shape {present.shape}, expected ({c.shape[0]},)")
-        keep &= present
-    cv = c[keep]  # (n_valid, d)
-    d = c.shape[1]
-    if len(cv) < 2:
-        return np.zeros((d, 0))
-    diffs = cv[1:] - cv[0]  # (n_valid - 1, d)
-    _, s, Vt = np.linalg.svd(diffs, full_matrices=False)  # (k,), (k, d)
-    scale = max(s[0], np.linalg.norm(cv, axis=1).max())
-    r = int((s > rtol * scale).sum()) if scale > 0 else 0
-    return Vt[:r].T.copy()  # (d, r)
-
-
+# -- symbolic subspace U (its basis: sst_core.theory.error_control.symbolic_basis) --------
 def projector(Q) -> np.ndarray:
     """``P_U = Q Q^T`` (d, d) for ``Q`` (d, r) with orthonormal columns."""
     Q = _to_numpy(Q, "Q")
@@ -414,7 +299,7 @@ def _orthonormal(Q: np.ndarray, name: str) -> None:
     gram = Q.T @ Q  # (r, r)
     if not np.allclose(gram, np.eye(Q.shape[1]), atol=1e-8):
         err = np.abs(gram - np.eye(len(gram))).max()
-        raise ValueError(f"{name} must have orthonormal columns (as symbolic_subspace "
+        raise ValueError(f"{name} must have orthonormal columns (as symbolic_basis "
                          f"returns); max |Q^T Q - I| = {err:.3g}")
 
 
@@ -434,7 +319,8 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
         h, states, W_out, n_g: as in :func:`distinguishability`.
         Q: one reference basis ``(d, r)`` used at every time, or one basis per time: a
             sequence of L arrays ``(d, r_t)`` or an array ``(L, d, r)``. Columns must be
-            orthonormal (as :func:`symbolic_subspace` returns); ``r = 0`` is allowed.
+            orthonormal (as :func:`~sst_core.theory.error_control.symbolic_basis`
+            returns); ``r = 0`` is allowed.
 
     Returns:
         ``(q_U, q_U_perp)``, each ``(L,)``; NaN where ``M`` is.
@@ -473,7 +359,9 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
 
 
 # -- model-based diagnostics -----------------------------------------------------------
-def _tokens(model, tokens) -> torch.Tensor:
+def token_ids(model, tokens) -> torch.Tensor:
+    """``tokens`` (b, L) as a long tensor on the model's device, checked: integers in
+    ``0 .. model.n_tokens - 1``."""
     tok = torch.as_tensor(np.asarray(tokens) if not isinstance(tokens, torch.Tensor)
                           else tokens)
     if tok.dtype.is_floating_point or tok.dtype == torch.bool or tok.is_complex():
@@ -493,7 +381,7 @@ def state_trajectory(model, tokens, h0=None) -> torch.Tensor:
     from ``h0`` (``(b, D)``; default ``model.init_state(b)``), without gradients, in the
     model's dtype.
     """
-    tok = _tokens(model, tokens)
+    tok = token_ids(model, tokens)
     b, L = tok.shape
     with torch.no_grad():
         h = model.init_state(b) if h0 is None else torch.as_tensor(h0).to(model.W_out.weight)
@@ -505,6 +393,24 @@ def state_trajectory(model, tokens, h0=None) -> torch.Tensor:
             h = model.step(h, tok[:, t])  # (b, D)
             hs.append(h)
     return torch.stack(hs, 1) if hs else h.new_zeros(b, 0, model.state_size)  # (b, L, D)
+
+
+def state_basis(model, states_t, groups_t, n_g: int) -> torch.Tensor:
+    """U of the recurrent state space at one time, in full-state coordinates: ``(D, r)``
+    float64, zero off the recurrent entries (``model.recurrent_mask``).
+
+    ``states_t`` (b, D) are the model's full states at that time and ``groups_t`` (b,) their
+    oracle group elements; U is spanned by the differences of the class means of the
+    recurrent entries (:func:`centroids`, :func:`~sst_core.theory.error_control.symbolic_basis`).
+    """
+    from sst_core.theory.error_control import symbolic_basis  # SymPy only when called
+
+    mask = model.recurrent_mask.numpy()  # (D,)
+    c, present = centroids(states_t[:, None, mask], groups_t[:, None], n_g)  # (1, n_g, D_rec)
+    Q_rec = symbolic_basis(c[0], present[0])  # (D_rec, r)
+    Q = np.zeros((mask.size, Q_rec.shape[1]))
+    Q[mask] = Q_rec
+    return torch.from_numpy(Q)  # (D, r)
 
 
 def _layer_mask(model, layers: str) -> torch.Tensor:
@@ -549,7 +455,7 @@ def perturbation_recovery(model, tokens, t0: int, eps: float = 1e-2,
         raise ValueError("Q is only used with direction='U'")
     if not np.isfinite(eps) or eps <= 0:
         raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
-    tok = _tokens(model, tokens)
+    tok = token_ids(model, tokens)
     b, L = tok.shape
     if isinstance(t0, bool) or not isinstance(t0, (int, np.integer)) or not 0 <= t0 < L:
         raise ValueError(f"t0 must be an int in 0..L-1 = 0..{L - 1}, got {t0!r}")
@@ -628,71 +534,6 @@ def state_preserving_words(group: Group | str, length: int, n: int,
     return words[:n].astype(np.int64)
 
 
-def return_map(model, word) -> Callable[[torch.Tensor], torch.Tensor]:
-    """``F_s``: the map from a state ``h`` (D,) to the state after reading ``word``.
-
-    ``word`` is a sequence of token ids. ``F`` runs ``model.step`` in the model's dtype
-    (pass ``h`` in that dtype) and is differentiable, so ``torch.func.jacrev`` applies.
-    """
-    w = word.reshape(1, -1) if isinstance(word, torch.Tensor) else np.reshape(word, (1, -1))
-    w = _tokens(model, w)[0]  # (n,)
-    if len(w) == 0:
-        raise ValueError("word must contain at least one token")
-    D = model.state_size
-
-    def F(h: torch.Tensor) -> torch.Tensor:
-        if h.shape != (D,):
-            raise ValueError(f"h must have shape (D,) = ({D},), got {tuple(h.shape)}")
-        x = h[None]  # (1, D)
-        for t in range(len(w)):
-            x = model.step(x, w[t : t + 1])
-        return x[0]  # (D,)
-
-    return F
-
-
-def return_map_jacobian(model, word, h) -> torch.Tensor:
-    """``dF_s/dh`` at ``h`` (D,): the ``(D, D)`` float64 Jacobian of the return map.
-
-    Computed with ``torch.func.jacrev`` on a float64 copy of the model. For a one-layer
-    affine model, the block on the recurrent entries (``model.recurrent_mask``) does not
-    depend on those entries (input windows held fixed) and equals the product of the
-    per-token Jacobians, last token on the left. ``model.is_affine`` is a per-layer
-    property: in a stack, a layer reads the one below through nonlinear outputs (norms,
-    gates, SiLU), so the full-state return map of a multi-layer model is in general
-    *not* affine. Slice ``J[rec][:, rec]`` (or use a ``Q`` supported on recurrent
-    entries) before :func:`restricted_norms` when the model has input windows.
-    """
-    m = copy.deepcopy(model).double().eval()
-    h = torch.as_tensor(h).to(m.W_out.weight).detach()
-    return torch.func.jacrev(return_map(m, word))(h)  # (D, D)
-
-
-def restricted_norms(J, Q) -> dict[str, float]:
-    """How the Jacobian ``J`` (D, D) acts on ``U = span(Q)``, ``Q`` (D, r) orthonormal.
-
-    ``Q^T J Q`` is the compression of ``J`` to ``U`` (``J`` restricted to ``U`` and read
-    back in ``U``; the part of ``J Q`` that leaks into ``U_perp`` is not seen).
-
-    Returns:
-        ``deviation = ||Q^T (J - I) Q||_2``: distance of the compression from the
-        identity (~0 for an affine state-preserving map, Theorem 1), and
-        ``gain = ||Q^T J Q||_2``: below 1 means ``J`` contracts errors along ``U``.
-        Both are spectral norms (largest singular value), as floats; 0 when ``r = 0``.
-    """
-    J, Qn = _to_numpy(J, "J"), _to_numpy(Q, "Q")
-    if J.ndim != 2 or J.shape[0] != J.shape[1]:
-        raise ValueError(f"J must be square (D, D), got {J.shape}")
-    if Qn.ndim != 2 or Qn.shape[0] != J.shape[0]:
-        raise ValueError(f"Q must have shape (D, r) with D={J.shape[0]}, got {Qn.shape}")
-    _orthonormal(Qn, "Q")
-    C = Qn.T @ J @ Qn  # (r, r)  the compression of J to U
-    if C.size == 0:
-        return {"deviation": 0.0, "gain": 0.0}
-    return {"deviation": float(np.linalg.norm(C - np.eye(len(C)), 2)),
-            "gain": float(np.linalg.norm(C, 2))}
-
-
 # -- summaries over runs ---------------------------------------------------------------
 def failure_mode(q, tau: float = 0.5, start: int = 5, t_train: int | None = None) -> str:
     """Classify a ``q(t)`` curve into the two affine failure modes of section 3.5.
@@ -727,60 +568,3 @@ def failure_mode(q, tau: float = 0.5, start: int = 5, t_train: int | None = None
     if np.median(valid[:start]) >= tau:
         return "saturation"
     return "climb" if (valid >= tau).any() else "none"
-
-
-def bootstrap_ci(x, stat: Callable = np.median, n_boot: int = 10_000, level: float = 0.95,
-                 seed: int = 0) -> tuple[float, float, float]:
-    """Percentile bootstrap: ``(stat(x), lo, hi)``.
-
-    Resamples the entries of the 1-D, finite ``x`` with replacement ``n_boot`` times
-    (``np.random.default_rng(seed)``) and takes the ``(1 - level) / 2`` and
-    ``(1 + level) / 2`` quantiles of the resampled statistic. ``stat`` is called as
-    ``stat(samples, axis=1)`` when it accepts ``axis``, else once per resample.
-    """
-    x = _curve(x, "x")
-    if x.size == 0:
-        raise ValueError("x is empty")
-    if not np.isfinite(x).all():
-        raise ValueError(f"x must be finite; it holds {int((~np.isfinite(x)).sum())} "
-                         "NaN/inf entries (drop them first)")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
-        raise ValueError(f"n_boot must be an int >= 1, got {n_boot!r}")
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level!r}")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(int(n_boot), x.size))  # (n_boot, n)
-    try:
-        boot = np.asarray(stat(x[idx], axis=1), dtype=np.float64)  # (n_boot,)
-        if boot.shape != (n_boot,):
-            raise TypeError
-    except TypeError:
-        boot = np.array([stat(x[i]) for i in idx], dtype=np.float64)
-    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return float(stat(x)), float(lo), float(hi)
-
-
-def loglog_pearson(T_cross, m_p) -> dict[str, float]:
-    """Pearson ``r`` (and its p-value) between ``log T_cross`` and ``log m_p`` over runs.
-
-    Pairs where either value is None or NaN are dropped; the rest must be > 0. Returns
-    ``{"r": r, "p": p, "n": n}`` (``scipy.stats.pearsonr``); raises ValueError when fewer
-    than 3 pairs remain.
-    """
-    a, b = list(T_cross), list(m_p)
-    if len(a) != len(b):
-        raise ValueError(f"T_cross and m_p differ in length: {len(a)} vs {len(b)}")
-
-    def missing(v) -> bool:
-        return v is None or (isinstance(v, (float, np.floating)) and np.isnan(v))
-
-    pairs = [(float(u), float(v)) for u, v in zip(a, b) if not (missing(u) or missing(v))]
-    if len(pairs) < 3:
-        raise ValueError(f"loglog_pearson needs at least 3 (T_cross, m_p) pairs without "
-                         f"None/NaN, got {len(pairs)} of {len(a)}")
-    x, y = np.array(pairs).T  # (n,), (n,)
-    if (x <= 0).any() or (y <= 0).any():
-        bad = x[x <= 0].tolist() + y[y <= 0].tolist()
-        raise ValueError(f"T_cross and m_p must be > 0 to take logs, got {bad[:5]}")
-    res = scipy.stats.pearsonr(np.log(x), np.log(y))
-    return {"r": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}

@@ -12,12 +12,12 @@ its training run (:func:`sst_core.analysis.trackers.load_tracker`; a missing tra
   at ``t0``, in a random direction and inside U (U of the *state* space, from the state
   centroids at ``t0``);
 - the Theorem 1 check: for state-preserving words ``s`` (product = identity), the Jacobian
-  ``J`` of the return map ``F_s`` at states reached on real words, restricted to U:
-  ``||(J - I) Q||`` and ``||P_U (J - I) P_U|| = ||Q^T J Q - I||`` (both 0 for an exact
-  affine preserver; the first also sees what leaks from U into U_perp) and ``||Q^T J Q||``
-  (below 1: contracts).
-  ``J Q`` comes from forward-mode products (``torch.func.jvp``), one per basis vector of U,
-  so the cost does not grow with the square of the state size.
+  ``J`` of the return map ``F_s`` at states reached on real words, restricted to U
+  (:func:`sst_core.analysis.return_map.return_map_checks`, where each norm is defined):
+  ``deviation = ||(J - I) Q||`` and ``deviation_U = ||Q^T J Q - I||`` (both 0 for an exact
+  affine preserver; the first also sees what leaks from U into U_perp), ``gain =
+  ||Q^T J Q||`` (below 1: contracts), ``amplification = ||J Q||`` and ``return_residual =
+  ||F_s(h) - h||``, each the median over the words.
 """
 from __future__ import annotations
 
@@ -27,56 +27,7 @@ import numpy as np
 
 from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
 from sst_core.spec.configs import DiagnosticsConfig
-
-
-def _round(x, digits: int = 5) -> list:
-    """JSON-ready list with ``digits`` significant digits; NaN and inf become None."""
-    out = []
-    for v in np.asarray(x, dtype=float).ravel():
-        out.append(float(f"{v:.{digits}g}") if np.isfinite(v) else None)
-    return out
-
-
-def _state_basis(model, states_t, groups_t, n_g: int):
-    """U of the recurrent state space at one time: (D, r) with zeros off the recurrent entries."""
-    import torch
-
-    from sst_core.analysis.diagnostics import centroids, symbolic_subspace
-
-    mask = model.recurrent_mask.numpy()  # (D,)
-    c, present = centroids(states_t[:, None, mask], groups_t[:, None], n_g)  # (1, n_g, D_rec)
-    Q_rec = symbolic_subspace(c[0], present[0])  # (D_rec, r)
-    Q = np.zeros((mask.size, Q_rec.shape[1]))
-    Q[mask] = Q_rec
-    return torch.from_numpy(Q)  # (D, r)
-
-
-def _return_map_checks(model, word, h, Q) -> dict[str, float]:
-    """``J Q`` of the return map of ``word`` at ``h`` (D,), by forward-mode products."""
-    import torch
-    from torch.func import jvp
-
-    x = torch.as_tensor(word)[:, None]  # (len, 1)
-
-    def F(state):  # (D,) -> (D,)
-        s = state[None]
-        for t in range(x.shape[0]):
-            s = model.step(s, x[t])
-        return s[0]
-
-    mask = model.recurrent_mask
-    cols = [jvp(F, (h,), (Q[:, k],))[1] for k in range(Q.shape[1])]
-    JQ = torch.stack(cols, dim=1)[mask].detach()  # (D_rec, r)
-    Qm = Q[mask]  # (D_rec, r)
-    return {
-        "deviation": float(torch.linalg.matrix_norm(JQ - Qm, ord=2)),  # ||(J - I) Q||
-        # ||P_U (J - I) P_U|| = ||Q^T J Q - I||: the part of (J - I) Q that stays in U
-        "deviation_U": float(torch.linalg.matrix_norm(Qm.T @ JQ - torch.eye(Qm.shape[1], dtype=JQ.dtype),
-                                                      ord=2)),
-        "gain": float(torch.linalg.matrix_norm(Qm.T @ JQ, ord=2)),  # ||Q^T J Q||
-        "amplification": float(torch.linalg.matrix_norm(JQ, ord=2)),  # ||J Q||
-        "return_residual": float(torch.linalg.vector_norm((F(h) - h)[mask].detach())),  # ||F_s(h) - h||
-    }
+from sst_core.store.codec import decode_floats, encode_floats
 
 
 def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
@@ -92,11 +43,13 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         failure_mode,
         perturbation_recovery,
         q_split,
+        state_basis,
         state_preserving_words,
         state_trajectory,
-        symbolic_subspace,
     )
+    from sst_core.analysis.return_map import NORMS, return_map_checks
     from sst_core.groups import get_group
+    from sst_core.theory.error_control import symbolic_basis
 
     run_cfg = cfg.run
     rec, model = load_tracker(run_cfg)
@@ -111,7 +64,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     W = model.W_out.weight.detach().double().numpy()  # (n_g, d)
     dist = distinguishability(h, groups_t, W_out=W, n_g=n_g)
     c_ref, present_ref = centroids(h[:, cfg.t_ref - 1:cfg.t_ref], groups_t[:, cfg.t_ref - 1:cfg.t_ref], n_g)
-    Q_read = symbolic_subspace(c_ref[0], present_ref[0])  # (d, r)
+    Q_read = symbolic_basis(c_ref[0], present_ref[0])  # (d, r)
     q_U, q_U_perp = q_split(h, groups_t, Q_read, W_out=W, n_g=n_g)
     # the same split read without the readout (W = I): through W_out the two parts of a
     # residual can cancel, so q_U and q_U_perp may both exceed q; without W they cannot
@@ -126,7 +79,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     x_pert = torch.from_numpy(words[:n_pert, :L_pert])  # (b', L')
     with torch.no_grad():
         h_t0 = state_trajectory(model64, x_pert[:, :cfg.t0])[:, -1]  # (b', D)
-    Q_state = _state_basis(model64, h_t0.numpy(), groups_t[:n_pert, cfg.t0 - 1], n_g)  # (D, r)
+    Q_state = state_basis(model64, h_t0.numpy(), groups_t[:n_pert, cfg.t0 - 1], n_g)  # (D, r)
     # random: the last layer's recurrent entries (the reference's default); U: every layer's
     # entries, since U is spanned by the centroids of the whole state
     recovery = {
@@ -139,13 +92,12 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
     s_words = state_preserving_words(group, cfg.word_length, cfg.n_words, tokens=run_cfg.tokens,
                                      seed=cfg.seed)  # (n_words, word_length)
     if Q_state.shape[1]:
-        checks = [_return_map_checks(model64, s_words[i], h_t0[i % n_pert], Q_state)
+        checks = [return_map_checks(model64, s_words[i], h_t0[i % n_pert], Q_state)
                   for i in range(cfg.n_words)]
         theorem1 = {k: float(np.median([c[k] for c in checks])) for k in checks[0]}
     else:  # every class has the same centroid: U is {0} and there is nothing to check
         checks = []
-        theorem1 = dict.fromkeys(("deviation", "deviation_U", "gain", "amplification",
-                                   "return_residual"))
+        theorem1 = dict.fromkeys(NORMS)
     theorem1["dim_U"] = int(Q_state.shape[1])
     theorem1["per_word"] = checks
     # a deeper stack reads each layer through norms and gates: its return map is affine
@@ -170,11 +122,12 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         else float(q[m_p - 1]),
         "q_sqrt_at_m_p": None if m_p is None or m_p > cfg.rollout or not np.isfinite(dist.q_sqrt[m_p - 1])
         else float(dist.q_sqrt[m_p - 1]),
-        "R": _round(dist.R), "M": _round(dist.M), "q": _round(q), "q_sqrt": _round(dist.q_sqrt),
-        "q_U": _round(q_U), "q_U_perp": _round(q_U_perp),
-        "q_U_identity": _round(q_U_I), "q_U_perp_identity": _round(q_U_perp_I),
+        "R": encode_floats(dist.R), "M": encode_floats(dist.M), "q": encode_floats(q),
+        "q_sqrt": encode_floats(dist.q_sqrt),
+        "q_U": encode_floats(q_U), "q_U_perp": encode_floats(q_U_perp),
+        "q_U_identity": encode_floats(q_U_I), "q_U_perp_identity": encode_floats(q_U_perp_I),
         "dim_U_readout": int(Q_read.shape[1]),
-        "recovery": {k: _round(v) for k, v in recovery.items()},
+        "recovery": {k: encode_floats(v) for k, v in recovery.items()},
         "recovery_t0": cfg.t0,
         "theorem1": theorem1,
     }
@@ -185,25 +138,19 @@ def corollary1_prediction(metrics: dict[str, Any], window: tuple[int, int] = (10
     """Corollary 1's T_cross from the drift measured early in the rollout.
 
     With A|_U = I the U-error grows as ``e_U(t) = e_U(0) + t * eta_bar``, so the spread
-    along U read through ``W_out``, ``sqrt(R_U(t)) = sqrt(q_U(t) M(t))``, grows linearly:
-    ``a + b t`` with ``b = ||W_out eta_bar||``. A least-squares line over ``window`` gives
-    ``a`` and ``b``; q reaches ``tau`` where ``(a + b t)^2 = tau * M``, i.e.
-
-        T_pred = (sqrt(tau * M) - a) / b,
-
-    with M the median of M(t) over the window (squared convention, as the record's q).
-    Returns ``T_pred`` (None when the fitted drift is not positive) and the fit.
+    along U read through ``W_out``, ``sqrt(R_U(t)) = sqrt(q_U(t) M(t))``, grows linearly.
+    The fit over ``window`` is :func:`sst_core.theory.error_control.corollary1_fit`
+    (``T_pred = (sqrt(tau * M) - a) / b``, M the median over the window); here ``T_pred``
+    is at least 1. Returns ``T_pred`` (None when the fitted drift is not positive), the fit
+    and the window; all None below three usable points.
     """
-    q_U = np.array([np.nan if v is None else v for v in metrics["q_U"]], dtype=float)
-    M = np.array([np.nan if v is None else v for v in metrics["M"]], dtype=float)
-    lo, hi = window
-    t = np.arange(1, q_U.size + 1)
-    sel = (t >= lo) & (t <= min(hi, q_U.size)) & np.isfinite(q_U) & np.isfinite(M)
-    if sel.sum() < 3:
+    from sst_core.theory.error_control import corollary1_fit
+
+    q_U = decode_floats(metrics["q_U"])
+    M = decode_floats(metrics["M"])
+    fit = corollary1_fit(q_U * M, M, tau, window)  # R_U(t) = q_U(t) M(t)
+    if fit is None:
         return {"T_pred": None, "drift": None, "offset": None, "M": None}
-    spread = np.sqrt(q_U[sel] * M[sel])  # sqrt(R_U(t))
-    b, a = np.polyfit(t[sel], spread, 1)
-    M_w = float(np.median(M[sel]))
-    T_pred = (np.sqrt(tau * M_w) - a) / b if b > 0 else None
-    return {"T_pred": None if T_pred is None else float(max(T_pred, 1.0)), "drift": float(b),
-            "offset": float(a), "M": M_w, "window": [lo, hi]}
+    T_pred = fit["T_pred"]
+    return {**fit, "T_pred": None if T_pred is None else float(max(T_pred, 1.0)),
+            "window": list(window)}

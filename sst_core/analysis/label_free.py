@@ -16,7 +16,8 @@ and q(t) is recomputed with those labels, beside the oracle's.
 training length, 60), a warning extrapolates q(t) to the time it reaches ``tau``, two ways:
 
 - ``drift``: Corollary 1's picture, a constant drift along U, so ``sqrt(R(t)) = a + b t``
-  with ``M`` constant: ``T_pred = (sqrt(tau M) - a) / b`` (None when ``b <= 0``);
+  with ``M`` constant: ``T_pred = (sqrt(tau M) - a) / b`` (None when ``b <= 0``), the fit
+  of :func:`sst_core.theory.error_control.corollary1_fit` on the points the power fit uses;
 - ``power``: ``q(t) = C t^alpha`` fitted in log-log: ``T_pred = (tau / C)^(1 / alpha)``
   (None when ``alpha <= 0``), which also covers diffusive growth (``alpha = 1``).
 
@@ -32,6 +33,7 @@ import numpy as np
 
 from sst_core.analysis.diagnostics import T_cross, distinguishability, label_free_states
 from sst_core.spec.configs import LabelFreeConfig
+from sst_core.store.codec import decode_floats, encode_floats
 
 LABELINGS = ("oracle", "decoded", "clusters")
 WARNING_FITS = ("drift", "power")
@@ -52,15 +54,6 @@ def cluster_times(t_obs: int, rollout: int, n_early: int = CLUSTER_EARLY_TIMES,
     return np.concatenate([early, late])
 
 
-def _fit_drift(R: np.ndarray, M: np.ndarray, t: np.ndarray, tau: float) -> dict[str, Any]:
-    """``sqrt(R) = a + b t`` on the window, M = its median; T where ``R = tau M``."""
-    b, a = np.polyfit(t, np.sqrt(R), 1)
-    M_w = float(np.median(M))
-    T = (np.sqrt(tau * M_w) - a) / b if b > 0 else None
-    return {"T_pred": None if T is None else float(T), "drift": float(b), "offset": float(a),
-            "M": M_w}
-
-
 def _fit_power(q: np.ndarray, t: np.ndarray, tau: float) -> dict[str, Any]:
     """``log q = log C + alpha log t`` on the window; T where ``q = tau``."""
     alpha, logC = np.polyfit(np.log(t), np.log(q), 1)
@@ -77,6 +70,8 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
     Each fit's ``T_pred`` is clipped into ``clip``; ``crossed_in_window`` says q already
     reached tau inside the window (then ``T_pred`` is the first such t).
     """
+    from sst_core.theory.error_control import corollary1_fit  # imports SymPy
+
     R = np.asarray(R, dtype=float)
     M = np.asarray(M, dtype=float)
     lo, hi = window
@@ -85,7 +80,8 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
     t = np.arange(1, R.size + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
         q = R / M
-    sel = (t >= lo) & (t <= min(hi, R.size)) & np.isfinite(q) & (q > 0) & np.isfinite(M) & (M > 0)
+    positive = np.isfinite(q) & (q > 0)  # the power fit takes log q
+    sel = (t >= lo) & (t <= min(hi, R.size)) & positive & np.isfinite(M) & (M > 0)
     out: dict[str, dict[str, Any]] = {}
     crossed = T_cross(np.where(t <= hi, q, np.nan), tau)
     for name in WARNING_FITS:
@@ -95,7 +91,7 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
         if sel.sum() < 3:
             out[name] = {"T_pred": None, "crossed_in_window": False}
             continue
-        fit = (_fit_drift(R[sel], M[sel], t[sel], tau) if name == "drift"
+        fit = (corollary1_fit(R, M, tau, (lo, hi), keep=positive) if name == "drift"
                else _fit_power(q[sel], t[sel], tau))
         if fit["T_pred"] is not None:
             fit["T_pred"] = float(np.clip(fit["T_pred"], *clip))
@@ -105,7 +101,6 @@ def online_warning(R, M, tau: float = 0.5, window: tuple[int, int] = (10, 60),
 
 def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
     """Oracle and label-free q(t) of one trained tracker, and the online warnings."""
-    from sst_core.analysis.error_control import _round
     from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
     from sst_core.groups import get_group
 
@@ -152,10 +147,10 @@ def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
         "m_p": m_p,
         "training_run": rec["run_id"],
         "tau": cfg.tau,
-        "q": {k: _round(v) for k, v in curves.items()},
+        "q": {k: encode_floats(v) for k, v in curves.items()},
         "T_cross": crossings,
         "warning": warnings_,
-        "decoded_accuracy": _round(decoded_acc, 4),
+        "decoded_accuracy": encode_floats(decoded_acc, 4),
         "cluster_times": times.tolist(),
         "cluster_fit_words": min(CLUSTER_FIT_WORDS, cfg.n_samples),
     }
@@ -192,8 +187,7 @@ def crossing_agreement(records: list[dict], method: str, tol: float = 0.25) -> d
         and np.ptp(y) > 0 else None
     q_rs = []
     for m in records:
-        o = np.array([np.nan if v is None else v for v in m["q"]["oracle"]], dtype=float)
-        f = np.array([np.nan if v is None else v for v in m["q"][method]], dtype=float)
+        o, f = decode_floats(m["q"]["oracle"]), decode_floats(m["q"][method])
         ok = np.isfinite(o) & np.isfinite(f) & (o > 0) & (f > 0)
         if ok.sum() >= 3 and np.ptp(np.log(o[ok])) > 0 and np.ptp(np.log(f[ok])) > 0:
             q_rs.append(float(scipy.stats.pearsonr(np.log(o[ok]), np.log(f[ok])).statistic))

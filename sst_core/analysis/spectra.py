@@ -13,8 +13,13 @@ by side for one trained tracker (:func:`run_spectra`, config
   along real held-out words (:func:`step_jacobians`). For an affine one-layer model ``J_t``
   depends on the token only (for Mamba and AUSSM also on the conv window of recent
   tokens); otherwise it is the linearisation along the words;
-- the return-map Jacobians ``J_s = d F_s / d h`` of state-preserving words, i.e. the
-  products of the step Jacobians along ``s`` (:func:`return_map_jacobian`);
+- the return-map Jacobians of state-preserving words ``s``: the products of the step
+  Jacobians along ``s``, last token on the left. For one layer this is ``J_s = d F_s / d h``
+  on the recurrent entries (:func:`sst_core.analysis.return_map.return_map_jacobian`, which
+  ``tests/test_spectra.py`` checks against it); in a stack whose upper layers keep an input
+  window (Mamba, AUSSM, Mamba-3) the product leaves out the path from a lower layer's state
+  through that window. ``J_s`` compressed to U, ``Q^T J_s Q``, is
+  :func:`~sst_core.analysis.return_map.compression`, as in the Theorem 1 norms;
 - their eigenvalues (moduli, spectral radius, the share near the unit circle, how many lie
   near 1 against ``dim U``) and memory functions with their horizons (the first delay at
   which ``M`` drops below 1/2).
@@ -90,6 +95,8 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 import numpy as np
+
+from sst_core.store.codec import encode_float, encode_floats
 
 EPS_UNIT = 1e-2  # |.|-distance that counts as "on the unit circle" or "at 1"
 HORIZON_LEVEL = 0.5  # the horizon: first delay where M drops below this
@@ -185,10 +192,10 @@ def step_jacobians(model, words, h0=None):
     """
     import torch
 
-    from sst_core.analysis.diagnostics import _tokens
+    from sst_core.analysis.diagnostics import token_ids
 
     m = float64_copy(model)
-    tok = _tokens(m, words)  # (b, L)
+    tok = token_ids(m, words)  # (b, L)
     b, L = tok.shape
     if h0 is None:
         h0 = m.init_state(b)
@@ -198,29 +205,6 @@ def step_jacobians(model, words, h0=None):
     H_prev, _ = _trajectory(m, tok, h0)  # (b, L, D)
     J = _jacobians_at(m, H_prev.reshape(b * L, -1), tok.reshape(-1))  # (b L, D_rec, D_rec)
     return J.reshape(b, L, *J.shape[1:])
-
-
-def return_map_jacobian(model, word, h):
-    """``d F_s / d h`` at ``h`` (D,) on the recurrent entries: ``(D_rec, D_rec)`` float64.
-
-    ``F_s`` maps a state to the state after reading ``word`` (a sequence of token ids);
-    ``torch.func.jacfwd`` through the unrolled steps. For a one-layer affine model it is
-    the product of the step Jacobians along the word, last token on the left (the conv
-    window of Mamba / AUSSM depends on the tokens only, so the recurrent block of the
-    product is the product of the recurrent blocks). Its eigenvalues:
-    ``eigenvalues(return_map_jacobian(...))``.
-    """
-    import torch
-    from torch.func import jacfwd
-
-    from sst_core.analysis.diagnostics import return_map
-
-    m = float64_copy(model)
-    h = torch.as_tensor(h, dtype=torch.float64)
-    if h.shape != (m.state_size,):
-        raise ValueError(f"h must have shape (D,) = ({m.state_size},), got {tuple(h.shape)}")
-    mask = m.recurrent_mask
-    return jacfwd(return_map(m, word))(h)[mask][:, mask].detach()  # (D_rec, D_rec)
 
 
 # -- eigenvalues -------------------------------------------------------------------------
@@ -441,8 +425,6 @@ def _pick_units(eig: np.ndarray, units: list[np.ndarray]) -> list[np.ndarray]:
 def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndarray,
                  cache: dict) -> dict[str, Any]:
     """Memory functions of the units' spectra: median and max over units on ``grid``."""
-    from sst_core.analysis.error_control import _round
-
     details = []
     for u in _pick_units(eig, units):
         mu = np.sort_complex(eig[u])
@@ -456,10 +438,10 @@ def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndar
         med, top = np.nanmedian(M, axis=0), np.nanmax(M, axis=0)  # (T,)
     tols = [d["tol"] for d in details if d["tol"] is not None]
     return {
-        "memory_median": _round(med[grid]), "memory_max": _round(top[grid]),
+        "memory_median": encode_floats(med[grid]), "memory_max": encode_floats(top[grid]),
         "horizon_median": horizon(med), "horizon_max": horizon(top),
         "horizon_units": [d["horizon"] for d in details],
-        "capacity_median": _num(np.nanmedian([d["capacity"] for d in details])),
+        "capacity_median": encode_float(np.nanmedian([d["capacity"] for d in details])),
         "units_used": len(details),
         "tol_max": max(tols) if tols else None,
         "n_failed": sum(d["tol"] is None for d in details),
@@ -468,19 +450,11 @@ def _unit_memory(eig: np.ndarray, units: list[np.ndarray], T: int, grid: np.ndar
     }
 
 
-def _num(x) -> float | None:
-    """A JSON-ready float: None for NaN and inf."""
-    x = float(x)
-    return x if np.isfinite(x) else None
-
-
 def _sample_eigs(eig: np.ndarray, cap: int, rng) -> dict[str, list]:
-    from sst_core.analysis.error_control import _round
-
     flat = eig.ravel()
     if flat.size > cap:
         flat = flat[np.sort(rng.choice(flat.size, cap, replace=False))]
-    return {"eig_re": _round(flat.real), "eig_im": _round(flat.imag)}
+    return {"eig_re": encode_floats(flat.real), "eig_im": encode_floats(flat.imag)}
 
 
 def _spectrum_stats(eig: np.ndarray) -> dict[str, np.ndarray]:
@@ -500,11 +474,11 @@ def run_spectra(cfg) -> dict[str, Any]:
     """
     import torch
 
-    from sst_core.analysis.diagnostics import state_preserving_words
-    from sst_core.analysis.error_control import _round, _state_basis
-    from sst_core.analysis.trackers import load_tracker
+    from sst_core.analysis.diagnostics import state_basis, state_preserving_words
+    from sst_core.analysis.return_map import compression
+    from sst_core.analysis.trackers import held_out_words, load_tracker
     from sst_core.groups import get_group
-    from sst_core.tasks.tracking import sample, vocabulary
+    from sst_core.tasks.tracking import vocabulary
     from sst_core.theory.memory import delay_grid
 
     for what in ("n_words", "word_length", "n_preserving", "preserving_length", "mem_T"):
@@ -519,15 +493,15 @@ def run_spectra(cfg) -> dict[str, Any]:
     n_g, L = group.order, cfg.word_length
     n_rec = int(m.recurrent_mask.sum())
     rng = np.random.default_rng(SPECTRA_SEED_OFFSET + cfg.seed)
-    words_np, states_np = sample(group, max(CENTROID_WORDS, cfg.n_words), L, tokens=run_cfg.tokens,
-                                 seed=SPECTRA_SEED_OFFSET + cfg.seed)  # (b, L), (b, L)
+    words_np, states_np = held_out_words(run_cfg, max(CENTROID_WORDS, cfg.n_words), L, cfg.seed,
+                                         offset=SPECTRA_SEED_OFFSET)  # (b, L), (b, L)
     words = torch.from_numpy(words_np)
     H_prev, h_end = _trajectory(m, words[:cfg.n_words], m.init_state(cfg.n_words))  # (n, L, D)
     with torch.no_grad():
         h = m.init_state(len(words))
         for t in range(L):
             h = m.step(h, words[:, t])
-    Q = _state_basis(m, h.numpy(), states_np[:, L - 1], n_g)  # (D, r): U at t = L
+    Q = state_basis(m, h.numpy(), states_np[:, L - 1], n_g)  # (D, r): U at t = L
     dim_U = int(Q.shape[1])
     Q_rec = Q[m.recurrent_mask].numpy()  # (D_rec, r)
     units_all = state_units(m)
@@ -595,7 +569,7 @@ def run_spectra(cfg) -> dict[str, Any]:
     units_s = _consistent_units(units_all, blocks_s, n_rec)
     stats_s = _spectrum_stats(eig_s)
     dist_one = np.sort(np.abs(eig_s - 1), axis=-1)  # (n_p, D_rec)
-    QJQ = np.einsum("dr,nde,es->nrs", Q_rec, P, Q_rec)  # (n_p, r, r): J_s compressed to U
+    QJQ = compression(P @ Q_rec, Q_rec)  # (n_p, r, r): J_s compressed to U
     eig_U = np.linalg.eigvals(QJQ) if dim_U else np.zeros((n_p, 0), complex)
     t0 = time.perf_counter()
     mems = [_unit_memory(eig_s[i], units_s, T_s, grid_s, cache) for i in range(n_p)]
@@ -603,11 +577,13 @@ def run_spectra(cfg) -> dict[str, Any]:
     n_one = [n_near_one(e) for e in eig_s]
     return_maps = {
         "word_length": int(l_s), "n_words": int(n_p), "T": int(T_s),
-        "radius": _round(stats_s["radius"]), "near_unit": _round(stats_s["near_unit"]),
-        "outside": _round(stats_s["outside"]),
+        "radius": encode_floats(stats_s["radius"]),
+        "near_unit": encode_floats(stats_s["near_unit"]),
+        "outside": encode_floats(stats_s["outside"]),
         "n_near_one": n_one, "n_near_one_median": float(np.median(n_one)),
-        "closest_to_one": [_round(d[:dim_U + 3]) for d in dist_one],
-        "eig_U_re": [_round(e.real) for e in eig_U], "eig_U_im": [_round(e.imag) for e in eig_U],
+        "closest_to_one": [encode_floats(d[:dim_U + 3]) for d in dist_one],
+        "eig_U_re": [encode_floats(e.real) for e in eig_U],
+        "eig_U_im": [encode_floats(e.imag) for e in eig_U],
         "n_units": len(units_s),
         **{k: [mm[k] for mm in mems] for k in mems[0]},
         **_sample_eigs(eig_s, EIG_SAMPLE_RETURN, rng),

@@ -64,14 +64,16 @@ def load_tracker(cfg: TrackingConfig) -> tuple[dict[str, Any], Any]:
     return rec, model
 
 
-def held_out_words(cfg: TrackingConfig, n: int, length: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def held_out_words(cfg: TrackingConfig, n: int, length: int, seed: int,
+                   offset: int = DIAG_SEED_OFFSET) -> tuple[np.ndarray, np.ndarray]:
     """``n`` held-out words of ``length`` over the run's group and vocabulary, and their
-    running products: (n, L) tokens, (n, L) states, on a seed of their own."""
+    running products: (n, L) tokens, (n, L) states, on the seed ``offset + seed`` (the
+    diagnostics' offset by default; an analysis that wants words of its own passes its
+    own offset)."""
     from sst_core.groups import get_group
     from sst_core.tasks.tracking import sample
 
-    return sample(get_group(cfg.group), n, length, tokens=cfg.tokens,
-                  seed=DIAG_SEED_OFFSET + seed)
+    return sample(get_group(cfg.group), n, length, tokens=cfg.tokens, seed=offset + seed)
 
 
 def readout_states(model, words: np.ndarray) -> np.ndarray:

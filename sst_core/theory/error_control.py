@@ -4,8 +4,10 @@ numeric twin.
 Each ``derive_*`` function does one derivation on small, concrete-size but symbolic objects
 and returns its pieces as SymPy expressions, with ``holds`` saying whether the claimed
 identity simplified to zero. The numeric twins (numpy) are ``affine_map_fixing``,
-``symbolic_subspace``, ``simulate_drift``, ``predicted_T_cross``, ``crossing_time`` and the
-tanh maps; ``tests/theory/test_error_control.py`` compares the two.
+``symbolic_basis`` / ``symbolic_subspace``, ``simulate_drift``, ``predicted_T_cross``,
+``crossing_time`` and the tanh maps; ``tests/theory/test_error_control.py`` compares the two.
+``corollary1_fit`` applies Corollary 1 to measured curves (the analyses' one fit of the
+crossing time).
 
 Notation (book and code): ``centroids`` c_g, the symbolic subspace ``U`` = span{c_g - c_g'}
 and its complement ``U_perp``, the readout W, the separation ``M`` and ``T_cross`` the first
@@ -454,21 +456,65 @@ def evaluate(expr: Any, values: Mapping[Any, Any]) -> Any:
 
 # -- numeric twins ------------------------------------------------------------------------------
 
-def symbolic_subspace(centroids: Any, tol: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal bases (U, U_perp) of span{c_g - c_0} and its complement, by SVD.
+SUBSPACE_RTOL = 1e-8  # the rank rule of symbolic_basis (see there)
 
-    centroids: (n_g, d). Returns U (d, r) and U_perp (d, d - r); r is the numerical rank.
+
+def symbolic_basis(centroids: Any, present: Any = None, rtol: float = SUBSPACE_RTOL) -> np.ndarray:
+    """Orthonormal basis ``Q`` (d, r) of ``U = span{c_g - c_g0}``: the one rank rule of U.
+
+    Args:
+        centroids: ``(n_g, d)`` centroids at one time (array or tensor). Rows that are
+            absent (``present`` False) or contain NaN are skipped; ``g0`` is the first
+            remaining row.
+        present: optional ``(n_g,)`` bool mask of the rows to use.
+        rtol: the tolerance rule. With ``s`` the singular values of the differences
+            ``c_g - c_g0``, a direction counts when ``s > rtol * max(s_max, max_g ||c_g||)``.
+            The second term keeps rounding noise between (nearly) coincident centroids out of
+            U. Float64 rounding noise is near 1e-16 of that scale; states computed in float32
+            carry noise near 1e-7 of it, which this rule would still count.
+
+    Returns:
+        ``Q`` (right singular vectors of the differences) with orthonormal columns,
+        ``r <= n_valid - 1``; ``(d, 0)`` when fewer than two valid rows remain or all of
+        them coincide.
+    """
+    c = np.asarray(centroids.detach().cpu() if hasattr(centroids, "detach") else centroids,
+                   dtype=np.float64)
+    if c.ndim != 2:
+        raise ValueError(f"c must have shape (n_g, d), got {c.shape}")
+    if not np.isfinite(rtol) or rtol < 0:
+        raise ValueError(f"rtol must be a finite number >= 0, got {rtol!r}")
+    keep = np.isfinite(c).all(axis=1)  # (n_g,)
+    if present is not None:
+        present = np.asarray(present, dtype=bool)
+        if present.shape != (c.shape[0],):
+            raise ValueError(f"present has shape {present.shape}, expected ({c.shape[0]},)")
+        keep &= present
+    cv = c[keep]  # (n_valid, d)
+    d = c.shape[1]
+    if len(cv) < 2:
+        return np.zeros((d, 0))
+    diffs = cv[1:] - cv[0]  # (n_valid - 1, d)
+    _, s, Vt = np.linalg.svd(diffs, full_matrices=False)  # (k,), (k, d)
+    scale = max(s[0], np.linalg.norm(cv, axis=1).max())
+    r = int((s > rtol * scale).sum()) if scale > 0 else 0
+    return Vt[:r].T.copy()  # (d, r)
+
+
+def symbolic_subspace(centroids: Any, present: Any = None, rtol: float = SUBSPACE_RTOL
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal bases (U, U_perp) of span{c_g - c_0} and its complement.
+
+    centroids: (n_g, d) with n_g >= 2. U is :func:`symbolic_basis` (its rank rule, its
+    ``present`` and ``rtol``), U_perp (d, d - r) an orthonormal basis of the complement.
     """
     C = np.asarray(centroids, dtype=float)
     if C.ndim != 2:
         raise ValueError(f"centroids must have shape (n_g, d); got shape {C.shape}")
     _check_n_g(C.shape[0])
-    D = (C[1:] - C[0]).T  # (d, n_g - 1)
-    u, s, _ = np.linalg.svd(D, full_matrices=True)
-    if tol is None:
-        tol = max(D.shape) * np.finfo(float).eps * (s[0] if s.size else 0.0)
-    r = int(np.sum(s > tol))
-    return u[:, :r], u[:, r:]
+    U = symbolic_basis(C, present, rtol)
+    full = np.linalg.qr(U, mode="complete")[0] if U.shape[1] else np.eye(C.shape[1])
+    return U, full[:, U.shape[1]:]
 
 
 def affine_map_fixing(centroids: Any, rng: Any = None, perp_scale: float = 1.0
@@ -517,6 +563,48 @@ def predicted_T_cross(M: float, eta_bar_W_norm: float, tau: float = 0.5, e0: flo
     if eta_W_ == 0:
         return math.inf
     return (threshold - e0) / eta_W_
+
+
+def corollary1_fit(R: Any, M: Any, tau: float = 0.5, window: tuple[int, int] = (10, 120),
+                   keep: Any = None) -> dict[str, Any] | None:
+    """Corollary 1's crossing time fitted to measured curves (squared convention).
+
+    A constant drift along U makes the spread grow linearly, ``sqrt(R(t)) = a + b t`` with
+    ``b = ||W eta_bar||`` and ``a`` the offset (``||W e_U(0)||`` when it points along the
+    drift). A least-squares line through the points of ``window`` gives ``a`` and ``b``; with
+    ``M`` the median of ``M(t)`` there, ``q = R / M`` reaches ``tau`` where
+    ``(a + b t)^2 = tau M``:
+
+        T_pred = (sqrt(tau * M) - a) / b,
+
+    :func:`predicted_T_cross` (``convention="squared"``) with the fitted ``b`` and
+    ``e0 = a``; here ``a`` may come out negative and ``T_pred`` is returned unclipped.
+
+    Args:
+        R, M: ``(L,)`` curves, index ``i`` is time ``t = i + 1``: the spread (``R_U(t)``
+            for Corollary 1; the label-free warning passes ``R(t)``) and the separation
+            (squared norms, as in q).
+        window: ``(lo, hi)``, 1-based and inclusive (``hi`` clipped to L).
+        keep: optional ``(L,)`` bool mask of further points to use.
+
+    The points are those of the window where ``R`` and ``M`` are finite, ``M > 0`` and
+    ``keep`` holds. Returns None with fewer than 3 of them, else ``T_pred`` (None when the
+    fitted drift ``b`` is not positive), ``drift`` (b), ``offset`` (a) and ``M``.
+    """
+    R, M = np.asarray(R, dtype=float), np.asarray(M, dtype=float)
+    lo, hi = window
+    t = np.arange(1, R.size + 1)
+    with np.errstate(invalid="ignore"):
+        sel = (t >= lo) & (t <= min(hi, R.size)) & np.isfinite(R) & np.isfinite(M) & (M > 0)
+    if keep is not None:
+        sel &= np.asarray(keep, dtype=bool)
+    if sel.sum() < 3:
+        return None
+    b, a = np.polyfit(t[sel], np.sqrt(R[sel]), 1)
+    M_w = float(np.median(M[sel]))
+    T = (np.sqrt(tau * M_w) - a) / b if b > 0 else None
+    return {"T_pred": None if T is None else float(T), "drift": float(b), "offset": float(a),
+            "M": M_w}
 
 
 def simulate_drift(A: Any, b: Any, centroid: Any, eta: Any, steps: int, *, U: Any,

@@ -71,6 +71,27 @@ def test_affine_map_fixing_numeric_twin():
         assert np.allclose(A @ U, U, atol=1e-10)
 
 
+def test_symbolic_basis_rank_rule():
+    """One rank rule: a direction counts when its singular value exceeds SUBSPACE_RTOL times
+    max(s_max, max ||c_g||), so noise between nearly coincident centroids stays out."""
+    rng = np.random.default_rng(4)
+    base = np.zeros((3, 4))
+    base[1, 0] = 1.0
+    for size, counted in ((1e-6, True), (1e-10, False)):
+        C = base.copy()
+        C[2, 1] = size  # a second direction of this size
+        assert ec.symbolic_basis(C).shape == (4, 2 if counted else 1)
+    # the same second direction next to a large common offset: relative to ||c_g|| it is noise
+    C = base + 1e3 * rng.standard_normal(4)
+    C[2, 1] += 1e-6
+    assert ec.symbolic_basis(C).shape == (4, 1)
+    assert ec.symbolic_basis(C, rtol=0).shape[1] == 2
+    U, U_perp = ec.symbolic_subspace(C)
+    assert U.shape == (4, 1) and U_perp.shape == (4, 3)
+    with pytest.raises(ValueError, match="rtol"):
+        ec.symbolic_basis(C, rtol=-1)
+
+
 def test_affine_map_fixing_accepts_seed_and_is_reproducible():
     C = random_centroids(3, 4, seed=0)
     A1, b1 = ec.affine_map_fixing(C, 5)
@@ -244,6 +265,36 @@ def test_predicted_T_cross_edge_cases():
 
 
 # -- bad input ------------------------------------------------------------------------------------
+
+def test_corollary1_fit_recovers_a_constructed_drift():
+    """sqrt(R) = a + b t exactly: the fit returns a, b, the median M, and the crossing of
+    (a + b t)^2 = tau M, which is predicted_T_cross (squared) with e0 = a."""
+    a, b, M, tau = 0.05, 0.01, 4.0, 0.5
+    t = np.arange(1, 301)
+    R = (a + b * t) ** 2
+    M_curve = np.full(300, M)
+    M_curve[:5] = 1e3  # outside the window: not seen
+    fit = ec.corollary1_fit(R, M_curve, tau, window=(10, 120))
+    assert fit["drift"] == pytest.approx(b) and fit["offset"] == pytest.approx(a)
+    assert fit["M"] == M
+    assert fit["T_pred"] == pytest.approx(ec.predicted_T_cross(M, b, tau, e0=a,
+                                                               convention="squared"))
+    assert fit["T_pred"] == pytest.approx((np.sqrt(tau * M) - a) / b)
+    # the points: window, finite R and M, M > 0, and keep
+    R_gaps = R.copy()
+    R_gaps[20:200] = np.nan
+    M_gaps = M_curve.copy()
+    M_gaps[12] = 0.0
+    assert ec.corollary1_fit(R_gaps, M_gaps, tau, (10, 120))["drift"] == pytest.approx(b)
+    assert ec.corollary1_fit(R_gaps, M_gaps, tau, (10, 120),
+                             keep=np.arange(300) < 11) is None  # t = 10, 11: two points
+    assert ec.corollary1_fit(R, M_curve, tau, (298, 400)) is not None  # hi clipped to L
+    # no growth: no crossing foreseen; a negative fitted offset is allowed
+    assert ec.corollary1_fit(np.full(200, 0.01), np.ones(200), tau)["T_pred"] is None
+    neg = ec.corollary1_fit((0.01 * t - 0.05) ** 2, np.ones(300), tau, (10, 120))
+    assert neg["offset"] == pytest.approx(-0.05)
+    assert neg["T_pred"] == pytest.approx((np.sqrt(tau) + 0.05) / 0.01)
+
 
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="'sq'.*unsquared, squared"):
