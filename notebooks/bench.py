@@ -50,12 +50,12 @@ import numpy as np
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core.bench import harness as bench
+from sst_core.bench import records as bench_records
 from sst_core.figures import common as plots
 from sst_core.reports import bench as bench_report
 
-records = bench.load_records()
-checks = bench.load_records(experiment="gpu_check")
+records = bench_records.load_records()
+checks = bench_records.load_records(experiment="gpu_check")
 cpu, cuda = bench_report.latest(records, "cpu"), bench_report.latest(records, "cuda")
 print(f"{len(records)} benchmark record(s) under results/bench/; "
       f"{len(checks)} GPU-check record(s)")

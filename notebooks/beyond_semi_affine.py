@@ -55,7 +55,7 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from sst_core.bench import harness as bench
+from sst_core.bench import records as bench_records
 from sst_core.experiments import beyond
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import beyond as plots_beyond
@@ -139,7 +139,7 @@ glue("sa_verdict", "; ".join(verdicts), display=False)
 # has these rows; the hardware is the record's.
 
 # %%
-cost = rb.semi_affine_cost(bench.load_records())
+cost = rb.semi_affine_cost(bench_records.load_records())
 if cost:
     newest = max(c["created_utc"] for c in cost)
     lines = ["| comparison | semi-affine (s) | affine (s) | ratio | sizes | device | record |",

@@ -179,6 +179,7 @@ def _lra(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
     from sst_core.bench import harness as bench
+    from sst_core.bench import records as bench_records
 
     if args.list:
         print("\n".join(bench.names()))
@@ -196,7 +197,7 @@ def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
         args.out.write_text(bench.to_json(result) + "\n")
     if args.record:
         command = "sst " + " ".join(sys.argv[1:] if argv is None else argv)
-        path = bench.store(result, command, time.perf_counter() - start)
+        path = bench_records.store(result, command, time.perf_counter() - start)
         print(f"record: {path}", file=sys.stderr)
     return 0
 
@@ -237,6 +238,7 @@ def _status(args: argparse.Namespace) -> int:
 def _gpu_check(args: argparse.Namespace) -> int:
     from sst_core.bench import gpu_check
     from sst_core.bench import harness as bench
+    from sst_core.bench import records as bench_records
 
     start = time.perf_counter()
     try:
@@ -252,7 +254,7 @@ def _gpu_check(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         result = bench.run(device=args.device, size=args.bench_size, repeat=args.repeat)
         print(bench.to_markdown(result))
-        path = bench.store(result, f"sst bench --device {args.device} --size {args.bench_size} "
+        path = bench_records.store(result, f"sst bench --device {args.device} --size {args.bench_size} "
                            f"--repeat {args.repeat}", time.perf_counter() - start)
         print(f"record: {path}", file=sys.stderr)
     return 0 if ok else 1

@@ -2,12 +2,10 @@
 Corollary 1 fit and the Figure 4 statistics on constructed records."""
 import numpy as np
 import pytest
-import torch
 
 from sst_core.analysis import error_control as analysis_error_control
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
-from sst_core.models import build
 from sst_core.reports import error_control as ec
 from sst_core.spec.configs import DiagnosticsConfig, TrackingConfig
 from sst_core.spec.profiles import PROFILES

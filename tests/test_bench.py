@@ -11,6 +11,7 @@ import torch
 
 from sst_core import cli
 from sst_core.bench import harness as bench
+from sst_core.bench import records as bench_records
 
 SMALL = ["bench", "--size", "small", "--repeat", "1", "--device", "cpu", "--threads", "1"]
 
@@ -205,7 +206,7 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     argv = SMALL + ["--only", "tanh_rnn_train_d64", "--record"]
     rc, out = _main(argv)
     assert rc == 0 and "tanh_rnn_train_d64" in out
-    (record,) = bench.load_records()
+    (record,) = bench_records.load_records()
     assert record["experiment"] == "bench" and record["command"] == "sst " + " ".join(argv)
     for key in ("git_commit", "versions", "device", "wall_time_s", "created_utc", "hardware",
                 "settings", "config"):
@@ -230,4 +231,4 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
                                        "target": 1.2, "status": entry["status"]}]
     (tmp_path / "bench" / "junk.json").write_text('{"experiment": "other"}')
     with pytest.raises(ValueError, match="junk.json is not a bench record"):
-        bench.load_records()
+        bench_records.load_records()

@@ -45,11 +45,11 @@ def test_store_writes_a_record(tmp_path):
     record = json.loads(path.read_text())
     assert record["experiment"] == "gpu_check" and record["all_ok"] is True
     assert record["checks"] == checks and record["git_commit"]
-    from sst_core.bench import harness as bench
+    from sst_core.bench import records as bench_records
 
-    (loaded,) = bench.load_records(tmp_path, experiment="gpu_check")
+    (loaded,) = bench_records.load_records(tmp_path, experiment="gpu_check")
     assert loaded["checks"] == checks
-    assert bench.load_records(tmp_path) == []  # not mistaken for a benchmark record
+    assert bench_records.load_records(tmp_path) == []  # not mistaken for a benchmark record
 
 
 def test_unknown_check_and_missing_cuda_are_clear_errors(capsys):

@@ -50,9 +50,6 @@ import scipy.sparse
 import torch
 
 from sst_core.analysis.clusters import kmeans_per_time
-# bootstrap_ci and loglog_pearson live in sst_core.analysis.stats; the names stay importable
-# from here only because sst_core.reports.error_control still reads them here
-from sst_core.analysis.stats import bootstrap_ci, loglog_pearson  # noqa: F401
 from sst_core.groups import Group, get_group
 from sst_core.tasks.tracking import vocabulary
 

@@ -318,13 +318,13 @@ def memory_details(mu, T: int, *, max_modes: int = MAX_MODES, r_fast: float = R_
     and ``max_modes`` above the spectrum's size leave the spectrum as it is.
     """
     from sst_core.theory.memory import (
-        _check_T,
+        check_T,
         distinct_eigenvalues,
         is_conjugate_closed,
         memory_function_info,
     )
 
-    T = _check_T(T)
+    T = check_T(T)
     mu = np.atleast_1d(np.asarray(mu, dtype=complex)).ravel()
     if mu.size == 0:
         raise ValueError("empty spectrum: mu has no eigenvalues")
@@ -362,10 +362,10 @@ def memory_details(mu, T: int, *, max_modes: int = MAX_MODES, r_fast: float = R_
 def memory_of_spectrum(mu, T: int, delays=None, **kw: Any) -> np.ndarray:
     """``M[tau]`` of the eigenvalues ``mu`` at ``delays`` (default ``0..T-1``), after the
     reduction of :func:`memory_details` (which it calls; keywords go there)."""
-    from sst_core.theory.memory import _delays
+    from sst_core.theory.memory import check_delays
 
     M = memory_details(mu, T, **kw)["memory"]
-    taus, scalar = _delays(delays, len(M))
+    taus, scalar = check_delays(delays, len(M))
     return float(M[taus[0]]) if scalar else M[taus]
 
 

@@ -176,7 +176,8 @@ def to_markdown(checks: list[dict[str, Any]]) -> str:
 
 def store(checks: list[dict[str, Any]], device: str, wall: float, root=None):
     """Write the comparisons as a record ``results/bench/gpu-check-<device>-<utc>.json``."""
-    from sst_core.bench.harness import hardware, write_record
+    from sst_core.bench.harness import hardware
+    from sst_core.bench.records import write_record
 
     dev = torch.device(device)
     return write_record(f"gpu-check-{dev.type}", {

@@ -104,7 +104,7 @@ def diagnostics_table(P: Profile, root=None) -> Table:
 
 def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0) -> dict[str, Any]:
     """Pearson r of log T_cross vs log m_p and the bootstrap interval of q at m_p."""
-    from sst_core.analysis.diagnostics import bootstrap_ci, loglog_pearson
+    from sst_core.analysis.stats import bootstrap_ci, loglog_pearson
 
     out: dict[str, Any] = {"n": len(records), "r": None, "p": None,
                            "q_median": None, "q_lo": None, "q_hi": None, "n_q": 0}

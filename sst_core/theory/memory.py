@@ -176,7 +176,7 @@ def _as_spectrum(mu: Any) -> np.ndarray:
     return arr
 
 
-def _check_T(T: Any) -> int:
+def check_T(T: Any) -> int:
     if isinstance(T, bool) or not isinstance(T, (int, np.integer)):
         raise ValueError(f"T={T!r} must be a positive integer (the number of delays)")
     if T <= 0:
@@ -222,7 +222,7 @@ def distinct_eigenvalues(mu: Any, tol: float = DEFAULT_TOL) -> np.ndarray:
 
 def vandermonde_rank(mu: Any, T: int, tol: float = DEFAULT_TOL) -> int:
     """rank V = min(T, number of distinct eigenvalues) (a zero eigenvalue counts once)."""
-    T = _check_T(T)
+    T = check_T(T)
     return min(T, len(distinct_eigenvalues(mu, tol)))
 
 
@@ -241,7 +241,7 @@ def vandermonde(mu: Any, T: int, *, real: bool = False, tol: float = DEFAULT_TOL
     [Re z; Im z] of a diagonal S4D with B = 1. It has N rows and the same row space, hence
     the same projector P and memory function, as the complex V.
     """
-    T = _check_T(T)
+    T = check_T(T)
     arr = _as_spectrum(mu)
     k = np.arange(T)
     if not real:
@@ -452,7 +452,7 @@ def _memory_degenerate(nodes: np.ndarray, T: int) -> np.ndarray:
     return np.ones(T)  # rank T: P is the identity
 
 
-def _delays(delay: Any, T: int) -> tuple[np.ndarray, bool]:
+def check_delays(delay: Any, T: int) -> tuple[np.ndarray, bool]:
     if delay is None:
         return np.arange(T), False
     arr = np.asarray(delay)
@@ -479,8 +479,8 @@ def memory_function(mu: Any, T: int, taus: Any = None, *, tol: float = DEFAULT_T
     exact integer evaluation of two projector columns, and a Christoffel-Darboux-type
     recursion for the diagonal).
     """
-    T = _check_T(T)
-    delays, scalar = _delays(taus, T)
+    T = check_T(T)
+    delays, scalar = check_delays(taus, T)
     M = _analyse(distinct_eigenvalues(mu, tol), T)["memory"]
     out = M[delays]
     return float(out[0]) if scalar else out
@@ -491,9 +491,9 @@ def memory_function_info(mu: Any, T: int, *, teacher_delay: int | None = None,
     """``memory_function`` at all delays plus how it was computed ("rank", "dps": mpmath
     digits used, "attempts": the precisions tried before), and with ``teacher_delay`` also
     "column": that column of P (see ``projection_column``) from the same factorisation."""
-    T = _check_T(T)
+    T = check_T(T)
     nodes = distinct_eigenvalues(mu, tol)
-    extra = [] if teacher_delay is None else list(_delays([teacher_delay], T)[0])
+    extra = [] if teacher_delay is None else list(check_delays([teacher_delay], T)[0])
     res = _analyse(nodes, T, extra)
     out = {"memory": res["memory"], "rank": min(T, len(nodes)), "dps": res["dps"],
            "attempts": res["attempts"]}
@@ -507,7 +507,7 @@ def memory_function_svd(mu: Any, T: int, *, tol: float = DEFAULT_TOL) -> tuple[n
     """The naive float64 route, for comparison only: leverage scores M[tau] = ||U[tau, :]||^2
     of the SVD V^H = U S W^H, keeping singular values above max(N, T) eps s_max (numpy's
     rank rule). Returns (M (T,), numerical rank). Wrong for ill-conditioned spectra."""
-    T = _check_T(T)
+    T = check_T(T)
     V = vandermonde(distinct_eigenvalues(mu, tol), T)  # (N, T)
     U, S, _ = np.linalg.svd(V.conj().T, full_matrices=False)  # (T, N), (N,)
     rank = int(np.sum(S > S[0] * max(V.shape) * np.finfo(float).eps))
@@ -552,8 +552,8 @@ def memory_function_reference(mu: Any, T: int, delay: Sequence[int], *, dps: int
     pivoting on [G | v_tau ...] in mpmath, then the quadratic form for each delay. Cost
     O(N^3 + N^2 len(delay)) multiprecision operations: about a second at N=64.
     """
-    T = _check_T(T)
-    taus, _ = _delays(delay, T)
+    T = check_T(T)
+    taus, _ = check_delays(delay, T)
     nodes = distinct_eigenvalues(mu, tol)
     if len(nodes) >= T:
         return np.ones(len(taus))
@@ -632,7 +632,7 @@ def population_loss(theta: Any, alpha: Any, mu: Any, *, B: float = 1.0, u_var: f
 
 def impulse_response(A_bar: Any, B_bar: Any, T: int) -> np.ndarray:
     """K[tau] = A_bar^tau B_bar for tau < T, shape (T, N): the state's response to a unit input."""
-    T = _check_T(T)
+    T = check_T(T)
     A_bar = np.asarray(A_bar)
     x = np.asarray(B_bar).ravel()
     out = np.empty((T, x.size), dtype=np.result_type(A_bar, x))
@@ -752,7 +752,7 @@ def legs_normal_spectrum(N: int) -> np.ndarray:
 
 def delay_grid(T: int, n: int = 160, special: Sequence[int] = (10, 100, 500, 1000, 4000)) -> np.ndarray:
     """About ``n`` log-spaced delays in 0..T-1, always with 0, T-1 and the ``special`` ones < T."""
-    T = _check_T(T)
+    T = check_T(T)
     grid = np.unique(np.round(np.geomspace(1, max(T - 1, 1), n)).astype(int))
     extra = [0, T - 1] + [d for d in special if d < T]
     return np.unique(np.concatenate([grid, extra]).astype(int))
