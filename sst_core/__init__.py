@@ -21,12 +21,12 @@ is no import cycle). From the bottom up:
 - ``cli.py``: the ``sst`` command
 
 Where the papers' symbols live (one name everywhere, see the book's notation page):
-q(t), R(t), M(t), T_cross, m_p, the centroids c_g: ``sst_core.analysis.diagnostics``;
-Theorem 1's return map F_s, its Jacobian on U and their norms:
-``sst_core.analysis.return_map``; U, U_perp (the rank rule: ``symbolic_basis``), Corollary 1
-and Theorem 1 in SymPy, Corollary 1's fitted crossing time: ``sst_core.theory.error_control``; the memory function M[tau], the Vandermonde V,
-Lambda, dt, A_bar, B_bar: ``sst_core.theory.memory``; the S4D kernel K:
-``sst_core.ops.ssm_kernel``.
+q(t), R(t), M(t), T_cross, m_p and the centroids c_g: ``sst_core.analysis.diagnostics``;
+U, U_perp (``symbolic_subspace``), Theorem 1 and Corollary 1 (in SymPy, and the fitted
+crossing time ``corollary1_fit``): ``sst_core.theory.error_control``; the return map F_s,
+its Jacobian J and the norms of Theorem 1's check: ``sst_core.analysis.return_map``; the
+memory function M[tau], the Vandermonde V, Lambda, dt, A_bar, B_bar:
+``sst_core.theory.memory``; the S4D kernel K: ``sst_core.ops.ssm_kernel``.
 """
 __version__ = "0.1.0"
 
