@@ -260,7 +260,7 @@ def test_status_counts_done_failed_missing_running_and_stale(root):
     assert (row.claimed, row.stale, row.unknown_code) == (1, 1, 1)
     assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
     text = sweep_status.status_markdown([row], "smoke")
-    assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 1 | 1 | 1 |" in text
+    assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 0 | 1 | 1 | 1 |" in text
     # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
     # one (current code) stays failed
     result = runner.sweep("table2", "smoke", retry_stale=True, stack=1)
@@ -277,7 +277,7 @@ def test_bad_names_are_clear_errors(root, capsys):
         runner.sweep("table2", "fast")
     with pytest.raises(SystemExit):
         cli.main(["sweep", "tabel2"])
-    assert "invalid choice: 'tabel2'" in capsys.readouterr().err
+    assert "unknown sweep 'tabel2'; allowed: groups" in capsys.readouterr().err
 
 
 def test_status_cli_prints_every_sweep(root, capsys):

@@ -127,9 +127,8 @@ def check_parameters(notebook: str, params: Mapping[str, Any]) -> None:
         )
     if "profile" in params:
         if not isinstance(params["profile"], str) or params["profile"] not in NOTEBOOK_PROFILES:
-            raise ConfigError(f"parameter profile={params['profile']!r} of notebook "
-                              f"{notebook!r} is not a profile; allowed: "
-                              f"{', '.join(NOTEBOOK_PROFILES)}")
+            raise ConfigError(f"unknown profile {params['profile']!r} (parameter profile of "
+                              f"notebook {notebook!r}); allowed: {', '.join(NOTEBOOK_PROFILES)}")
     types = _field_types()
     for key, value in params.items():
         if key != "profile" and value is not None:
