@@ -8,8 +8,12 @@ versions, the device, the wall time and the fingerprint of the code the run depe
 
 - Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
   ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
-- A truncated or unreadable record is reported (a ``RecordWarning``) and recomputed,
-  never used.
+- Every reader (this store, sweeps, ``sst status``, the reports, the book) reads
+  records through :func:`load_record`, which checks each field they use
+  (:data:`FIELDS`); a truncated, non-JSON or malformed record is a :class:`RecordError`
+  naming the file and the field, reported (a ``RecordWarning``) and recomputed, never used.
+- ``wall_time_s`` is the run's own time: a process's one-time start-up (imports, builds;
+  the ``startup`` of its registry entry) is timed apart as ``startup_s``.
 - A run that raises :class:`RunFailed` (for example a loss that became NaN) or
   ``FloatingPointError`` is stored as failed with the reason and is not rerun unless
   ``retry_failed=True``. Other exceptions are bugs and propagate.
