@@ -180,5 +180,5 @@ fig = plots_lra.fig_test_loss([r for r in records if r["config"]["init"] in ("in
 plt.show()
 
 # %% [markdown]
-# `sst report lra-main` and `sst report lra-ablation` (`--format md|json`) print the two tables
+# `sst report lra_main` and `sst report lra_ablation` (`--format md|json`) print the two tables
 # from the stored records.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -48,99 +49,152 @@ def _positive_int(value: str) -> int:
     return n
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sst", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
+def _one_spelling(value: str, names, what: str) -> str:
+    """``value`` if it is one of ``names``; with hyphens for underscores, accepted with a
+    hint on stderr; else an argparse error naming the allowed values."""
+    if value in names:
+        return value
+    spelled = value.replace("-", "_")
+    if spelled in names:
+        print(f"did you mean {spelled}? accepted", file=sys.stderr)
+        return spelled
+    raise argparse.ArgumentTypeError(f"unknown {what} {value!r}; allowed: {', '.join(names)}")
 
-    nb = sub.add_parser("notebooks", help="execute notebooks with papermill")
-    nb_sub = nb.add_subparsers(dest="action", required=True)
-    run = nb_sub.add_parser("run", help="execute notebooks in book order")
+
+def _sweep_or_all(value: str) -> str:
+    return _one_spelling(value, [*registry.SWEEPS, "all"], "sweep")
+
+
+def _sweep_name(value: str) -> str:
+    return _one_spelling(value, list(registry.SWEEPS), "sweep")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default; descriptions keep their line breaks."""
+
+
+def _plain(text: str) -> str:
+    """Docstring markup (``code``) as plain text for --help."""
+    return text.replace("``", "")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sst", description=_plain(__doc__), formatter_class=_Help)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, **kw) -> argparse.ArgumentParser:
+        return sub.add_parser(name, formatter_class=_Help, **kw)
+
+    nb = command("notebooks", help="execute notebooks with papermill")
+    nb_sub = nb.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = nb_sub.add_parser("run", help="execute notebooks in book order", formatter_class=_Help)
     run.add_argument("--profile", type=_notebook_profile, default="quick",
                      help="smoke, quick, paper, or best (paper where its records are stored)")
-    run.add_argument("--only", nargs="+", metavar="NAME", help="notebook names, e.g. p1_groups")
-    run.add_argument("--root", type=Path, default=None, help="project root (default: found from cwd)")
+    run.add_argument("--only", nargs="+", metavar="NAME",
+                     help="notebook names, e.g. p1_groups; None: every notebook of _toc.yml")
+    run.add_argument("--root", type=Path, default=None,
+                     help="project root, the folder holding _toc.yml; None: found from the "
+                     "current folder upwards")
 
-    book = sub.add_parser("book", help="execute every notebook and build the book strictly")
+    book = command("book", help="execute every notebook and build the book strictly")
     book.add_argument("--profile", type=_notebook_profile, default="best",
-                      help="smoke, quick, paper, or best (default: paper where its records "
-                      "are stored, else quick)")
-    book.add_argument("--root", type=Path, default=None)
+                      help="smoke, quick, paper, or best (paper where its records are "
+                      "stored, else quick)")
+    book.add_argument("--root", type=Path, default=None,
+                      help="project root, the folder holding _toc.yml; None: found from the "
+                      "current folder upwards")
 
-    rep = sub.add_parser("report", help="print a table of the book from stored run records")
-    rep.add_argument("name", nargs="?", help="report name (see --list)")
+    rep = command("report", help="print a table of the book from stored run records")
+    rep.add_argument("name", nargs="?", help="report name (see --list); required unless --list")
     rep.add_argument("--list", action="store_true", help="list report names")
-    rep.add_argument("--profile", type=_profile, default="quick")
-    rep.add_argument("--format", choices=("md", "json"), default="md")
+    rep.add_argument("--profile", type=_profile, default="quick",
+                     help="the profile whose records are read: " + ", ".join(profiles.PROFILES))
+    rep.add_argument("--format", choices=("md", "json"), default="md", help="output format")
+    rep.set_defaults(usage=rep.format_usage)
 
-    ben = sub.add_parser("bench", help="time our models beside torch references (medians, ratios)",
-                         description="Time training steps and long forward passes of our "
-                         "models, interleaved with a torch reference (nn.RNN, nn.GRU) of the "
-                         "same sizes; print medians and ratios ours / reference.")
+    ben = command("bench", help="time our models beside torch references (medians, ratios)",
+                  description="Time training steps and long forward passes of our "
+                  "models, interleaved with a torch reference (nn.RNN, nn.GRU) of the "
+                  "same sizes; print medians and ratios ours / reference.")
     ben.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                     help="auto: CUDA when available (default)")
-    ben.add_argument("--format", choices=("md", "json"), default="md")
+                     help="auto: CUDA when available")
+    ben.add_argument("--format", choices=("md", "json"), default="md", help="output format")
     ben.add_argument("--repeat", type=_positive_int, default=5,
-                     help="timed rounds; the median is reported (default 5)")
-    ben.add_argument("--only", nargs="+", metavar="NAME", help="benchmark names (see --list)")
+                     help="timed rounds; the median is reported")
+    ben.add_argument("--only", nargs="+", metavar="NAME",
+                     help="benchmark names (see --list); None: every benchmark")
     ben.add_argument("--list", action="store_true", help="list benchmark names")
     ben.add_argument("--size", choices=("small", "full"), default="full",
                      help="small: batch 2, for tests (times mean nothing)")
     ben.add_argument("--threads", type=_positive_int, default=None,
-                     help="torch intra-op threads (default: torch's own choice)")
-    ben.add_argument("--out", type=Path, default=None, help="also write the JSON result here")
+                     help="torch intra-op threads; None: torch's own choice")
+    ben.add_argument("--out", type=Path, default=None,
+                     help="also write the JSON result here; None: do not")
     ben.add_argument("--record", action="store_true",
                      help="also store a run record under results/bench/ (the book's "
                      "benchmark chapter shows these)")
 
     from sst_core.sweep.runner import EXECUTORS
 
-    swp = sub.add_parser("sweep", help="compute every missing run of an experiment (resumable)",
-                         description="Compute every run of an experiment's grid that has no "
-                         "stored record. Safe to kill and rerun: records are atomic, runs are "
-                         "claimed, a killed worker's claims are recovered. Experiments: "
-                         + "; ".join(f"{k}: {v}" for k, v in registry.SWEEPS.items()))
-    swp.add_argument("experiment", choices=list(registry.SWEEPS) + ["all"], metavar="EXPERIMENT",
+    swp = command("sweep", help="compute every missing run of an experiment (resumable)",
+                  description=textwrap.fill(
+                      "Compute every run of an experiment's grid that has no stored record. "
+                      "Safe to kill and rerun: records are atomic, runs are claimed, a killed "
+                      "worker's claims are recovered. The profile and the number of runs are "
+                      "printed before anything starts.", 78) + "\n\nExperiments:\n"
+                  + "\n".join(f"  {k}: {v}" for k, v in registry.SWEEPS.items()))
+    swp.add_argument("experiment", type=_sweep_or_all, metavar="EXPERIMENT",
                      help=", ".join(registry.SWEEPS) + ", or all")
-    swp.add_argument("--profile", type=_profile, default="quick")
+    swp.add_argument("--profile", type=_profile, default="quick",
+                     help="the sizes of the runs: " + ", ".join(profiles.PROFILES)
+                     + " (quick trains for real: minutes to hours)")
     swp.add_argument("--workers", type=_positive_int, default=1,
-                     help="processes (local) or concurrent tasks (ray); default 1")
-    swp.add_argument("--executor", choices=EXECUTORS, default="local")
+                     help="processes (local) or concurrent tasks (ray)")
+    swp.add_argument("--executor", choices=EXECUTORS, default="local",
+                     help="local: a process pool on this machine; ray: Ray tasks")
     swp.add_argument("--address", default=None, help="ray: the cluster to join (ray://... or "
-                     "host:port); default: a local Ray instance")
+                     "host:port); None: a local Ray instance")
     swp.add_argument("--retry-failed", action="store_true", help="compute failed runs again")
     swp.add_argument("--retry-stale", action="store_true",
                      help="recompute records made by an older version of their code")
     swp.add_argument("--stack", type=_positive_int, default=None,
-                     help="tracking runs trained as one stack (default: the profile's)")
+                     help="tracking runs trained as one stack; None: the profile's track_stack")
 
-    sta = sub.add_parser("status", help="runs done, missing, failed and stale per experiment")
-    sta.add_argument("--profile", type=_profile, default="quick")
-    sta.add_argument("--experiment", nargs="+", choices=list(registry.SWEEPS), default=None)
-    sta.add_argument("--format", choices=("md", "json"), default="md")
+    sta = command("status", help="runs done, missing, failed and stale per experiment")
+    sta.add_argument("--profile", type=_profile, default="quick",
+                     help="the profile whose records are counted: " + ", ".join(profiles.PROFILES))
+    sta.add_argument("--experiment", nargs="+", type=_sweep_name, default=None, metavar="NAME",
+                     help="sweeps to count (" + ", ".join(registry.SWEEPS) + "); None: all")
+    sta.add_argument("--format", choices=("md", "json"), default="md", help="output format")
 
-    gpu = sub.add_parser("gpu-check", help="CUDA results against CPU results, then the "
-                         "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
-                         description="Compare every model's and fast op's output and "
-                         "gradients on the device with the CPU, run the benchmarks on the "
-                         "device, and store both as records under results/bench/.")
-    gpu.add_argument("--device", default="cuda", help="the device to check (default cuda)")
+    gpu = command("gpu-check", help="CUDA results against CPU results, then the "
+                  "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
+                  description="Compare every model's and fast op's output and "
+                  "gradients on the device with the CPU, run the benchmarks on the "
+                  "device, and store both as records under results/bench/.")
+    gpu.add_argument("--device", default="cuda", help="the device to check")
     gpu.add_argument("--no-bench", action="store_true", help="only the comparisons")
-    gpu.add_argument("--bench-size", choices=("small", "full"), default="full")
-    gpu.add_argument("--repeat", type=_positive_int, default=5)
+    gpu.add_argument("--bench-size", choices=("small", "full"), default="full",
+                     help="small: batch 2 (times mean nothing)")
+    gpu.add_argument("--repeat", type=_positive_int, default=5,
+                     help="timed rounds of the benchmarks; the median is reported")
 
-    lra = sub.add_parser("lra", help="train the LRA tables on chosen tasks (e.g. your LRA files)",
-                         description="Run the main table and/or the ablation of the chapter "
-                         "'Frozen versus learned spectra on LRA' on the given tasks, resuming "
-                         "from stored records, and print the tables. Tasks lra_listops, "
-                         "lra_pathfinder, lra_imdb, lra_aan and lra_cifar read the LRA release from "
-                         "--data-dir (or $SST_LRA_DATA).")
+    lra = command("lra", help="train the LRA tables on chosen tasks (e.g. your LRA files)",
+                  description="Run the main table and/or the ablation of the chapter "
+                  "'Frozen versus learned spectra on LRA' on the given tasks, resuming "
+                  "from stored records, and print the tables. Tasks lra_listops, "
+                  "lra_pathfinder, lra_imdb, lra_aan and lra_cifar read the LRA release from "
+                  "--data-dir (or $SST_LRA_DATA).")
     lra.add_argument("--task", nargs="+", required=True, metavar="TASK",
-                     help=", ".join(configs.LRA_TASKS))
+                     help="required: " + ", ".join(configs.LRA_TASKS))
     lra.add_argument("--data-dir", type=Path, default=None,
-                     help="folder holding the unpacked LRA release (lra_* tasks)")
-    lra.add_argument("--profile", type=_profile, default="quick")
-    lra.add_argument("--table", choices=("main", "ablation", "both"), default="both")
-    lra.add_argument("--format", choices=("md", "json"), default="md")
+                     help="folder holding the unpacked LRA release (lra_* tasks); None: "
+                     "$SST_LRA_DATA")
+    lra.add_argument("--profile", type=_profile, default="quick",
+                     help="the sizes of the runs: " + ", ".join(profiles.PROFILES))
+    lra.add_argument("--table", choices=("main", "ablation", "both"), default="both",
+                     help="which table to train and print")
+    lra.add_argument("--format", choices=("md", "json"), default="md", help="output format")
     return p
 
 
@@ -208,12 +262,17 @@ def _sweep(args: argparse.Namespace) -> int:
     names = list(registry.SWEEPS) if args.experiment == "all" else [args.experiment]
     for name in names:
         try:
+            total, todo = runner.plan(name, args.profile, args.retry_failed, args.retry_stale)
+            print(f"sst sweep {name}: profile {args.profile}, {total} runs, {todo} to compute "
+                  f"(executor {args.executor}, {args.workers} worker(s))", flush=True)
             result = runner.sweep(name, args.profile, workers=args.workers,
                                  executor=args.executor, address=args.address,
                                  retry_failed=args.retry_failed, retry_stale=args.retry_stale,
                                  stack=args.stack,
                                  progress=lambda o: print(" ".join(f"{k}:{v}" for k, v in
-                                                                   o.items()), flush=True))
+                                                                   o.items()), flush=True),
+                                 report=lambda msg: print(f"sst sweep: {msg}", file=sys.stderr,
+                                                          flush=True))
         except ValueError as err:
             print(f"sst sweep: {err}", file=sys.stderr)
             return 2
@@ -228,10 +287,43 @@ def _status(args: argparse.Namespace) -> int:
     from sst_core.sweep import status as sweep_status
 
     rows = sweep_status.status(args.profile, args.experiment)
+    for row in rows:
+        for problem in row.problems:
+            print(f"sst status: unreadable record {problem}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
     else:
         print(sweep_status.status_markdown(rows, args.profile))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    import warnings
+
+    from sst_core.reports import REPORTS, get_report
+    from sst_core.store.records import RecordWarning
+
+    if args.list:
+        print("\n".join(sorted(REPORTS)))
+        return 0
+    if not args.name:
+        print(args.usage().rstrip(), file=sys.stderr)
+        print(f"sst report: a report name is required (or --list); allowed: "
+              f"{', '.join(sorted(REPORTS))}", file=sys.stderr)
+        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RecordWarning)
+        try:
+            table = get_report(args.name)(profiles.get_profile(args.profile))
+        except ValueError as err:
+            print(f"sst report: {err}", file=sys.stderr)
+            return 2
+    for w in caught:
+        if issubclass(w.category, RecordWarning):
+            print(f"sst report: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    print(table.to_json() if args.format == "json" else table.to_markdown())
     return 0
 
 
@@ -260,8 +352,20 @@ def _gpu_check(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+# commands that read or write the results folder (bench only with --record)
+_RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "gpu-check", "lra")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command in _RESULTS_COMMANDS or getattr(args, "record", False):
+        from sst_core.store.records import ResultsDirError, results_dir
+
+        try:
+            results_dir()
+        except ResultsDirError as err:
+            print(f"sst {args.command}: {err}", file=sys.stderr)
+            return 2
     if args.command == "gpu-check":
         return _gpu_check(args)
     if args.command == "sweep":
@@ -273,20 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "lra":
         return _lra(args)
     if args.command == "report":
-        from sst_core.reports import REPORTS, get_report
+        return _report(args)
 
-        if args.list or not args.name:
-            print("\n".join(sorted(REPORTS)))
-            return 0 if args.list else 2
-        try:
-            table = get_report(args.name)(profiles.get_profile(args.profile))
-        except ValueError as err:
-            print(f"sst report: {err}", file=sys.stderr)
-            return 2
-        print(table.to_json() if args.format == "json" else table.to_markdown())
-        return 0
-
-    from sst_core.book.runner import BookError, build_book, find_root, run_notebooks
+    from sst_core.book.runner import BookError, BookUsageError, build_book, find_root, run_notebooks
 
     try:
         root = (args.root.resolve() if args.root else find_root())
@@ -295,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0 if all(r.ok for r in runs) else 1
         build_book(root, args.profile)
         return 0
+    except BookUsageError as err:  # a wrong name or folder: a usage error, like argparse's
+        print(f"sst {args.command}: {err}", file=sys.stderr)
+        return 2
     except (BookError, profiles.ConfigError) as err:
         print(f"sst {args.command}: {err}", file=sys.stderr)
         return 1

@@ -33,7 +33,7 @@ def test_unknown_profile_is_rejected_by_the_parser(capsys):
 
 
 def test_unknown_notebook_fails_before_running(capsys):
-    assert cli.main(["notebooks", "run", "--profile", "smoke", "--only", "p9_nope"]) == 1
+    assert cli.main(["notebooks", "run", "--profile", "smoke", "--only", "p9_nope"]) == 2
     assert "p9_nope" in capsys.readouterr().err
 
 

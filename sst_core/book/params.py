@@ -82,6 +82,28 @@ def _check_type(notebook: str, key: str, value: Any, expected: type) -> None:
         )
 
 
+def allowed_range(field: str) -> tuple[float, bool, str]:
+    """``(low, inclusive, text)``: the range a :class:`Profile` field's values (each
+    element of a tuple field) must lie in, derived from its name and type: seeds >= 0,
+    learning rates > 0, every other int (sizes, lengths, steps, counts) >= 1."""
+    if field == "seed" or field.endswith(("_seed", "_seeds")):
+        return 0, True, ">= 0"
+    if field.endswith(("_lr", "_lrs")) or field == "lr":
+        return 0, False, "> 0"
+    return 1, True, ">= 1"
+
+
+def _check_range(notebook: str, key: str, value: Any) -> None:
+    low, inclusive, text = allowed_range(key)
+    values = value if isinstance(value, tuple) else (value,)
+    for v in values:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and (
+                v != v or v < low or (v == low and not inclusive)):
+            where = "" if v is value else f" (element {v!r})"
+            raise ConfigError(f"parameter {key}={value!r} of notebook {notebook!r} is out of "
+                              f"range{where}; allowed: {key} {text}")
+
+
 def parameters_of(notebook: str) -> tuple[str, ...]:
     """All papermill parameters of a notebook: ``profile`` plus its overridable knobs."""
     if notebook not in NOTEBOOKS:
@@ -92,8 +114,9 @@ def parameters_of(notebook: str) -> tuple[str, ...]:
 def check_parameters(notebook: str, params: Mapping[str, Any]) -> None:
     """Validate papermill parameters before a notebook runs.
 
-    Raises :class:`ConfigError` for an unknown profile, an unknown parameter or a value
-    of the wrong type, naming the allowed values.
+    Raises :class:`ConfigError` for an unknown profile, an unknown parameter, a value
+    of the wrong type or out of its field's range (:func:`allowed_range`), naming the
+    allowed values.
     """
     allowed = parameters_of(notebook)
     unknown = sorted(set(params) - set(allowed))
@@ -103,15 +126,14 @@ def check_parameters(notebook: str, params: Mapping[str, Any]) -> None:
             f"allowed: {', '.join(allowed)}"
         )
     if "profile" in params:
-        if not isinstance(params["profile"], str):
-            raise ConfigError(f"parameter profile={params['profile']!r} must be a string; "
-                              f"allowed: {', '.join(NOTEBOOK_PROFILES)}")
-        if params["profile"] != BEST:
-            get_profile(params["profile"])
+        if not isinstance(params["profile"], str) or params["profile"] not in NOTEBOOK_PROFILES:
+            raise ConfigError(f"unknown profile {params['profile']!r} (parameter profile of "
+                              f"notebook {notebook!r}); allowed: {', '.join(NOTEBOOK_PROFILES)}")
     types = _field_types()
     for key, value in params.items():
         if key != "profile" and value is not None:
             _check_type(notebook, key, value, types[key])
+            _check_range(notebook, key, value)
 
 
 def settings(notebook: str, profile: str, **overrides: Any) -> Profile:

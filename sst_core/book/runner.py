@@ -35,6 +35,11 @@ class BookError(RuntimeError):
     """A notebook failed to execute or the strict build reported problems."""
 
 
+class BookUsageError(BookError, ValueError):
+    """A wrong request, found before anything runs: a project root without ``_toc.yml``,
+    an unknown notebook name (``sst notebooks run`` exits 2 on it, like argparse)."""
+
+
 @dataclass(frozen=True)
 class NotebookRun:
     name: str
@@ -53,13 +58,35 @@ def find_root(start: Path | None = None) -> Path:
 
     root = project_root(start)
     if root is None:
-        raise BookError("no _toc.yml found here or above; run from inside the project")
+        raise BookUsageError(f"no _toc.yml found in {(start or Path.cwd()).resolve()} or "
+                             "above; run from inside the project or give --root")
     return root
+
+
+def read_toc(root: Path) -> dict[str, Any]:
+    """The parsed ``root/_toc.yml``; :class:`BookUsageError` naming the path when ``root``
+    is not a project root (no such folder, no ``_toc.yml``) or the file is not a table of
+    contents."""
+    toc_file = Path(root) / "_toc.yml"
+    if not Path(root).is_dir():
+        raise BookUsageError(f"project root {root} is not a folder; expected the folder "
+                             "holding _toc.yml")
+    if not toc_file.is_file():
+        raise BookUsageError(f"project root {root} has no _toc.yml ({toc_file} is missing); "
+                             "expected the folder holding the book's _toc.yml")
+    try:
+        toc = yaml.safe_load(toc_file.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise BookUsageError(f"{toc_file} is unreadable: {err}") from None
+    if not isinstance(toc, dict) or "root" not in toc:
+        raise BookUsageError(f"{toc_file} is not a Jupyter Book table of contents "
+                             "(expected a mapping with a 'root' key)")
+    return toc
 
 
 def toc_notebooks(root: Path) -> list[str]:
     """Names of the notebooks in the table of contents, in book order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    toc = read_toc(root)
     files: list[str] = []
 
     def walk(node: Any) -> None:
@@ -78,7 +105,7 @@ def toc_notebooks(root: Path) -> list[str]:
 
 def toc_pages(root: Path) -> list[str]:
     """Every page of the table of contents (root first), as paths without suffix."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    toc = read_toc(root)
     pages = [toc["root"]]
 
     def walk(node: Any) -> None:
@@ -102,7 +129,8 @@ def select(root: Path, only: Sequence[str] | None) -> list[str]:
         return names
     unknown = [n for n in only if n not in names]
     if unknown:
-        raise BookError(f"unknown notebook(s) {unknown}; known: {', '.join(names)}")
+        raise BookUsageError(f"unknown notebook(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(names)}")
     return [n for n in names if n in only]
 
 
@@ -195,6 +223,7 @@ def build_book(root: Path, profile: str, results: Path | None = None,
                echo: bool = True) -> list[NotebookRun]:
     """Execute every notebook, then build ``root/_build/html`` strictly."""
     start = time.perf_counter()
+    read_toc(root)  # a wrong root is named before anything is fetched or run
     ensure_vendor(root, quiet=not echo)
     runs = run_notebooks(root, profile, results=results, echo=echo)
     failed = [r for r in runs if not r.ok]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sst_core.experiments.registry import code_hash, runner
+from sst_core.experiments.registry import code_hash, get_experiment, resolve, runner
 from sst_core.spec.configs import TrackingConfig, config_dict
 from sst_core.store.records import cached_run
 from sst_core.store.records import needs_run as stored_needs_run
@@ -24,15 +24,48 @@ def code_version(cfg: Any):
 
 def run(cfg: Any, **kw: Any) -> dict[str, Any]:
     """The stored record of ``cfg``, computing it with its experiment's run function if
-    needed (keywords: ``retry_failed``, ``retry_stale``, ``root``)."""
-    return cached_run(cfg, runner(cfg.experiment), code_version=code_version(cfg), **kw)
+    needed (keywords: ``retry_failed``, ``retry_stale``, ``root``, ``artifacts``)."""
+    return cached_run(cfg, runner(cfg.experiment), code_version=code_version(cfg),
+                      startup=startup_of(cfg.experiment), **kw)
+
+
+_started: set[str] = set()  # the start-up functions this process has run
+
+
+def startup_of(experiment: str):
+    """The one-time start-up of ``experiment``'s runs in this process (its registry
+    entry's ``startup``), or None; it runs once per process, later calls are no-ops."""
+    target = get_experiment(experiment).startup
+    if target is None:
+        return None
+
+    def once() -> None:
+        if target not in _started:
+            resolve(target)()
+            _started.add(target)
+    return once
+
+
+def torch_startup() -> None:
+    """What the first torch training or analysis of a process pays once: importing torch
+    and the training code, the optimizer's first construction (it imports
+    ``torch._dynamo``, over a second) and building the C scan (:mod:`sst_core.ops.native`)."""
+    import torch
+
+    import sst_core.training.tracking  # noqa: F401  (torch, the models)
+    from sst_core.ops import native
+
+    torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=1e-3)
+    native.library()
 
 
 def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False,
-              root=None) -> bool:
-    """Whether :func:`run` would compute ``cfg`` (no usable stored record)."""
+              root=None, artifacts: tuple[str, ...] = ()) -> bool:
+    """Whether :func:`run` would compute ``cfg`` (no usable stored record; with
+    ``artifacts``, e.g. ``(".pt",)``, also an ok record whose such file is missing)."""
     return stored_needs_run(cfg, retry_failed=retry_failed, root=root,
-                            code_version=code_version(cfg) if retry_stale else None)
+                            code_version=code_version(cfg) if retry_stale else None,
+                            artifacts=artifacts)
 
 
 def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
@@ -122,11 +155,17 @@ def run_stack(group) -> list[dict[str, Any]]:
     from sst_core.store.records import artifact_path, store_record
     from sst_core.training.stacked import train_tracking_stacked
 
+    startup = startup_of(group[0].experiment)
+    start = time.perf_counter()
+    if startup is not None:
+        startup()
+    startup_s = round(time.perf_counter() - start, 4)
     start = time.perf_counter()
     outcomes = train_tracking_stacked(group, [artifact_path(c, ".pt") for c in group])
     wall = time.perf_counter() - start
     info = {"stack": {"size": len(group), "run_ids": [config_hash(c) for c in group],
-                      "wall_time": "wall_time_s is the whole stack's"}}
+                      "wall_time": "wall_time_s is the whole stack's"},
+            "startup_s": startup_s}
     records = []
     for cfg, out in zip(group, outcomes):
         if isinstance(out, Exception):

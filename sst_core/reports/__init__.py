@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sst_core.store.records import RecordError, load_record, record_path
+from sst_core.store.records import RecordError, RecordWarning, load_record, record_path
 
 
 @dataclass
@@ -71,13 +73,17 @@ def format_value(v: Any, spec: str = ".3g") -> str:
 
 
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
-    """The usable stored record of ``cfg``, or None (missing or unreadable)."""
+    """The usable stored record of ``cfg``, or None (missing or unreadable). An unreadable
+    one (:func:`sst_core.store.records.load_record` rejects it) is named in a
+    :class:`~sst_core.store.records.RecordWarning` and shown as missing."""
     path = record_path(cfg, root)
     if not path.exists():
         return None
     try:
         return load_record(path)
-    except RecordError:
+    except RecordError as err:
+        warnings.warn(f"{err}; shown as missing (`sst sweep` computes it again)",
+                      RecordWarning, stacklevel=2)
         return None
 
 
@@ -111,7 +117,9 @@ def group_records(cfgs, key, root: Path | None = None):
     return ok, ids, status
 
 
-# report name -> "module:function"; the function takes a Profile and returns a Table
+# report name -> "module:function"; the function takes a Profile and returns a Table.
+# Names are spelled with underscores, like the sweeps and experiments (`sst sweep
+# harder_groups`, `sst report harder_groups`); get_report accepts hyphens too, with a hint.
 REPORTS: dict[str, str] = {
     "groups": "sst_core.reports.groups:groups_table",
     "memory": "sst_core.reports.memory:memory_table",
@@ -122,21 +130,31 @@ REPORTS: dict[str, str] = {
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",
     "corollary1": "sst_core.reports.error_control:corollary1_table",
-    "lra-main": "sst_core.reports.lra:lra_main",
-    "lra-ablation": "sst_core.reports.lra:lra_ablation",
-    "group-facts": "sst_core.reports.beyond:group_facts",
-    "harder-groups": "sst_core.reports.beyond:harder_groups",
-    "figure4-groups": "sst_core.reports.beyond:figure4_groups",
-    "label-free": "sst_core.reports.beyond:label_free",
-    "label-free-warning": "sst_core.reports.beyond:label_free_warning",
-    "semi-affine": "sst_core.reports.beyond:semi_affine",
+    "lra_main": "sst_core.reports.lra:lra_main",
+    "lra_ablation": "sst_core.reports.lra:lra_ablation",
+    "group_facts": "sst_core.reports.beyond:group_facts",
+    "harder_groups": "sst_core.reports.beyond:harder_groups",
+    "figure4_groups": "sst_core.reports.beyond:figure4_groups",
+    "label_free": "sst_core.reports.beyond:label_free",
+    "label_free_warning": "sst_core.reports.beyond:label_free_warning",
+    "semi_affine": "sst_core.reports.beyond:semi_affine",
     "spectra": "sst_core.reports.beyond:spectra",
-    "spectra-predictors": "sst_core.reports.beyond:spectra_predictors",
+    "spectra_predictors": "sst_core.reports.beyond:spectra_predictors",
 }
 
 
+def report_name(name: str) -> str:
+    """The registered spelling of report ``name``: itself, or with hyphens written as
+    underscores (then a hint goes to stderr); ValueError naming the allowed names."""
+    if name in REPORTS:
+        return name
+    spelled = name.replace("-", "_")
+    if spelled in REPORTS:
+        print(f"did you mean {spelled}? accepted", file=sys.stderr)
+        return spelled
+    raise ValueError(f"unknown report {name!r}; allowed: {', '.join(sorted(REPORTS))}")
+
+
 def get_report(name: str) -> Callable[..., Table]:
-    if name not in REPORTS:
-        raise ValueError(f"unknown report {name!r}; available: {', '.join(sorted(REPORTS))}")
-    module, func = REPORTS[name].split(":")
+    module, func = REPORTS[report_name(name)].split(":")
     return getattr(importlib.import_module(module), func)

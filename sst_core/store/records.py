@@ -8,8 +8,12 @@ versions, the device, the wall time and the fingerprint of the code the run depe
 
 - Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
   ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
-- A truncated or unreadable record is reported (a ``RecordWarning``) and recomputed,
-  never used.
+- Every reader (this store, sweeps, ``sst status``, the reports, the book) reads
+  records through :func:`load_record`, which checks each field they use
+  (:data:`FIELDS`); a truncated, non-JSON or malformed record is a :class:`RecordError`
+  naming the file and the field, reported (a ``RecordWarning``) and recomputed, never used.
+- ``wall_time_s`` is the run's own time: a process's one-time start-up (imports, builds;
+  the ``startup`` of its registry entry) is timed apart as ``startup_s``.
 - A run that raises :class:`RunFailed` (for example a loss that became NaN) or
   ``FloatingPointError`` is stored as failed with the reason and is not rerun unless
   ``retry_failed=True``. Other exceptions are bugs and propagate.
@@ -47,6 +51,10 @@ class RecordError(ValueError):
     """A record file that cannot be used: truncated, not JSON, or not a record."""
 
 
+class ResultsDirError(ValueError):
+    """``$SST_RESULTS_DIR`` names something that cannot be the results folder."""
+
+
 class RecordWarning(UserWarning):
     """A stored record was unreadable and is being recomputed."""
 
@@ -61,9 +69,20 @@ def project_root(start: Path | None = None) -> Path | None:
 
 
 def results_dir() -> Path:
+    """The results folder (see the module docstring); :class:`ResultsDirError` naming the
+    path when ``$SST_RESULTS_DIR`` is a file or lies under one."""
     env = os.environ.get("SST_RESULTS_DIR")
     if env:
-        return Path(env)
+        path = Path(env)
+        for p in (path, *path.parents):
+            if p.exists():
+                if not p.is_dir():
+                    where = "is a file" if p == path else f"lies under the file {p}"
+                    raise ResultsDirError(f"SST_RESULTS_DIR={env} {where}; expected a folder "
+                                          "(created when missing), or unset it for results/ "
+                                          "at the project root")
+                break
+        return path
     root = project_root()
     return (root / "results") if root else Path("results").resolve()
 
@@ -99,32 +118,90 @@ def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:
     return record_path(cfg, root).with_suffix(suffix)
 
 
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _optional(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda v: v is None or (isinstance(v, kind) and not isinstance(v, bool))
+
+
+def _of(kind: type | tuple[type, ...]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, kind) and not isinstance(v, bool)
+
+
+# field -> (check, what is allowed); every reader (cached_run, sweeps, sst status, the
+# reports and the book) reads records through load_record, so these are all they rely on
+FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "schema": (_of(int), "an int"),
+    "run_id": (_of(str), "a string"),
+    "experiment": (_of(str), "a string"),
+    "profile": (_of(str), "a string"),
+    "config": (_of(dict), "a dict (the run's config)"),
+    "status": (lambda v: v in ("ok", "failed"), "'ok' or 'failed'"),
+    "metrics": (_of(dict), "a dict (metric name -> value)"),
+    "seed": (_optional(int), "an int or null"),
+    "git_commit": (_optional(str), "a string or null"),
+    "versions": (_of(dict), "a dict"),
+    "device": (_of(str), "a string"),
+    "wall_time_s": (lambda v: _number(v) and v == v and 0 <= v < float("inf"),
+                    "a finite number of seconds >= 0"),
+    # optional keys: checked when present
+    "reason": (_optional(str), "a string or null"),
+    "code_hash": (_optional(str), "a string or null"),
+    "startup_s": (lambda v: v is None or (_number(v) and v == v and v >= 0),
+                  "a number of seconds >= 0 or null"),
+    "stack": (lambda v: isinstance(v, dict) and isinstance(v.get("size"), int)
+              and not isinstance(v.get("size"), bool) and v["size"] >= 1
+              and isinstance(v.get("run_ids", []), list),
+              "a dict with an int size >= 1 and a list run_ids"),
+}
+
+
+def check_record(record: Any, path: Path | str) -> dict[str, Any]:
+    """``record`` if it is a usable record; else :class:`RecordError` naming ``path``,
+    the field, its value and what is allowed (:data:`FIELDS`)."""
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}: not a record (top level is {type(record).__name__}; "
+                          "expected a JSON object)")
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise RecordError(f"{path}: missing keys {missing}")
+    for key, (ok, allowed) in FIELDS.items():
+        if key in record and not ok(record[key]):
+            value = repr(record[key])
+            value = value if len(value) <= 80 else value[:77] + "..."
+            raise RecordError(f"{path}: field {key} is {value}; expected {allowed}")
+    return record
+
+
 def load_record(path: Path) -> dict[str, Any]:
-    """Read and check one record; raise :class:`RecordError` if it cannot be used."""
+    """Read and check one record (:func:`check_record`); raise :class:`RecordError`
+    naming the file and the field if it cannot be used. The one reader of records: the
+    store, sweeps, ``sst status``, the reports and the book all read through it."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path}: unreadable ({err})") from err
-    if not isinstance(record, dict):
-        raise RecordError(f"{path}: not a record (top level is {type(record).__name__})")
-    missing = [k for k in REQUIRED_KEYS if k not in record]
-    if missing:
-        raise RecordError(f"{path}: missing keys {missing}")
-    if record["status"] not in ("ok", "failed"):
-        raise RecordError(f"{path}: status {record['status']!r} is not 'ok' or 'failed'")
-    return record
+    return check_record(record, path)
 
 
 def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: bool = False,
                retry_stale: bool = False, root: Path | None = None,
-               code_version: Callable[[], str | None] | None = None) -> dict[str, Any]:
+               code_version: Callable[[], str | None] | None = None,
+               artifacts: tuple[str, ...] = (),
+               startup: Callable[[], None] | None = None) -> dict[str, Any]:
     """Return the stored record of ``cfg``, or run ``fn(cfg)`` and store its record.
 
     ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
     ``fn`` returns a JSON-ready dict of metrics. See the module docstring for failures.
     ``code_version()`` gives the fingerprint of the code the run depends on (stored as
     ``code_hash``; asked only when needed); ``retry_stale``: also recompute a record whose
-    ``code_hash`` differs from it.
+    ``code_hash`` differs from it; ``artifacts``: suffixes of files (e.g. ``".pt"``, the
+    weights) an ``ok`` record is unusable without (:func:`artifact_path`): the run is
+    computed again when one is missing; ``startup()``: the one-time start-up of a
+    process before its first run (imports, builds), called before the run is timed so
+    that ``wall_time_s`` measures the run only; its seconds are stored as ``startup_s``.
     """
     path = record_path(cfg, root)
     wanted = config_dict(cfg)
@@ -133,6 +210,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
             record = load_record(path)
             if record["config"] != wanted:
                 raise RecordError(f"{path}: stored config differs from the requested one")
+            _check_artifacts(cfg, record, artifacts, root)
         except RecordError as err:
             warnings.warn(f"{err}; recomputing", RecordWarning, stacklevel=2)
         else:
@@ -141,6 +219,11 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
                 return record
 
     status, reason, metrics = "ok", None, {}
+    extra = None
+    if startup is not None:
+        start = time.perf_counter()
+        startup()
+        extra = {"startup_s": round(time.perf_counter() - start, 4)}
     start = time.perf_counter()
     tb = None
     try:
@@ -150,7 +233,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         metrics = getattr(err, "metrics", {}) or {}
         tb = traceback.format_exc().splitlines()[-3:]
     return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
-                        traceback_tail=tb, root=root,
+                        traceback_tail=tb, root=root, extra=extra,
                         code_hash=code_version() if code_version else None)
 
 
@@ -160,15 +243,41 @@ def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | N
     return current is not None and record.get("code_hash") != current
 
 
+def _check_artifacts(cfg: Any, record: dict[str, Any], artifacts: tuple[str, ...],
+                     root: Path | None) -> None:
+    if record["status"] != "ok":
+        return
+    for suffix in artifacts:
+        if not artifact_path(cfg, suffix, root).exists():
+            raise RecordError(f"{record_path(cfg, root)}: its {suffix} file "
+                              f"{artifact_path(cfg, suffix, root)} is missing")
+
+
+def record_problem(cfg: Any, root: Path | None = None) -> str | None:
+    """Why the stored record file of ``cfg`` cannot be used (the :class:`RecordError`
+    message, naming the file and the field), or None: no file, or a usable one."""
+    path = record_path(cfg, root)
+    if not path.exists():
+        return None
+    try:
+        load_record(path)
+    except RecordError as err:
+        return str(err)
+    return None
+
+
 def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
-              code_version: Callable[[], str | None] | None = None) -> bool:
+              code_version: Callable[[], str | None] | None = None,
+              artifacts: tuple[str, ...] = ()) -> bool:
     """Whether :func:`cached_run` would compute ``cfg`` (no usable stored record); with
-    ``code_version``, also a record made by other code (``retry_stale``)."""
+    ``code_version``, also a record made by other code (``retry_stale``); with
+    ``artifacts``, also an ``ok`` record missing one of those files."""
     path = record_path(cfg, root)
     if not path.exists():
         return True
     try:
         record = load_record(path)
+        _check_artifacts(cfg, record, artifacts, root)
     except RecordError:
         return True
     if record["config"] != config_dict(cfg):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -37,6 +38,9 @@ from sst_core.experiments.runs import needs_run
 from sst_core.spec.configs import TrackingConfig, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
+    RecordWarning,
+    artifact_path,
+    record_problem,
     results_dir,
 )
 from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
@@ -57,17 +61,27 @@ def tasks_of(cfgs: Sequence[Any], stack: int) -> list[list[Any]]:
 
 
 def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
-             root: str | None = None, retry_stale: bool = False) -> dict[str, str]:
+             root: str | None = None, retry_stale: bool = False,
+             artifacts: tuple[str, ...] = ()) -> dict[str, str]:
     """Compute the runs of one task that have no record; ``{run_id: outcome}`` with
-    outcome ``computed``, ``stored`` (a record existed) or ``claimed`` (another worker
-    holds it). Used by every executor (it is what a pool process or a Ray worker runs)."""
+    outcome ``computed``, ``stored`` (a record existed), ``claimed`` (another worker
+    holds it) or ``tracker_missing`` (an analysis whose trained tracker has no usable
+    record or weights: :class:`~sst_core.analysis.trackers.TrackerMissing`; the sweep
+    retrains it). Used by every executor (it is what a pool process or a Ray worker
+    runs). ``artifacts``: files an ok record needs beside it (``(".pt",)``: retrain a
+    tracker whose weights are missing)."""
     if root is not None:
         os.environ["SST_RESULTS_DIR"] = str(root)
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
+    from sst_core.analysis.trackers import TrackerMissing
     from sst_core.experiments.runs import run, run_stack
+
+    def needed(cfg: Any) -> bool:
+        return needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale,
+                         artifacts=artifacts)
 
     out: dict[str, str] = {}
     mine: list[Any] = []
@@ -75,7 +89,7 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
     try:
         for cfg in cfgs:
             rid = config_hash(cfg)
-            if not needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):
+            if not needed(cfg):
                 out[rid] = "stored"
                 drop_stale_claim(cfg)
                 continue
@@ -87,17 +101,25 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
             # a writer killed mid-write leaves its temporary file; the claim says it is gone
             for tmp in claim.path.parent.glob(f".{rid}.*.tmp"):
                 tmp.unlink(missing_ok=True)
-            if needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale):  # done meanwhile?
+            if needed(cfg):  # done meanwhile?
                 mine.append(cfg)
             else:
                 out[rid] = "stored"
-        if len(mine) > 1:
-            run_stack(mine)
-        else:
+        with warnings.catch_warnings():
+            # the sweep itself names the unusable records it recomputes
+            warnings.simplefilter("ignore", RecordWarning)
+            if len(mine) > 1:  # a stack of tracking runs
+                run_stack(mine)
+                out.update((config_hash(c), "computed") for c in mine)
+                mine = []
             for cfg in mine:
-                run(cfg, retry_failed=retry_failed, retry_stale=retry_stale)
-        for cfg in mine:
-            out[config_hash(cfg)] = "computed"
+                try:
+                    run(cfg, retry_failed=retry_failed, retry_stale=retry_stale,
+                        artifacts=artifacts)
+                except TrackerMissing:
+                    out[config_hash(cfg)] = "tracker_missing"
+                else:
+                    out[config_hash(cfg)] = "computed"
     finally:
         for claim in claims:
             claim.release()
@@ -109,25 +131,34 @@ def _threads_per_worker(workers: int) -> int:
 
 
 def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
-           progress: Callable[[dict[str, str]], None]) -> None:
+           progress: Callable[[dict[str, str]], None], artifacts: tuple[str, ...] = ()) -> None:
     threads = _threads_per_worker(workers)
     if workers == 1:
         for task in tasks:
-            progress(run_task(task, retry[0], threads, root, retry[1]))
+            progress(run_task(task, retry[0], threads, root, retry[1], artifacts))
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: a forked child of a process that has used torch's thread pool can hang
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1])
+        futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1], artifacts)
                    for task in tasks]
         for fut in as_completed(futures):
             progress(fut.result())
 
 
 def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
-         progress: Callable[[dict[str, str]], None], address: str | None) -> None:
+         progress: Callable[[dict[str, str]], None], address: str | None,
+         artifacts: tuple[str, ...] = ()) -> None:
+    """Run ``tasks`` on Ray, at most ``workers`` at a time.
+
+    Each task asks Ray for one CPU (a local instance is started with ``workers`` CPUs, so
+    exactly ``workers`` tasks fit; a cluster joined with ``address`` has its own) and uses
+    its share of this machine's cores as torch threads (one on a cluster, whose nodes'
+    cores are Ray's to share). Tasks are submitted ``workers`` at a time, so ``--workers``
+    bounds the concurrency on a cluster too and any ``--workers`` >= 1 runs.
+    """
     try:
         import ray
     except ImportError:
@@ -139,10 +170,18 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
         ray.init(include_dashboard=False, log_to_driver=False,
                  runtime_env={"env_vars": {"SST_RESULTS_DIR": root}}, **kw)
     try:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < 1:
+            raise ValueError(f"the Ray cluster at {address or 'this machine'} offers {cpus} CPUs; "
+                             "each sweep task needs 1")
         threads = 1 if address else _threads_per_worker(workers)
-        remote = ray.remote(num_cpus=threads)(run_task)
-        pending = [remote.remote(task, retry[0], threads, root, retry[1]) for task in tasks]
-        while pending:
+        remote = ray.remote(num_cpus=1)(run_task)
+        waiting = list(tasks)
+        pending: list[Any] = []
+        while waiting or pending:
+            while waiting and len(pending) < workers:
+                pending.append(remote.remote(waiting.pop(0), retry[0], threads, root, retry[1],
+                                             artifacts))
             done, pending = ray.wait(pending, num_returns=1)
             progress(ray.get(done[0]))
     finally:
@@ -155,22 +194,46 @@ class SweepResult:
     experiment: str
     profile: str
     outcomes: dict[str, str] = field(default_factory=dict)  # run_id -> outcome
+    problems: list[str] = field(default_factory=list)  # unusable files, each named
 
     def count(self, outcome: str) -> int:
         return sum(v == outcome for v in self.outcomes.values())
 
     def summary(self) -> str:
-        return (f"{self.experiment} ({self.profile}): {len(self.outcomes)} runs: "
+        text = (f"{self.experiment} ({self.profile}): {len(self.outcomes)} runs: "
                 f"{self.count('computed')} computed, {self.count('stored')} already stored, "
                 f"{self.count('claimed')} claimed by another worker")
+        if self.problems:
+            text += f"; {len(self.problems)} unusable file(s) replaced (named above)"
+        if self.count("tracker_missing"):
+            text += (f"; {self.count('tracker_missing')} analyses not computed: their "
+                     "tracker could not be trained or loaded")
+        return text
+
+
+def plan(experiment: str, profile: str, retry_failed: bool = False,
+         retry_stale: bool = False) -> tuple[int, int]:
+    """``(runs, to compute)`` of a sweep under ``profile``, for what it prints first."""
+    P = get_profile(profile)
+    cfgs = list(dict.fromkeys(c for cfgs in phases(experiment, P) for c in cfgs))
+    return len(cfgs), sum(needs_run(c, retry_failed=retry_failed, retry_stale=retry_stale)
+                          for c in cfgs)
 
 
 def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "local",
           address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
           stack: int | None = None,
-          root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None
-          ) -> SweepResult:
-    """Compute every missing run of ``experiment`` under ``profile``; see the module doc."""
+          root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None,
+          report: Callable[[str], None] | None = None) -> SweepResult:
+    """Compute every missing run of ``experiment`` under ``profile``; see the module doc.
+
+    A record file that cannot be used (truncated, not JSON, a field missing or of the
+    wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
+    (default: a :class:`~sst_core.store.records.RecordWarning`) and computed again. An
+    analysis whose tracker's weights are missing or unreadable (``TrackerMissing``) is
+    named too: the unusable weights are moved aside (``<run-id>.pt.unusable``), that
+    training run is trained again and the analysis computed; the other runs go on.
+    """
     P = get_profile(profile)
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; allowed: {', '.join(EXECUTORS)}")
@@ -179,30 +242,64 @@ def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "loca
     root_s = str(Path(root) if root else results_dir())
     os.environ["SST_RESULTS_DIR"] = root_s  # the parent reads records from there too
     result = SweepResult(experiment, profile)
+    say = report or (lambda msg: warnings.warn(msg, RecordWarning, stacklevel=3))
+    retry = (retry_failed, retry_stale)
 
     def note(outcomes: dict[str, str]) -> None:
         result.outcomes.update(outcomes)
         if progress:
             progress(outcomes)
 
-    for cfgs in phases(experiment, P):
-        todo = [c for c in cfgs
-                if needs_run(c, retry_failed=retry_failed, retry_stale=retry_stale)]
+    def compute(cfgs: list[Any], artifacts: tuple[str, ...] = ()) -> None:
+        for c in cfgs:
+            problem = record_problem(c)
+            if problem is not None:
+                result.problems.append(problem)
+                say(f"{problem}; computing it again")
+        todo = [c for c in cfgs if needs_run(c, retry_failed=retry_failed,
+                                             retry_stale=retry_stale, artifacts=artifacts)]
         for c in cfgs:
             if c not in todo:
                 result.outcomes[config_hash(c)] = "stored"
+                drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
         while todo:
             tasks = tasks_of(todo, P.track_stack if stack is None else stack)
             if executor == "local":
-                _local(tasks, workers, (retry_failed, retry_stale), root_s, note)
+                _local(tasks, workers, retry, root_s, note, artifacts)
             else:
-                _ray(tasks, workers, (retry_failed, retry_stale), root_s, note, address)
+                _ray(tasks, workers, retry, root_s, note, address, artifacts)
             # runs another worker held: wait until it finishes them (their records appear)
             # or its claim goes stale, then take over what is still missing
             todo = [c for c in todo if result.outcomes.get(config_hash(c)) == "claimed"]
             while todo and any(claim_path(c).exists() and not is_stale(claim_path(c))
                                for c in todo):
                 time.sleep(POLL_S)
-            todo = [c for c in todo
-                    if needs_run(c, retry_failed=retry_failed, retry_stale=retry_stale)]
+            todo = [c for c in todo if needs_run(c, retry_failed=retry_failed,
+                                                 retry_stale=retry_stale, artifacts=artifacts)]
+
+    for cfgs in phases(experiment, P):
+        compute(cfgs)
+        lost = [c for c in cfgs if result.outcomes.get(config_hash(c)) == "tracker_missing"]
+        if not lost:
+            continue
+        trackers = list(dict.fromkeys(c.run for c in lost))
+        for t in trackers:
+            weights = artifact_path(t, ".pt")
+            what = (f"training run {config_hash(t)} ({t.model} on {t.group}, profile "
+                    f"{t.profile})")
+            if weights.exists():
+                aside = weights.with_name(weights.name + ".unusable")
+                os.replace(weights, aside)
+                msg = (f"{what}: weights file {weights} could not be loaded (moved to "
+                       f"{aside.name}); training it again")
+            else:
+                msg = f"{what}: weights file {weights} is missing; training it again"
+            result.problems.append(msg)
+            say(msg)
+        compute(trackers, artifacts=(".pt",))
+        compute(lost)  # once: a tracker that still cannot be loaded stays tracker_missing
+        for c in lost:
+            if result.outcomes.get(config_hash(c)) == "tracker_missing":
+                say(f"analysis {config_hash(c)} ({c.experiment}) not computed: its "
+                    f"training run {config_hash(c.run)} still cannot be loaded")
     return result

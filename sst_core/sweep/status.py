@@ -1,8 +1,10 @@
-"""``sst status``: per sweep, the runs done, failed, missing, claimed and stale, and the
-compute the stored ones took."""
+"""``sst status``: per sweep, the runs done, failed, missing, unreadable, claimed and
+stale, and the compute the stored ones took. Records are read by the one validating
+reader (:func:`sst_core.store.records.load_record`): a file it rejects is counted as
+unreadable and its problem kept (``Status.problems``, printed on stderr by ``sst status``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -24,15 +26,18 @@ class Status:
     done: int = 0
     failed: int = 0
     missing: int = 0
+    unreadable: int = 0  # record files the reader rejects (the sweep computes them again)
     claimed: int = 0
     stale: int = 0  # records made by an older version of the code they depend on
     unknown_code: int = 0  # records older than code hashes
     compute_s: float = 0.0  # wall time of the stored runs (a stack's shared by its runs)
+    problems: list[str] = field(default_factory=list)  # each unreadable file and why
 
 
 def status(profile: str, experiments: Sequence[str] | None = None,
            root: Path | None = None) -> list[Status]:
-    """Per sweep: runs done, failed, missing, claimed now, stale, and the compute taken."""
+    """Per sweep: runs done, failed, missing, unreadable, claimed now, stale, and the
+    compute taken."""
     P = get_profile(profile)
     out = []
     for name in experiments or SWEEPS:
@@ -48,10 +53,13 @@ def status(profile: str, experiments: Sequence[str] | None = None,
                 path = record_path(cfg, root)
                 try:
                     record = load_record(path) if path.exists() else None
-                except RecordError:
+                except RecordError as err:
+                    st.unreadable += 1
+                    st.problems.append(str(err))
                     record = None
+                else:
+                    st.missing += record is None
                 if record is None:
-                    st.missing += 1
                     cp = claim_path(cfg, root)
                     st.claimed += cp.exists() and not is_stale(cp)
                     continue
@@ -70,12 +78,16 @@ def status(profile: str, experiments: Sequence[str] | None = None,
 
 def status_markdown(rows: list[Status], profile: str) -> str:
     lines = [f"sst status, profile {profile}", "",
-             "| experiment | runs | done | failed | missing | running | stale code | "
-             "code unknown | compute (h) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| experiment | runs | done | failed | missing | unreadable | running | "
+             "stale code | code unknown | compute (h) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in rows:
         lines.append(f"| {s.experiment} | {s.total} | {s.done} | {s.failed} | {s.missing} | "
-                     f"{s.claimed} | {s.stale} | {s.unknown_code} | {s.compute_s / 3600:.2f} |")
+                     f"{s.unreadable} | {s.claimed} | {s.stale} | {s.unknown_code} | "
+                     f"{s.compute_s / 3600:.2f} |")
     lines += ["", "stale code: records made before a change to the code they depend on (what "
               "their run functions reach, sst_core.experiments.registry.code_hash); code unknown: records "
-              "older than that check. Rerun them with `sst sweep ... --retry-stale`."]
+              "older than that check. Rerun them with `sst sweep ... --retry-stale`. unreadable: "
+              "record files that are truncated, not JSON, or miss a field or have it of the "
+              "wrong type (each is named on stderr); `sst sweep` computes them again."]
     return "\n".join(lines)

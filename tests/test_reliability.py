@@ -1,0 +1,323 @@
+"""Reliability (issue 17), the upper layers: every bad input to the commands, the records'
+readers and the sweeps gets an error naming the value (and the file) and what is allowed,
+or the right behaviour; never a traceback, a hang or silence. The lower-layer rows
+(configs, data readers, trainers) are in tests/test_bad_inputs.py."""
+import argparse
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sst_core import cli
+from sst_core.book import params
+from sst_core.experiments import paper1
+from sst_core.experiments.runs import run
+from sst_core.spec.configs import config_hash
+from sst_core.spec.profiles import ConfigError, get_profile
+from sst_core.store.records import (
+    RecordError,
+    ResultsDirError,
+    artifact_path,
+    cached_run,
+    load_record,
+    record_path,
+    results_dir,
+)
+from sst_core.sweep import runner
+from sst_core.sweep import status as sweep_status
+
+SMOKE = get_profile("smoke")
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("SST_PROGRESS", "0")
+    return tmp_path / "results"
+
+
+# -- the commands: one row each --------------------------------------------------------------
+
+def _no_toc(tmp_path: Path) -> list[str]:
+    (tmp_path / "book").mkdir()
+    return ["notebooks", "run", "--profile", "smoke", "--root", str(tmp_path / "book")]
+
+
+def _results_at_a_file(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "afile").write_text("not a folder")
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "afile"))
+
+
+# (id, argv (or a function of tmp_path), setup, exit code, what stderr must name)
+CLI_ROWS = [
+    ("report-without-name", ["report"], None, 2,
+     ["usage: sst report", "a report name is required", "table2", "harder_groups"]),
+    ("report-unknown", ["report", "tabel2"], None, 2, ["'tabel2'", "allowed:", "table2"]),
+    ("report-hyphen-spelling", ["report", "harder-groups", "--profile", "smoke"], None, 0,
+     ["did you mean harder_groups? accepted"]),
+    ("status-hyphen-spelling", ["status", "--profile", "smoke", "--experiment",
+                                "harder-groups"], None, 0,
+     ["did you mean harder_groups? accepted"]),
+    ("sweep-unknown", ["sweep", "tabel2"], None, 2, ["'tabel2'", "allowed:", "table2"]),
+    ("notebook-unknown", ["notebooks", "run", "--profile", "smoke", "--only", "p1_grops"],
+     None, 2, ["'p1_grops'", "allowed:", "p1_groups"]),
+    ("root-without-toc", _no_toc, None, 2, ["book", "_toc.yml"]),
+    ("results-dir-is-a-file", ["status", "--profile", "smoke"], _results_at_a_file, 2,
+     ["SST_RESULTS_DIR=", "afile", "is a file", "expected a folder"]),
+    ("results-dir-is-a-file-report", ["report", "table2", "--profile", "smoke"],
+     _results_at_a_file, 2, ["afile", "expected a folder"]),
+]
+
+
+@pytest.mark.parametrize("argv,setup,code,named", [r[1:] for r in CLI_ROWS],
+                         ids=[r[0] for r in CLI_ROWS])
+def test_cli_row(argv, setup, code, named, root, tmp_path, monkeypatch, capsys):
+    if callable(argv):
+        argv = argv(tmp_path)
+    if setup is not None:
+        setup(tmp_path, monkeypatch)
+    try:
+        got = cli.main(argv)
+    except SystemExit as exit_:  # argparse's own usage errors
+        got = exit_.code
+    err = capsys.readouterr().err
+    assert got == code, err
+    assert "Traceback" not in err
+    for word in named:
+        assert word in err, (word, err)
+
+
+def test_results_dir_under_a_file_is_named(tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "afile" / "results"))
+    with pytest.raises(ResultsDirError, match=r"afile.*expected a folder"):
+        results_dir()
+
+
+def test_help_is_plain_text_and_states_every_default():
+    done = subprocess.run([sys.executable, "-m", "sst_core", "--help"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and "``" not in done.stdout
+    parser = cli._parser()
+    fmt = cli._Help("sst")
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    seen = 0
+    while subs:
+        for name, sub in subs.pop().choices.items():
+            subs += [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+            for action in sub._actions:
+                if not action.option_strings or isinstance(action, argparse._HelpAction):
+                    continue
+                seen += 1
+                text = fmt._get_help_string(action) or ""
+                assert action.help and "%(default)" in text, (name, action.option_strings)
+    assert seen > 30
+
+
+def test_a_bare_sweep_says_its_profile_and_run_count_first(root, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(profile)
+                        or runner.SweepResult(name, profile))
+    assert cli.main(["sweep", "table2"]) == 0
+    out = capsys.readouterr().out
+    n = len(paper1.table2_grid(get_profile("quick")))
+    assert calls == ["quick"]
+    assert f"profile quick, {n} runs, {n} to compute" in out.splitlines()[0]
+    assert "(default: quick)" in cli._parser()._subparsers._group_actions[0].choices[
+        "sweep"].format_help()
+
+
+# -- papermill parameters -------------------------------------------------------------------
+
+PARAM_ROWS = [
+    ("profile-typo", "p1_groups", {"profile": "quik"}, ["'quik'", "smoke", "quick", "paper",
+                                                         "best"]),
+    ("negative-length", "p1_groups", {"profile": "smoke", "word_length": -5},
+     ["word_length=-5", "word_length >= 1"]),
+    ("zero-steps", "p1_table2", {"profile": "smoke", "track_max_steps": 0},
+     ["track_max_steps=0", ">= 1"]),
+    ("negative-seed", "p2_memory", {"profile": "smoke", "seed": -1}, ["seed=-1", "seed >= 0"]),
+]
+
+
+@pytest.mark.parametrize("notebook,given,named", [r[1:] for r in PARAM_ROWS],
+                         ids=[r[0] for r in PARAM_ROWS])
+def test_parameter_row(notebook, given, named):
+    with pytest.raises(ConfigError) as err:
+        params.check_parameters(notebook, given)
+    for word in named:
+        assert word in str(err.value), (word, str(err.value))
+
+
+def test_parameter_ranges_follow_the_profile_fields():
+    assert params.allowed_range("track_lrs")[2] == "> 0"
+    assert params.allowed_range("fig4_seeds")[2] == ">= 0"
+    assert params.allowed_range("diag_rollout")[2] == ">= 1"
+    with pytest.raises(ConfigError, match=r"track_lrs=\(0.001, 0\).*element 0.*> 0"):
+        params._check_range("nb", "track_lrs", (0.001, 0))
+    params.check_parameters("p1_groups", {"profile": "best", "word_length": 1, "seed": 0})
+
+
+# -- corrupt records through every reader ---------------------------------------------------
+
+def _truncate(path: Path) -> None:
+    path.write_text(path.read_text()[:40])
+
+
+def _set(key, value):
+    def corrupt(path: Path) -> None:
+        rec = json.loads(path.read_text())
+        if value is KeyError:
+            del rec[key]
+        else:
+            rec[key] = value
+        path.write_text(json.dumps(rec))
+    return corrupt
+
+
+# (id, corruption, what the error names)
+CORRUPT = [
+    ("truncated", _truncate, "unreadable"),
+    ("not-json", lambda p: p.write_text("hello"), "unreadable"),
+    ("a-list", lambda p: p.write_text("[1, 2]"), "not a record"),
+    ("wall-time-text", _set("wall_time_s", "abc"), "field wall_time_s is 'abc'"),
+    ("wall-time-negative", _set("wall_time_s", -1), "field wall_time_s"),
+    ("stack-null", _set("stack", None), "field stack is None"),
+    ("stack-size-text", _set("stack", {"size": "4"}), "field stack"),
+    ("metrics-list", _set("metrics", []), "field metrics is []"),
+    ("config-text", _set("config", "x"), "field config"),
+    ("status-unknown", _set("status", "maybe"), "field status is 'maybe'"),
+    ("reason-number", _set("reason", 5), "field reason"),
+    ("code-hash-number", _set("code_hash", 3), "field code_hash"),
+    ("missing-key", _set("metrics", KeyError), "missing keys ['metrics']"),
+]
+
+
+def _one_tracking_run():
+    cfg = paper1.table2_grid(SMOKE)[0]
+    record = run(cfg)
+    assert record["status"] == "ok"
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One smoke tracking record and its weights, copied into each test's store."""
+    folder = tmp_path_factory.mktemp("trained")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SST_RESULTS_DIR", str(folder))
+        mp.setenv("SST_PROGRESS", "0")
+        cfg = _one_tracking_run()
+    return cfg, folder
+
+
+def _store_copy(trained, root: Path):
+    import shutil
+
+    cfg, folder = trained
+    shutil.copytree(folder, root, dirs_exist_ok=True)
+    return cfg
+
+
+@pytest.mark.parametrize("corrupt,named", [r[1:] for r in CORRUPT], ids=[r[0] for r in CORRUPT])
+def test_a_corrupt_record_through_every_reader(corrupt, named, trained, root, monkeypatch,
+                                               capsys):
+    cfg = _store_copy(trained, root)
+    path = record_path(cfg)
+    corrupt(path)
+    # the reader
+    with pytest.raises(RecordError) as err:
+        load_record(path)
+    assert str(path) in str(err.value) and named in str(err.value)
+    # sst status: unreadable, apart from missing, each file named on stderr
+    (row,) = sweep_status.status("smoke", ["table2"])
+    assert row.unreadable == 1 and row.missing == row.total - 1 and row.done == 0
+    assert cli.main(["status", "--profile", "smoke", "--experiment", "table2"]) == 0
+    out, err_text = capsys.readouterr()
+    assert "| unreadable |" in out and str(path) in err_text and named in err_text
+    # sst report: a warning naming the file, the row shown as missing
+    assert cli.main(["report", "table2", "--profile", "smoke"]) == 0
+    err_text = capsys.readouterr().err
+    assert "warning" in err_text and str(path) in err_text
+    # sst sweep: computed again, and it says so
+    monkeypatch.setattr(runner, "phases", lambda name, P: [[cfg]])
+    said = []
+    result = runner.sweep("table2", "smoke", report=said.append)
+    assert result.outcomes == {config_hash(cfg): "computed"}
+    assert any(str(path) in m and "again" in m for m in said), said
+    assert load_record(path)["status"] == "ok"
+
+
+def test_a_usable_record_is_kept(trained, root, monkeypatch):
+    cfg = _store_copy(trained, root)
+    monkeypatch.setattr(runner, "phases", lambda name, P: [[cfg]])
+    said = []
+    assert runner.sweep("table2", "smoke", report=said.append).count("stored") == 1
+    assert said == []
+
+
+# -- a truncated weights file read by an analysis ---------------------------------------------
+
+def test_truncated_weights_are_retrained_and_the_sweep_goes_on(root, monkeypatch):
+    trackers = paper1.s3_runs(SMOKE)[:2]
+    analyses = [paper1.diagnostics_config(SMOKE, t) for t in trackers]
+    monkeypatch.setattr(runner, "phases", lambda name, P: [trackers, analyses])
+    first = runner.sweep("diagnostics", "smoke", stack=1)
+    assert first.count("computed") == 4
+    weights = artifact_path(trackers[0], ".pt")
+    weights.write_bytes(weights.read_bytes()[:100])  # truncated
+    record_path(analyses[0]).unlink()  # the analysis must read it again
+    said = []
+    result = runner.sweep("diagnostics", "smoke", stack=1, report=said.append)
+    assert any(str(weights) in m and "training it again" in m for m in said), said
+    assert weights.with_name(weights.name + ".unusable").exists()
+    assert result.outcomes[config_hash(trackers[0])] == "computed"  # retrained
+    assert result.outcomes[config_hash(analyses[0])] == "computed"
+    assert result.outcomes[config_hash(analyses[1])] == "stored"  # the others go on
+    assert load_record(record_path(analyses[0]))["status"] == "ok"
+    assert "unusable file" in result.summary()
+
+
+def test_a_tracker_without_weights_is_retrained(root, monkeypatch):
+    tracker = paper1.s3_runs(SMOKE)[0]
+    analysis = paper1.diagnostics_config(SMOKE, tracker)
+    run(tracker)
+    artifact_path(tracker, ".pt").unlink()
+    monkeypatch.setattr(runner, "phases", lambda name, P: [[tracker], [analysis]])
+    said = []
+    result = runner.sweep("diagnostics", "smoke", report=said.append)
+    assert any("is missing" in m and str(artifact_path(tracker, ".pt")) in m for m in said)
+    assert result.outcomes[config_hash(analysis)] == "computed"
+    assert artifact_path(tracker, ".pt").exists()
+
+
+# -- wall_time_s measures the run only ---------------------------------------------------------
+
+def test_wall_time_of_a_processes_first_run_excludes_start_up(tmp_path):
+    """The first run of a fresh process pays for importing torch and the optimizer's first
+    construction (over a second); that is startup_s, not wall_time_s."""
+    code = ("import json, sys\n"
+            "from sst_core.experiments import paper1\n"
+            "from sst_core.experiments.runs import run\n"
+            "from sst_core.spec.profiles import get_profile\n"
+            "cfgs = paper1.table2_grid(get_profile('smoke'))[:2]\n"
+            "print(json.dumps([run(c) for c in cfgs]))\n")
+    env = {**__import__("os").environ, "SST_RESULTS_DIR": str(tmp_path), "SST_PROGRESS": "0"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    first, second = json.loads(done.stdout.splitlines()[-1])
+    assert first["startup_s"] > first["wall_time_s"]  # torch alone takes about a second
+    assert second["startup_s"] < 0.05  # paid once per process
+    assert first["wall_time_s"] < 3 * second["wall_time_s"] + 0.5
+
+
+def test_a_stacked_run_records_its_start_up_apart(root):
+    from sst_core.experiments.runs import run_stack
+
+    group = [replace(c, seed=s) for c in paper1.table2_grid(SMOKE)[:1] for s in (0, 1)]
+    records = run_stack(group)
+    assert all("startup_s" in r and r["wall_time_s"] >= 0 for r in records)
