@@ -21,7 +21,6 @@ from sst_core.store.records import (
     RecordError,
     ResultsDirError,
     artifact_path,
-    cached_run,
     load_record,
     record_path,
     results_dir,

@@ -1,4 +1,4 @@
-"""Spectra of learned transitions and return maps (sst_core.spectra) on constructed models
+"""Spectra of learned transitions and return maps (sst_core.analysis.spectra) on constructed models
 with known Jacobians, the memory-function wrapper on spectra with known memory, and
 run_spectra end to end at smoke size."""
 import json

@@ -1,14 +1,14 @@
 """Tables of the "Beyond the papers" chapters, from stored records only.
 
-- ``group-facts``: the groups' structure (element orders, classes, normal subgroups,
+- ``group_facts``: the groups' structure (element orders, classes, normal subgroups,
   solvability) that makes A5 the hard case;
-- ``harder-groups``: Table 2's models on A4, A5 and C2xS3, with S3 beside them;
-- ``figure4-groups``: Figure 4's statistics on S3 and on A5 side by side;
-- ``label-free``: label-free against oracle T_cross and q(t);
-- ``label-free-warning``: m_p predicted from lengths up to 60, and its error;
+- ``harder_groups``: Table 2's models on A4, A5 and C2xS3, with S3 beside them;
+- ``figure4_groups``: Figure 4's statistics on S3 and on A5 side by side;
+- ``label_free``: label-free against oracle T_cross and q(t);
+- ``label_free_warning``: m_p predicted from lengths up to 60, and its error;
 - ``spectra``: transition and return-map spectra with their memory horizons;
-- ``spectra-predictors``: what the spectral summaries say about m_p;
-- ``semi-affine``: the repaired models beside their affine originals.
+- ``spectra_predictors``: what the spectral summaries say about m_p;
+- ``semi_affine``: the repaired models beside their affine originals.
 """
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ def forbid_fast_function(monkeypatch):
 
 @pytest.mark.parametrize("phi,gate", [("identity", g) for g in GATES] + [("tanh", "none")])
 def test_vmap_over_stacked_weights(phi, gate, monkeypatch):
-    """K cells' weights stacked and one vmap of functional_call (as sst_core.stacked
+    """K cells' weights stacked and one vmap of functional_call (as sst_core.training.stacked
     trains them): each row equals its own cell (fast path, or torch's fused tanh kernel),
     in value and in the gradient of a loss summed over the rows."""
     cells = [ScanOf(cell(phi, gate, seed=k)) for k in range(3)]

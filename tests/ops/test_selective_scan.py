@@ -274,7 +274,7 @@ def test_layer_outputs_from_a_state_equal_scan(small_chunks, name):
 
 @pytest.mark.parametrize("name", ["mamba", "negative_mamba"])
 def test_stacked_models_equal_a_loop(small_chunks, name):
-    """vmap of the model over K = 3 stacked weights (as sst_core.stacked trains them):
+    """vmap of the model over K = 3 stacked weights (as sst_core.training.stacked trains them):
     logits and every parameter gradient equal those of each model on its own."""
     models = [tiny_model(name, seed=k) for k in range(3)]
     params, buffers = stack_module_state(models)
