@@ -23,6 +23,7 @@ from pathlib import Path
 from sst_core.book import params
 from sst_core.experiments import registry
 from sst_core.spec import configs, profiles
+from sst_core.spec.names import one_spelling
 
 
 def _profile(value: str) -> str:
@@ -50,15 +51,11 @@ def _positive_int(value: str) -> int:
 
 
 def _one_spelling(value: str, names, what: str) -> str:
-    """``value`` if it is one of ``names``; with hyphens for underscores, accepted with a
-    hint on stderr; else an argparse error naming the allowed values."""
-    if value in names:
-        return value
-    spelled = value.replace("-", "_")
-    if spelled in names:
-        print(f"did you mean {spelled}? accepted", file=sys.stderr)
-        return spelled
-    raise argparse.ArgumentTypeError(f"unknown {what} {value!r}; allowed: {', '.join(names)}")
+    """:func:`sst_core.spec.names.one_spelling` as an argparse type."""
+    try:
+        return one_spelling(value, names, what)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _sweep_or_all(value: str) -> str:
@@ -379,7 +376,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         return _report(args)
 
-    from sst_core.book.runner import BookError, BookUsageError, build_book, find_root, run_notebooks
+    from sst_core.book.runner import (
+        BookError,
+        BookUsageError,
+        build_book,
+        find_root,
+        run_notebooks,
+    )
 
     try:
         root = (args.root.resolve() if args.root else find_root())

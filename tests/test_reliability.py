@@ -320,3 +320,14 @@ def test_a_stacked_run_records_its_start_up_apart(root):
     group = [replace(c, seed=s) for c in paper1.table2_grid(SMOKE)[:1] for s in (0, 1)]
     records = run_stack(group)
     assert all("startup_s" in r and r["wall_time_s"] >= 0 for r in records)
+
+
+def test_one_spelling_accepts_hyphens_with_a_hint_and_names_the_allowed(capsys):
+    from sst_core.spec.names import one_spelling
+
+    assert one_spelling("harder_groups", ["harder_groups"], "sweep") == "harder_groups"
+    assert capsys.readouterr().err == ""
+    assert one_spelling("harder-groups", ["harder_groups"], "sweep") == "harder_groups"
+    assert "did you mean harder_groups? accepted" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="unknown report 'tabel2'; allowed: table2, table3"):
+        one_spelling("tabel2", ["table2", "table3"], "report")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from sst_core.spec.names import one_spelling
 from sst_core.store.records import RecordError, RecordWarning, load_record, record_path
 
 
@@ -144,15 +144,8 @@ REPORTS: dict[str, str] = {
 
 
 def report_name(name: str) -> str:
-    """The registered spelling of report ``name``: itself, or with hyphens written as
-    underscores (then a hint goes to stderr); ValueError naming the allowed names."""
-    if name in REPORTS:
-        return name
-    spelled = name.replace("-", "_")
-    if spelled in REPORTS:
-        print(f"did you mean {spelled}? accepted", file=sys.stderr)
-        return spelled
-    raise ValueError(f"unknown report {name!r}; allowed: {', '.join(sorted(REPORTS))}")
+    """The registered spelling of report ``name`` (:func:`sst_core.spec.names.one_spelling`)."""
+    return one_spelling(name, sorted(REPORTS), "report")
 
 
 def get_report(name: str) -> Callable[..., Table]:

@@ -37,13 +37,11 @@ def test_every_entry_resolves_lazily():
 
 def test_every_entry_is_reachable_from_sweep_and_status():
     parser = cli._parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    sweep_choices = next(a for a in sub.choices["sweep"]._actions if a.dest == "experiment").choices
-    status_choices = next(a for a in sub.choices["status"]._actions if a.dest == "experiment").choices
     P = get_profile("smoke")
     reached = set()
     for name in registry.SWEEPS:
-        assert name in sweep_choices and name in status_choices
+        assert parser.parse_args(["sweep", name]).experiment == name
+        assert parser.parse_args(["status", "--experiment", name]).experiment == [name]
         for phase in registry.phases(name, P):
             reached |= {c.experiment for c in phase}
     assert reached == set(registry.EXPERIMENTS)
