@@ -92,6 +92,10 @@ def test_stacked_logits_equal_each_model_and_padding_is_causal(name):
 
 def _same_run(a: dict, b: dict, eval_tol: float = 0.02) -> None:
     assert a["steps"] == b["steps"]
+    assert a["stopped_as"] == b["stopped_as"] and a["m_p_checkpoint"] == b["m_p_checkpoint"]
+    assert {k: v and v["step"] for k, v in a["checkpoints"].items()} == \
+        {k: v and v["step"] for k, v in b["checkpoints"].items()}
+    assert [s for s, _ in a["heldout_checks"]] == [s for s, _ in b["heldout_checks"]]
     assert a["final_train_length"] == b["final_train_length"]
     assert a["length_reached_at_step"] == b["length_reached_at_step"]
     assert a["history"]["step"] == b["history"]["step"]
@@ -125,11 +129,28 @@ def test_stacked_rows_leave_when_their_curriculum_is_done():
     """A config that finishes early stops training at the same step as its separate run
     while the others go on."""
     fast = cfg("linear_rnn", curriculum_max=4, curriculum_threshold=0.7, seed=3, lr=0.1,
-               max_steps=60)
+               max_steps=60, post_steps=0)
     slow = replace(fast, seed=4, lr=1e-4)
     a, b = train_tracking(fast), train_tracking(slow)
     sa, sb = train_tracking_stacked([fast, slow])
     assert a["converged"] and a["steps"] < b["steps"]
+    _same_run(a, sa)
+    _same_run(b, sb)
+
+
+def test_stacked_rows_follow_the_protocol_after_the_curriculum():
+    """Training on at the last length, held-out checks and checkpoints happen at the same
+    steps in a stack as in separate runs (one row passes early, one never does)."""
+    fast = cfg("linear_rnn", curriculum_max=4, curriculum_threshold=0.7, seed=3, lr=0.1,
+               max_steps=60, post_steps=20, heldout_every=4, heldout_samples=32,
+               heldout_threshold=0.1)
+    slow = replace(fast, seed=4, lr=1e-4)
+    a, b = train_tracking(fast), train_tracking(slow)
+    sa, sb = train_tracking_stacked([fast, slow])
+    assert a["checkpoints"]["passed_60"] and a["stopped_as"] == "budget"
+    assert a["steps"] == a["checkpoints"]["passed_60"]["step"] + 20
+    assert a["heldout_checks"] and a["checkpoints"]["heldout"]
+    assert b["checkpoints"]["passed_60"] is None and b["stopped_as"] == "max_steps"
     _same_run(a, sa)
     _same_run(b, sb)
 

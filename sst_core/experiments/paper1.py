@@ -85,6 +85,9 @@ def _tracking(P, **kw) -> TrackingConfig:
     return TrackingConfig(d_model=P.track_d_model, profile=P.name, batch=P.track_batch,
                           max_steps=P.track_max_steps, steps_per_epoch=P.track_steps_per_epoch,
                           curriculum_patience=P.track_patience,
+                          post_steps=P.track_post_steps, heldout_every=P.track_heldout_every,
+                          heldout_samples=P.track_heldout_samples,
+                          plateau_steps=P.track_plateau_steps,
                           eval_lengths=tuple(P.track_eval_lengths),
                           eval_samples=P.track_eval_samples, **kw)
 

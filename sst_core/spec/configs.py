@@ -55,6 +55,8 @@ class OrderSensitivityConfig:
 
 
 EVAL_LENGTHS = (60,) + tuple(range(100, 1001, 100))
+M_P_RULES = ("heldout", "passed_60", "end")  # the checkpoints m_p may come from (training.protocol)
+SCHEDULES = ("constant", "cosine")  # learning-rate schedules of the tracking runs
 
 
 # The largest learning rate a config accepts. The book's grids stay at or below 0.03, and
@@ -120,6 +122,14 @@ class TrackingConfig:
     schedule: str = "constant"  # the paper's three schedulers are not named; see the chapter
     warmup_steps: int = 0
     grad_clip: float = 1.0
+    # after the curriculum passes curriculum_max (sst_core.training.protocol):
+    post_steps: int = 2000  # steps at curriculum_max at most (the budget; 0: stop there)
+    heldout_every: int = 100  # steps between held-out checks
+    heldout_samples: int = 500  # fresh held-out words per check
+    heldout_threshold: float = 0.99  # whole-sequence accuracy of the peers' criterion
+    heldout_patience: int = 2  # consecutive checks at or above it
+    plateau_steps: int = 0  # stop as not learning after this many steps at one length (0: off)
+    m_p_at: str = "heldout"  # the checkpoint of the record's m_p: heldout | passed_60 | end
     eval_lengths: tuple[int, ...] = EVAL_LENGTHS
     eval_samples: int = 1000
     eval_batch: int = 250
@@ -131,7 +141,18 @@ class TrackingConfig:
         _check_ranges(self, ("lr",), ("weight_decay", "grad_clip"),
                       ("n_layers", "d_model", "d_state", "batch", "max_steps", "steps_per_epoch",
                        "curriculum_start", "curriculum_max", "curriculum_patience",
-                       "eval_samples", "eval_batch"), ("seed", "warmup_steps"))
+                       "eval_samples", "eval_batch", "heldout_every", "heldout_samples",
+                       "heldout_patience"),
+                      ("seed", "warmup_steps", "post_steps", "plateau_steps"))
+        if not 0 < self.heldout_threshold <= 1:
+            raise ConfigError(f"TrackingConfig.heldout_threshold={self.heldout_threshold!r} is "
+                              "not allowed: it must be in (0, 1]")
+        if self.m_p_at not in M_P_RULES:
+            raise ConfigError(f"TrackingConfig.m_p_at={self.m_p_at!r} is not allowed: one of "
+                              f"{', '.join(M_P_RULES)}")
+        if self.schedule not in SCHEDULES:
+            raise ConfigError(f"TrackingConfig.schedule={self.schedule!r} is not allowed: one of "
+                              f"{', '.join(SCHEDULES)}")
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ class Profile:
     track_max_steps: int  # training steps at most
     track_steps_per_epoch: int  # steps that make one curriculum "epoch"
     track_patience: int  # epochs at >= 95% before the length doubles
+    track_post_steps: int  # steps at length 60 after the curriculum passes it (the budget)
+    track_heldout_every: int  # steps between held-out checks at 60
+    track_heldout_samples: int  # fresh held-out words per check
+    track_plateau_steps: int  # stop as not learning after this many steps at one length (0: off)
     track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
     track_eval_samples: int  # held-out words per evaluation length
     track_stack: int  # runs differing only in seed / lr trained at once (sst_core.training.stacked)
@@ -102,6 +106,10 @@ PROFILES: dict[str, Profile] = {
         track_max_steps=3,
         track_steps_per_epoch=1,
         track_patience=1,
+        track_post_steps=5,
+        track_heldout_every=2,
+        track_heldout_samples=16,
+        track_plateau_steps=0,
         track_eval_lengths=(60, 100),
         track_eval_samples=16,
         track_stack=4,
@@ -143,6 +151,10 @@ PROFILES: dict[str, Profile] = {
         track_max_steps=3000,
         track_steps_per_epoch=20,
         track_patience=2,
+        track_post_steps=600,
+        track_heldout_every=50,
+        track_heldout_samples=256,
+        track_plateau_steps=0,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=128,
         track_stack=16,
@@ -183,6 +195,10 @@ PROFILES: dict[str, Profile] = {
         track_max_steps=20_000,
         track_steps_per_epoch=100,
         track_patience=5,
+        track_post_steps=5000,
+        track_heldout_every=100,
+        track_heldout_samples=1000,
+        track_plateau_steps=0,
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=1000,
         track_stack=16,

@@ -40,11 +40,14 @@ from torch.nn import functional as F
 from sst_core.groups import get_group
 from sst_core.store.records import RunFailed
 from sst_core.training.tracking import (
+    Checkpoints,
     EpochLog,
     build_tracker,
+    heldout_accuracy,
     loss_failure,
     lr_at,
     make_curriculum,
+    make_protocol,
     resolve_device,
     run_failed,
     save_weights,
@@ -236,6 +239,8 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
         models.append(build_tracker(cfg).to(device))
     stack = StackedTracker(models, first.weight_decay, first.grad_clip)
     curricula = [make_curriculum(c) for c in cfgs]
+    protocols = [make_protocol(c) for c in cfgs]
+    checkpoints = [Checkpoints(c) for c in cfgs]
     logs = [EpochLog(c.length) for c in curricula]
     results: list[Any] = [None] * len(cfgs)
     finished: dict[int, tuple[int, float]] = {}  # model -> (steps, train time)
@@ -278,12 +283,22 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
         done = []
         for r, (k, loss) in enumerate(zip(stack.rows, losses.tolist())):
             logs[k].add(loss, hits[r], y.shape[1] * lengths[r])
-            if (step + 1) % cfgs[k].steps_per_epoch == 0:
-                acc = logs[k].close(step + 1, curricula[k].length, cfgs[k].steps_per_epoch)
+            n = step + 1
+            if n % cfgs[k].steps_per_epoch == 0:
+                acc = logs[k].close(n, curricula[k].length, cfgs[k].steps_per_epoch)
                 if curricula[k].update(acc):
-                    logs[k].reached.setdefault(curricula[k].length, step + 1)
-                    if curricula[k].done:
-                        done.append(r)
+                    logs[k].reached.setdefault(curricula[k].length, n)
+                    if curricula[k].done and protocols[k].passed_step is None:
+                        protocols[k].passed(n)
+                        stack.write_back(r)  # model k now holds its current weights
+                        checkpoints[k].take("passed_60", models[k], n, device)
+                protocols[k].curriculum_at(n, curricula[k].length)
+            if protocols[k].wants_heldout(n):
+                stack.write_back(r)
+                if protocols[k].heldout(n, heldout_accuracy(cfgs[k], models[k], n, device)):
+                    checkpoints[k].take("heldout", models[k], n, device)
+            if protocols[k].should_stop(n):
+                done.append(r)
         if done:
             leave(done, step + 1)
     if stack.rows:
@@ -293,10 +308,10 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
         if results[k] is not None:
             continue
         steps, train_time = finished[k]
-        if weights_to[k] is not None:
-            save_weights(models[k], weights_to[k])
         metrics = tracking_metrics(cfg, models[k], curricula[k], logs[k], steps, train_time,
-                                   device)
+                                   device, protocols[k], checkpoints[k])
+        if weights_to[k] is not None:  # the weights of the checkpoint its m_p is from
+            save_weights(models[k], weights_to[k])
         metrics["stacked"] = len(cfgs)
         results[k] = metrics
     return results

@@ -7,11 +7,16 @@ Protocol (``TrackingConfig`` holds every number; the profiles size them):
 - a curriculum on the word length: start at 2; an *epoch* is ``steps_per_epoch`` steps
   (there is no finite data set); when the epoch's token accuracy is at least 95% for
   ``patience`` epochs in a row the length doubles, capped at 60 (2, 4, 8, 16, 32, 60);
-  training stops once the cap has been passed the same way, or after ``max_steps``;
+- once the cap has been passed the same way, training goes on at 60 within a step budget,
+  with held-out checks, and the run records m_p at fixed checkpoints
+  (:mod:`sst_core.training.protocol` states the rule: when 60 is passed, at the peers'
+  held-out criterion, at the end of the budget); a run whose curriculum stalls for
+  ``plateau_steps`` stops early as not learning;
 - evaluation on held-out words at lengths 60, 100, 200, ..., 1000: token accuracy (all
   positions), final-position accuracy and whole-sequence accuracy;
 - ``m_p`` is the largest evaluated length with token accuracy >= 90%; ``None`` ("fails")
-  when even 60 does not reach it.
+  when even 60 does not reach it. The record's ``m_p`` (and its weights) are those of the
+  checkpoint that ``m_p_at`` names; every checkpoint's m_p is kept.
 
 A loss that becomes NaN or infinite, or that grows past :data:`DIVERGENCE_FACTOR` times the
 loss of the run's first step, stops the run with :class:`~sst_core.store.records.RunFailed`, so
@@ -34,8 +39,10 @@ from sst_core.groups import get_group
 from sst_core.models import build
 from sst_core.store.records import RunFailed, write_bytes_atomic
 from sst_core.tasks.tracking import sample
+from sst_core.training.protocol import CHECKPOINTS, Protocol, headline_checkpoint
 
 EVAL_SEED_OFFSET = 1_000_003  # evaluation words never share a seed with training words
+HELDOUT_SEED_OFFSET = 3_000_017  # held-out checks: fresh words at every check, no shared seed
 
 # A tracking run has diverged once a step's loss exceeds DIVERGENCE_FACTOR times the loss
 # of its first step. The first step's loss is that of the untrained model, about
@@ -121,12 +128,14 @@ def _lr_factor(schedule: str, step: int, total: int, warmup: int) -> float:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, group, lengths: Iterable[int], n: int, tokens: str, seed: int,
-             batch: int, device: torch.device) -> dict[int, dict[str, float]]:
-    """Token, final-position and whole-sequence accuracy per length on held-out words."""
+             batch: int, device: torch.device, offset: int = EVAL_SEED_OFFSET
+             ) -> dict[int, dict[str, float]]:
+    """Token, final-position and whole-sequence accuracy per length on held-out words
+    (length L's words on seed ``offset + seed + L``)."""
     model.eval()
     out = {}
     for L in lengths:
-        words, states = sample(group, n, L, tokens=tokens, seed=EVAL_SEED_OFFSET + seed + L)
+        words, states = sample(group, n, L, tokens=tokens, seed=offset + seed + L)
         correct_tok, correct_last, correct_seq = 0, 0, 0
         for i in range(0, n, batch):
             x = torch.from_numpy(words[i:i + batch]).to(device)  # (b, L)
@@ -222,16 +231,73 @@ class EpochLog:
         return acc
 
 
-def tracking_metrics(cfg, model: nn.Module, curriculum: Curriculum, log: EpochLog, steps: int,
-                     train_time: float, device: torch.device) -> dict[str, Any]:
-    """Evaluate a trained tracker and assemble the metrics of its record."""
+def checkpoint_eval(cfg, model: nn.Module, step: int, device: torch.device) -> dict[str, Any]:
+    """m_p and the held-out accuracies of ``model`` after ``step`` steps (one checkpoint)."""
     evals = evaluate(model, get_group(cfg.group), cfg.eval_lengths, cfg.eval_samples,
                      cfg.tokens, cfg.seed, cfg.eval_batch, device)
     token_acc = {L: v["token"] for L, v in evals.items()}
+    return {"step": step, "m_p": max_passing_length(token_acc, cfg.pass_threshold),
+            "m_p_prefix": max_prefix_length(token_acc, cfg.pass_threshold),
+            "eval": {str(L): v for L, v in evals.items()}}
+
+
+def heldout_accuracy(cfg, model: nn.Module, step: int, device: torch.device) -> float:
+    """Whole-sequence accuracy on ``heldout_samples`` fresh held-out words of the last
+    curriculum length (a new sample at every check, on seeds no other words use)."""
+    group = get_group(cfg.group)
+    acc = evaluate(model, group, [cfg.curriculum_max], cfg.heldout_samples, cfg.tokens,
+                   cfg.seed * 1_000_000 + step, cfg.eval_batch, device, HELDOUT_SEED_OFFSET)
+    return acc[cfg.curriculum_max]["sequence"]
+
+
+def make_protocol(cfg) -> Protocol:
+    return Protocol(cfg.max_steps, cfg.post_steps, cfg.heldout_every, cfg.heldout_threshold,
+                    cfg.heldout_patience, cfg.plateau_steps)
+
+
+class Checkpoints:
+    """The checkpoints of one run (:data:`~sst_core.training.protocol.CHECKPOINTS`) and
+    the weights of the one the record's m_p comes from (``m_p_at``)."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.points: dict[str, dict | None] = dict.fromkeys(CHECKPOINTS)
+        self.weights: dict[str, dict] = {}
+
+    def take(self, name: str, model: nn.Module, step: int, device: torch.device) -> None:
+        self.points[name] = checkpoint_eval(self.cfg, model, step, device)
+        if self.cfg.m_p_at == name:  # the record's weights may be these
+            self.weights[name] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    def finish(self, model: nn.Module, step: int, device: torch.device) -> str:
+        """Take ``end`` and load the headline checkpoint's weights into ``model``; its name."""
+        same = [v for v in self.points.values() if v is not None and v["step"] == step]
+        self.points["end"] = dict(same[0]) if same else checkpoint_eval(self.cfg, model, step, device)
+        head = headline_checkpoint(self.cfg.m_p_at, self.points)
+        if head in self.weights:
+            model.load_state_dict(self.weights[head])
+        return head
+
+
+def tracking_metrics(cfg, model: nn.Module, curriculum: Curriculum, log: EpochLog, steps: int,
+                     train_time: float, device: torch.device, protocol: Protocol,
+                     checkpoints: Checkpoints) -> dict[str, Any]:
+    """Assemble the metrics of a record: the headline checkpoint's m_p and evaluation, and
+    every checkpoint. Loads the headline checkpoint's weights into ``model``."""
+    head = checkpoints.finish(model, steps, device)
+    point = checkpoints.points[head]
     return {
-        "m_p": max_passing_length(token_acc, cfg.pass_threshold),
-        "m_p_prefix": max_prefix_length(token_acc, cfg.pass_threshold),
-        "eval": {str(L): v for L, v in evals.items()},
+        "m_p": point["m_p"],
+        "m_p_prefix": point["m_p_prefix"],
+        "eval": point["eval"],
+        "m_p_checkpoint": head,
+        "m_p_rule": cfg.m_p_at,
+        "checkpoints": {k: (None if v is None else {"step": v["step"], "m_p": v["m_p"],
+                                                     "m_p_prefix": v["m_p_prefix"]})
+                        for k, v in checkpoints.points.items()},
+        "checkpoint_eval": {k: v["eval"] for k, v in checkpoints.points.items() if v},
+        "heldout_checks": protocol.checks,
+        "stopped_as": protocol.stopped_as,
         "converged": curriculum.done,
         "final_train_length": curriculum.length,
         "length_reached_at_step": {str(k): v for k, v in log.reached.items()},
@@ -277,6 +343,8 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
     model = build_tracker(cfg).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     curriculum = make_curriculum(cfg)
+    protocol = make_protocol(cfg)
+    checkpoints = Checkpoints(cfg)
     loss_fn = nn.CrossEntropyLoss()
     log = EpochLog(curriculum.length)
     start = time.perf_counter()
@@ -300,13 +368,23 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
         optimizer_step(loss, model, opt, cfg.grad_clip, where, metrics)
 
         log.add(value, int((logits.detach().argmax(-1) == y).sum()), y.numel())
-        if (step + 1) % cfg.steps_per_epoch == 0:
-            acc = log.close(step + 1, curriculum.length, cfg.steps_per_epoch)
+        done = step + 1
+        if done % cfg.steps_per_epoch == 0:
+            acc = log.close(done, curriculum.length, cfg.steps_per_epoch)
             if curriculum.update(acc):
-                log.reached.setdefault(curriculum.length, step + 1)
-                if curriculum.done:
-                    break
+                log.reached.setdefault(curriculum.length, done)
+                if curriculum.done and protocol.passed_step is None:
+                    protocol.passed(done)
+                    checkpoints.take("passed_60", model, done, device)
+            protocol.curriculum_at(done, curriculum.length)
+        if protocol.wants_heldout(done) and protocol.heldout(
+                done, heldout_accuracy(cfg, model, done, device)):
+            checkpoints.take("heldout", model, done, device)
+        if protocol.should_stop(done):
+            break
     train_time = time.perf_counter() - start
-    if weights_to is not None:
+    metrics = tracking_metrics(cfg, model, curriculum, log, step + 1, train_time, device,
+                               protocol, checkpoints)
+    if weights_to is not None:  # the weights of the checkpoint the record's m_p is from
         save_weights(model, weights_to)
-    return tracking_metrics(cfg, model, curriculum, log, step + 1, train_time, device)
+    return metrics
