@@ -92,3 +92,46 @@ def test_published_table2_has_the_papers_rows():
     assert ("simple_aussm", "S3", 1) not in paper_values.TABLE2  # not reported
     assert all(paper_values.TABLE2[(m, g, d)] == 1000 for m in ("tanh_rnn", "state_gated_rnn")
                for g in ("C2", "C6", "S3") for d in (1, 2))
+
+
+def test_m_p_classes_and_agreement_counts_on_a_constructed_table():
+    from sst_core.reports.paper1 import agreement_counts, m_p_class
+
+    assert [m_p_class(v) for v in (None, 60, 100, 500, 600, 700, 1000)] == \
+        ["fail", "60", "100-600", "100-600", "100-600", "700-1000", "700-1000"]
+    data = [
+        {"paper_reported": True, "status": "ok", "m_p": 1000, "paper": 1000},  # exact
+        {"paper_reported": True, "status": "ok", "m_p": 800, "paper": 1000},  # class only
+        {"paper_reported": True, "status": "fail", "m_p": None, "paper": None},  # exact
+        {"paper_reported": True, "status": "ok", "m_p": 200, "paper": 60},  # neither
+        {"paper_reported": False, "status": "ok", "m_p": 60, "paper": None},  # not reported
+        {"paper_reported": True, "status": "missing", "m_p": None, "paper": 100},  # not computed
+    ]
+    assert agreement_counts(data) == {"reported": 4, "exact": 2, "by_class": 3}
+
+
+def test_the_checkpoint_report_counts_how_m_p_moves(tmp_path, P):
+    from sst_core.reports.paper1 import table2_checkpoints
+
+    grid = paper1.table2_grid(P, models=("tanh_rnn", "mamba"), groups=("S3",))
+
+    def with_checkpoints(passed, heldout, end):
+        def fn(cfg):
+            cp = {"passed_60": None if passed == "never" else {"step": 100, "m_p": passed},
+                  "heldout": None if heldout == "never" else {"step": 300, "m_p": heldout},
+                  "end": {"step": 600, "m_p": end}}
+            return {"m_p": end, "eval": {}, "checkpoints": cp}
+        return fn
+
+    moves = {("tanh_rnn", 0): (60, 200, 1000), ("tanh_rnn", 1): (100, "never", 100),
+             ("mamba", 0): (500, 300, 200), ("mamba", 1): ("never", "never", None)}
+    for cfg in grid:
+        if cfg.lr == P.track_lrs[0]:
+            cached_run(cfg, with_checkpoints(*moves[cfg.model, cfg.seed]), root=tmp_path)
+    t = table2_checkpoints(P, root=tmp_path, models=("tanh_rnn", "mamba"))
+    by = {d["class"]: d for d in t.data}
+    sd, aff = by["state-dependent"], by["affine"]
+    assert (sd["passing_60"], sd["rose"], sd["stayed"], sd["fell"], sd["criterion_met"]) == (2, 1, 1, 0, 1)
+    assert (aff["runs"], aff["passing_60"], aff["fell"], aff["criterion_met"]) == (2, 1, 1, 1)
+    assert aff["median_m_p"] == {"passed_60": 500, "heldout": 300, "end": 200}
+    json.loads(t.to_json())

@@ -126,6 +126,7 @@ REPORTS: dict[str, str] = {
     "memory_reference": "sst_core.reports.memory:reference_comparison",
     "table2": "sst_core.reports.paper1:table2",
     "table3": "sst_core.reports.paper1:table3",
+    "table2_checkpoints": "sst_core.reports.paper1:table2_checkpoints",
     "theorem1": "sst_core.reports.error_control:theorem1_table",
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",

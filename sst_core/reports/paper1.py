@@ -38,6 +38,29 @@ def agreement(ours: int | None, paper: Any, lengths: Sequence[int]) -> str:
     return "differ"
 
 
+# m_p classes for agreement by class (issue 19): fail, the training length only, a
+# moderate reach and near the rollout; 600 belongs to the moderate class
+M_P_CLASSES = ("fail", "60", "100-600", "700-1000")
+
+
+def m_p_class(m_p: int | None) -> str:
+    """The class of an m_p: ``fail``, ``60``, ``100-600`` or ``700-1000``."""
+    if m_p is None:
+        return "fail"
+    if m_p <= 60:
+        return "60"
+    return "100-600" if m_p < 700 else "700-1000"
+
+
+def agreement_counts(data: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Over the cells the paper reports and we computed: how many agree exactly and how
+    many by class (:func:`m_p_class`)."""
+    cells = [d for d in data if d["paper_reported"] and d["status"] in ("ok", "fail")]
+    return {"reported": len(cells),
+            "exact": sum(d["m_p"] == d["paper"] for d in cells),
+            "by_class": sum(m_p_class(d["m_p"]) == m_p_class(d["paper"]) for d in cells)}
+
+
 def _key(record) -> tuple:
     cfg = record["config"]
     return (cfg["phi"] or cfg["model"], cfg["group"], cfg["n_layers"])
@@ -122,9 +145,15 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
                              "best_cell": {"d_state": s["best_cell"][0], "lr": s["best_cell"][1]}
                              if s["best_cell"] else None,
                              "paper": None if paper == "missing" else paper,
-                             "paper_reported": paper != "missing", "agreement": agree})
+                             "paper_reported": paper != "missing", "agreement": agree,
+                             "class_agreement": paper != "missing" and s["m_p"] != "no runs"
+                             and m_p_class(s["m_p"]) == m_p_class(paper)})
         rows.append(row)
-    note = (f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
+    counts = agreement_counts(data)
+    note = (f"Agreement with the paper over its {counts['reported']} reported cells computed "
+            f"here: {counts['exact']} exactly, {counts['by_class']} by class "
+            f"({' / '.join(M_P_CLASSES)}). "
+            f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
             f"below 90% at 60), best over the grid; [min–max over seeds] where there are several; "
             f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
@@ -155,3 +184,42 @@ def table3(P: Profile, root=None) -> Table:
     note = (f"h = phi(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid. "
             f"Scale: {P.scale('track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
     return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)
+
+
+def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+    """How m_p moves with the stopping point: every Table 2 run's m_p when the curriculum
+    first passes 60, at the held-out criterion and at the end of the budget
+    (:mod:`sst_core.training.protocol`), counted per class of model: runs whose m_p rose,
+    stayed or fell from ``passed_60`` to ``end``; and the same for each cell's selected run."""
+    cfgs = paper1.table2_grid(P, models=models)
+    ok, ids, _ = group_records(cfgs, lambda c: expected_affine(c.model), root)
+    cols = ["class", "runs passing 60", "m_p rose", "stayed", "fell",
+            "criterion met", "median m_p: passed 60 / held-out / end"]
+    rows, data = [], []
+    for affine in (True, False):
+        moves = {"rose": 0, "stayed": 0, "fell": 0}
+        met, at = 0, {"passed_60": [], "heldout": [], "end": []}
+        runs = [rec for _, rec in ok.get(affine, [])]
+        passing = [r for r in runs if (r["metrics"].get("checkpoints") or {}).get("passed_60")]
+        for r in passing:
+            cp = r["metrics"]["checkpoints"]
+            a, b = _rank(cp["passed_60"]["m_p"]), _rank(cp["end"]["m_p"])
+            moves["rose" if b > a else "fell" if b < a else "stayed"] += 1
+            met += cp["heldout"] is not None
+            for k in at:
+                if cp.get(k):
+                    at[k].append(_rank(cp[k]["m_p"]))
+        med = {k: (sorted(v)[len(v) // 2] if v else None) for k, v in at.items()}
+        label = "affine" if affine else "state-dependent"
+        rows.append([label, len(passing), moves["rose"], moves["stayed"], moves["fell"], met,
+                     " / ".join("—" if v is None else fmt(None if v < 0 else v)
+                                for v in med.values())])
+        data.append({"class": label, "runs": len(runs), "passing_60": len(passing), **moves,
+                     "criterion_met": met,
+                     "median_m_p": {k: (None if v is None or v < 0 else v) for k, v in med.items()}})
+    note = ("Every run of Table 2's grid (all models, groups, depths, sizes, learning rates "
+            "and seeds) whose curriculum passed 60; m_p at that point against m_p at the end "
+            "of the budget. The table's m_p uses the held-out checkpoint where the criterion "
+            "was met, else the end. "
+            f"Scale: {P.scale('track_max_steps', 'track_post_steps', 'track_heldout_every')}.")
+    return Table("Where training stops moves m_p", cols, rows, note, ids, data)
