@@ -100,8 +100,14 @@ def test_grids():
     assert len(main) == len(P.lra_tasks) * per_task
     assert len(abl) == len(P.lra_tasks) * len(paper2.LRA_ABLATION_INITS) * 2 * len(P.lra_ablation_seeds)
     assert {c.decoder for c in main if c.task == "pathfinder"} == {"last"}
-    shared = set(main) & set(abl)  # seed 0 of inv and lin is in both tables: run once
-    assert len(shared) == len(P.lra_tasks) * 4 * len(set(P.lra_seeds) & set(P.lra_ablation_seeds))
+    shared = set(main) & set(abl)  # seed 0 of S4D-Inv is in both tables: run once
+    assert len(shared) == len(P.lra_tasks) * 2 * len(set(P.lra_seeds) & set(P.lra_ablation_seeds))
+    # the ablation's "linear" row is the real-axis spectrum, not the main table's S4D-Lin
+    assert {c.init for c in abl} == {"random", "real", "step", "inv"}
+    from sst_core.spec import paper_values
+    assert paper_values.LRA_ABLATION[("Pathfinder", "real", False)] == (0.797, 0.754)
+    assert not any(k[1] == "lin" for k in paper_values.LRA_ABLATION)
+    assert lra_reports.INIT_NAMES["real"] == "linear (real axis)"
 
 
 def test_tables_from_constructed_records(store):

@@ -78,7 +78,8 @@ def readout_gd_grid(P: Profile) -> list[ReadoutGDConfig]:
 LRA_MAIN_INITS = ("inv", "lin")  # the main table: S4D-Inv and S4D-Lin
 
 
-LRA_ABLATION_INITS = ("random", "lin", "step", "inv")  # the ablation's eigenvalue types
+# the ablation's eigenvalue types; its "linear" is the real-axis spectrum ("real"), not S4D-Lin
+LRA_ABLATION_INITS = ("random", "real", "step", "inv")
 
 
 def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:

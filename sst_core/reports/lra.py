@@ -15,7 +15,7 @@ from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
 INIT_NAMES = {"inv": "S4D-Inv", "lin": "S4D-Lin", "random": "random", "step": "step",
-              "real": "real"}
+              "real": "linear (real axis)"}
 
 
 def _mode(frozen: bool) -> str:
