@@ -129,6 +129,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)")),
         TORCH_STARTUP),
     Experiment(
+        "memory_horizon", "sst_core.spec.configs:MemoryHorizonConfig",
+        "sst_core.training.horizon:train_memory_horizon",
+        ("sst_core.training.horizon.train_memory_horizon",),
+        (Grid("memory_horizon", f"{P2}:memory_horizon_grid", ("p2_lra",),
+              "Paper 2: delayed recall at lag tau, learned against frozen spectra"),),
+        TORCH_STARTUP),
+    Experiment(
         "memory_curve", "sst_core.spec.configs:MemoryCurveConfig", f"{P2}:run_memory_curve",
         (f"{P2}.run_memory_curve",),
         (Grid("memory", f"{P2}:memory_grid", ("p2_memory",),

@@ -281,6 +281,75 @@ class LRAConfig:
                       ("seed", "data_seed", "mf_T"))
 
 
+@dataclass(frozen=True)
+class MemoryHorizonConfig:
+    """One causal S4D classifier trained on delayed recall at lag ``tau``
+    (``sst_core.training.horizon.train_memory_horizon``; ``sst_core.tasks.delayed_recall``).
+
+    Sequences of ``margin + 1 + tau`` tokens from ``alphabet`` symbols, labelled by the token
+    at delay ``tau`` from the end; every training step draws ``batch`` fresh sequences (no
+    training set to overfit), the test set is ``n_test`` sequences drawn once from
+    ``data_seed``. The model reads the last position (causal, not bidirectional), so its
+    memory of delay ``tau`` over a window of ``L`` steps, ``M[tau]``, is what it needs.
+    """
+
+    init: str  # eigenvalue initialisation: inv | lin | real | random | step
+    freeze_spectrum: bool  # the "reservoir" (RC) setting: Lambda and dt stay at their init
+    tau: int  # the delay of the label
+    N: int  # state size (real dimension, even)
+    H: int  # channels
+    steps: int  # training steps (fresh batches)
+    batch: int
+    seed: int
+    profile: str
+    n_layers: int = 1
+    alphabet: int = 8  # symbols (chance = 1 / alphabet)
+    margin: int = 16  # tokens before the target
+    n_test: int = 512
+    eval_every: int = 50  # steps between test evaluations (and at the end)
+    data_seed: int = 0  # the test set (training batches come from seed)
+    lr: float = 0.01
+    ssm_lr: float = 0.001  # learning rate of Lambda and dt when they are learned
+    weight_decay: float = 0.0
+    warmup_frac: float = 0.05
+    grad_clip: float = 0.0
+    dt_min: float = 1e-3
+    dt_max: float = 1e-1
+    device: str = "auto"
+    experiment: str = "memory_horizon"
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, ("lr", "ssm_lr"), ("weight_decay", "grad_clip", "warmup_frac"),
+                      ("N", "H", "steps", "batch", "n_layers", "n_test", "eval_every"),
+                      ("tau", "seed", "margin", "data_seed"))
+        if self.init not in INITS:
+            raise ConfigError(f"MemoryHorizonConfig.init={self.init!r} is not allowed: one of "
+                              f"{', '.join(INITS)}")
+        if self.N % 2:
+            raise ConfigError(f"MemoryHorizonConfig.N={self.N!r} is not allowed: the real "
+                              "state size must be even (conjugate pairs)")
+        if not (isinstance(self.alphabet, int) and not isinstance(self.alphabet, bool)
+                and 2 <= self.alphabet <= 1024):
+            raise ConfigError(f"MemoryHorizonConfig.alphabet={self.alphabet!r} is not allowed: "
+                              "an int in 2..1024")
+        if not self.warmup_frac < 1:
+            raise ConfigError(f"MemoryHorizonConfig.warmup_frac={self.warmup_frac!r} is not "
+                              "allowed: it must be in [0, 1)")
+        if not (isinstance(self.dt_min, (int, float)) and isinstance(self.dt_max, (int, float))
+                and 0 < self.dt_min <= self.dt_max <= 10):
+            raise ConfigError(f"MemoryHorizonConfig.dt_min={self.dt_min!r}, dt_max={self.dt_max!r} "
+                              "are not allowed: need 0 < dt_min <= dt_max <= 10")
+
+    @property
+    def length(self) -> int:
+        """The sequence length L = margin + 1 + tau."""
+        return self.margin + 1 + self.tau
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / self.alphabet
+
+
 # discretisation steps of the chapter's scan (log-spaced, S4's default range 1e-3 .. 1e-1)
 DTS = (0.001, 0.003, 0.01, 0.03, 0.1)
 

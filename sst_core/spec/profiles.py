@@ -70,6 +70,13 @@ class Profile:
     lra_listops_max_len: int  # ListOps length band is [max_len / 4, max_len]
     lra_image_side: int  # digits images are resized to side x side pixels
     lra_mf_T: int  # horizon of the supremum memory function
+    # the memory-horizon task of the same chapter (delayed recall at lag tau; seeds: lra_seeds)
+    horizon_taus: tuple[int, ...]  # delays tau of the label, short to long
+    horizon_N: int  # state size N (real dimension)
+    horizon_H: int  # channels H
+    horizon_steps: int  # training steps, each on a fresh batch
+    horizon_batch: int  # sequences per step
+    horizon_n_test: int  # test sequences (the chance band's width follows from it)
     # why this profile was chosen, when the book was asked for the best one (`best`)
     chosen_because: str = ""
 
@@ -129,6 +136,12 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=60,
         lra_image_side=8,
         lra_mf_T=64,
+        horizon_taus=(4, 16),
+        horizon_N=4,
+        horizon_H=4,
+        horizon_steps=5,
+        horizon_batch=8,
+        horizon_n_test=32,
     ),
     "quick": Profile(
         name="quick",
@@ -174,6 +187,12 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=256,
         lra_image_side=16,
         lra_mf_T=256,
+        horizon_taus=(10, 100, 300, 1000),
+        horizon_N=32,
+        horizon_H=16,
+        horizon_steps=400,
+        horizon_batch=32,
+        horizon_n_test=512,
     ),
     "paper": Profile(
         name="paper",
@@ -218,6 +237,12 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=2000,
         lra_image_side=32,
         lra_mf_T=4096,
+        horizon_taus=(10, 30, 100, 300, 1000, 2000, 4000),
+        horizon_N=64,
+        horizon_H=64,
+        horizon_steps=5000,
+        horizon_batch=64,
+        horizon_n_test=2048,
     ),
 }
 
