@@ -76,6 +76,69 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.
     return fig
 
 
+MF_FLOOR = 1e-8  # memory below this is drawn at this value on the log axis
+
+
+def fig_memory_horizon(cells: Sequence[dict[str, Any]], chance: float, band: float,
+                       scale: str, mf_zero: float | None = None) -> plt.Figure:
+    """Delayed recall: accuracy against the delay tau per spectrum (learned solid, frozen
+    dashed; the band between the seeds' min and max shaded), beside each spectrum's memory
+    function at tau at init (dotted) and after learning it (solid).
+
+    ``cells``: the ``kind == "cell"`` entries of :func:`sst_core.reports.lra.memory_horizon`'s
+    ``data`` (cells without runs are skipped); ``chance`` and ``band``: the chance level and
+    the highest accuracy still "at chance"; ``mf_zero``: the "MF ~ 0" threshold, drawn if given.
+    """
+    fig, (ax_acc, ax_mf) = plt.subplots(1, 2, figsize=(10.0, 3.6))
+    inits = list(dict.fromkeys(c["init"] for c in cells))
+    for init in inits:
+        color = INIT_COLORS.get(init, "k")
+        by_mode = {frozen: sorted((c for c in cells if c["init"] == init and c["frozen"] == frozen
+                                   and c["acc_max"] is not None), key=lambda c: c["tau"])
+                   for frozen in (False, True)}
+        for frozen, done in by_mode.items():
+            if not done:
+                continue
+            tau = [c["tau"] for c in done]
+            ax_acc.plot(tau, [c["acc_max"] for c in done], color=color, ls=_ls(frozen),
+                        marker="o", ms=3, lw=1.3,
+                        label=f"{init} {'frozen' if frozen else 'learned'}")
+            ax_acc.fill_between(tau, [c["acc_min"] for c in done], [c["acc_max"] for c in done],
+                                color=color, alpha=0.12, lw=0)
+        # at init: the learned runs (the frozen runs of a seed start from the same spectrum
+        # and keep it); after: the learned runs only
+        start = by_mode[False] or by_mode[True]
+        if start:
+            ax_mf.plot([c["tau"] for c in start], [max(c["mf_before"], MF_FLOOR) for c in start],
+                       color=color, ls=":", marker="x", ms=3, lw=1.0)
+        if by_mode[False]:
+            ax_mf.plot([c["tau"] for c in by_mode[False]],
+                       [max(c["mf_after"], MF_FLOOR) for c in by_mode[False]], color=color,
+                       marker="o", ms=3, lw=1.3, label=f"{init} trained")
+    ax_acc.axhline(chance, color="0.4", lw=0.8)
+    ax_acc.axhspan(0, band, color="0.85", alpha=0.5, lw=0)
+    ax_acc.set_ylim(0, 1.02)
+    ax_acc.set_xscale("log")
+    ax_acc.set_xlabel("delay tau")
+    ax_acc.set_ylabel("test accuracy (max over seeds; band: min to max)")
+    ax_acc.set_title(f"accuracy; grey: at chance (<= {band:.3f}, chance {chance:.3f})", fontsize=9)
+    ax_mf.set_xscale("log")
+    ax_mf.set_yscale("log")
+    ax_mf.set_ylim(MF_FLOOR / 2, 2)
+    if mf_zero is not None:
+        ax_mf.axhline(mf_zero, color="0.4", lw=0.8, ls="--")
+    ax_mf.set_xlabel("delay tau")
+    ax_mf.set_ylabel("sup over channels of M[tau]")
+    ax_mf.set_title("memory at the task's delay: dotted = init, solid = trained", fontsize=9)
+    for ax in (ax_acc, ax_mf):
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    suptitle(fig, f"Memory that is gone at lag tau is not learned back: delayed recall, "
+                  f"learned (solid) against frozen (dashed) spectra ({scale})")
+    fig.tight_layout()
+    return fig
+
+
 def fig_examples(listops_text: str, pathfinder_images: np.ndarray, pathfinder_labels: np.ndarray,
                  digits: np.ndarray, digit_labels: np.ndarray) -> plt.Figure:
     """What the generated tasks look like: Pathfinder images and digits (ListOps in the title)."""

@@ -117,3 +117,118 @@ def sup_mf_runs(records, task: str) -> list[dict]:
             and not r["config"]["freeze_spectrum"] and r["metrics"].get("sup_mf_before")]
     chosen = best_per_cell(recs, lambda r: r["config"]["init"], score=None)
     return [chosen[i] for i in SUP_MF_INITS if i in chosen]
+
+
+# -- the memory-horizon task (delayed recall at lag tau) ----------------------------------
+
+MF_ZERO = 0.01  # "MF(tau) ~ 0": below 1% of the target's variance recoverable (see below)
+MF_LIVE = 0.5  # "MF(tau) clearly present": at least half the variance
+CHANCE_SIGMAS = 3.0  # "at chance": within 3 binomial standard deviations above 1 / alphabet
+
+
+def chance_band(alphabet: int, n_test: int) -> float:
+    """The highest test accuracy still "at chance": ``p + 3 sqrt(p (1 - p) / n_test)``
+    with ``p = 1 / alphabet`` (a predictor that does not see the target scores above it
+    with probability about 0.1%)."""
+    p = 1.0 / alphabet
+    return p + CHANCE_SIGMAS * (p * (1 - p) / n_test) ** 0.5
+
+
+def _horizon_claims(cells: list[dict], band: float) -> list[dict]:
+    """The claims of :func:`memory_horizon`, each checked on the cells it is about."""
+    done = [c for c in cells if c["status"] == "ok"]
+    dead = [c for c in done if not c["frozen"] and c["mf_before"] < MF_ZERO]
+    live = [c for c in done if c["mf_before"] >= MF_LIVE]
+    checks = (
+        ("dead_memory_stays_at_chance",
+         f"learned cells with MF(tau) < {MF_ZERO:g} at init: best accuracy <= {band:.3f}",
+         dead, lambda c: c["acc_max"] <= band),
+        ("dead_memory_is_not_learned",
+         f"learned cells with MF(tau) < {MF_ZERO:g} at init: MF(tau) < {MF_ZERO:g} after",
+         dead, lambda c: c["mf_after"] < MF_ZERO),
+        ("live_memory_is_used",
+         f"cells with MF(tau) >= {MF_LIVE:g} at init: best accuracy > {band:.3f}",
+         live, lambda c: c["acc_max"] > band),
+        ("frozen_memory_unchanged", "every frozen run: MF(tau) after == before, exactly",
+         [c for c in done if c["frozen"]], lambda c: c["mf_before_runs"] == c["mf_after_runs"]),
+    )
+    out = []
+    for name, text, subset, passes in checks:
+        failing = [[c["init"], c["frozen"], c["tau"]] for c in subset if not passes(c)]
+        out.append({"kind": "claim", "claim": name, "text": text, "n_cells": len(subset),
+                    "holds": (not failing) if subset else None, "failing": failing})
+    return out
+
+
+def memory_horizon(P: Profile, root=None) -> Table:
+    """Delayed recall at lag tau (``memory_horizon`` records): can learning recover memory
+    that the initial spectrum does not have?
+
+    Rows: initialisation x learned / frozen; columns: the delays ``P.horizon_taus``. A cell
+    is the final test accuracy, max / min over the seeds ``P.lra_seeds``, and the memory
+    function at the task's delay before -> after training: per run the largest over layers
+    of the supremum over channels of ``M[tau]`` (window ``L``, the sequence length), then
+    the largest over seeds.
+
+    ``data`` holds one ``kind: "cell"`` entry per (init, frozen, tau) (numbers, None for a
+    missing or failed cell, ``status`` ok / failed / missing) and one ``kind: "claim"`` entry
+    per claim checked, ``holds`` True / False, or None when no cell qualifies:
+
+    - *MF(tau) ~ 0* means ``mf_before < MF_ZERO = 0.01``: the best linear readout of any
+      one channel's state recovers less than 1% of the variance of the token at delay tau
+      (for every seed: the max over seeds is below the threshold);
+    - *at chance* means a best accuracy (max over seeds) of at most ``chance_band``:
+      ``1/alphabet + 3 sqrt(p (1 - p) / n_test)``;
+    - ``dead_memory_stays_at_chance``: every learned cell with MF(tau) ~ 0 is at chance;
+    - ``dead_memory_is_not_learned``: in those cells, MF(tau) after training is still < 0.01;
+    - ``live_memory_is_used``: every cell with ``mf_before >= MF_LIVE = 0.5`` is above chance
+      (the task is learnable where memory exists, so the first claim is not about a model
+      that learns nothing);
+    - ``frozen_memory_unchanged``: every frozen run's MF(tau) after equals before exactly.
+    """
+    cfgs = paper2.memory_horizon_grid(P)
+    ok, ids, status = group_records(cfgs, lambda c: (c.init, c.freeze_spectrum, c.tau), root)
+    alphabet, n_test = cfgs[0].alphabet, cfgs[0].n_test
+    chance, band = 1.0 / alphabet, chance_band(alphabet, n_test)
+    cells, rows = [], []
+    for init in paper2.HORIZON_INITS:
+        for frozen in (False, True):
+            row = [INIT_NAMES[init], _mode(frozen)]
+            for tau in P.horizon_taus:
+                key = (init, frozen, tau)
+                runs = ok.get(key, [])
+                accs = [rec["metrics"]["test_accuracy"] for _, rec in runs]
+                before = [max(rec["metrics"]["mf_tau_before"]) for _, rec in runs]
+                after = [max(rec["metrics"]["mf_tau_after"]) for _, rec in runs]
+                st = status[key]
+                state = "ok" if runs else ("failed" if st["failed"] else "missing")
+                cell = {"kind": "cell", "init": init, "frozen": frozen, "tau": tau,
+                        "status": state, "accuracies": accs,
+                        "acc_max": max(accs) if accs else None,
+                        "acc_min": min(accs) if accs else None,
+                        "mf_before": max(before) if before else None,
+                        "mf_after": max(after) if after else None,
+                        "mf_before_runs": before, "mf_after_runs": after,
+                        "at_chance": (max(accs) <= band) if accs else None,
+                        "n_ok": st["ok"], "n_failed": st["failed"], "n_missing": st["missing"]}
+                cells.append(cell)
+                if state != "ok":
+                    row.append(state)
+                else:
+                    row.append(f"{_cell(accs)}; MF {cell['mf_before']:.2g} → {cell['mf_after']:.2g}")
+            rows.append(row)
+    claims = _horizon_claims(cells, band)
+    cols = ["spectrum", "mode"] + [f"τ = {tau}: accuracy max / min; MF(τ) init → trained"
+                                   for tau in P.horizon_taus]
+    verdicts = "; ".join(f"{c['claim']}: {'n/a' if c['holds'] is None else c['holds']}"
+                         for c in claims)
+    note = (f"Delayed recall: name the token seen τ steps before the end of a sequence of "
+            f"L = τ + {cfgs[0].margin + 1} tokens over {alphabet} symbols; chance is "
+            f"{chance:.3f}, and 'at chance' means at most {band:.3f} (chance + "
+            f"{CHANCE_SIGMAS:g} binomial sd over {n_test} test sequences). Accuracy: final "
+            f"test accuracy, max / min over seeds {P.lra_seeds}. MF(τ): supremum over channels "
+            f"of the memory function at delay τ (window L), largest over seeds; 'MF ~ 0' means "
+            f"below {MF_ZERO:g}. Claims: {verdicts}. Scale: "
+            f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")
+    return Table("Memory horizon: delayed recall at lag τ, learned against frozen spectra",
+                 cols, rows, note, ids, cells + claims)

@@ -1,0 +1,158 @@
+"""The memory-horizon experiment (delayed recall at lag tau): config, runner bookkeeping,
+grid, report and figure."""
+import dataclasses
+
+import matplotlib
+import pytest
+
+from sst_core.experiments import paper2
+from sst_core.reports import lra as lra_reports
+from sst_core.spec.configs import MemoryHorizonConfig
+from sst_core.spec.profiles import PROFILES, ConfigError
+from sst_core.store.records import cached_run, record_path
+
+matplotlib.use("Agg")
+
+
+def tiny(**kw) -> MemoryHorizonConfig:
+    base = dict(init="inv", freeze_spectrum=False, tau=3, N=4, H=4, steps=4, batch=8, seed=0,
+                profile="smoke", margin=2, n_test=16, eval_every=2)
+    return MemoryHorizonConfig(**(base | kw))
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(init="lni"), r"init='lni' is not allowed: one of inv, lin, real, step, random"),
+    (dict(tau=-1), r"tau=-1 is not allowed: it must be an int >= 0"),
+    (dict(N=5), r"N=5 is not allowed: the real state size must be even"),
+    (dict(alphabet=1), r"alphabet=1 is not allowed: an int in 2..1024"),
+    (dict(lr=0.0), r"lr=0.0 is not allowed: a learning rate"),
+    (dict(steps=0), r"steps=0 is not allowed: it must be an int >= 1"),
+    (dict(dt_min=0.2, dt_max=0.1), r"dt_min=0.2, dt_max=0.1 are not allowed"),
+    (dict(warmup_frac=1.0), r"warmup_frac=1.0 is not allowed"),
+])
+def test_config_errors_name_the_field_and_the_range(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        tiny(**kw)
+
+
+def test_config_length_and_chance():
+    c = tiny(tau=10, margin=5, alphabet=4)
+    assert c.length == 16 and c.chance == 0.25
+
+
+def test_runner_bookkeeping_frozen_memory_is_exactly_unchanged(store, one_thread):
+    from sst_core.training.horizon import train_memory_horizon
+
+    learned = train_memory_horizon(tiny())
+    frozen = train_memory_horizon(tiny(freeze_spectrum=True))
+    for m in (learned, frozen):
+        assert 0.0 <= m["test_accuracy"] <= 1.0 and m["chance"] == 0.125 and m["length"] == 6
+        assert m["curves"]["step"] == [2, 4] and len(m["curves"]["test_loss"]) == 2
+        assert len(m["mf_tau_before"]) == len(m["mf_tau_after"]) == 1  # one layer
+        assert 0.0 <= m["mf_tau_before"][0] <= 1.0
+    # the same seed: the same initial spectrum learned or frozen
+    assert learned["mf_tau_before"] == frozen["mf_tau_before"]
+    assert frozen["mf_tau_after"] == frozen["mf_tau_before"]  # buffers: exactly equal
+    assert learned["mf_tau_after"] != learned["mf_tau_before"]
+    assert frozen["frozen_share"] > 0 and learned["frozen_share"] == 0
+
+
+def test_memory_at_is_the_supremum_memory_function_at_tau(one_thread):
+    import numpy as np
+
+    from sst_core.models.s4 import memory_functions
+    from sst_core.training.horizon import build_horizon_model, memory_at
+
+    model = build_horizon_model(tiny(H=3, N=6))
+    M = memory_functions(model.layers[0], 6)  # (H, T)
+    assert memory_at(model, 6, 3) == [float(np.max(M[:, 3]))]
+
+
+def test_grids_span_every_init_learned_and_frozen():
+    for name in ("smoke", "quick", "paper"):
+        P = PROFILES[name]
+        g = paper2.memory_horizon_grid(P)
+        assert len(g) == len(set(g)) == len(P.horizon_taus) * 5 * 2 * len(P.lra_seeds)
+        assert {c.init for c in g} == {"inv", "lin", "real", "random", "step"}
+        assert {c.tau for c in g} == set(P.horizon_taus)
+    assert PROFILES["smoke"].horizon_taus == (4, 16)
+    assert PROFILES["quick"].horizon_taus == (10, 100, 300, 1000)
+    assert max(PROFILES["paper"].horizon_taus) > 1000
+
+
+def _fake(cfg, acc, before, after=None):
+    after = before if after is None else after
+    return lambda c: {"test_accuracy": acc, "mf_tau_before": [before], "mf_tau_after": [after]}
+
+
+def test_report_from_constructed_records(store):
+    P = dataclasses.replace(PROFILES["smoke"], lra_seeds=(0, 1))
+    band = lra_reports.chance_band(8, P.horizon_n_test)
+    assert band == pytest.approx(0.125 + 3 * (0.125 * 0.875 / 32) ** 0.5)
+    for cfg in paper2.memory_horizon_grid(P):
+        if (cfg.init, cfg.tau) == ("lin", 16):
+            continue  # missing
+        if cfg.init == "random" and cfg.tau == 16:  # memory gone at init: chance
+            acc, before = (0.13, 0.12)[cfg.seed], 1e-6
+        elif cfg.tau == 4:
+            acc, before = 0.9 - 0.1 * cfg.seed, 0.5
+        else:
+            acc, before = 0.3, 0.05
+        after = before if cfg.freeze_spectrum else before * 1.5
+        cached_run(cfg, _fake(cfg, acc, before, after))
+    t = lra_reports.memory_horizon(P)
+    assert len(t.rows) == 10 and len(t.columns) == 2 + 2
+    inv_learned = t.rows[0]
+    assert inv_learned[:2] == ["S4D-Inv", "learned"]
+    assert inv_learned[2] == "0.900 / 0.800; MF 0.5 → 0.75"
+    lin = next(r for r in t.rows if r[0] == "S4D-Lin")
+    assert lin[3] == "missing"
+    cells = {(d["init"], d["frozen"], d["tau"]): d for d in t.data if d["kind"] == "cell"}
+    rnd = cells[("random", False, 16)]
+    assert rnd["status"] == "ok" and rnd["accuracies"] == [0.13, 0.12] and rnd["at_chance"]
+    assert rnd["mf_before"] == 1e-6 and rnd["mf_after"] == 1.5e-6
+    miss = cells[("lin", True, 16)]
+    assert miss["status"] == "missing" and miss["acc_max"] is None and miss["mf_before"] is None
+    assert miss["n_missing"] == 2
+    claims = {d["claim"]: d for d in t.data if d["kind"] == "claim"}
+    assert claims["dead_memory_stays_at_chance"]["holds"] is True
+    assert claims["dead_memory_stays_at_chance"]["n_cells"] == 1
+    assert claims["dead_memory_is_not_learned"]["holds"] is True
+    assert claims["live_memory_is_used"]["holds"] is True  # tau = 4: MF 0.5, accuracy 0.9
+    assert claims["frozen_memory_unchanged"]["holds"] is True
+    assert "chance is 0.125" in t.note and "smoke" in t.note and f"{band:.3f}" in t.note
+    from sst_core.figures import lra as plots_lra
+    fig = plots_lra.fig_memory_horizon([d for d in t.data if d["kind"] == "cell"], 0.125, band,
+                                       "smoke", mf_zero=lra_reports.MF_ZERO)
+    acc_ax, mf_ax = fig.axes
+    assert len(acc_ax.get_lines()) == 10 + 1  # 5 inits x 2 modes, and the chance line
+    assert len(mf_ax.get_lines()) == 5 + 5 + 1  # init and trained per init, the threshold
+
+    # a learned run above chance where memory was gone breaks the claim, and says where
+    cfg = next(c for c in paper2.memory_horizon_grid(P)
+               if (c.init, c.tau, c.freeze_spectrum, c.seed) == ("random", 16, False, 0))
+    record_path(cfg).unlink()
+    cached_run(cfg, _fake(cfg, 0.6, 1e-6, 0.02))
+    t2 = lra_reports.memory_horizon(P)
+    c2 = {d["claim"]: d for d in t2.data if d["kind"] == "claim"}
+    assert c2["dead_memory_stays_at_chance"]["holds"] is False
+    assert c2["dead_memory_stays_at_chance"]["failing"] == [["random", False, 16]]
+    assert c2["dead_memory_is_not_learned"]["holds"] is False
+
+
+def test_report_and_figure_from_an_empty_store(store):
+    from sst_core.figures import lra as plots_lra
+
+    P = PROFILES["smoke"]
+    t = lra_reports.memory_horizon(P)
+    assert all(v == "missing" for r in t.rows for v in r[2:])
+    assert all(d["holds"] is None for d in t.data if d["kind"] == "claim")
+    cells = [d for d in t.data if d["kind"] == "cell"]
+    fig = plots_lra.fig_memory_horizon(cells, chance=0.125, band=0.2, scale="smoke")
+    assert len(fig.axes) == 2
