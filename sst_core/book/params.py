@@ -30,7 +30,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p1_theory": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples"),
     "p1_diagnostics": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                        "diag_rollout", "track_stack"),
-    "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch"),
+    "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch", "horizon_steps"),
     "bench": (),
     "beyond_groups": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                       "diag_rollout", "track_stack"),
