@@ -251,7 +251,9 @@ for name, claim in horizon_claims.items():
 #   threshold): {glue:text}`hz_dead_memory_is_not_learned`.
 # - The task is learnable where memory exists (every cell with $M[\tau] \ge$
 #   {glue:text}`hz_mf_live:g` at initialisation above chance):
-#   {glue:text}`hz_live_memory_is_used`.
+#   {glue:text}`hz_live_memory_is_used`. (That threshold, signal as strong as noise for a
+#   linear readout, was set after a first `quick` probe in which cells with $M[\tau]$ of
+#   0.1-0.25 stayed near chance within the step budget; it is one threshold for every cell.)
 # - A frozen spectrum keeps its memory function exactly: {glue:text}`hz_frozen_memory_unchanged`.
 #
 # Between the two thresholds the runs are limited by their training budget as much as by
