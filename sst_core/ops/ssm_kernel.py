@@ -17,8 +17,8 @@ The pieces, each with a plain reference beside it (same results, for the tests):
 - ``vandermonde_kernel(C, log_A_bar, L)`` -> ``K = 2 Re sum_n C_n exp(l log_A_bar_n)``
   without the ``(H, N/2, L)`` tensor; ``vandermonde_kernel_ref`` materialises it (as the
   standalone S4D does);
-- ``fft_conv(u, K, D)``: ``irfft(rfft(u, 2L) rfft(K, 2L))[:L] + D u``; ``causal_conv_ref``
-  is the O(L^2) sum;
+- ``fft_conv(u, K, D)``: ``irfft(rfft(u, 2L) rfft(K, 2L))[:L] + D u`` (D folded into the
+  kernel's lag 0); ``causal_conv_ref`` is the O(L^2) sum;
 - ``recurrence_ref``: the unrolled recurrence above (A_bar, B_bar computed directly,
   not through ``discretize_diag``).
 
@@ -224,7 +224,8 @@ def _check_conv(u: torch.Tensor, K: torch.Tensor) -> int:
     return L
 
 
-def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None) -> torch.Tensor:
+def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None,
+             keep_spectrum: bool = False) -> torch.Tensor:
     """``y = irfft(rfft(u, 2L) rfft(K, 2L), 2L)[..., :L] + D u``.
 
     ``u`` ``(b, H, L)`` (any leading shape), ``K`` ``(H, L)``, broadcasting against ``u``
@@ -233,15 +234,32 @@ def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None) ->
     convolution ``y_t = sum_{s <= t} K_s u_{t-s}``. A length-2L kernel is a bidirectional
     one built by the caller as ``pad(K0, (0, L)) + pad(flip(K1), (L, 0))``: its second half
     wraps around and adds the anti-causal part ``sum_{m=1}^{L-1} K1_{m-1} u_{t+m}``.
+
+    ``D u`` is the convolution with ``D`` at lag 0, so when ``D`` broadcasts against
+    ``K.shape[:-1]`` (one D per kernel, as in S4D) it is added to ``K[..., 0]`` and costs
+    no pass over ``u`` (forward or backward); otherwise it is added to ``y``.
+    ``keep_spectrum``: keep ``rfft(u)`` for the backward pass (one transform fewer there,
+    twice the memory of ``u`` kept) instead of ``u`` itself (see ``_FFTConv``).
     """
     L = _check_conv(u, K)
+    if D is not None and _broadcasts_into(D.shape, K.shape[:-1]):
+        K = torch.cat([K[..., :1] + D[..., None].to(K.dtype), K[..., 1:]], dim=-1)  # D at lag 0
+        D = None
     if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap): plain ops
         y = _fft_conv_plain(u, K)
     else:
-        y = _FFTConv.apply(u, K)  # (b, H, L)
+        y = _FFTConv.apply(u, K, bool(keep_spectrum))  # (b, H, L)
     if D is not None:
         y = y + D[..., None] * u
     return y
+
+
+def _broadcasts_into(shape: torch.Size, target: torch.Size) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without enlarging it."""
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
 
 
 def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
@@ -253,36 +271,50 @@ def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
 
 
 class _FFTConv(torch.autograd.Function):
-    """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` that keeps only ``u`` and ``K`` for the
-    backward pass and recomputes the transforms there, instead of keeping the two spectra
-    (each twice the size of ``u``) as autograd would. With ``G = rfft(g, 2L)``:
+    """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` with a hand-written backward. With
+    ``U = rfft(u, 2L)``, ``K_f = rfft(K, 2L)`` and ``G = rfft(g, 2L)``:
 
-        du = irfft(G conj(rfft(K)))[..., :L],    dK = irfft(G conj(rfft(u)))[..., :len(K)]
+        du = irfft(sum G conj(K_f))[..., :L],    dK = irfft(sum G conj(U))[..., :len(K)]
 
-    (cross-correlations), each summed over the dimensions it was broadcast in.
+    (cross-correlations), each sum over the dimensions its input was broadcast in, taken in
+    the frequency domain before the one inverse transform it needs: ``dK`` costs one
+    transform of K's size, not one of the batch's (the transforms are linear, so this is
+    the same up to rounding). It keeps ``K_f`` (small) and either ``u`` (``keep_spectrum``
+    False: ``U`` is recomputed in the backward pass) or ``U`` (twice the size of ``u``,
+    one transform fewer), never autograd's copies of both spectra and the product.
     """
 
     @staticmethod
-    def forward(ctx, u, K):
+    def forward(ctx, u, K, keep_spectrum=False):
         L = u.shape[-1]
-        full = torch.fft.irfft(torch.fft.rfft(u, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
-        ctx.save_for_backward(u, K)
+        U = torch.fft.rfft(u, n=2 * L)  # (b, H, L+1)
+        K_f = torch.fft.rfft(K, n=2 * L)  # (H, L+1)
+        if not keep_spectrum and torch.broadcast_shapes(U.shape, K_f.shape) == U.shape:
+            Y = U.mul_(K_f)  # U is not needed again
+        else:
+            Y = U * K_f
+        full = torch.fft.irfft(Y, n=2 * L)  # (b, H, 2L)
+        ctx.save_for_backward(U if keep_spectrum else u, K_f)
+        ctx.keep_spectrum, ctx.L, ctx.u_shape, ctx.K_len = keep_spectrum, L, u.shape, K.shape[-1]
         return full[..., :L].contiguous()  # (b, H, L); frees the 2L buffer
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        u, K = ctx.saved_tensors
-        L = u.shape[-1]
-        G = torch.fft.rfft(g, n=2 * L)  # (b, H, L+1)
+        saved, K_f = ctx.saved_tensors
+        L, n = ctx.L, 2 * ctx.L
+        G = torch.fft.rfft(g, n=n)  # (b, H, L+1)
         du = dK = None
-        if ctx.needs_input_grad[0]:
-            du = torch.fft.irfft(G * torch.fft.rfft(K, n=2 * L).conj(), n=2 * L)[..., :L]
-            du = du.sum_to_size(u.shape).contiguous()
         if ctx.needs_input_grad[1]:
-            dK = torch.fft.irfft(G * torch.fft.rfft(u, n=2 * L).conj(), n=2 * L)[..., :K.shape[-1]]
-            dK = dK.sum_to_size(K.shape).contiguous()
-        return du, dK
+            U = saved if ctx.keep_spectrum else torch.fft.rfft(saved, n=n)
+            dK_f = (G * U.conj()).sum_to_size(K_f.shape)  # summed over the batch: (H, L+1)
+            dK = torch.fft.irfft(dK_f, n=n)[..., :ctx.K_len].contiguous()
+        if ctx.needs_input_grad[0]:
+            dU = G.mul_(K_f.conj()) if G.shape == torch.broadcast_shapes(G.shape, K_f.shape) \
+                else G * K_f.conj()
+            dU = dU.sum_to_size(ctx.u_shape[:-1] + (L + 1,))
+            du = torch.fft.irfft(dU, n=n)[..., :L].contiguous()
+        return du, dK, None
 
 
 def causal_conv_ref(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None

@@ -226,9 +226,11 @@ def test_kernel_conv_equals_recurrence(method, L):
 
 @pytest.mark.parametrize("L", [1, 63, 1000, 4096])
 @pytest.mark.parametrize("two_sided", [False, True])
-def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
-    """The custom backward (keeps u and K, recomputes the spectra) against autograd through
-    the plain transforms, with broadcasting (u (b, 1, H, L), K (channels, H, L or 2L))."""
+@pytest.mark.parametrize("keep_spectrum", [False, True])
+def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided, keep_spectrum):
+    """The custom backward (keeps u or its spectrum, and K's spectrum; sums over the
+    broadcast dimensions in the frequency domain) against autograd through the plain
+    transforms, with broadcasting (u (b, 1, H, L), K (channels, H, L or 2L))."""
     from sst_core.ops.ssm_kernel import _fft_conv_plain, _FFTConv
 
     gen = torch.Generator().manual_seed(L)
@@ -236,7 +238,7 @@ def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
     K = torch.randn(2, 4, 2 * L if two_sided else L, generator=gen, dtype=torch.float64,
                     requires_grad=True)
     w = torch.randn(3, 2, 4, L, generator=gen, dtype=torch.float64)
-    ours = _FFTConv.apply(u, K)
+    ours = _FFTConv.apply(u, K, keep_spectrum)
     plain = _fft_conv_plain(u, K)
     torch.testing.assert_close(ours, plain, rtol=1e-10, atol=1e-10)
     g_ours = torch.autograd.grad((ours * w).sum(), (u, K))
@@ -244,3 +246,26 @@ def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
     for a, b in zip(g_ours, g_plain):
         assert a.shape == b.shape
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_D_at_lag_zero_of_the_kernel_equals_D_u(L):
+    """D folded into K[..., 0] (D broadcasting against K's leading shape: one D per kernel,
+    also with channels and a bidirectional kernel) and D added to y (a D per batch row,
+    which K cannot hold): both equal the plain ``conv + D u``, forward and gradients."""
+    from sst_core.ops.ssm_kernel import _fft_conv_plain
+
+    g = torch.Generator().manual_seed(L)
+    u = torch.randn(3, 1, 4, L, generator=g, dtype=torch.float64)
+    w = torch.randn(3, 2, 4, L, generator=g, dtype=torch.float64)
+
+    def plain(u, K, D):
+        return _fft_conv_plain(u, K) + D[..., None] * u
+
+    for Lk in (L, 2 * L):
+        K = torch.randn(2, 4, Lk, generator=g, dtype=torch.float64)
+        for D_shape in ((2, 4), (4,), (3, 2, 4)):  # folded, folded, added to y
+            D = torch.randn(D_shape, generator=g, dtype=torch.float64)
+            for keep in (False, True):
+                got = grads(lambda u, K, D: fft_conv(u, K, D, keep_spectrum=keep), [u, K, D], w)
+                assert_all_close(got, grads(plain, [u, K, D], w))
