@@ -49,6 +49,7 @@ with the same chunking (l = l0 + j: ``S1 = sum_k P (l0_k Q0 + Q1)``, ``Q0 = E g^
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -270,6 +271,32 @@ def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     return torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # (b, H, L)
 
 
+_PADDED = threading.local()  # per thread: one zero-padded buffer, see _rfft_padded
+
+
+PADDED_BUFFER_MAX_BYTES = 1 << 28  # larger transforms pad afresh (the buffer outlives the call)
+
+
+def _rfft_padded(x: torch.Tensor) -> torch.Tensor:
+    """``rfft(x, n=2L)`` of ``x`` ``(..., L)``. On the CPU through a kept ``(..., 2L)``
+    buffer whose right half stays zero: ``rfft(x, n)`` pads into a fresh buffer each time
+    (a page-faulting allocation, a fill and a copy, about as long as the transform at
+    L = 256); here only the copy into the left half remains. One buffer per thread, of the
+    last shape used (the forward and backward transforms of a layer share it), at most
+    ``PADDED_BUFFER_MAX_BYTES``; elsewhere (CUDA has a caching allocator) plain ``rfft``."""
+    L = x.shape[-1]
+    shape = (*x.shape[:-1], 2 * L)
+    if (x.device.type != "cpu" or x.is_complex()
+            or math.prod(shape) * x.element_size() > PADDED_BUFFER_MAX_BYTES):
+        return torch.fft.rfft(x, n=2 * L)
+    buf = getattr(_PADDED, "buf", None)
+    if buf is None or buf.shape != shape or buf.dtype != x.dtype:
+        _PADDED.buf = None  # free the old one first
+        buf = _PADDED.buf = x.new_zeros(shape)
+    buf[..., :L].copy_(x)
+    return torch.fft.rfft(buf)
+
+
 class _FFTConv(torch.autograd.Function):
     """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` with a hand-written backward. With
     ``U = rfft(u, 2L)``, ``K_f = rfft(K, 2L)`` and ``G = rfft(g, 2L)``:
@@ -280,19 +307,22 @@ class _FFTConv(torch.autograd.Function):
     the frequency domain before the one inverse transform it needs: ``dK`` costs one
     transform of K's size, not one of the batch's (the transforms are linear, so this is
     the same up to rounding). It keeps ``K_f`` (small) and either ``u`` (``keep_spectrum``
-    False: ``U`` is recomputed in the backward pass) or ``U`` (twice the size of ``u``,
-    one transform fewer), never autograd's copies of both spectra and the product.
+    False: ``U`` is recomputed in the backward pass) or ``conj(U)`` (twice the size of
+    ``u``, one transform fewer), never autograd's copies of both spectra and the product.
+    The products run in place where the result has the buffer's shape.
     """
 
     @staticmethod
     def forward(ctx, u, K, keep_spectrum=False):
         L = u.shape[-1]
-        U = torch.fft.rfft(u, n=2 * L)  # (b, H, L+1)
+        U = _rfft_padded(u)  # (b, H, L+1)
         K_f = torch.fft.rfft(K, n=2 * L)  # (H, L+1)
         if not keep_spectrum and torch.broadcast_shapes(U.shape, K_f.shape) == U.shape:
             Y = U.mul_(K_f)  # U is not needed again
         else:
             Y = U * K_f
+            if keep_spectrum:  # the backward reads conj(U): conjugate in place now (a
+                U.conj_physical_()  # multiplication by a conj view copies it first)
         full = torch.fft.irfft(Y, n=2 * L)  # (b, H, 2L)
         ctx.save_for_backward(U if keep_spectrum else u, K_f)
         ctx.keep_spectrum, ctx.L, ctx.u_shape, ctx.K_len = keep_spectrum, L, u.shape, K.shape[-1]
@@ -303,11 +333,15 @@ class _FFTConv(torch.autograd.Function):
     def backward(ctx, g):
         saved, K_f = ctx.saved_tensors
         L, n = ctx.L, 2 * ctx.L
-        G = torch.fft.rfft(g, n=n)  # (b, H, L+1)
+        G = _rfft_padded(g)  # (b, H, L+1)
         du = dK = None
         if ctx.needs_input_grad[1]:
-            U = saved if ctx.keep_spectrum else torch.fft.rfft(saved, n=n)
-            dK_f = (G * U.conj()).sum_to_size(K_f.shape)  # summed over the batch: (H, L+1)
+            if ctx.keep_spectrum:  # conj(U), kept (not overwritten: retain_graph works)
+                dK_f = (G * saved).sum_to_size(K_f.shape)  # summed over the batch: (H, L+1)
+            else:  # recomputed here, so the product can overwrite it where shapes allow
+                Uc = _rfft_padded(saved).conj_physical_()
+                in_place = Uc.shape == torch.broadcast_shapes(Uc.shape, G.shape)
+                dK_f = (Uc.mul_(G) if in_place else G * Uc).sum_to_size(K_f.shape)
             dK = torch.fft.irfft(dK_f, n=n)[..., :ctx.K_len].contiguous()
         if ctx.needs_input_grad[0]:
             dU = G.mul_(K_f.conj()) if G.shape == torch.broadcast_shapes(G.shape, K_f.shape) \

@@ -235,17 +235,22 @@ def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided, keep_spectrum)
 
     gen = torch.Generator().manual_seed(L)
     u = torch.randn(3, 1, 4, L, generator=gen, dtype=torch.float64, requires_grad=True)
-    K = torch.randn(2, 4, 2 * L if two_sided else L, generator=gen, dtype=torch.float64,
-                    requires_grad=True)
-    w = torch.randn(3, 2, 4, L, generator=gen, dtype=torch.float64)
-    ours = _FFTConv.apply(u, K, keep_spectrum)
-    plain = _fft_conv_plain(u, K)
-    torch.testing.assert_close(ours, plain, rtol=1e-10, atol=1e-10)
-    g_ours = torch.autograd.grad((ours * w).sum(), (u, K))
-    g_plain = torch.autograd.grad((plain * w).sum(), (u, K))
-    for a, b in zip(g_ours, g_plain):
-        assert a.shape == b.shape
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    for channels in (2, 1):  # broadcast products, and the in-place ones
+        K = torch.randn(channels, 4, 2 * L if two_sided else L, generator=gen,
+                        dtype=torch.float64, requires_grad=True)
+        w = torch.randn(3, channels, 4, L, generator=gen, dtype=torch.float64)
+        ours = _FFTConv.apply(u, K, keep_spectrum)
+        plain = _fft_conv_plain(u, K)
+        torch.testing.assert_close(ours, plain, rtol=1e-10, atol=1e-10)
+        g_ours = torch.autograd.grad((ours * w).sum(), (u, K), retain_graph=True)
+        g_plain = torch.autograd.grad((plain * w).sum(), (u, K))
+        for a, b in zip(g_ours, g_plain):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+        # a second backward through the same graph (retain_graph): nothing kept was overwritten
+        again = torch.autograd.grad((ours * w).sum(), (u, K))
+        for a, b in zip(again, g_ours):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("L", [1, 63, 1000])
@@ -269,3 +274,27 @@ def test_D_at_lag_zero_of_the_kernel_equals_D_u(L):
             for keep in (False, True):
                 got = grads(lambda u, K, D: fft_conv(u, K, D, keep_spectrum=keep), [u, K, D], w)
                 assert_all_close(got, grads(plain, [u, K, D], w))
+
+
+def test_padded_rfft_buffer_equals_rfft_and_follows_shapes():
+    """The kept zero-padded buffer gives rfft(x, 2L) for every shape and dtype in turn (its
+    right half stays zero), and CPU tensors above the size cap pad afresh."""
+    from sst_core.ops import ssm_kernel
+
+    g = torch.Generator().manual_seed(0)
+    for shape, dtype in [((2, 3, 5), torch.float64), ((2, 3, 5), torch.float32),
+                         ((4, 1, 3, 8), torch.float32), ((2, 3, 5), torch.float64),
+                         ((1,), torch.float64)]:
+        for _ in range(2):
+            x = torch.randn(shape, generator=g, dtype=dtype)
+            got = ssm_kernel._rfft_padded(x)
+            torch.testing.assert_close(got, torch.fft.rfft(x, n=2 * shape[-1]), rtol=0, atol=0)
+    assert ssm_kernel._PADDED.buf.shape == (2,)
+    x = torch.randn(3, 7, dtype=torch.float64)
+    cap = ssm_kernel.PADDED_BUFFER_MAX_BYTES
+    try:
+        ssm_kernel.PADDED_BUFFER_MAX_BYTES = 8
+        torch.testing.assert_close(ssm_kernel._rfft_padded(x), torch.fft.rfft(x, n=14))
+        assert ssm_kernel._PADDED.buf.shape == (2,)  # not replaced
+    finally:
+        ssm_kernel.PADDED_BUFFER_MAX_BYTES = cap
