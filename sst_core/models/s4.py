@@ -252,7 +252,8 @@ class S4DLayer(nn.Module):
         K = self.kernel(L)  # (channels * (1 + bidirectional), H, L)
         if self.bidirectional:
             K0, K1 = K.chunk(2, dim=0)  # (channels, H, L) each
-            K = F.pad(K0, (0, L)) + F.pad(K1.flip(-1), (L, 0))  # (channels, H, 2L)
+            # pad(K0, (0, L)) + pad(flip(K1), (L, 0)): the two halves do not overlap
+            K = torch.cat([K0, K1.flip(-1)], dim=-1)  # (channels, H, 2L)
         return K
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -31,7 +31,9 @@ Split each delay as ``l = l0 + j`` with chunk starts ``l0 = 0, c, 2c, ...`` and 
     K[l0_k + j] = 2 Re sum_n (C_n P[n, k]) E[n, j]
 
 is one batched real matrix product ``(Kc, N) @ (N, c)`` per channel (real and imaginary
-parts stacked), Kc = ceil(L / c) chunks. Only O(H N sqrt(L)) numbers are formed and only
+parts stacked), Kc = ceil(L / c) chunks; kernels that share a spectrum (the two directions
+of a bidirectional layer, ``C`` ``(channels, H, N/2)`` with ``log_A_bar`` ``(H, N/2)``) stack
+their rows, ``(channels Kc, N) @ (N, c)``, and evaluate ``P`` and ``E`` once. Only O(H N sqrt(L)) numbers are formed and only
 O(H N sqrt(L)) complex exponentials evaluated (the materialising version evaluates
 H N L / 2 of them, which dominates its cost: ``cpu-performance-notes.md``); every power is
 a product of two directly computed exponentials, never a running product, so nothing
@@ -44,7 +46,7 @@ with the same chunking (l = l0 + j: ``S1 = sum_k P (l0_k Q0 + Q1)``, ``Q0 = E g^
 ``Q1 = E diag(j) g^T``). PyTorch's complex gradients are conjugate Wirtinger derivatives
 (``grad = dL/dRe + i dL/dIm`` for a real loss), hence
 
-    dL/dC = 2 conj(S0),     dL/dlog_A_bar = 2 conj(C S1).
+    dL/dC = 2 conj(S0),     dL/dlog_A_bar = 2 conj(C S1)   (summed over shared channels).
 """
 from __future__ import annotations
 
@@ -127,56 +129,58 @@ def _chunking(L: int, device) -> tuple[int, int, torch.Tensor, torch.Tensor]:
     return c, Kc, torch.arange(c, device=device), torch.arange(Kc, device=device) * c
 
 
-def _first_chunk(x: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
-    """[Re E; Im E] with E[n, j] = exp(j x_n), shape (M, 2n, c)."""
-    Er, Ei = _exp_outer(x, j)  # (M, n, c)
-    return torch.cat([Er, Ei], 1)  # (M, 2n, c)
-
-
-def _chunk_powers(x: torch.Tensor, l0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """P[n, k] = exp(l0_k x_n), real and imaginary parts, (M, n, Kc)."""
-    return _exp_outer(x, l0)
+def _powers(x: torch.Tensor, j: torch.Tensor, l0: torch.Tensor
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The exponentials of every chunk, in one evaluation for both sets of steps:
+    ``E = [Re; Im] exp(j x)`` ``(M, 2n, c)`` (the first chunk) and ``P = exp(l0 x)``, real
+    and imaginary parts ``(M, n, Kc)`` (one power per chunk start)."""
+    c = j.shape[0]
+    Re, Im = _exp_outer(x, torch.cat([j, l0]))  # (M, n, c + Kc)
+    E = torch.cat([Re[..., :c], Im[..., :c]], 1)  # (M, 2n, c)
+    return E, Re[..., c:], Im[..., c:]
 
 
 class _VandermondeKernel(torch.autograd.Function):
-    """K[m, l] = 2 Re sum_n C[m, n] exp(l x[m, n]) for (M, n) inputs; see the module doc."""
+    """K[h, m, l] = 2 Re sum_n C[h, m, n] exp(l x[m, n]) for C (channels, M, n) sharing
+    x (M, n) (the bidirectional kernel's two directions share the spectrum: its powers are
+    evaluated once); see the module doc."""
 
     @staticmethod
     def forward(ctx, C, x, L):
+        Ch, M, n = C.shape
         c, Kc, j, l0 = _chunking(L, C.device)
-        E = _first_chunk(x, j)  # (M, 2n, c)
-        Pr, Pi = _chunk_powers(x, l0)  # (M, n, Kc)
-        Cr, Ci = C.real[..., None], C.imag[..., None]  # (M, n, 1)
-        Ctr, Cti = Cr * Pr - Ci * Pi, Cr * Pi + Ci * Pr  # C P, (M, n, Kc)
-        A = torch.cat([Ctr, -Cti], 1)  # (M, 2n, Kc): Re(a b) = a_r b_r - a_i b_i
-        K = 2 * torch.bmm(A.transpose(1, 2), E)  # (M, Kc, c)
+        E, Pr, Pi = _powers(x, j, l0)  # (M, 2n, c), (M, n, Kc) twice
+        Cr, Ci = C.real[..., None], C.imag[..., None]  # (Ch, M, n, 1)
+        # C P, and Re(a b) = a_r b_r - a_i b_i: A = 2 [Re(C P); -Im(C P)], (Ch, M, 2n, Kc)
+        A = torch.cat([Cr * Pr - Ci * Pi, -(Cr * Pi + Ci * Pr)], 2).mul_(2)
+        A = A.permute(1, 0, 3, 2).reshape(M, Ch * Kc, 2 * n)  # rows (channel, chunk)
+        K = torch.bmm(A, E)  # (M, Ch Kc, c)
         ctx.save_for_backward(C, x)
         ctx.L = L
-        return K.reshape(K.shape[0], Kc * c)[:, :L]  # (M, L)
+        return K.reshape(M, Ch, Kc * c)[..., :L].transpose(0, 1).contiguous()  # (Ch, M, L)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
         C, x = ctx.saved_tensors
         L = ctx.L
-        M, n = C.shape
+        Ch, M, n = C.shape
         c, Kc, j, l0 = _chunking(L, C.device)
-        E = _first_chunk(x, j)  # (M, 2n, c), recomputed
-        Pr, Pi = _chunk_powers(x, l0)  # (M, n, Kc)
-        G = torch.nn.functional.pad(g, (0, Kc * c - L)).reshape(M, Kc, c)  # (M, Kc, c)
-        jt = j.to(g.dtype)
-        GT = torch.cat([G, G * jt], 1).transpose(1, 2)  # (M, c, 2Kc): [g, j g]
-        Q = torch.bmm(E, GT)  # (M, 2n, 2Kc): E g^T and E diag(j) g^T
-        Q0 = torch.complex(Q[:, :n, :Kc], Q[:, n:, :Kc])  # sum_j E g, (M, n, Kc)
-        Q1 = torch.complex(Q[:, :n, Kc:], Q[:, n:, Kc:])  # sum_j j E g
-        P = torch.complex(Pr, Pi)  # (M, n, Kc)
+        E, Pr, Pi = _powers(x, j, l0)  # recomputed
+        G = torch.nn.functional.pad(g, (0, Kc * c - L)).reshape(Ch, M, Kc, c)
+        GT = torch.cat([G, G * j.to(g.dtype)], 2)  # (Ch, M, 2Kc, c): [g, j g]
+        GT = GT.permute(1, 3, 0, 2).reshape(M, c, Ch * 2 * Kc)
+        Q = torch.bmm(E, GT).reshape(M, 2 * n, Ch, 2 * Kc)  # E g^T and E diag(j) g^T
+        Q0 = torch.complex(Q[:, :n, :, :Kc], Q[:, n:, :, :Kc])  # sum_j E g, (M, n, Ch, Kc)
+        Q1 = torch.complex(Q[:, :n, :, Kc:], Q[:, n:, :, Kc:])  # sum_j j E g
+        P = torch.complex(Pr, Pi)[:, :, None]  # (M, n, 1, Kc)
         grad_C = grad_x = None
         if ctx.needs_input_grad[0]:
-            S0 = (P * Q0).sum(-1)  # sum_l g_l z^l, (M, n)
-            grad_C = 2 * S0.conj()
+            S0 = (P * Q0).sum(-1)  # sum_l g_l z^l, (M, n, Ch)
+            grad_C = 2 * S0.permute(2, 0, 1).conj()  # (Ch, M, n)
         if ctx.needs_input_grad[1]:
-            S1 = (P * (l0.to(g.dtype) * Q0 + Q1)).sum(-1)  # sum_l g_l l z^l, (M, n)
-            grad_x = 2 * (C * S1).conj()
+            S1 = (P * (l0.to(g.dtype) * Q0 + Q1)).sum(-1)  # sum_l g_l l z^l, (M, n, Ch)
+            grad_x = 2 * (C.permute(1, 2, 0) * S1).sum(-1).conj()  # summed over channels
         return grad_C, grad_x, None
 
 
@@ -190,19 +194,26 @@ def vandermonde_kernel(C: torch.Tensor, log_A_bar: torch.Tensor, L: int) -> torc
     """``K[..., l] = 2 Re sum_n C[..., n] exp(l log_A_bar[..., n])``, l = 0..L-1, real.
 
     ``C`` (with ``B`` and ``B_bar`` already multiplied in) and ``log_A_bar`` broadcast to
-    ``(..., N/2)`` (e.g. ``(H, N/2)``, or ``(channels, H, N/2)`` with a shared spectrum);
-    returns ``(..., L)``. Memory O(H N sqrt(L)) besides the output, in the forward and in
-    the backward pass (module doc). Same results as ``vandermonde_kernel_ref``.
+    ``(..., N/2)`` (e.g. ``(H, N/2)``, or ``(channels, H, N/2)`` with a shared spectrum,
+    whose powers are then evaluated once for all channels); returns ``(..., L)``. Memory
+    O(H N sqrt(L)) besides the output, in the forward and in the backward pass (module
+    doc). Same results as ``vandermonde_kernel_ref``.
     """
     L = _check_L(L)
-    C, x = _broadcast(C, log_A_bar)
+    dtype = _complex_dtype(torch.promote_types(C.dtype, log_A_bar.dtype))
+    C, x = C.to(dtype), log_A_bar.to(dtype)
     if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap): plain ops
         return vandermonde_kernel_ref(C, x, L)
-    lead, n = C.shape[:-1], C.shape[-1]
-    K = _VandermondeKernel.apply(C.reshape(-1, n), x.reshape(-1, n), L)  # (M, L)
-    return K.reshape(*lead, L)
-
-
+    shape = torch.broadcast_shapes(C.shape, x.shape)  # (..., n)
+    x_shape = (1,) * (len(shape) - x.dim()) + tuple(x.shape)
+    split = 0  # the leading dimensions x is broadcast in: channels sharing its spectrum
+    while split < len(shape) - 1 and x_shape[split] == 1:
+        split += 1
+    lead, rest, n = shape[:split], shape[split:-1], shape[-1]
+    x = x.reshape(x_shape[split:]).expand(*rest, n).reshape(-1, n)  # (M, n)
+    C = C.expand(shape).reshape(math.prod(lead), -1, n)  # (channels, M, n)
+    K = _VandermondeKernel.apply(C, x, L)  # (channels, M, L)
+    return K.reshape(*lead, *rest, L)
 def vandermonde_kernel_ref(C: torch.Tensor, log_A_bar: torch.Tensor, L: int) -> torch.Tensor:
     """The standalone S4D's Vandermonde product: materialises ``exp(l log_A_bar)`` as a
     ``(..., N/2, L)`` complex tensor; plain autograd. Same signature as ``vandermonde_kernel``."""

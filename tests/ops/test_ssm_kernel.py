@@ -80,6 +80,24 @@ def test_kernel_broadcasts_a_shared_spectrum():
     assert_all_close(got, want)
 
 
+@pytest.mark.parametrize("C_shape, x_shape", [((2, 3, 4), (3, 4)), ((2, 1, 3, 4), (3, 4)),
+                                              ((3, 4), (2, 3, 4)), ((4,), (4,)),
+                                              ((2, 3, 4), (1, 4)), ((2, 3, 4), (4,))])
+def test_kernel_shapes_sharing_or_broadcasting_the_spectrum(C_shape, x_shape):
+    """Channels sharing the spectrum (its powers evaluated once), and a spectrum broadcast
+    over C's dimensions or C over the spectrum's: values and gradients as the reference."""
+    g = torch.Generator().manual_seed(len(C_shape) + 3 * len(x_shape))
+    x = torch.complex(-torch.rand(x_shape, generator=g, dtype=torch.float64) * 0.3,
+                      torch.randn(x_shape, generator=g, dtype=torch.float64))
+    C = cplx(C_shape, g)
+    shape = torch.broadcast_shapes(C_shape, x_shape)[:-1] + (37,)
+    w = torch.randn(shape, generator=g, dtype=torch.float64)
+    got = grads(lambda C, x: vandermonde_kernel(C, x, 37), [C, x], w)
+    want = grads(lambda C, x: vandermonde_kernel_ref(C, x, 37), [C, x], w)
+    assert got[0].shape == shape and got[1].shape == C_shape and got[2].shape == x_shape
+    assert_all_close(got, want)
+
+
 def test_kernel_gradcheck():
     g = torch.Generator().manual_seed(2)
     C = cplx((2, 3), g).requires_grad_()
