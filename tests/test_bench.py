@@ -54,6 +54,8 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
+    expected |= {f"s4d_classifier_train_{c}" for c in
+                 ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128")}
     assert set(names) == expected
 
 
@@ -80,6 +82,10 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
             assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
             assert e["memory_status"] == ("meets" if e["memory_ratio"] <= 0.25 else "misses")
             assert _positive(e["ours_peak_bytes"]) and _positive(e["anchor_peak_bytes"])
+        elif e["name"].startswith("s4d_classifier_train_"):  # L and H in the name, batch 2
+            sz = e["sizes"]
+            assert e["name"].endswith(f"_L{sz['length']}_H{sz['H']}") and sz["batch"] == 2
+            assert e["target"] == 0.5 and e["kind"] == "train" and sz["N"] == 64
         else:
             assert e["sizes"]["length"] == (60 if e["kind"] == "train" else 1000)
         if e["anchor"] is None:

@@ -16,15 +16,30 @@ The constrained values are stored unconstrained and rebuilt in one place, the pr
 rule "lr 0 becomes a buffer"), so no optimiser ever sees them; ``C``, ``D``, the output
 linear, norms, encoder and decoder still train.
 
-Layer (``S4DLayer``), input and output ``(b, L, H)``::
+Layer (``S4DLayer``), input and output ``(b, L, H)`` (``forward_cf``: ``(b, H, L)``)::
 
-    y = FFTconv(u, K) + D u      (bidirectional: K = pad(K0, (0, L)) + pad(flip(K1), (L, 0)))
+    y = FFTconv(u, K) + D u      (bidirectional: K = pad(K0, (0, L)) + pad(flip(K1), (L, 0));
+                                  D u as D at the kernel's lag 0, one transform of u for both)
     y = Linear(dropout(GELU(y))), then GLU                      H * channels -> 2H -> H
 
 Backbone (``S4DModel``): encoder (Embedding for tokens, Linear for real-valued inputs),
 ``n_layers`` residual blocks ``x + dropout(layer(norm(x)))`` (pre-norm, then a final norm)
 or ``norm(x + dropout(layer(x)))`` (post-norm), decoder (mean over the valid positions, or
 the last one), Linear(H, n_classes).
+
+Layout. Between the encoder and the decoder the model keeps its activations channels-first,
+``(b, H, L)``, the layout of the FFTs (``forward_cf`` of the layer and the norms): BatchNorm1d
+reads it as it is, LayerNorm(H) normalises over dimension 1 without transposing
+(``sst_core.ops.channels_first.layer_norm_channels``), the output linear is one batched
+matrix product ``(2H, H) @ (H, L)`` per sequence and the GLU splits dimension 1. Nothing is
+transposed inside the blocks (on the CPU a BatchNorm over a transposed view alone took about
+as long as the rest of a layer). ``S4DLayer.forward`` and ``hidden_states`` still read and
+return ``(b, L, H)`` (as transposed views). The parameters, their initialisation and the
+random numbers dropout draws are those of the ``(b, L, H)`` formulation, so a seed gives the
+same training run up to float rounding. (AdamW's first steps scale a gradient that is zero in
+exact arithmetic, e.g. that of the encoder bias just before a BatchNorm, to +-lr whatever its
+rounding noise, and eval-mode BatchNorm then sees the shift: evaluation metrics of short
+runs can move by more than rounding, as with another thread count.)
 
 Helpers: ``frozen_share`` (share of parameter entries that are frozen), ``optimizer_groups``
 (AdamW groups with the spectrum in its own group, weight decay 0), ``memory_functions`` and
@@ -40,6 +55,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from sst_core.ops.channels_first import layer_norm_channels
 from sst_core.ops.ssm_kernel import (
     METHODS,
     discretize_diag,
@@ -236,21 +252,32 @@ class S4DLayer(nn.Module):
         K = self.kernel(L)  # (channels * (1 + bidirectional), H, L)
         if self.bidirectional:
             K0, K1 = K.chunk(2, dim=0)  # (channels, H, L) each
-            K = F.pad(K0, (0, L)) + F.pad(K1.flip(-1), (L, 0))  # (channels, H, 2L)
+            # pad(K0, (0, L)) + pad(flip(K1), (L, 0)): the two halves do not overlap
+            K = torch.cat([K0, K1.flip(-1)], dim=-1)  # (channels, H, 2L)
         return K
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, L, H = x.shape
-        u = x.transpose(1, 2)  # (b, H, L)
-        y = fft_conv(u.unsqueeze(1), self.kernel_full(L), self.D)  # (b, channels, H, L)
+        """``(b, L, H) -> (b, L, H)`` (a transposed view of :meth:`forward_cf`'s output)."""
+        return self.forward_cf(x.transpose(1, 2)).transpose(1, 2)
+
+    def forward_cf(self, u: torch.Tensor) -> torch.Tensor:
+        """The layer on channels-first activations, ``(b, H, L) -> (b, H, L)``: the layout
+        of the FFTs (over the last dimension), so nothing is transposed."""
+        b, H, L = u.shape
+        y = fft_conv(u.unsqueeze(1), self.kernel_full(L), self.D,
+                     keep_spectrum=True)  # (b, channels, H, L); D u at the kernel's lag 0
         y = y.reshape(b, self.channels * H, L)  # (b, channels H, L)
-        y = self.dropout(self.activation(y))
-        return self.postact(self.output_linear(y.transpose(1, 2)))  # (b, L, H)
+        y = self.dropout(self.activation(y))  # Dropout1d: whole channels, tied along L
+        W, bias = self.output_linear.weight, self.output_linear.bias  # (out, channels H), (out,)
+        Wb = W.expand(b, -1, -1)  # (b, out, channels H), no copy
+        z = (torch.bmm(Wb, y) if bias is None  # (b, out, L)
+             else torch.baddbmm(bias[:, None].expand(b, -1, L), Wb, y))
+        return F.glu(z, dim=1) if isinstance(self.postact, nn.GLU) else z  # (b, H, L)
 
 
 class _Norm(nn.Module):
     """BatchNorm1d over the H channels (statistics over batch and length) or LayerNorm(H),
-    on ``(b, L, H)``."""
+    on ``(b, L, H)`` (``forward``) or channels-first ``(b, H, L)`` (``forward_cf``)."""
 
     def __init__(self, kind: str, H: int):
         super().__init__()
@@ -259,9 +286,21 @@ class _Norm(nn.Module):
         self.norm = nn.BatchNorm1d(H) if kind == "batch" else nn.LayerNorm(H)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.forward_cf(x.transpose(1, 2)).transpose(1, 2)  # (b, L, H)
+
+    def forward_cf(self, x: torch.Tensor) -> torch.Tensor:
         if self.kind == "batch":
-            return self.norm(x.transpose(1, 2)).transpose(1, 2)  # (b, L, H)
-        return self.norm(x)
+            return self.norm(x)  # BatchNorm1d reads (b, H, L) as it is
+        return layer_norm_channels(x, self.norm.weight, self.norm.bias, self.norm.eps)
+
+
+def _dropout_bLH(drop: nn.Module, y: torch.Tensor) -> torch.Tensor:
+    """``drop`` applied to channels-first ``y`` ``(b, H, L)`` as to its ``(b, L, H)``
+    layout: the same random mask as a model in that layout draws (dropout fills its mask
+    in memory order), so a seed gives the same training run in either layout."""
+    if not (isinstance(drop, nn.Dropout) and drop.training and drop.p > 0):
+        return y
+    return drop(y.transpose(1, 2).contiguous()).transpose(1, 2)
 
 
 class S4DModel(nn.Module):
@@ -318,46 +357,60 @@ class S4DModel(nn.Module):
             x = x.unsqueeze(-1)  # (b, L, 1)
         return self.encoder(x)  # (b, L, H)
 
+    def _encode_cf(self, x: torch.Tensor) -> torch.Tensor:
+        """The encoder's output channels-first, ``(b, H, L)``; a linear encoder of one input
+        (pixels) writes it directly as an outer product."""
+        if self.encoder_kind == "linear" and self.d_input == 1 and x.dim() in (2, 3):
+            x = x if x.dim() == 2 else x[..., 0]  # (b, L)
+            enc = self.encoder  # h[b, h, l] = w[h] x[b, l] + bias[h]
+            return torch.addcmul(enc.bias[None, :, None], enc.weight[None, :, :1], x[:, None, :])
+        return self.encode(x).transpose(1, 2).contiguous()  # (b, H, L)
+
     def hidden_states(self, x: torch.Tensor) -> list[torch.Tensor]:
         """Every block's output ``(b, L, H)``; the last one after the final norm (if any)."""
-        h = self.encode(x)  # (b, L, H)
+        return [h.transpose(1, 2) for h in self._hidden_cf(x)]
+
+    def _hidden_cf(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Every block's output, channels-first ``(b, H, L)`` (the layout of the layers)."""
+        h = self._encode_cf(x)  # (b, H, L)
         out = []
         for layer, norm, drop in zip(self.layers, self.norms, self.dropouts):
             if self.prenorm:
-                h = h + drop(layer(norm(h)))
+                h = h + _dropout_bLH(drop, layer.forward_cf(norm.forward_cf(h)))
             else:
-                h = norm(h + drop(layer(h)))
+                h = norm.forward_cf(h + _dropout_bLH(drop, layer.forward_cf(h)))
             out.append(h)
-        out[-1] = self.final_norm(out[-1])
+        if self.prenorm:
+            out[-1] = self.final_norm.forward_cf(out[-1])
         return out
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         if self.decoder_kind == "retrieval":
             return self._retrieval(x, lengths)
-        h = self.hidden_states(x)[-1]  # (b, L, H)
-        b, L, _ = h.shape
+        h = self._hidden_cf(x)[-1]  # (b, H, L)
+        b, _, L = h.shape
         if lengths is not None:
             lengths = torch.as_tensor(lengths, device=h.device).long()
             if lengths.shape != (b,) or lengths.min() < 1 or lengths.max() > L:
                 raise ValueError(f"lengths must have shape ({b},) with values in 1..{L}, got "
                                  f"{lengths.tolist()}")
         if self.decoder_kind == "pool":
-            if lengths is None:
-                z = h.mean(1)  # (b, H)
-            else:
-                mask = (torch.arange(L, device=h.device) < lengths[:, None]).to(h.dtype)  # (b, L)
-                z = (h * mask[..., None]).sum(1) / lengths[:, None].to(h.dtype)
+            z = self._mean(h, lengths)
         else:
-            z = h[:, -1] if lengths is None else h[torch.arange(b, device=h.device), lengths - 1]
+            z = h[..., -1] if lengths is None else h[torch.arange(b, device=h.device), :, lengths - 1]
         return self.decoder(z)  # (b, n_classes)
 
-    def _pool(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
-        h = self.hidden_states(x)[-1]  # (b, L, H)
-        b, L, _ = h.shape
+    @staticmethod
+    def _mean(h: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        """Mean over the valid positions of ``h`` ``(b, H, L)``: ``(b, H)``."""
         if lengths is None:
-            return h.mean(1)  # (b, H)
+            return h.mean(-1)
+        L = h.shape[-1]
         mask = (torch.arange(L, device=h.device) < lengths[:, None]).to(h.dtype)  # (b, L)
-        return (h * mask[..., None]).sum(1) / lengths[:, None].to(h.dtype)  # (b, H)
+        return torch.bmm(h, mask[..., None])[..., 0] / lengths[:, None].to(h.dtype)
+
+    def _pool(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        return self._mean(self._hidden_cf(x)[-1], lengths)  # (b, H)
 
     def _retrieval(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
         """``x`` ``(b, 2, L)``: two documents per example, ``lengths`` ``(b, 2)``."""

@@ -17,8 +17,8 @@ The pieces, each with a plain reference beside it (same results, for the tests):
 - ``vandermonde_kernel(C, log_A_bar, L)`` -> ``K = 2 Re sum_n C_n exp(l log_A_bar_n)``
   without the ``(H, N/2, L)`` tensor; ``vandermonde_kernel_ref`` materialises it (as the
   standalone S4D does);
-- ``fft_conv(u, K, D)``: ``irfft(rfft(u, 2L) rfft(K, 2L))[:L] + D u``; ``causal_conv_ref``
-  is the O(L^2) sum;
+- ``fft_conv(u, K, D)``: ``irfft(rfft(u, 2L) rfft(K, 2L))[:L] + D u`` (D folded into the
+  kernel's lag 0); ``causal_conv_ref`` is the O(L^2) sum;
 - ``recurrence_ref``: the unrolled recurrence above (A_bar, B_bar computed directly,
   not through ``discretize_diag``).
 
@@ -31,7 +31,9 @@ Split each delay as ``l = l0 + j`` with chunk starts ``l0 = 0, c, 2c, ...`` and 
     K[l0_k + j] = 2 Re sum_n (C_n P[n, k]) E[n, j]
 
 is one batched real matrix product ``(Kc, N) @ (N, c)`` per channel (real and imaginary
-parts stacked), Kc = ceil(L / c) chunks. Only O(H N sqrt(L)) numbers are formed and only
+parts stacked), Kc = ceil(L / c) chunks; kernels that share a spectrum (the two directions
+of a bidirectional layer, ``C`` ``(channels, H, N/2)`` with ``log_A_bar`` ``(H, N/2)``) stack
+their rows, ``(channels Kc, N) @ (N, c)``, and evaluate ``P`` and ``E`` once. Only O(H N sqrt(L)) numbers are formed and only
 O(H N sqrt(L)) complex exponentials evaluated (the materialising version evaluates
 H N L / 2 of them, which dominates its cost: ``cpu-performance-notes.md``); every power is
 a product of two directly computed exponentials, never a running product, so nothing
@@ -44,11 +46,12 @@ with the same chunking (l = l0 + j: ``S1 = sum_k P (l0_k Q0 + Q1)``, ``Q0 = E g^
 ``Q1 = E diag(j) g^T``). PyTorch's complex gradients are conjugate Wirtinger derivatives
 (``grad = dL/dRe + i dL/dIm`` for a real loss), hence
 
-    dL/dC = 2 conj(S0),     dL/dlog_A_bar = 2 conj(C S1).
+    dL/dC = 2 conj(S0),     dL/dlog_A_bar = 2 conj(C S1)   (summed over shared channels).
 """
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 from torch.autograd.function import once_differentiable
@@ -126,56 +129,58 @@ def _chunking(L: int, device) -> tuple[int, int, torch.Tensor, torch.Tensor]:
     return c, Kc, torch.arange(c, device=device), torch.arange(Kc, device=device) * c
 
 
-def _first_chunk(x: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
-    """[Re E; Im E] with E[n, j] = exp(j x_n), shape (M, 2n, c)."""
-    Er, Ei = _exp_outer(x, j)  # (M, n, c)
-    return torch.cat([Er, Ei], 1)  # (M, 2n, c)
-
-
-def _chunk_powers(x: torch.Tensor, l0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """P[n, k] = exp(l0_k x_n), real and imaginary parts, (M, n, Kc)."""
-    return _exp_outer(x, l0)
+def _powers(x: torch.Tensor, j: torch.Tensor, l0: torch.Tensor
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The exponentials of every chunk, in one evaluation for both sets of steps:
+    ``E = [Re; Im] exp(j x)`` ``(M, 2n, c)`` (the first chunk) and ``P = exp(l0 x)``, real
+    and imaginary parts ``(M, n, Kc)`` (one power per chunk start)."""
+    c = j.shape[0]
+    Re, Im = _exp_outer(x, torch.cat([j, l0]))  # (M, n, c + Kc)
+    E = torch.cat([Re[..., :c], Im[..., :c]], 1)  # (M, 2n, c)
+    return E, Re[..., c:], Im[..., c:]
 
 
 class _VandermondeKernel(torch.autograd.Function):
-    """K[m, l] = 2 Re sum_n C[m, n] exp(l x[m, n]) for (M, n) inputs; see the module doc."""
+    """K[h, m, l] = 2 Re sum_n C[h, m, n] exp(l x[m, n]) for C (channels, M, n) sharing
+    x (M, n) (the bidirectional kernel's two directions share the spectrum: its powers are
+    evaluated once); see the module doc."""
 
     @staticmethod
     def forward(ctx, C, x, L):
+        Ch, M, n = C.shape
         c, Kc, j, l0 = _chunking(L, C.device)
-        E = _first_chunk(x, j)  # (M, 2n, c)
-        Pr, Pi = _chunk_powers(x, l0)  # (M, n, Kc)
-        Cr, Ci = C.real[..., None], C.imag[..., None]  # (M, n, 1)
-        Ctr, Cti = Cr * Pr - Ci * Pi, Cr * Pi + Ci * Pr  # C P, (M, n, Kc)
-        A = torch.cat([Ctr, -Cti], 1)  # (M, 2n, Kc): Re(a b) = a_r b_r - a_i b_i
-        K = 2 * torch.bmm(A.transpose(1, 2), E)  # (M, Kc, c)
+        E, Pr, Pi = _powers(x, j, l0)  # (M, 2n, c), (M, n, Kc) twice
+        Cr, Ci = C.real[..., None], C.imag[..., None]  # (Ch, M, n, 1)
+        # C P, and Re(a b) = a_r b_r - a_i b_i: A = 2 [Re(C P); -Im(C P)], (Ch, M, 2n, Kc)
+        A = torch.cat([Cr * Pr - Ci * Pi, -(Cr * Pi + Ci * Pr)], 2).mul_(2)
+        A = A.permute(1, 0, 3, 2).reshape(M, Ch * Kc, 2 * n)  # rows (channel, chunk)
+        K = torch.bmm(A, E)  # (M, Ch Kc, c)
         ctx.save_for_backward(C, x)
         ctx.L = L
-        return K.reshape(K.shape[0], Kc * c)[:, :L]  # (M, L)
+        return K.reshape(M, Ch, Kc * c)[..., :L].transpose(0, 1).contiguous()  # (Ch, M, L)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
         C, x = ctx.saved_tensors
         L = ctx.L
-        M, n = C.shape
+        Ch, M, n = C.shape
         c, Kc, j, l0 = _chunking(L, C.device)
-        E = _first_chunk(x, j)  # (M, 2n, c), recomputed
-        Pr, Pi = _chunk_powers(x, l0)  # (M, n, Kc)
-        G = torch.nn.functional.pad(g, (0, Kc * c - L)).reshape(M, Kc, c)  # (M, Kc, c)
-        jt = j.to(g.dtype)
-        GT = torch.cat([G, G * jt], 1).transpose(1, 2)  # (M, c, 2Kc): [g, j g]
-        Q = torch.bmm(E, GT)  # (M, 2n, 2Kc): E g^T and E diag(j) g^T
-        Q0 = torch.complex(Q[:, :n, :Kc], Q[:, n:, :Kc])  # sum_j E g, (M, n, Kc)
-        Q1 = torch.complex(Q[:, :n, Kc:], Q[:, n:, Kc:])  # sum_j j E g
-        P = torch.complex(Pr, Pi)  # (M, n, Kc)
+        E, Pr, Pi = _powers(x, j, l0)  # recomputed
+        G = torch.nn.functional.pad(g, (0, Kc * c - L)).reshape(Ch, M, Kc, c)
+        GT = torch.cat([G, G * j.to(g.dtype)], 2)  # (Ch, M, 2Kc, c): [g, j g]
+        GT = GT.permute(1, 3, 0, 2).reshape(M, c, Ch * 2 * Kc)
+        Q = torch.bmm(E, GT).reshape(M, 2 * n, Ch, 2 * Kc)  # E g^T and E diag(j) g^T
+        Q0 = torch.complex(Q[:, :n, :, :Kc], Q[:, n:, :, :Kc])  # sum_j E g, (M, n, Ch, Kc)
+        Q1 = torch.complex(Q[:, :n, :, Kc:], Q[:, n:, :, Kc:])  # sum_j j E g
+        P = torch.complex(Pr, Pi)[:, :, None]  # (M, n, 1, Kc)
         grad_C = grad_x = None
         if ctx.needs_input_grad[0]:
-            S0 = (P * Q0).sum(-1)  # sum_l g_l z^l, (M, n)
-            grad_C = 2 * S0.conj()
+            S0 = (P * Q0).sum(-1)  # sum_l g_l z^l, (M, n, Ch)
+            grad_C = 2 * S0.permute(2, 0, 1).conj()  # (Ch, M, n)
         if ctx.needs_input_grad[1]:
-            S1 = (P * (l0.to(g.dtype) * Q0 + Q1)).sum(-1)  # sum_l g_l l z^l, (M, n)
-            grad_x = 2 * (C * S1).conj()
+            S1 = (P * (l0.to(g.dtype) * Q0 + Q1)).sum(-1)  # sum_l g_l l z^l, (M, n, Ch)
+            grad_x = 2 * (C.permute(1, 2, 0) * S1).sum(-1).conj()  # summed over channels
         return grad_C, grad_x, None
 
 
@@ -189,19 +194,26 @@ def vandermonde_kernel(C: torch.Tensor, log_A_bar: torch.Tensor, L: int) -> torc
     """``K[..., l] = 2 Re sum_n C[..., n] exp(l log_A_bar[..., n])``, l = 0..L-1, real.
 
     ``C`` (with ``B`` and ``B_bar`` already multiplied in) and ``log_A_bar`` broadcast to
-    ``(..., N/2)`` (e.g. ``(H, N/2)``, or ``(channels, H, N/2)`` with a shared spectrum);
-    returns ``(..., L)``. Memory O(H N sqrt(L)) besides the output, in the forward and in
-    the backward pass (module doc). Same results as ``vandermonde_kernel_ref``.
+    ``(..., N/2)`` (e.g. ``(H, N/2)``, or ``(channels, H, N/2)`` with a shared spectrum,
+    whose powers are then evaluated once for all channels); returns ``(..., L)``. Memory
+    O(H N sqrt(L)) besides the output, in the forward and in the backward pass (module
+    doc). Same results as ``vandermonde_kernel_ref``.
     """
     L = _check_L(L)
-    C, x = _broadcast(C, log_A_bar)
+    dtype = _complex_dtype(torch.promote_types(C.dtype, log_A_bar.dtype))
+    C, x = C.to(dtype), log_A_bar.to(dtype)
     if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap): plain ops
         return vandermonde_kernel_ref(C, x, L)
-    lead, n = C.shape[:-1], C.shape[-1]
-    K = _VandermondeKernel.apply(C.reshape(-1, n), x.reshape(-1, n), L)  # (M, L)
-    return K.reshape(*lead, L)
-
-
+    shape = torch.broadcast_shapes(C.shape, x.shape)  # (..., n)
+    x_shape = (1,) * (len(shape) - x.dim()) + tuple(x.shape)
+    split = 0  # the leading dimensions x is broadcast in: channels sharing its spectrum
+    while split < len(shape) - 1 and x_shape[split] == 1:
+        split += 1
+    lead, rest, n = shape[:split], shape[split:-1], shape[-1]
+    x = x.reshape(x_shape[split:]).expand(*rest, n).reshape(-1, n)  # (M, n)
+    C = C.expand(shape).reshape(math.prod(lead), -1, n)  # (channels, M, n)
+    K = _VandermondeKernel.apply(C, x, L)  # (channels, M, L)
+    return K.reshape(*lead, *rest, L)
 def vandermonde_kernel_ref(C: torch.Tensor, log_A_bar: torch.Tensor, L: int) -> torch.Tensor:
     """The standalone S4D's Vandermonde product: materialises ``exp(l log_A_bar)`` as a
     ``(..., N/2, L)`` complex tensor; plain autograd. Same signature as ``vandermonde_kernel``."""
@@ -224,7 +236,8 @@ def _check_conv(u: torch.Tensor, K: torch.Tensor) -> int:
     return L
 
 
-def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None) -> torch.Tensor:
+def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None,
+             keep_spectrum: bool = False) -> torch.Tensor:
     """``y = irfft(rfft(u, 2L) rfft(K, 2L), 2L)[..., :L] + D u``.
 
     ``u`` ``(b, H, L)`` (any leading shape), ``K`` ``(H, L)``, broadcasting against ``u``
@@ -233,15 +246,32 @@ def fft_conv(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None) ->
     convolution ``y_t = sum_{s <= t} K_s u_{t-s}``. A length-2L kernel is a bidirectional
     one built by the caller as ``pad(K0, (0, L)) + pad(flip(K1), (L, 0))``: its second half
     wraps around and adds the anti-causal part ``sum_{m=1}^{L-1} K1_{m-1} u_{t+m}``.
+
+    ``D u`` is the convolution with ``D`` at lag 0, so when ``D`` broadcasts against
+    ``K.shape[:-1]`` (one D per kernel, as in S4D) it is added to ``K[..., 0]`` and costs
+    no pass over ``u`` (forward or backward); otherwise it is added to ``y``.
+    ``keep_spectrum``: keep ``rfft(u)`` for the backward pass (one transform fewer there,
+    twice the memory of ``u`` kept) instead of ``u`` itself (see ``_FFTConv``).
     """
     L = _check_conv(u, K)
+    if D is not None and _broadcasts_into(D.shape, K.shape[:-1]):
+        K = torch.cat([K[..., :1] + D[..., None].to(K.dtype), K[..., 1:]], dim=-1)  # D at lag 0
+        D = None
     if torch._C._are_functorch_transforms_active():  # torch.func (jacrev, vmap): plain ops
         y = _fft_conv_plain(u, K)
     else:
-        y = _FFTConv.apply(u, K)  # (b, H, L)
+        y = _FFTConv.apply(u, K, bool(keep_spectrum))  # (b, H, L)
     if D is not None:
         y = y + D[..., None] * u
     return y
+
+
+def _broadcasts_into(shape: torch.Size, target: torch.Size) -> bool:
+    """Whether a tensor of ``shape`` broadcasts to ``target`` without enlarging it."""
+    try:
+        return torch.broadcast_shapes(shape, target) == target
+    except RuntimeError:
+        return False
 
 
 def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
@@ -252,37 +282,84 @@ def _fft_conv_plain(u: torch.Tensor, K: torch.Tensor) -> torch.Tensor:
     return torch.fft.irfft(u_f * K_f, n=2 * L)[..., :L]  # (b, H, L)
 
 
+_PADDED = threading.local()  # per thread: one zero-padded buffer, see _rfft_padded
+
+
+PADDED_BUFFER_MAX_BYTES = 1 << 28  # larger transforms pad afresh (the buffer outlives the call)
+
+
+def _rfft_padded(x: torch.Tensor) -> torch.Tensor:
+    """``rfft(x, n=2L)`` of ``x`` ``(..., L)``. On the CPU through a kept ``(..., 2L)``
+    buffer whose right half stays zero: ``rfft(x, n)`` pads into a fresh buffer each time
+    (a page-faulting allocation, a fill and a copy, about as long as the transform at
+    L = 256); here only the copy into the left half remains. One buffer per thread, of the
+    last shape used (the forward and backward transforms of a layer share it), at most
+    ``PADDED_BUFFER_MAX_BYTES``; elsewhere (CUDA has a caching allocator) plain ``rfft``."""
+    L = x.shape[-1]
+    shape = (*x.shape[:-1], 2 * L)
+    if (x.device.type != "cpu" or x.is_complex()
+            or math.prod(shape) * x.element_size() > PADDED_BUFFER_MAX_BYTES):
+        return torch.fft.rfft(x, n=2 * L)
+    buf = getattr(_PADDED, "buf", None)
+    if buf is None or buf.shape != shape or buf.dtype != x.dtype:
+        _PADDED.buf = None  # free the old one first
+        buf = _PADDED.buf = x.new_zeros(shape)
+    buf[..., :L].copy_(x)
+    return torch.fft.rfft(buf)
+
+
 class _FFTConv(torch.autograd.Function):
-    """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` that keeps only ``u`` and ``K`` for the
-    backward pass and recomputes the transforms there, instead of keeping the two spectra
-    (each twice the size of ``u``) as autograd would. With ``G = rfft(g, 2L)``:
+    """``irfft(rfft(u, 2L) rfft(K, 2L))[..., :L]`` with a hand-written backward. With
+    ``U = rfft(u, 2L)``, ``K_f = rfft(K, 2L)`` and ``G = rfft(g, 2L)``:
 
-        du = irfft(G conj(rfft(K)))[..., :L],    dK = irfft(G conj(rfft(u)))[..., :len(K)]
+        du = irfft(sum G conj(K_f))[..., :L],    dK = irfft(sum G conj(U))[..., :len(K)]
 
-    (cross-correlations), each summed over the dimensions it was broadcast in.
+    (cross-correlations), each sum over the dimensions its input was broadcast in, taken in
+    the frequency domain before the one inverse transform it needs: ``dK`` costs one
+    transform of K's size, not one of the batch's (the transforms are linear, so this is
+    the same up to rounding). It keeps ``K_f`` (small) and either ``u`` (``keep_spectrum``
+    False: ``U`` is recomputed in the backward pass) or ``conj(U)`` (twice the size of
+    ``u``, one transform fewer), never autograd's copies of both spectra and the product.
+    The products run in place where the result has the buffer's shape.
     """
 
     @staticmethod
-    def forward(ctx, u, K):
+    def forward(ctx, u, K, keep_spectrum=False):
         L = u.shape[-1]
-        full = torch.fft.irfft(torch.fft.rfft(u, n=2 * L) * torch.fft.rfft(K, n=2 * L), n=2 * L)
-        ctx.save_for_backward(u, K)
+        U = _rfft_padded(u)  # (b, H, L+1)
+        K_f = torch.fft.rfft(K, n=2 * L)  # (H, L+1)
+        if not keep_spectrum and torch.broadcast_shapes(U.shape, K_f.shape) == U.shape:
+            Y = U.mul_(K_f)  # U is not needed again
+        else:
+            Y = U * K_f
+            if keep_spectrum:  # the backward reads conj(U): conjugate in place now (a
+                U.conj_physical_()  # multiplication by a conj view copies it first)
+        full = torch.fft.irfft(Y, n=2 * L)  # (b, H, 2L)
+        ctx.save_for_backward(U if keep_spectrum else u, K_f)
+        ctx.keep_spectrum, ctx.L, ctx.u_shape, ctx.K_len = keep_spectrum, L, u.shape, K.shape[-1]
         return full[..., :L].contiguous()  # (b, H, L); frees the 2L buffer
 
     @staticmethod
     @once_differentiable
     def backward(ctx, g):
-        u, K = ctx.saved_tensors
-        L = u.shape[-1]
-        G = torch.fft.rfft(g, n=2 * L)  # (b, H, L+1)
+        saved, K_f = ctx.saved_tensors
+        L, n = ctx.L, 2 * ctx.L
+        G = _rfft_padded(g)  # (b, H, L+1)
         du = dK = None
-        if ctx.needs_input_grad[0]:
-            du = torch.fft.irfft(G * torch.fft.rfft(K, n=2 * L).conj(), n=2 * L)[..., :L]
-            du = du.sum_to_size(u.shape).contiguous()
         if ctx.needs_input_grad[1]:
-            dK = torch.fft.irfft(G * torch.fft.rfft(u, n=2 * L).conj(), n=2 * L)[..., :K.shape[-1]]
-            dK = dK.sum_to_size(K.shape).contiguous()
-        return du, dK
+            if ctx.keep_spectrum:  # conj(U), kept (not overwritten: retain_graph works)
+                dK_f = (G * saved).sum_to_size(K_f.shape)  # summed over the batch: (H, L+1)
+            else:  # recomputed here, so the product can overwrite it where shapes allow
+                Uc = _rfft_padded(saved).conj_physical_()
+                in_place = Uc.shape == torch.broadcast_shapes(Uc.shape, G.shape)
+                dK_f = (Uc.mul_(G) if in_place else G * Uc).sum_to_size(K_f.shape)
+            dK = torch.fft.irfft(dK_f, n=n)[..., :ctx.K_len].contiguous()
+        if ctx.needs_input_grad[0]:
+            dU = G.mul_(K_f.conj()) if G.shape == torch.broadcast_shapes(G.shape, K_f.shape) \
+                else G * K_f.conj()
+            dU = dU.sum_to_size(ctx.u_shape[:-1] + (L + 1,))
+            du = torch.fft.irfft(dU, n=n)[..., :L].contiguous()
+        return du, dK, None
 
 
 def causal_conv_ref(u: torch.Tensor, K: torch.Tensor, D: torch.Tensor | None = None

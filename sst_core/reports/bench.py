@@ -16,6 +16,8 @@ SECTIONS = (
      "one stacked step of K models / K sequential steps"),
     ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
      "chunked Vandermonde kernel / the published S4D kernel's formula"),
+    ("S4D classifier training step (paper 2's LRA model)", ("s4d_classifier_train_",),
+     "our S4DModel / the same model built as the standalone s4d.py and example.py"),
     ("Cost of the semi-affine correction (chapter: a semi-affine repair)", ("semi_affine_",),
      "semi-affine Negative Mamba / the affine original"),
     ("Throughput of every Table 2 model (quick-profile sizes, no anchor)", ("throughput_",), ""),

@@ -242,3 +242,101 @@ def test_supremum_memory_function():
     np.testing.assert_allclose(memory_functions(model.layers[0].kernel, 16), per_channel)
     with pytest.raises(ValueError, match="S4DLayer or S4DKernel"):
         memory_functions(nn.Linear(2, 2), 16)
+
+
+# -- the channels-first layout against the (b, L, H) formulation ---------------------------
+
+def _layer_blh(layer, x):
+    """S4DLayer on (b, L, H) in plain ops, as written before the channels-first layout."""
+    from sst_core.ops.ssm_kernel import _fft_conv_plain
+
+    b, L, H = x.shape
+    u = x.transpose(1, 2)  # (b, H, L)
+    y = _fft_conv_plain(u.unsqueeze(1), layer.kernel_full(L)) + layer.D[..., None] * u[:, None]
+    y = layer.dropout(layer.activation(y.reshape(b, layer.channels * H, L)))
+    return layer.postact(layer.output_linear(y.transpose(1, 2)))  # (b, L, H)
+
+
+def _norm_blh(norm, x):
+    if norm.kind == "batch":
+        return norm.norm(x.transpose(1, 2)).transpose(1, 2)
+    return norm.norm(x)
+
+
+def _model_blh(model, x, lengths):
+    """S4DModel.forward in the (b, L, H) layout, plain ops (pool and last decoders)."""
+    h = model.encode(x)  # (b, L, H)
+    for layer, norm, drop in zip(model.layers, model.norms, model.dropouts):
+        if model.prenorm:
+            h = h + drop(_layer_blh(layer, _norm_blh(norm, h)))
+        else:
+            h = _norm_blh(norm, h + drop(_layer_blh(layer, h)))
+    if model.prenorm:
+        h = _norm_blh(model.final_norm, h)
+    b, L, _ = h.shape
+    if model.decoder_kind == "pool":
+        mask = (torch.arange(L) < lengths[:, None]).to(h.dtype)
+        z = (h * mask[..., None]).sum(1) / lengths[:, None].to(h.dtype)
+    else:
+        z = h[torch.arange(b), lengths - 1]
+    return model.decoder(z)
+
+
+@pytest.mark.parametrize("norm", ["batch", "layer"])
+@pytest.mark.parametrize("prenorm", [False, True])
+@pytest.mark.parametrize("decoder", ["pool", "last"])
+@pytest.mark.parametrize("encoder", ["embedding", "linear"])
+def test_channels_first_model_is_the_blh_model(norm, prenorm, decoder, encoder):
+    """Logits and every gradient equal the (b, L, H) formulation (float64), in training mode
+    with dropout (the same masks under the same seed) and in eval mode."""
+    torch.manual_seed(0)
+    d_input = 5 if encoder == "embedding" else 1
+    model = S4DModel(d_input, 3, H=4, N=4, n_layers=2, encoder=encoder, norm=norm,
+                     prenorm=prenorm, decoder=decoder, bidirectional=True, dropout=0.2,
+                     seed=0).double()
+    g = torch.Generator().manual_seed(1)
+    x = (torch.randint(5, (3, 11), generator=g) if encoder == "embedding"
+         else torch.randn(3, 11, generator=g, dtype=torch.float64))
+    lengths = torch.tensor([11, 4, 8])
+    y = torch.tensor([0, 2, 1])
+    for mode in ("train", "eval"):
+        model.train(mode == "train")
+        out = []
+        for fn in (lambda: model(x, lengths=lengths), lambda: _model_blh(model, x, lengths)):
+            torch.manual_seed(5)
+            logits = fn()
+            grads = torch.autograd.grad(nn.functional.cross_entropy(logits, y),
+                                        model.parameters())
+            out.append((logits, grads))
+        (a, ga), (b, gb) = out
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+        for (name, _), u, v in zip(model.named_parameters(), ga, gb):
+            torch.testing.assert_close(u, v, rtol=1e-9, atol=1e-12,
+                                       msg=lambda m: f"{mode} {name}: {m}")
+
+
+@pytest.mark.parametrize("channels, postact, bidirectional",
+                         [(1, "glu", True), (2, "glu", False), (2, None, True)])
+def test_layer_forward_cf_is_the_blh_layer(channels, postact, bidirectional):
+    torch.manual_seed(0)
+    layer = S4DLayer(4, 8, channels=channels, postact=postact, bidirectional=bidirectional,
+                     seed=0).double()
+    x = torch.randn(2, 9, 4, dtype=torch.float64)
+    want = _layer_blh(layer, x)
+    torch.testing.assert_close(layer(x), want, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(layer.forward_cf(x.transpose(1, 2).contiguous()),
+                               want.transpose(1, 2), rtol=1e-10, atol=1e-12)
+
+
+def test_norm_forward_cf_is_the_blh_norm():
+    from sst_core.models.s4 import _Norm
+
+    x = torch.randn(3, 7, 4, dtype=torch.float64)
+    for kind in ("batch", "layer"):
+        norm = _Norm(kind, 4).double()
+        with torch.no_grad():
+            norm.norm.weight.uniform_(0.5, 1.5)
+            norm.norm.bias.uniform_(-1, 1)
+        want = _norm_blh(norm, x)
+        torch.testing.assert_close(norm(x), want)
+        torch.testing.assert_close(norm.forward_cf(x.transpose(1, 2)), want.transpose(1, 2))

@@ -80,6 +80,24 @@ def test_kernel_broadcasts_a_shared_spectrum():
     assert_all_close(got, want)
 
 
+@pytest.mark.parametrize("C_shape, x_shape", [((2, 3, 4), (3, 4)), ((2, 1, 3, 4), (3, 4)),
+                                              ((3, 4), (2, 3, 4)), ((4,), (4,)),
+                                              ((2, 3, 4), (1, 4)), ((2, 3, 4), (4,))])
+def test_kernel_shapes_sharing_or_broadcasting_the_spectrum(C_shape, x_shape):
+    """Channels sharing the spectrum (its powers evaluated once), and a spectrum broadcast
+    over C's dimensions or C over the spectrum's: values and gradients as the reference."""
+    g = torch.Generator().manual_seed(len(C_shape) + 3 * len(x_shape))
+    x = torch.complex(-torch.rand(x_shape, generator=g, dtype=torch.float64) * 0.3,
+                      torch.randn(x_shape, generator=g, dtype=torch.float64))
+    C = cplx(C_shape, g)
+    shape = torch.broadcast_shapes(C_shape, x_shape)[:-1] + (37,)
+    w = torch.randn(shape, generator=g, dtype=torch.float64)
+    got = grads(lambda C, x: vandermonde_kernel(C, x, 37), [C, x], w)
+    want = grads(lambda C, x: vandermonde_kernel_ref(C, x, 37), [C, x], w)
+    assert got[0].shape == shape and got[1].shape == C_shape and got[2].shape == x_shape
+    assert_all_close(got, want)
+
+
 def test_kernel_gradcheck():
     g = torch.Generator().manual_seed(2)
     C = cplx((2, 3), g).requires_grad_()
@@ -226,21 +244,75 @@ def test_kernel_conv_equals_recurrence(method, L):
 
 @pytest.mark.parametrize("L", [1, 63, 1000, 4096])
 @pytest.mark.parametrize("two_sided", [False, True])
-def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided):
-    """The custom backward (keeps u and K, recomputes the spectra) against autograd through
-    the plain transforms, with broadcasting (u (b, 1, H, L), K (channels, H, L or 2L))."""
+@pytest.mark.parametrize("keep_spectrum", [False, True])
+def test_memory_lean_fft_conv_equals_plain_autograd(L, two_sided, keep_spectrum):
+    """The custom backward (keeps u or its spectrum, and K's spectrum; sums over the
+    broadcast dimensions in the frequency domain) against autograd through the plain
+    transforms, with broadcasting (u (b, 1, H, L), K (channels, H, L or 2L))."""
     from sst_core.ops.ssm_kernel import _fft_conv_plain, _FFTConv
 
     gen = torch.Generator().manual_seed(L)
     u = torch.randn(3, 1, 4, L, generator=gen, dtype=torch.float64, requires_grad=True)
-    K = torch.randn(2, 4, 2 * L if two_sided else L, generator=gen, dtype=torch.float64,
-                    requires_grad=True)
-    w = torch.randn(3, 2, 4, L, generator=gen, dtype=torch.float64)
-    ours = _FFTConv.apply(u, K)
-    plain = _fft_conv_plain(u, K)
-    torch.testing.assert_close(ours, plain, rtol=1e-10, atol=1e-10)
-    g_ours = torch.autograd.grad((ours * w).sum(), (u, K))
-    g_plain = torch.autograd.grad((plain * w).sum(), (u, K))
-    for a, b in zip(g_ours, g_plain):
-        assert a.shape == b.shape
-        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+    for channels in (2, 1):  # broadcast products, and the in-place ones
+        K = torch.randn(channels, 4, 2 * L if two_sided else L, generator=gen,
+                        dtype=torch.float64, requires_grad=True)
+        w = torch.randn(3, channels, 4, L, generator=gen, dtype=torch.float64)
+        ours = _FFTConv.apply(u, K, keep_spectrum)
+        plain = _fft_conv_plain(u, K)
+        torch.testing.assert_close(ours, plain, rtol=1e-10, atol=1e-10)
+        g_ours = torch.autograd.grad((ours * w).sum(), (u, K), retain_graph=True)
+        g_plain = torch.autograd.grad((plain * w).sum(), (u, K))
+        for a, b in zip(g_ours, g_plain):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
+        # a second backward through the same graph (retain_graph): nothing kept was overwritten
+        again = torch.autograd.grad((ours * w).sum(), (u, K))
+        for a, b in zip(again, g_ours):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_D_at_lag_zero_of_the_kernel_equals_D_u(L):
+    """D folded into K[..., 0] (D broadcasting against K's leading shape: one D per kernel,
+    also with channels and a bidirectional kernel) and D added to y (a D per batch row,
+    which K cannot hold): both equal the plain ``conv + D u``, forward and gradients."""
+    from sst_core.ops.ssm_kernel import _fft_conv_plain
+
+    g = torch.Generator().manual_seed(L)
+    u = torch.randn(3, 1, 4, L, generator=g, dtype=torch.float64)
+    w = torch.randn(3, 2, 4, L, generator=g, dtype=torch.float64)
+
+    def plain(u, K, D):
+        return _fft_conv_plain(u, K) + D[..., None] * u
+
+    for Lk in (L, 2 * L):
+        K = torch.randn(2, 4, Lk, generator=g, dtype=torch.float64)
+        for D_shape in ((2, 4), (4,), (3, 2, 4)):  # folded, folded, added to y
+            D = torch.randn(D_shape, generator=g, dtype=torch.float64)
+            for keep in (False, True):
+                got = grads(lambda u, K, D: fft_conv(u, K, D, keep_spectrum=keep), [u, K, D], w)
+                assert_all_close(got, grads(plain, [u, K, D], w))
+
+
+def test_padded_rfft_buffer_equals_rfft_and_follows_shapes():
+    """The kept zero-padded buffer gives rfft(x, 2L) for every shape and dtype in turn (its
+    right half stays zero), and CPU tensors above the size cap pad afresh."""
+    from sst_core.ops import ssm_kernel
+
+    g = torch.Generator().manual_seed(0)
+    for shape, dtype in [((2, 3, 5), torch.float64), ((2, 3, 5), torch.float32),
+                         ((4, 1, 3, 8), torch.float32), ((2, 3, 5), torch.float64),
+                         ((1,), torch.float64)]:
+        for _ in range(2):
+            x = torch.randn(shape, generator=g, dtype=dtype)
+            got = ssm_kernel._rfft_padded(x)
+            torch.testing.assert_close(got, torch.fft.rfft(x, n=2 * shape[-1]), rtol=0, atol=0)
+    assert ssm_kernel._PADDED.buf.shape == (2,)
+    x = torch.randn(3, 7, dtype=torch.float64)
+    cap = ssm_kernel.PADDED_BUFFER_MAX_BYTES
+    try:
+        ssm_kernel.PADDED_BUFFER_MAX_BYTES = 8
+        torch.testing.assert_close(ssm_kernel._rfft_padded(x), torch.fft.rfft(x, n=14))
+        assert ssm_kernel._PADDED.buf.shape == (2,)  # not replaced
+    finally:
+        ssm_kernel.PADDED_BUFFER_MAX_BYTES = cap
