@@ -86,3 +86,16 @@ def test_pscan_equals_the_loop_and_leaves_inputs_alone(L):
         out.append(h)
     torch.testing.assert_close(anchors.pscan(a, b), torch.stack(out, 1))
     assert torch.equal(a, a0) and torch.equal(b, b0)
+
+
+def test_bench_entries_time_ours_against_each_anchor():
+    from sst_core.bench import harness as bench
+
+    names = [n for n in bench.names() if n.startswith("selective_scan_vs_")]
+    assert names == [f"selective_scan_vs_{a}_{s}" for s in ("quick", "cpu")
+                     for a in ("mamba_ref", "pscan")]
+    out = bench.run(names[:2], device="cpu", size="small", repeat=1, threads=1)
+    for e in out["entries"]:
+        assert e["kind"] == "train" and e["target"] == 1.0 and e["ratio"] > 0
+        assert e["sizes"] == {"batch": 2, "length": 60, "E": 32, "N": 16}
+        assert e["anchor"].startswith(("state-spaces/mamba", "alxndrTL/mamba.py"))

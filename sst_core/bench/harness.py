@@ -100,7 +100,7 @@ def register(name: str):
 
 
 # the modules whose import registers the benchmarks (resolved lazily, like the model registry)
-CASE_MODULES = ("sst_core.bench.cases",)
+CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_anchors")
 
 
 def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:

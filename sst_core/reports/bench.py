@@ -12,6 +12,8 @@ SECTIONS = (
      "ours / torch (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN)"),
     ("Diagonal affine scan, forward and backward", ("diag_scan_",),
      "linear_scan / per-step autograd loop"),
+    ("Selective scan against public CPU implementations, forward and backward",
+     ("selective_scan_vs_",), "selective_scan / the public implementation (anchor column)"),
     ("Many models at once", ("stacked_train_",),
      "one stacked step of K models / K sequential steps"),
     ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
