@@ -26,6 +26,7 @@ import torch
 from torch.nn import functional as F
 
 from sst_core.bench.harness import SEED, Context, make_entry, register, time_side_by_side
+from sst_core.bench.roofline import count_work
 
 # (batch, length, E, N) per name
 SIZES = {"quick": (64, 60, 32, 16), "cpu": (256, 60, 128, 16)}
@@ -99,11 +100,12 @@ def scan_against_anchor(ctx: Context, *, name: str, size: str, anchor: str
     if ctx.size == "small":
         b = SMALL_BATCH
     ins = scan_inputs(b, L, E, N, ctx.device)
-    t_ours, t_ref = time_side_by_side([ours_step(ins), anchor_step(anchor, ins)], ctx.repeat,
+    ours = ours_step(ins)
+    t_ours, t_ref = time_side_by_side([ours, anchor_step(anchor, ins)], ctx.repeat,
                                       ctx.sizes.warmup, ctx.device)
     return [make_entry(name, "train", "selective_scan + D skip + z gate", ctx,
                        {"batch": b, "length": L, "E": E, "N": N}, t_ours, t_ref,
-                       ANCHOR_NAMES[anchor], TARGET)]
+                       ANCHOR_NAMES[anchor], TARGET, work=count_work(ours))]
 
 
 for _size in SIZES:
