@@ -3,6 +3,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -173,7 +174,11 @@ def test_bad_repeat_and_threads_are_rejected(capsys):
 
 def test_list_and_help(capsys):
     assert cli.main(["bench", "--list"]) == 0
-    assert capsys.readouterr().out.split() == list(bench.names())
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:len(bench.names())] == list(bench.names())
+    opt_in = lines[len(bench.names()):]
+    assert [line.split()[0] for line in opt_in] == list(bench.opt_in_names())
+    assert all("not in the default run" in line for line in opt_in) and opt_in
     done = subprocess.run([sys.executable, "-m", "sst_core", "--help"], capture_output=True,
                           text=True)
     assert done.returncode == 0 and "bench" in done.stdout
@@ -326,3 +331,24 @@ def test_annotate_bound_and_goal():
     e = {"flops": 1e12, "bytes": 1e9, "ours_s": 60.0, "roofline_target": 5.0}
     roofline.annotate(e, roof)
     assert e["bound"] == "compute" and e["roofline_status"] == "misses"
+
+
+def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    assert "sweep_runs_per_hour" in bench.opt_in_names()
+    assert "sweep_runs_per_hour" not in bench.names() and bench.select() == list(bench.names())
+    assert "sweep_runs_per_hour" in bench.names(opt_in=True)
+    out = bench.run(["sweep_runs_per_hour"], device="cpu", size="small", repeat=1)
+    (e,) = out["entries"]
+    from sst_core.bench import cases_sweep
+    from sst_core.sweep.runner import choose_layout
+
+    assert e["sizes"]["runs"] == len(cases_sweep.SAMPLE_MODELS) == 4
+    assert e["layout"] == list(choose_layout(4))
+    assert _positive(e["runs_per_hour"])
+    assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
+    if (os.cpu_count() or 1) > 1:
+        assert e["anchor_layout"] != e["layout"] and _positive(e["anchor_runs_per_hour"])
+        assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"]) and e["target"] == 1
+    assert "runs per hour" in bench.to_markdown(out)
+    assert not any(tmp_path.iterdir())  # the sample is computed into a temporary folder

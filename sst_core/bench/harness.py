@@ -95,20 +95,27 @@ class Context:
 BENCHMARKS: dict[str, Callable[[Context], list[dict[str, Any]]]] = {}
 
 
-def register(name: str):
-    """Decorator: add ``fn(ctx) -> entries`` to :data:`BENCHMARKS` under ``name``."""
+OPT_IN: set[str] = set()  # benchmarks that run only when named (--only): minutes long
+
+
+def register(name: str, opt_in: bool = False):
+    """Decorator: add ``fn(ctx) -> entries`` to :data:`BENCHMARKS` under ``name``;
+    ``opt_in``: not part of the default run (it runs when ``--only`` names it)."""
 
     def add(fn):
         if name in BENCHMARKS:
             raise ValueError(f"benchmark {name!r} is already registered")
         BENCHMARKS[name] = fn
+        if opt_in:
+            OPT_IN.add(name)
         return fn
 
     return add
 
 
 # the modules whose import registers the benchmarks (resolved lazily, like the model registry)
-CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_anchors")
+CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_anchors",
+                "sst_core.bench.cases_sweep")
 
 
 def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
@@ -120,15 +127,22 @@ def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
     return BENCHMARKS
 
 
-def names() -> tuple[str, ...]:
-    return tuple(load_cases())
+def names(opt_in: bool = False) -> tuple[str, ...]:
+    """The benchmarks of the default run, in registry order (``opt_in``: every one)."""
+    return tuple(n for n in load_cases() if opt_in or n not in OPT_IN)
+
+
+def opt_in_names() -> tuple[str, ...]:
+    """The benchmarks that run only when named."""
+    return tuple(n for n in load_cases() if n in OPT_IN)
 
 
 def select(only: Iterable[str] | None = None) -> list[str]:
-    """The registered names to run, in registry order; unknown names raise ValueError."""
+    """The registered names to run, in registry order (none given: the default run, every
+    benchmark but the opt-in ones); unknown names raise ValueError."""
     load_cases()
     if not only:
-        return list(BENCHMARKS)
+        return list(names())
     wanted = list(dict.fromkeys(only))
     unknown = [n for n in wanted if n not in BENCHMARKS]
     if unknown:
@@ -357,6 +371,15 @@ def to_markdown(result: dict[str, Any]) -> str:
             lines.append(f"| {e['name']} | {e['flops'] / 1e9:.3f} | {e['bytes'] / 1e9:.3f} | "
                          f"{(e['gflops_per_s'] or 0):.2f} | {e['intensity']:.2f} | {e['bound']} "
                          f"| {_ms(e['roofline_s'])} | {ratio} | {goal} |")
+    for e in result["entries"]:
+        if "runs_per_hour" in e:
+            other = ("" if e["anchor_runs_per_hour"] is None else
+                     f" ({e['anchor_runs_per_hour']:,.0f} with {e['anchor_layout'][0]} x "
+                     f"{e['anchor_layout'][1]})")
+            lines += ["", f"Sweep throughput ({e['name']}): {e['runs_per_hour']:,.0f} runs "
+                      f"per hour of at most {e['sizes']['max_steps']} steps with "
+                      f"{e['layout'][0]} worker(s) x {e['layout'][1]} thread(s), the "
+                      f"default{other}."]
     memory = [e for e in result["entries"] if "ours_peak_bytes" in e]
     if memory:
         lines += ["", "Peak memory (torch tensors; method in the JSON's `peak_method`):", "",
