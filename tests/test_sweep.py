@@ -379,12 +379,20 @@ def test_best_is_a_notebook_profile_only(root, capsys):
 # -- workers and threads -------------------------------------------------------------------
 
 def test_the_default_layout_is_one_single_threaded_worker_per_core():
-    assert runner.choose_layout(8, cpu_count=2) == (2, 1)
-    assert runner.choose_layout(2, cpu_count=2) == (2, 1)
-    assert runner.choose_layout(1, cpu_count=2) == (1, 2)  # fewer tasks: the cores as threads
-    assert runner.choose_layout(3, cpu_count=8) == (3, 2)
-    assert runner.choose_layout(5, cpu_count=1) == (1, 1)
-    assert runner.choose_layout(0, cpu_count=4) == (1, 4)
+    def layout(n, cores, cuda=False):
+        return runner.choose_layout(n, cpu_count=cores, cuda=cuda)
+
+    assert layout(8, 2) == (2, 1)
+    assert layout(2, 2) == (2, 1)
+    assert layout(1, 2) == (1, 2)  # fewer tasks than cores: the cores as threads
+    assert layout(3, 8) == (3, 2)
+    assert layout(5, 1) == (1, 1)
+    assert layout(0, 4) == (1, 4)
+    assert layout(8, 16, cuda=True) == (1, 16)  # the runs go to the GPU
+    import torch
+
+    assert runner.choose_layout(8, 2) == (1 if torch.cuda.is_available() else 2,
+                                          2 if torch.cuda.is_available() else 1)
 
 
 def test_a_sweep_without_workers_uses_the_rule_and_an_explicit_count_is_kept(root, monkeypatch):

@@ -27,7 +27,7 @@ joins an existing cluster, whose nodes must share the results folder).
 Workers and threads. With ``workers=None`` (``sst sweep`` without ``--workers``) the sweep
 chooses :func:`choose_layout`: one worker per core with one torch thread each, and,
 for a batch of fewer tasks than cores, one worker per task with the cores shared out as
-threads. Measured on the 2-core machine with :func:`time_local` while other jobs shared
+threads (on a machine with CUDA, where the runs go to the GPU: one worker). Measured on the 2-core machine with :func:`time_local` while other jobs shared
 its cores (load average 2-8), wall time of the sweep, in the order run:
 
 - 8 reduced-quick runs (tanh RNN width 64 and Mamba d_model 16 / N 16 on C2 and S3,
@@ -150,13 +150,19 @@ def _threads_per_worker(workers: int, cpu_count: int | None = None) -> int:
     return max(1, (cpu_count or os.cpu_count() or 1) // workers)
 
 
-def choose_layout(n_tasks: int, cpu_count: int | None = None) -> tuple[int, int]:
+def choose_layout(n_tasks: int, cpu_count: int | None = None, cuda: bool | None = None
+                  ) -> tuple[int, int]:
     """``(workers, torch threads per worker)`` for ``n_tasks`` tasks when the sweep is not
     given ``workers`` (the rule and its measurement: module docstring): one worker per
     core with one thread, or, with fewer tasks than cores, one worker per task and the
-    cores shared out as threads."""
+    cores shared out as threads. With CUDA (``cuda``; None: whether torch sees a GPU) the
+    runs go to the GPU: one worker, as before the rule."""
     cores = max(1, cpu_count or os.cpu_count() or 1)
-    workers = max(1, min(cores, n_tasks))
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    workers = 1 if cuda else max(1, min(cores, n_tasks))
     return workers, _threads_per_worker(workers, cores)
 
 
