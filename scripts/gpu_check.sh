@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with CUDA, compare every model's and fast op's output and
-# gradients on the GPU with the CPU, then run the benchmarks on the GPU; both are stored
+# gradients on the GPU with the CPU (the case list comes from the model registry and from
+# the public functions of sst_core/ops, sst_core.bench.gpu_check.cases: a new kernel is
+# compared, or fails as a check with no inputs), then run the benchmarks on the GPU; both are stored
 # as records under results/bench/ (the book's benchmark chapter shows them). Never part
 # of CI. Exit status 1 when a comparison fails, 2 when there is no usable CUDA.
 #

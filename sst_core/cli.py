@@ -6,7 +6,7 @@
     sst report --list
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
               [--size small|full] [--threads N] [--out FILE] [--record]
-    sst sweep EXPERIMENT [--profile P] [--workers N] [--executor local|ray] [--address A]
+    sst sweep EXPERIMENT [--profile P] [--workers N|auto] [--executor local|ray] [--address A]
               [--retry-failed] [--retry-stale] [--stack K]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
@@ -48,6 +48,11 @@ def _positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
     return n
+
+
+def _workers(value: str) -> int | None:
+    """``auto`` (None: the sweep chooses) or a positive int."""
+    return None if value == "auto" else _positive_int(value)
 
 
 def _one_spelling(value: str, names, what: str) -> str:
@@ -119,7 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     ben.add_argument("--repeat", type=_positive_int, default=5,
                      help="timed rounds; the median is reported")
     ben.add_argument("--only", nargs="+", metavar="NAME",
-                     help="benchmark names (see --list); None: every benchmark")
+                     help="benchmark names (see --list); None: every benchmark but the "
+                     "opt-in ones (minutes long, e.g. sweep_runs_per_hour)")
     ben.add_argument("--list", action="store_true", help="list benchmark names")
     ben.add_argument("--size", choices=("small", "full"), default="full",
                      help="small: batch 2, for tests (times mean nothing)")
@@ -145,8 +151,10 @@ def _parser() -> argparse.ArgumentParser:
     swp.add_argument("--profile", type=_profile, default="quick",
                      help="the sizes of the runs: " + ", ".join(profiles.PROFILES)
                      + " (quick trains for real: minutes to hours)")
-    swp.add_argument("--workers", type=_positive_int, default=1,
-                     help="processes (local) or concurrent tasks (ray)")
+    swp.add_argument("--workers", type=_workers, default="auto",
+                     help="processes (local) or concurrent tasks (ray), each with cpu_count "
+                     "// N torch threads; auto: one per core with 1 thread (fewer tasks than "
+                     "cores: the cores shared out as threads), measured faster on 2 cores")
     swp.add_argument("--executor", choices=EXECUTORS, default="local",
                      help="local: a process pool on this machine; ray: Ray tasks")
     swp.add_argument("--address", default=None, help="ray: the cluster to join (ray://... or "
@@ -234,6 +242,8 @@ def _bench(args: argparse.Namespace, argv: list[str] | None = None) -> int:
 
     if args.list:
         print("\n".join(bench.names()))
+        for name in bench.opt_in_names():
+            print(f"{name}  (not in the default run: --only {name})")
         return 0
     start = time.perf_counter()
     try:
@@ -260,8 +270,10 @@ def _sweep(args: argparse.Namespace) -> int:
     for name in names:
         try:
             total, todo = runner.plan(name, args.profile, args.retry_failed, args.retry_stale)
+            layout = ("workers auto: one per core, 1 thread each" if args.workers is None
+                      else f"{args.workers} worker(s)")
             print(f"sst sweep {name}: profile {args.profile}, {total} runs, {todo} to compute "
-                  f"(executor {args.executor}, {args.workers} worker(s))", flush=True)
+                  f"(executor {args.executor}, {layout})", flush=True)
             result = runner.sweep(name, args.profile, workers=args.workers,
                                  executor=args.executor, address=args.address,
                                  retry_failed=args.retry_failed, retry_stale=args.retry_stale,

@@ -3,6 +3,7 @@ import contextlib
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 
@@ -49,13 +50,16 @@ def test_every_registered_benchmark_appears_in_order(result):
                 "throughput_rnn_phi_tanh_eval_L1000"}
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
-    expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS for k in ("train_L60", "eval_L1000")}
+    expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS
+                 for k in ("train_L60", "eval_L1000", "train_d64")}
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
     expected |= {f"s4d_classifier_train_{c}" for c in
                  ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128")}
+    expected |= {f"selective_scan_vs_{a}_{s}" for a in ("mamba_ref", "pscan")
+                 for s in ("quick", "cpu")}
     assert set(names) == expected
 
 
@@ -138,7 +142,8 @@ def test_only_filters_and_markdown_lists_the_rows():
     rc, out = _main(SMALL + ["--only", *only])
     assert rc == 0
     assert "torch" in out and "| name | sizes | ours ms | anchor ms | ratio | target | status |" in out
-    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    main = out.split("\n\n")[2]  # the main table (a roofline table follows it)
+    rows = [line for line in main.splitlines() if line.startswith("| ") and "---" not in line][1:]
     assert [r.split("|")[1].strip() for r in rows] == ["tanh_rnn_eval_L1000_d64",
                                                        "throughput_linear_rnn_train_L60"]
     rc, out = _main(SMALL + ["--format", "json", "--only", "tanh_rnn_train_d128"])
@@ -175,7 +180,11 @@ def test_bad_repeat_and_threads_are_rejected(capsys):
 
 def test_list_and_help(capsys):
     assert cli.main(["bench", "--list"]) == 0
-    assert capsys.readouterr().out.split() == list(bench.names())
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:len(bench.names())] == list(bench.names())
+    opt_in = lines[len(bench.names()):]
+    assert [line.split()[0] for line in opt_in] == list(bench.opt_in_names())
+    assert all("not in the default run" in line for line in opt_in) and opt_in
     done = subprocess.run([sys.executable, "-m", "sst_core", "--help"], capture_output=True,
                           text=True)
     assert done.returncode == 0 and "bench" in done.stdout
@@ -219,7 +228,7 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
         assert key in record, key
     assert [e["name"] for e in record["entries"]] == ["tanh_rnn_train_d64"]
     assert record["path"].startswith(str(tmp_path / "bench"))
-    assert bench.to_markdown(record).count("tanh_rnn_train_d64") == 1
+    assert bench.to_markdown(record).count("tanh_rnn_train_d64") == 2  # its row, its roofline
     from sst_core.reports import bench as report
 
     # a run with --only is no full benchmark: the chapter shows it only when asked
@@ -238,3 +247,114 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     (tmp_path / "bench" / "junk.json").write_text('{"experiment": "other"}')
     with pytest.raises(ValueError, match="junk.json is not a bench record"):
         bench_records.load_records()
+
+
+def test_training_steps_carry_their_roofline(result):
+    roof = result["hardware"]["roofline"]
+    assert _positive(roof["matmul_flops_per_s"]) and _positive(roof["copy_bytes_per_s"])
+    assert roof["ridge_flops_per_byte"] == pytest.approx(
+        roof["matmul_flops_per_s"] / roof["copy_bytes_per_s"])
+    assert roof["threads"] == 1 and roof["target"] == 5
+    from sst_core.experiments.paper1 import TABLE2_MODELS
+
+    goals = {f"throughput_{m}_train_d64" for m in TABLE2_MODELS}
+    seen = set()
+    for e in result["entries"]:
+        if e["kind"] != "train" or e["name"].startswith(("diag_scan_", "s4d_kernel_")):
+            assert "flops" not in e, e["name"]
+            continue
+        seen.add(e["name"])
+        assert e["flops"] == e["flops_matmul"] + e["flops_elementwise"]
+        assert _positive(e["flops"]) and _positive(e["bytes"]) and _positive(e["gflops_per_s"])
+        assert e["gflops_per_s"] == pytest.approx(e["flops"] / e["ours_s"] / 1e9)
+        assert e["compute_s"] == pytest.approx(e["flops"] / roof["matmul_flops_per_s"])
+        assert e["memory_s"] == pytest.approx(e["bytes"] / roof["copy_bytes_per_s"])
+        assert e["roofline_s"] == max(e["compute_s"], e["memory_s"])
+        assert e["bound"] == ("compute" if e["compute_s"] >= e["memory_s"] else "memory")
+        assert e["roofline_ratio"] == pytest.approx(e["ours_s"] / e["roofline_s"])
+        if e["name"] in goals:
+            assert e["roofline_target"] == 5
+            assert e["roofline_status"] == ("meets" if e["roofline_ratio"] <= 5 else "misses")
+            assert e["sizes"].get("d_model", e["sizes"].get("d")) == 64
+        else:
+            assert "roofline_target" not in e and "roofline_status" not in e
+    assert goals <= seen and {"tanh_rnn_train_d64", "throughput_mamba_train_L60",
+                              "stacked_train_K16_mamba", "semi_affine_train_s3"} <= seen
+    md = bench.to_markdown(result)
+    assert "GFLOP/s (n = 256)" in md and "| x roofline | goal |" in md
+    assert md.count("<= 5: ") == len(goals)
+    from sst_core.reports import bench as report
+
+    (table,) = [t for t in report.bench_tables(result) if t.title.startswith("Throughput")]
+    assert table.columns[-3:] == ["GFLOP/s", "bound", "x roofline"]
+
+
+def test_count_work_counts_matmuls_elementwise_ops_and_bytes():
+    from sst_core.bench import roofline
+
+    a, b = torch.randn(8, 16), torch.randn(16, 4)
+    w = roofline.count_work(lambda: a @ b)
+    assert w["flops_matmul"] == 2 * 8 * 16 * 4 and w["flops_elementwise"] == 0
+    assert w["bytes"] == 4 * (8 * 16 + 16 * 4 + 8 * 4)
+    x = torch.randn(100)
+    w = roofline.count_work(lambda: torch.exp(x).sum())
+    assert w["flops_matmul"] == 0 and w["flops_elementwise"] == 200  # exp, then sum
+    assert w["bytes"] == 4 * (100 + 100 + 100 + 1)
+    y = torch.randn(3, 1)
+    w = roofline.count_work(lambda: y.expand(3, 1000) + 1)  # a broadcast input is read once
+    assert w["bytes"] == 4 * (3 + 3000) and w["flops_elementwise"] == 3000
+    # autograd: the backward's matmuls are counted too (two more of the same size)
+    p = torch.randn(8, 16, requires_grad=True)
+    q = torch.randn(16, 4, requires_grad=True)
+    w = roofline.count_work(lambda: torch.autograd.grad((p @ q).sum(), (p, q)))
+    assert w["flops_matmul"] == 3 * 2 * 8 * 16 * 4
+
+
+def test_the_c_scan_is_counted_through_its_torch_loop():
+    from sst_core.bench import roofline
+    from sst_core.ops.scan import linear_scan
+
+    a, b = torch.rand(2, 50, 8), torch.randn(2, 50, 8)
+    w = roofline.count_work(lambda: linear_scan(a, b))
+    assert w["flops_elementwise"] >= 49 * 2 * 8  # a multiply-add (one op) per step
+    from sst_core.ops import native
+
+    if native.library() is not None:  # through ctypes the C loops would be invisible
+        with roofline._Traffic() as seen:
+            linear_scan(a, b)
+        assert seen.elementwise < 49 * 2 * 8
+
+
+def test_annotate_bound_and_goal():
+    from sst_core.bench import roofline
+
+    roof = {"matmul_flops_per_s": 1e11, "copy_bytes_per_s": 1e10}
+    e = {"flops": 1e9, "bytes": 1e9, "ours_s": 0.4, "roofline_target": 5.0}
+    roofline.annotate(e, roof)  # compute 0.01 s, memory 0.1 s
+    assert e["bound"] == "memory" and e["roofline_s"] == pytest.approx(0.1)
+    assert e["roofline_ratio"] == pytest.approx(4) and e["roofline_status"] == "meets"
+    assert e["gflops_per_s"] == pytest.approx(2.5) and e["intensity"] == 1
+    e = {"flops": 1e12, "bytes": 1e9, "ours_s": 60.0, "roofline_target": 5.0}
+    roofline.annotate(e, roof)
+    assert e["bound"] == "compute" and e["roofline_status"] == "misses"
+
+
+def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    assert "sweep_runs_per_hour" in bench.opt_in_names()
+    assert "sweep_runs_per_hour" not in bench.names() and bench.select() == list(bench.names())
+    assert "sweep_runs_per_hour" in bench.names(opt_in=True)
+    out = bench.run(["sweep_runs_per_hour"], device="cpu", size="small", repeat=1)
+    (e,) = out["entries"]
+    from sst_core.bench import cases_sweep
+    from sst_core.sweep.runner import choose_layout
+
+    assert e["sizes"]["runs"] == len(cases_sweep.SAMPLE_MODELS) == 4
+    assert e["layout"] == list(choose_layout(4))
+    assert _positive(e["runs_per_hour"])
+    assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
+    if (os.cpu_count() or 1) > 1:
+        assert e["anchor_layout"] != e["layout"] and _positive(e["anchor_runs_per_hour"])
+        assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"]) and e["target"] == 1
+    assert "runs per hour" in bench.to_markdown(out)
+    assert not any(tmp_path.iterdir())  # the sample is computed into a temporary folder

@@ -1,4 +1,6 @@
 """The GPU check's comparisons, run CPU against CPU (CI has no GPU)."""
+import math
+
 import pytest
 import torch
 
@@ -7,6 +9,7 @@ from sst_core.bench import gpu_check
 
 
 def test_every_model_and_fast_op_has_a_check():
+    from sst_core.experiments.paper1 import TABLE2_MODELS
     from sst_core.models.registry import PHIS, REGISTRY
 
     names = set(gpu_check.cases())
@@ -16,12 +19,45 @@ def test_every_model_and_fast_op_has_a_check():
         else:
             assert f"model {model}" in names
     for L in (1, 63, 1000):
-        assert {f"linear_scan real L={L}", f"linear_scan complex L={L}"} <= names
-    assert "S4D layer L=1024" in names and "stacked training step (mamba x3)" in names
+        assert {f"op scan.linear_scan real L={L}", f"op scan.linear_scan complex L={L}"} <= names
+    assert "S4D layer L=1024" in names
+    assert {f"stacked training step ({m} x3)" for m in TABLE2_MODELS} <= names
+    # every fast op found in sst_core.ops has inputs registered, so it is compared
+    ops = gpu_check.fast_ops()
+    assert not [op for op in ops if op not in gpu_check.OP_CASES], \
+        "add the inputs of these ops to gpu_check.OP_CASES"
+    assert not any("no inputs registered" in n for n in names)
+    for op in ops:
+        assert any(n.startswith(f"op {op} ") for n in names), op
+    assert set(gpu_check.OP_CASES) <= set(ops), "OP_CASES names an op that no longer exists"
+
+
+def test_fast_ops_are_found_in_the_ops_modules():
+    ops = gpu_check.fast_ops()
+    assert {"scan.linear_scan", "rnn_scan.rnn_scan", "selective_scan.selective_scan",
+            "ssm_kernel.vandermonde_kernel", "ssm_kernel.fft_conv"} <= set(ops)
+    assert not [op for op in ops if op.endswith("_ref") or op.startswith("native.")]
+
+
+def test_an_op_without_inputs_is_a_failing_check(monkeypatch):
+    import sst_core.ops.scan as scan
+
+    def new_kernel(a):  # a kernel someone adds to a module's __all__
+        return a
+
+    monkeypatch.setattr(scan, "new_kernel", new_kernel, raising=False)
+    monkeypatch.setattr(scan, "__all__", [*scan.__all__, "new_kernel"])
+    assert "scan.new_kernel" in gpu_check.fast_ops()
+    name = "op scan.new_kernel (no inputs registered)"
+    assert name in gpu_check.cases()
+    (check,) = gpu_check.compare_devices("cpu", only=[name])
+    assert not check["ok"] and "OP_CASES" in check["error"]
+    assert math.isnan(check["max_abs_diff_output"])
+    assert "OP_CASES" in gpu_check.to_markdown([check])
 
 
 def test_cpu_against_cpu_passes_with_zero_difference():
-    only = ["model mamba", "model state_gated_rnn", "linear_scan complex L=63",
+    only = ["model mamba", "model state_gated_rnn", "op scan.linear_scan complex L=63",
             "stacked training step (mamba x3)"]
     checks = gpu_check.compare_devices("cpu", only=only)
     assert [c["check"] for c in checks] == only
@@ -31,6 +67,15 @@ def test_cpu_against_cpu_passes_with_zero_difference():
     assert table.count("| yes |") == len(only)
 
 
+def test_every_op_case_runs_on_the_cpu():
+    only = [n for n in gpu_check.cases() if n.startswith("op ")]
+    checks = gpu_check.compare_devices("cpu", only=only)
+    bad = [(c["check"], c.get("error")) for c in checks if not c["ok"]]
+    assert not bad
+    for c in checks:
+        assert c["max_abs_diff_output"] == 0 and c["max_abs_diff_grad"] == 0, c["check"]
+
+
 def test_a_difference_beyond_tolerance_fails():
     a = torch.ones(3)
     assert gpu_check._err(a, a + 1e-5)[1]  # within 1e-3 relative
@@ -38,7 +83,7 @@ def test_a_difference_beyond_tolerance_fails():
 
 
 def test_store_writes_a_record(tmp_path):
-    checks = gpu_check.compare_devices("cpu", only=["linear_scan real L=1"])
+    checks = gpu_check.compare_devices("cpu", only=["op scan.linear_scan real L=1"])
     path = gpu_check.store(checks, "cpu", 1.0, root=tmp_path)
     import json
 

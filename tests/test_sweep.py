@@ -374,3 +374,66 @@ def test_best_is_a_notebook_profile_only(root, capsys):
     with pytest.raises(SystemExit):
         cli.main(["sweep", "table2", "--profile", "best"])
     assert "unknown profile 'best'" in capsys.readouterr().err
+
+
+# -- workers and threads -------------------------------------------------------------------
+
+def test_the_default_layout_is_one_single_threaded_worker_per_core():
+    def layout(n, cores, cuda=False):
+        return runner.choose_layout(n, cpu_count=cores, cuda=cuda)
+
+    assert layout(8, 2) == (2, 1)
+    assert layout(2, 2) == (2, 1)
+    assert layout(1, 2) == (1, 2)  # fewer tasks than cores: the cores as threads
+    assert layout(3, 8) == (3, 2)
+    assert layout(5, 1) == (1, 1)
+    assert layout(0, 4) == (1, 4)
+    assert layout(8, 16, cuda=True) == (1, 16)  # the runs go to the GPU
+    import torch
+
+    assert runner.choose_layout(8, 2) == (1 if torch.cuda.is_available() else 2,
+                                          2 if torch.cuda.is_available() else 1)
+
+
+def test_a_sweep_without_workers_uses_the_rule_and_an_explicit_count_is_kept(root, monkeypatch):
+    seen = []
+
+    def fake_local(tasks, workers, retry, root_s, progress, artifacts=(), threads=None):
+        seen.append((len(tasks), workers, threads))
+        progress({config_hash(c): "computed" for task in tasks for c in task})
+
+    monkeypatch.setattr(runner, "_local", fake_local)
+    n = len(table2_grid(get_profile("smoke")))
+    runner.sweep("table2", "smoke", workers=None, stack=1)
+    assert seen == [(n, *runner.choose_layout(n))]
+    seen.clear()
+    runner.sweep("table2", "smoke", workers=1, stack=1)
+    assert seen == [(n, 1, os.cpu_count() or 1)]
+    with pytest.raises(ValueError, match="positive int or None"):
+        runner.sweep("table2", "smoke", workers=0)
+
+
+def test_cli_workers_default_is_auto(root, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(kw["workers"])
+                        or runner.SweepResult(name, profile))
+    assert cli.main(["sweep", "table2", "--profile", "smoke"]) == 0
+    assert "workers auto" in capsys.readouterr().out
+    assert cli.main(["sweep", "table2", "--profile", "smoke", "--workers", "2"]) == 0
+    assert calls == [None, 2]
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "table2", "--workers", "many"])
+
+
+def test_time_local_computes_into_a_temporary_folder_and_restores_threads(root):
+    import torch
+
+    before = torch.get_num_threads()
+    cfgs = [_cfg(seed=s) for s in (0, 1)]
+    wall = runner.time_local(cfgs, workers=1, threads=1)
+    assert wall > 0 and torch.get_num_threads() == before
+    assert os.environ["SST_RESULTS_DIR"] == str(root)
+    assert not any(root.iterdir())  # nothing written to the real results folder
+    kept = root / "kept"
+    runner.time_local(cfgs[:1], workers=1, threads=1, root=kept)
+    assert len(list(kept.rglob("*.json"))) == 1

@@ -3,11 +3,15 @@
 plain loop), sized by the context (the harness's module docstring states the protocol).
 
 - dense RNNs against ``torch.nn.RNN`` / ``torch.nn.GRU`` (training step and a forward
-  pass at length 1000), and the throughput of every Table 2 model;
+  pass at length 1000), and the throughput of every Table 2 model (at the quick
+  profile's sizes, and a training step at d_model 64 with a roofline goal);
 - the S4D kernel (time and peak memory) against the materialised Vandermonde kernel;
 - the diagonal scan against a per-step autograd loop, with memory bandwidth;
 - K stacked models against K sequential training steps;
 - the semi-affine models against their affine originals.
+
+Every training-step row also counts the flops and bytes of one step
+(:func:`sst_core.bench.roofline.count_work`) for the roofline columns.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from sst_core.bench.harness import (
     register,
     time_side_by_side,
 )
+from sst_core.bench.roofline import ROOFLINE_TARGET, count_work
 
 GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
 
@@ -149,27 +154,41 @@ def compare_rnn(ctx: Context, *, name: str, model: str, anchor: str, kind: str, 
     t_ours, t_ref = time_side_by_side([f_ours, f_ref], ctx.repeat, ctx.sizes.warmup, ctx.device)
     sizes = {**sizes, "d": d, "n_tokens": n_tokens, "n_classes": n_tokens}
     return [make_entry(name, kind, model, ctx, sizes, t_ours, t_ref, ANCHOR_NAMES[anchor],
-                       target)]
+                       target, work=count_work(f_ours) if kind == "train" else None)]
+
+
+# The roofline rows of every Table 2 model (``throughput_<model>_train_d64``): d_model 64,
+# the RNN family's hidden width 64, the other families' N the paper's smallest (32).
+ROOFLINE_D_MODEL = 64
+
+
+ROOFLINE_D_STATE = 32
 
 
 def model_throughput(ctx: Context, *, name: str, model: str, kind: str,
-                     **kw: Any) -> list[dict[str, Any]]:
-    """One registered model at the quick profile's sizes, no anchor: time and tokens/s."""
+                     d_model: int | None = None, d_state: int | None = None,
+                     roofline_target: float | None = None, **kw: Any) -> list[dict[str, Any]]:
+    """One registered model, no anchor: time and tokens/s, at the quick profile's sizes
+    unless ``d_model`` / ``d_state`` are given (the RNN family's width is its d_state).
+    Training steps also count their flops and bytes (the roofline columns)."""
     from sst_core.experiments.paper1 import d_state_grid
     from sst_core.models.registry import REGISTRY
     from sst_core.spec.profiles import get_profile
 
     P = get_profile("quick")
-    d_state = d_state_grid(P, model)[0]
+    d_model = P.track_d_model if d_model is None else d_model
+    d_state = d_state_grid(P, model)[0] if d_state is None else d_state
     _, _, n_tokens = task_data(1, 1, ctx.device)
-    ours = _ours(model, n_tokens, P.track_d_model, d_state, ctx.device, **kw)
+    ours = _ours(model, n_tokens, d_model, d_state, ctx.device, **kw)
     fn, sizes = _call(kind, ours, ctx)
     (t_ours,) = time_side_by_side([fn], ctx.repeat, ctx.sizes.warmup, ctx.device)
     widths = ({"d": d_state} if REGISTRY[model].family == "rnn"  # d_model is unused there
-              else {"d_model": P.track_d_model, "d_state": d_state})
+              else {"d_model": d_model, "d_state": d_state})
     sizes = {**sizes, **widths, "n_tokens": n_tokens, **kw}
     label = ours.name if hasattr(ours, "name") else model
-    return [make_entry(name, kind, label, ctx, sizes, t_ours)]
+    return [make_entry(name, kind, label, ctx, sizes, t_ours,
+                       work=count_work(fn) if kind == "train" else None,
+                       roofline_target=roofline_target)]
 
 
 def _register_defaults() -> None:
@@ -188,6 +207,14 @@ def _register_defaults() -> None:
         for kind, suffix in (("train", "train_L60"), ("eval", "eval_L1000")):
             name = f"throughput_{label}_{suffix}"
             register(name)(partial(model_throughput, name=name, model=model, kind=kind, **kw))
+    from sst_core.models.registry import REGISTRY
+
+    for model in TABLE2_MODELS:
+        name = f"throughput_{model}_train_d{ROOFLINE_D_MODEL}"
+        d_state = ROOFLINE_D_MODEL if REGISTRY[model].family == "rnn" else ROOFLINE_D_STATE
+        register(name)(partial(model_throughput, name=name, model=model, kind="train",
+                               d_model=ROOFLINE_D_MODEL, d_state=d_state,
+                               roofline_target=ROOFLINE_TARGET))
 
 
 _register_defaults()
@@ -377,7 +404,8 @@ def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
              "d_model": P.track_d_model}
     return [make_entry(f"stacked_train_K{STACK_K['full']}_{model}", "train",
                        f"{model} x{K}, stacked", ctx, sizes, t_ours, t_ref,
-                       f"{K} sequential training steps", STACK_TARGETS[ctx.device.type])]
+                       f"{K} sequential training steps", STACK_TARGETS[ctx.device.type],
+                       work=count_work(ours))]
 
 
 def _register_stacked() -> None:
@@ -416,7 +444,8 @@ def semi_affine_cost(ctx: Context, *, name: str, kind: str) -> list[dict[str, An
     sizes = {"batch": batch, "length": length, "d_model": P.track_d_model, "d_state": d_state,
              "rank": nets[0].layers[0].cfg.rank, "n_tokens": n_tokens}
     return [make_entry(name, kind, model, ctx, sizes, t_ours, t_ref,
-                       f"{anchor}, the affine original (ratio: cost of the correction)")]
+                       f"{anchor}, the affine original (ratio: cost of the correction)",
+                       work=count_work(fns[0]) if kind == "train" else None)]
 
 
 register("semi_affine_train_s3")(partial(semi_affine_cost, name="semi_affine_train_s3",

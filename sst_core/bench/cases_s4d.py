@@ -40,7 +40,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from sst_core.bench.harness import SEED, Context, make_entry, register, time_side_by_side
+from sst_core.bench.harness import (
+    SEED,
+    Context,
+    make_entry,
+    register,
+    time_side_by_side,
+)
+from sst_core.bench.roofline import count_work
 
 __all__ = ["AnchorS4DKernel", "AnchorS4D", "AnchorS4DModel", "anchor_from", "train_step",
            "CLASSIFIER_CASES", "CLASSIFIER_TARGET"]
@@ -312,7 +319,8 @@ def classifier_train(ctx: Context, *, name: str, case: dict[str, Any]) -> list[d
     return [make_entry(name, "train", f"S4DModel ({case['task']} preset)", ctx, sizes,
                        t_ours, t_anchor,
                        "state-spaces/s4 standalone s4d.py + example.py (materialised "
-                       "Vandermonde kernel, autograd FFT convolution)", CLASSIFIER_TARGET)]
+                       "Vandermonde kernel, autograd FFT convolution)", CLASSIFIER_TARGET,
+                       work=count_work(f_ours))]
 
 
 for _suffix, _case in CLASSIFIER_CASES.items():

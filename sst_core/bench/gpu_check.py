@@ -6,10 +6,15 @@ machine with CUDA it
 1. runs every registry model (``rnn_phi`` with every phi) forward and backward on the
    same words on the CPU and on the device, in float32 with TF32 off, and compares the
    logits and every parameter's gradient;
-2. compares the fast operations whose device code differs from the CPU code: the
-   diagonal scan (the chunked CUDA scan against the CPU loop; real and complex, lengths
-   1, 63, 1000), the S4D Vandermonde kernel with its FFT convolution, and one stacked
-   training step of several models;
+2. compares every fast op of :mod:`sst_core.ops` (:func:`fast_ops`: the public
+   functions of its modules that are not ``*_ref`` references, found by import, so a new
+   kernel is never left out; its inputs come from ``OP_CASES``, and an op without
+   inputs there is a failing check): the diagonal scan (the chunked CUDA scan against
+   the CPU loops; real and complex, lengths 1, 63, 1000), the dense RNN scan (each
+   gate), the selective scan (blocks and chunks, Negative Mamba, an initial state, A per
+   model; on the CPU its loops or C kernel), the S4D Vandermonde kernel, the FFT
+   convolution and the discretisation; then the S4D layer and one stacked training
+   step of every Table 2 model (``torch.func.vmap`` over stacked weights);
 3. (in the CLI) runs the benchmarks on the device and stores both as records under
    ``results/bench/``.
 
@@ -38,11 +43,17 @@ def _err(a: torch.Tensor, b: torch.Tensor) -> tuple[float, bool]:
 
 def _compare(name: str, fn: Callable[[torch.device], tuple[torch.Tensor, list[torch.Tensor]]],
              device: torch.device) -> dict[str, Any]:
-    """``fn(device) -> (output, gradients)`` on the CPU and on ``device``, compared."""
-    out_cpu, grads_cpu = fn(torch.device("cpu"))
-    out_dev, grads_dev = fn(device)
+    """``fn(device) -> (output, gradients)`` on the CPU and on ``device``, compared. A
+    case that raises fails, with the error in ``error``."""
+    try:
+        out_cpu, grads_cpu = fn(torch.device("cpu"))
+        out_dev, grads_dev = fn(device)
+    except Exception as err:  # noqa: BLE001  (reported as a failed check, the rest go on)
+        return {"check": name, "max_abs_diff_output": float("nan"),
+                "max_abs_diff_grad": float("nan"), "ok": False,
+                "error": f"{type(err).__name__}: {err}"}
     d_out, ok_out = _err(out_cpu, out_dev)
-    d_grad, ok_grad = 0.0, True
+    d_grad, ok_grad = 0.0, len(grads_cpu) == len(grads_dev)
     for g_cpu, g_dev in zip(grads_cpu, grads_dev):
         if g_cpu is None and g_dev is None:
             continue
@@ -71,6 +82,10 @@ def _model_case(model: str, **kw: Any):
     return run
 
 
+def _leaves(*ts: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
+    return [t.to(device).requires_grad_() for t in ts]
+
+
 def _scan_case(L: int, complex_: bool):
     from sst_core.ops.scan import linear_scan
 
@@ -82,10 +97,110 @@ def _scan_case(L: int, complex_: bool):
             b = torch.randn(2, L, 8, generator=gen, dtype=torch.complex64)
         else:
             a, b = mag, torch.randn(2, L, 8, generator=gen)
-        a, b = a.to(device).requires_grad_(), b.to(device).requires_grad_()
+        a, b = _leaves(a, b, device=device)
         h = linear_scan(a, b)  # (2, L, 8)
         (h.real if complex_ else h).sum().backward()
         return h, [a.grad, b.grad]
+
+    return run
+
+
+def _rnn_scan_case(gate: str, L: int):
+    from sst_core.ops.rnn_scan import rnn_scan
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        b, d = 3, 8
+        c, q = torch.randn(b, L, d, generator=gen), torch.randn(b, L, d, generator=gen)
+        W_h, U_g = (torch.randn(d, d, generator=gen) * 0.3 for _ in range(2))
+        h0 = torch.randn(b, d, generator=gen)
+        c, q, W_h, U_g, h0 = _leaves(c, q, W_h, U_g, h0, device=device)
+        h = rnn_scan(gate, c, W_h, None if gate == "none" else q,
+                     U_g if gate == "state" else None, h0)  # (b, L, d)
+        grads = torch.autograd.grad(h.square().mean(), [c, W_h, h0] + (
+            [q] if gate != "none" else []) + ([U_g] if gate == "state" else []))
+        return h, list(grads)
+
+    return run
+
+
+def _selective_case(b: int, L: int, E: int, N: int, negative: bool = False,
+                    h0: bool = False, groups: int = 0):
+    """``selective_scan`` (on the CPU its loops, later its C kernel; on CUDA the same torch
+    code), with the last state; ``groups`` > 0: A of shape (G, E, N)."""
+    from sst_core.ops.selective_scan import selective_scan
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        dt = torch.exp(torch.empty(b, L, E).uniform_(-4.6, -1.0, generator=gen))
+        A = -torch.exp(torch.randn(*((groups,) if groups else ()), E, N, generator=gen) * 0.5)
+        x, B, C = (torch.randn(b, L, k, generator=gen) for k in (E, N, N))
+        s0 = torch.randn(b, E, N, generator=gen) if h0 else None
+        leaves = _leaves(dt, A, x, B, C, *([s0] if h0 else []), device=device)
+        y, last = selective_scan(*leaves[:5], leaves[5] if h0 else None, negative,
+                                 return_last=True)
+        out = torch.cat([y.flatten(), last.flatten()])
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
+
+    return run
+
+
+def _vandermonde_case(L: int):
+    from sst_core.ops.ssm_kernel import vandermonde_kernel
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        H, n = 8, 16
+        re, im = torch.rand(H, n, generator=gen) * 0.02, torch.rand(H, n, generator=gen) * 3
+        Cr, Ci = torch.randn(H, n, generator=gen), torch.randn(H, n, generator=gen)
+        re, im, Cr, Ci = _leaves(re, im, Cr, Ci, device=device)
+        K = vandermonde_kernel(torch.complex(Cr, Ci), torch.complex(-re, im), L)  # (H, L)
+        return K, list(torch.autograd.grad(K.square().mean(), [re, im, Cr, Ci]))
+
+    return run
+
+
+def _fft_conv_case(L: int, bidirectional: bool):
+    from sst_core.ops.ssm_kernel import fft_conv
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        u = torch.randn(2, 8, L, generator=gen)
+        K = torch.randn(8, 2 * L if bidirectional else L, generator=gen) / L ** 0.5
+        D = torch.randn(8, generator=gen)
+        u, K, D = _leaves(u, K, D, device=device)
+        y = fft_conv(u, K, D)  # (2, 8, L)
+        return y, list(torch.autograd.grad(y.square().mean(), [u, K, D]))
+
+    return run
+
+
+def _discretize_case(method: str):
+    from sst_core.ops.ssm_kernel import discretize_diag
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        re, im = torch.rand(8, 16, generator=gen), torch.randn(8, 16, generator=gen) * 3
+        log_dt = torch.empty(8).uniform_(-6.9, -2.3, generator=gen)
+        re, im, log_dt = _leaves(re, im, log_dt, device=device)
+        log_A, B_bar = discretize_diag(torch.complex(-re, im), log_dt.exp(), method)
+        out = torch.cat([torch.view_as_real(log_A).flatten(), torch.view_as_real(B_bar).flatten()])
+        return out, list(torch.autograd.grad(out.square().mean(), [re, im, log_dt]))
+
+    return run
+
+
+def _layer_norm_channels_case(L: int, affine: bool):
+    from sst_core.ops.channels_first import layer_norm_channels
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        x = torch.randn(4, 16, L, generator=gen)  # (b, C, L)
+        w, b = 1 + 0.1 * torch.randn(16, generator=gen), 0.1 * torch.randn(16, generator=gen)
+        x, w, b = _leaves(x, w, b, device=device)
+        out = layer_norm_channels(x, w if affine else None, b if affine else None)
+        leaves = [x, w, b] if affine else [x]
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
 
     return run
 
@@ -125,8 +240,78 @@ def _stacked_case(model: str = "mamba"):
     return run
 
 
+# The comparisons of every fast op of sst_core.ops, by "<module>.<function>": (variant,
+# case) pairs. :func:`fast_ops` finds the ops; an op without an entry here gets a check
+# that fails, naming what is missing, and ``tests/test_gpu_check.py`` fails as well.
+OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
+    "scan.linear_scan": lambda: [(f"{'complex' if c else 'real'} L={L}", _scan_case(L, c))
+                                 for L in (1, 63, 1000) for c in (False, True)],
+    "rnn_scan.rnn_scan": lambda: [(f"{gate} L={L}", _rnn_scan_case(gate, L))
+                                  for gate in ("none", "token", "state") for L in (1, 63)],
+    "selective_scan.selective_scan": lambda: [
+        ("L=1", _selective_case(2, 1, 8, 4)),
+        # 130 samples of E 32 x N 16: several batch blocks and chunks (its _plan)
+        ("blocks and chunks b=130 L=63 E=32 N=16", _selective_case(130, 63, 32, 16)),
+        ("negative, h0, 2 models' A, L=100", _selective_case(4, 100, 8, 4, negative=True,
+                                                             h0=True, groups=2)),
+    ],
+    "ssm_kernel.vandermonde_kernel": lambda: [(f"L={L}", _vandermonde_case(L))
+                                              for L in (1, 1024, 4096)],
+    "ssm_kernel.fft_conv": lambda: [(f"{'bidirectional' if bi else 'causal'} L={L}",
+                                     _fft_conv_case(L, bi))
+                                    for L in (1, 1000) for bi in (False, True)],
+    "ssm_kernel.discretize_diag": lambda: [(m, _discretize_case(m)) for m in ("zoh", "bilinear")],
+    "channels_first.layer_norm_channels": lambda: [(f"{'affine' if a else 'plain'} L={L}",
+                                                    _layer_norm_channels_case(L, a))
+                                                   for L in (1, 1000) for a in (False, True)],
+}
+
+
+# modules of sst_core.ops with no device code of their own: the C loops behind a public
+# op run on the CPU side of that op's comparison (CPU against CUDA)
+CPU_ONLY_PREFIXES = ("native",)
+
+
+def fast_ops() -> list[str]:
+    """Every fast op of :mod:`sst_core.ops`, as ``"<module>.<function>"``: the public
+    functions (a module's ``__all__``, or else its own functions not starting with ``_``)
+    that are not plain references (``*_ref``), in every module but the CPU-only ones
+    (``CPU_ONLY_PREFIXES``)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import sst_core.ops as pkg
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith(CPU_ONLY_PREFIXES) or info.ispkg:
+            continue
+        mod = importlib.import_module(f"{pkg.__name__}.{info.name}")
+        names = getattr(mod, "__all__", None)
+        if names is None:
+            names = [n for n, v in vars(mod).items() if not n.startswith("_")
+                     and inspect.isfunction(v) and v.__module__ == mod.__name__]
+        for name in names:
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and not name.endswith("_ref"):
+                out.append(f"{info.name}.{name}")
+    return out
+
+
+def _missing(op: str):
+    def run(device: torch.device):
+        raise ValueError(f"the fast op {op} has no GPU check: add its inputs to "
+                         "sst_core.bench.gpu_check.OP_CASES")
+
+    return run
+
+
 def cases() -> dict[str, Callable]:
-    """Every comparison by name."""
+    """Every comparison by name: every registry model (``rnn_phi`` with every phi), every
+    fast op of :mod:`sst_core.ops` (:func:`fast_ops`, inputs from ``OP_CASES``), the S4D
+    layer, and one stacked training step of every Table 2 model."""
+    from sst_core.experiments.paper1 import TABLE2_MODELS
     from sst_core.models.registry import PHIS, REGISTRY
 
     out = {}
@@ -136,11 +321,15 @@ def cases() -> dict[str, Callable]:
                 out[f"model {name}[{phi}]"] = _model_case(name, phi=phi)
         else:
             out[f"model {name}"] = _model_case(name)
-    for L in (1, 63, 1000):
-        for c in (False, True):
-            out[f"linear_scan {'complex' if c else 'real'} L={L}"] = _scan_case(L, c)
+    for op in fast_ops():
+        if op not in OP_CASES:
+            out[f"op {op} (no inputs registered)"] = _missing(op)
+            continue
+        for variant, case in OP_CASES[op]():
+            out[f"op {op} {variant}"] = case
     out["S4D layer L=1024"] = _s4d_case()
-    out["stacked training step (mamba x3)"] = _stacked_case()
+    for model in TABLE2_MODELS:
+        out[f"stacked training step ({model} x3)"] = _stacked_case(model)
     return out
 
 
@@ -171,6 +360,9 @@ def to_markdown(checks: list[dict[str, Any]]) -> str:
     for c in checks:
         lines.append(f"| {c['check']} | {c['max_abs_diff_output']:.2e} | "
                      f"{c['max_abs_diff_grad']:.2e} | {'yes' if c['ok'] else 'NO'} |")
+    errors = [c for c in checks if c.get("error")]
+    if errors:
+        lines += [""] + [f"- {c['check']}: {c['error']}" for c in errors]
     return "\n".join(lines)
 
 

@@ -20,6 +20,13 @@ Each entry is a JSON-ready dict::
     sizes {...}, device, repeat, warmup, tokens_per_s (ours), anchor_tokens_per_s,
     ours_samples_s, anchor_samples_s (every timed repetition)
 
+and, for a training step, its roofline (:mod:`sst_core.bench.roofline`): flops,
+flops_matmul, flops_elementwise, bytes (estimated), gflops_per_s, intensity, bound
+("compute" | "memory"), compute_s, memory_s, roofline_s, roofline_ratio = ours_s /
+roofline_s, and where a goal applies roofline_target and roofline_status. The run's
+``hardware["roofline"]`` holds the machine's two limits, measured once per run on its
+thread count (float32 matmul flops/s, copy bandwidth).
+
 Protocol. Fixed seeds for weights and data (S3 words from the training sampler, 6-way
 one-hot input, 6 classes, as in ``sst_core.training.tracking``). ``warmup`` untimed calls of each
 contender, then ``repeat`` rounds in which ours and the anchor run alternately (ours,
@@ -44,6 +51,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+from sst_core.bench import roofline
 from sst_core.ops import native
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -87,20 +95,27 @@ class Context:
 BENCHMARKS: dict[str, Callable[[Context], list[dict[str, Any]]]] = {}
 
 
-def register(name: str):
-    """Decorator: add ``fn(ctx) -> entries`` to :data:`BENCHMARKS` under ``name``."""
+OPT_IN: set[str] = set()  # benchmarks that run only when named (--only): minutes long
+
+
+def register(name: str, opt_in: bool = False):
+    """Decorator: add ``fn(ctx) -> entries`` to :data:`BENCHMARKS` under ``name``;
+    ``opt_in``: not part of the default run (it runs when ``--only`` names it)."""
 
     def add(fn):
         if name in BENCHMARKS:
             raise ValueError(f"benchmark {name!r} is already registered")
         BENCHMARKS[name] = fn
+        if opt_in:
+            OPT_IN.add(name)
         return fn
 
     return add
 
 
 # the modules whose import registers the benchmarks (resolved lazily, like the model registry)
-CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_s4d")
+CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_s4d", "sst_core.bench.cases_anchors",
+                "sst_core.bench.cases_sweep")
 
 
 def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
@@ -112,15 +127,22 @@ def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
     return BENCHMARKS
 
 
-def names() -> tuple[str, ...]:
-    return tuple(load_cases())
+def names(opt_in: bool = False) -> tuple[str, ...]:
+    """The benchmarks of the default run, in registry order (``opt_in``: every one)."""
+    return tuple(n for n in load_cases() if opt_in or n not in OPT_IN)
+
+
+def opt_in_names() -> tuple[str, ...]:
+    """The benchmarks that run only when named."""
+    return tuple(n for n in load_cases() if n in OPT_IN)
 
 
 def select(only: Iterable[str] | None = None) -> list[str]:
-    """The registered names to run, in registry order; unknown names raise ValueError."""
+    """The registered names to run, in registry order (none given: the default run, every
+    benchmark but the opt-in ones); unknown names raise ValueError."""
     load_cases()
     if not only:
-        return list(BENCHMARKS)
+        return list(names())
     wanted = list(dict.fromkeys(only))
     unknown = [n for n in wanted if n not in BENCHMARKS]
     if unknown:
@@ -179,13 +201,22 @@ def status(ratio: float | None, target: float | None) -> str:
 
 def make_entry(name: str, kind: str, model: str, ctx: Context, sizes: dict[str, Any],
                ours: list[float], anchor: list[float] | None = None,
-               anchor_name: str | None = None, target: float | None = None
+               anchor_name: str | None = None, target: float | None = None,
+               work: dict[str, Any] | None = None, roofline_target: float | None = None
                ) -> dict[str, Any]:
-    """An entry from the timed samples (seconds per call) of ours and, if any, the anchor."""
+    """An entry from the timed samples (seconds per call) of ours and, if any, the anchor.
+
+    ``work``: :func:`sst_core.bench.roofline.count_work` of one call of ours (training
+    steps give it): its flops and estimated bytes join the entry, and :func:`run` adds the
+    roofline columns (:func:`sst_core.bench.roofline.annotate`); ``roofline_target``: the
+    goal for ``ours_s / roofline_s``."""
     n_tokens = sizes.get("models", 1) * sizes["batch"] * sizes["length"]
     ours_s = _median(ours)
     anchor_s = _median(anchor) if anchor else None
     ratio = ours_s / anchor_s if anchor_s else None  # None: no anchor (or a 0 s reading)
+    extra: dict[str, Any] = dict(work or {})
+    if roofline_target is not None:
+        extra["roofline_target"] = roofline_target
     return {
         "name": name, "kind": kind, "model": model, "anchor": anchor_name,
         "ours_s": ours_s, "anchor_s": anchor_s, "ratio": ratio,
@@ -194,7 +225,7 @@ def make_entry(name: str, kind: str, model: str, ctx: Context, sizes: dict[str, 
         "warmup": ctx.sizes.warmup,
         "tokens_per_s": n_tokens / ours_s if ours_s else None,
         "anchor_tokens_per_s": n_tokens / anchor_s if anchor_s else None,
-        "ours_samples_s": ours, "anchor_samples_s": anchor,
+        "ours_samples_s": ours, "anchor_samples_s": anchor, **extra,
     }
 
 
@@ -248,7 +279,11 @@ def run(only: Iterable[str] | None = None, device: str = "auto", size: str = "fu
         if threads is not None:
             torch.set_num_threads(threads)
         hw = hardware(ctx.device)
+        hw["roofline"] = measure_roofline(ctx.device, size)
         entries = [e for name in chosen for e in BENCHMARKS[name](ctx)]
+        for e in entries:
+            if "flops" in e:
+                roofline.annotate(e, hw["roofline"])
         hw["load_avg_1m_end"] = _loadavg()  # other processes slow the run: look at both
         hw["scan_loops"] = native.status()  # C or torch loops for the CPU linear scan
     finally:
@@ -276,6 +311,15 @@ def _sizes(s: dict[str, Any]) -> str:
     return " ".join(f"{short.get(k, k)}={v}" for k, v in s.items())
 
 
+def _roofline_line(roof: dict[str, Any] | None) -> list[str]:
+    if not roof:
+        return []
+    return [f"- roofline ({roof['threads']} threads): float32 matmul "
+            f"{roof['matmul_flops_per_s'] / 1e9:.1f} GFLOP/s (n = {roof['matmul_n']}), copy "
+            f"{roof['copy_bytes_per_s'] / 1e9:.1f} GB/s, ridge "
+            f"{roof['ridge_flops_per_byte']:.1f} flop/byte"]
+
+
 def to_markdown(result: dict[str, Any]) -> str:
     hw, st = result["hardware"], result["settings"]
     lines = [
@@ -287,6 +331,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"THP_MEM_ALLOC_ENABLE={hw['THP_MEM_ALLOC_ENABLE']}",
         f"- CPU linear scan: {hw.get('scan_loops', 'torch loops (before the C loops)')}",
         f"- device: {hw['device']} ({hw['device_name']})",
+        *_roofline_line(hw.get("roofline")),
         f"- size {st['size']}: median of {st['repeat']} after {st['warmup']} warm-up call(s), "
         "ours and anchor interleaved; ratio = ours / anchor; gaps under 1.3x are noise on a "
         "shared machine; tokens/s: ours" + (" (small sizes: the times mean nothing)"
@@ -309,6 +354,32 @@ def to_markdown(result: dict[str, Any]) -> str:
         for e in bandwidth:
             lines.append(f"| {e['name']} | {e['achieved_bandwidth'] / 1e9:.2f} | "
                          f"{e['copy_bandwidth'] / 1e9:.2f} | {e['bandwidth_share']:.0%} |")
+    work = [e for e in result["entries"] if "roofline_ratio" in e]
+    if work:
+        lines += ["", "Roofline of the training steps (flops: matmul-like ops counted by "
+                  "FlopCounterMode + 1 per element of pointwise ops and reductions; bytes: "
+                  "every op's inputs and outputs, no cache reuse, an upper estimate; "
+                  "x roofline = ours / max(flops / matmul peak, bytes / copy bandwidth); "
+                  f"goal for the Table 2 models at d_model 64: x roofline <= "
+                  f"{roofline.ROOFLINE_TARGET:g}):", "",
+                  "| name | GFLOP | est. GB | GFLOP/s | flop/byte | bound | roofline ms | "
+                  "x roofline | goal |", "|---|---:|---:|---:|---:|---|---:|---:|---|"]
+        for e in work:
+            goal = (f"<= {e['roofline_target']:g}: {e['roofline_status']}"
+                    if e.get("roofline_target") is not None else "")
+            ratio = "" if e["roofline_ratio"] is None else f"{e['roofline_ratio']:.1f}"
+            lines.append(f"| {e['name']} | {e['flops'] / 1e9:.3f} | {e['bytes'] / 1e9:.3f} | "
+                         f"{(e['gflops_per_s'] or 0):.2f} | {e['intensity']:.2f} | {e['bound']} "
+                         f"| {_ms(e['roofline_s'])} | {ratio} | {goal} |")
+    for e in result["entries"]:
+        if "runs_per_hour" in e:
+            other = ("" if e["anchor_runs_per_hour"] is None else
+                     f" ({e['anchor_runs_per_hour']:,.0f} with {e['anchor_layout'][0]} x "
+                     f"{e['anchor_layout'][1]})")
+            lines += ["", f"Sweep throughput ({e['name']}): {e['runs_per_hour']:,.0f} runs "
+                      f"per hour of at most {e['sizes']['max_steps']} steps with "
+                      f"{e['layout'][0]} worker(s) x {e['layout'][1]} thread(s), the "
+                      f"default{other}."]
     memory = [e for e in result["entries"] if "ours_peak_bytes" in e]
     if memory:
         lines += ["", "Peak memory (torch tensors; method in the JSON's `peak_method`):", "",
@@ -351,9 +422,10 @@ def peak_bytes(fn: Callable[[], Any], device: torch.device) -> int:
     return int(peak)
 
 
-def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28, repeat: int = 5) -> float:
+def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28, repeat: int = 5,
+                   best: bool = False) -> float:
     """The machine's measured copy bandwidth in bytes/s: ``dst.copy_(src)`` of ``n_bytes``
-    (read + write counted), median of ``repeat``."""
+    (read + write counted), median of ``repeat`` (``best``: the fastest of them)."""
     src = torch.empty(n_bytes // 4, device=device)
     dst = torch.empty_like(src)
     src.fill_(1.0)
@@ -365,4 +437,24 @@ def copy_bandwidth(device: torch.device, n_bytes: int = 1 << 28, repeat: int = 5
         dst.copy_(src)
         _sync(device)
         times.append(time.perf_counter() - start)
-    return 2 * n_bytes / _median(times)
+    return 2 * n_bytes / (min(times) if best else _median(times))
+
+
+# (matmul n, copy bytes) of the machine's limits per size (small: quick and meaningless)
+ROOFLINE_SIZES = {"full": (2048, 1 << 28), "small": (256, 1 << 20)}
+
+
+ROOFLINE_REPEAT = 7
+
+
+def measure_roofline(device: torch.device, size: str = "full") -> dict[str, Any]:
+    """The machine's two limits on the current thread count (the ``roofline`` of a run's
+    hardware section): a float32 matmul's flops/s and the copy bandwidth, each the best of
+    ``ROOFLINE_REPEAT`` calls (limits: what the machine reaches, least disturbed by other
+    processes), and the ridge intensity (flops per byte) where they meet."""
+    n, n_bytes = ROOFLINE_SIZES[size]
+    peak = roofline.matmul_flops_per_s(device, n, repeat=ROOFLINE_REPEAT)
+    bw = copy_bandwidth(device, n_bytes=n_bytes, repeat=ROOFLINE_REPEAT, best=True)
+    return {"matmul_flops_per_s": peak, "copy_bytes_per_s": bw, "ridge_flops_per_byte": peak / bw,
+            "matmul_n": n, "copy_bytes": n_bytes, "threads": torch.get_num_threads(),
+            "statistic": f"best of {ROOFLINE_REPEAT}", "target": roofline.ROOFLINE_TARGET}

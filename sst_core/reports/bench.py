@@ -12,6 +12,8 @@ SECTIONS = (
      "ours / torch (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN)"),
     ("Diagonal affine scan, forward and backward", ("diag_scan_",),
      "linear_scan / per-step autograd loop"),
+    ("Selective scan against public CPU implementations, forward and backward",
+     ("selective_scan_vs_",), "selective_scan / the public implementation (anchor column)"),
     ("Many models at once", ("stacked_train_",),
      "one stacked step of K models / K sequential steps"),
     ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
@@ -20,7 +22,8 @@ SECTIONS = (
      "our S4DModel / the same model built as the standalone s4d.py and example.py"),
     ("Cost of the semi-affine correction (chapter: a semi-affine repair)", ("semi_affine_",),
      "semi-affine Negative Mamba / the affine original"),
-    ("Throughput of every Table 2 model (quick-profile sizes, no anchor)", ("throughput_",), ""),
+    ("Throughput of every Table 2 model (quick-profile sizes, and training steps at d_model "
+     "64 with the roofline goal; no anchor)", ("throughput_",), ""),
 )
 
 
@@ -80,9 +83,11 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         extra = ["GB/s", "share of copy (goal 40%)"]
     if any("memory_ratio" in e for e in entries):
         extra = ["peak MB", "ref peak MB", "memory ratio"]
+    roof = any("roofline_ratio" in e for e in entries)
     anchored = any(e["anchor_s"] is not None for e in entries)
     columns = (["name", "sizes", "ours ms", "ref ms", "ratio", "target"] if anchored
-               else ["name", "sizes", "ms", "tokens/s"]) + extra
+               else ["name", "sizes", "ms", "tokens/s"]) + extra + (
+        ["GFLOP/s", "bound", "x roofline"] if roof else [])
     rows = []
     for e in entries:
         sizes = _sizes(e["sizes"])
@@ -101,11 +106,28 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
                     f"{e['memory_status']})"]
         else:
             row += [""] * len(extra)
+        if roof:
+            row += _roofline_cells(e)
         rows.append(row)
     note = (f"ratio = {compares}. Sizes: b batch, L length, ch channels, K models, "
             "N state size, D model width." if compares else
             "Sizes: b batch, L length, N state size, D model width.")
+    if roof:
+        note += (" GFLOP/s: flops of one training step (matmuls by FlopCounterMode, one per "
+                 "element of pointwise ops and reductions) per second; bound: the limit "
+                 "that binds (float32 matmul peak or copy bandwidth, bytes estimated as every "
+                 "op's inputs and outputs); x roofline: time / the least time both limits "
+                 "allow (goal, where shown: <= 5).")
     return Table(title, columns, rows, note=note, data=entries)
+
+
+def _roofline_cells(e: dict[str, Any]) -> list[str]:
+    if "roofline_ratio" not in e:
+        return ["", "", ""]
+    ratio = "" if e["roofline_ratio"] is None else f"{e['roofline_ratio']:.1f}"
+    if e.get("roofline_target") is not None:
+        ratio += f" (<= {e['roofline_target']:g}: {e['roofline_status']})"
+    return [f"{e['gflops_per_s'] or 0:.2f}", e["bound"], ratio]
 
 
 def bench_tables(record: dict[str, Any]) -> list[Table]:

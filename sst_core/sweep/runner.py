@@ -23,6 +23,26 @@ Executors: ``local`` runs tasks in a process pool (``workers`` processes, each w
 ``cpu_count // workers`` torch threads; one worker runs in this process), ``ray`` submits
 the same task function to a Ray cluster (``pip install 'sst-core[ray]'``; ``address``
 joins an existing cluster, whose nodes must share the results folder).
+
+Workers and threads. With ``workers=None`` (``sst sweep`` without ``--workers``) the sweep
+chooses :func:`choose_layout`: one worker per core with one torch thread each, and,
+for a batch of fewer tasks than cores, one worker per task with the cores shared out as
+threads (on a machine with CUDA, where the runs go to the GPU: one worker). Measured on the 2-core machine with :func:`time_local` while other jobs shared
+its cores (load average 2-8), wall time of the sweep, in the order run:
+
+- 8 reduced-quick runs (tanh RNN width 64 and Mamba d_model 16 / N 16 on C2 and S3,
+  batch 64, 300 steps, evaluation at 60, 500, 1000): 2 workers x 1 thread 32, 35, 16,
+  10 s; 1 worker x 2 threads 300, 367, 73, 198 s;
+- 4 larger runs (tanh RNN width 128 and Mamba d_model 64 / N 32, batch 256, 20 steps at
+  length 60): 2 x 1: 57, 13, 14 s; 1 x 2: 179, 207, 15 s; 1 x 1: 21, 25, 18 s.
+
+So model size decides little: small models' per-step ops are too small for a second
+thread to pay for its synchronisation, larger ones are limited by memory bandwidth,
+which two processes share as two threads would (15 s against 14 s when the machine was
+quiet). And whenever the cores are shared, torch's thread pool waits at every op for a
+descheduled thread (the 2-thread rows of 73-367 s), which single-threaded workers never
+do. ``--workers N`` keeps N processes of ``cpu_count // N`` threads. Two workers hold two
+runs' memory at once: for runs near the memory limit pass ``--workers 1``.
 """
 from __future__ import annotations
 
@@ -126,13 +146,30 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
     return out
 
 
-def _threads_per_worker(workers: int) -> int:
-    return max(1, (os.cpu_count() or 1) // workers)
+def _threads_per_worker(workers: int, cpu_count: int | None = None) -> int:
+    return max(1, (cpu_count or os.cpu_count() or 1) // workers)
+
+
+def choose_layout(n_tasks: int, cpu_count: int | None = None, cuda: bool | None = None
+                  ) -> tuple[int, int]:
+    """``(workers, torch threads per worker)`` for ``n_tasks`` tasks when the sweep is not
+    given ``workers`` (the rule and its measurement: module docstring): one worker per
+    core with one thread, or, with fewer tasks than cores, one worker per task and the
+    cores shared out as threads. With CUDA (``cuda``; None: whether torch sees a GPU) the
+    runs go to the GPU: one worker, as before the rule."""
+    cores = max(1, cpu_count or os.cpu_count() or 1)
+    if cuda is None:
+        import torch
+
+        cuda = torch.cuda.is_available()
+    workers = 1 if cuda else max(1, min(cores, n_tasks))
+    return workers, _threads_per_worker(workers, cores)
 
 
 def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
-           progress: Callable[[dict[str, str]], None], artifacts: tuple[str, ...] = ()) -> None:
-    threads = _threads_per_worker(workers)
+           progress: Callable[[dict[str, str]], None], artifacts: tuple[str, ...] = (),
+           threads: int | None = None) -> None:
+    threads = _threads_per_worker(workers) if threads is None else threads
     if workers == 1:
         for task in tasks:
             progress(run_task(task, retry[0], threads, root, retry[1], artifacts))
@@ -150,7 +187,7 @@ def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root:
 
 def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
          progress: Callable[[dict[str, str]], None], address: str | None,
-         artifacts: tuple[str, ...] = ()) -> None:
+         artifacts: tuple[str, ...] = (), threads: int | None = None) -> None:
     """Run ``tasks`` on Ray, at most ``workers`` at a time.
 
     Each task asks Ray for one CPU (a local instance is started with ``workers`` CPUs, so
@@ -174,7 +211,10 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
         if cpus < 1:
             raise ValueError(f"the Ray cluster at {address or 'this machine'} offers {cpus} CPUs; "
                              "each sweep task needs 1")
-        threads = 1 if address else _threads_per_worker(workers)
+        if address:
+            threads = 1
+        elif threads is None:
+            threads = _threads_per_worker(workers)
         remote = ray.remote(num_cpus=1)(run_task)
         waiting = list(tasks)
         pending: list[Any] = []
@@ -220,12 +260,15 @@ def plan(experiment: str, profile: str, retry_failed: bool = False,
                           for c in cfgs)
 
 
-def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "local",
+def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str = "local",
           address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
           stack: int | None = None,
           root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None,
           report: Callable[[str], None] | None = None) -> SweepResult:
     """Compute every missing run of ``experiment`` under ``profile``; see the module doc.
+    ``workers``: processes (local) or concurrent tasks (ray); None (``sst sweep``'s
+    default, ``--workers auto``): :func:`choose_layout` for each batch of tasks; 1 (this
+    function's default): every task in this process.
 
     A record file that cannot be used (truncated, not JSON, a field missing or of the
     wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
@@ -237,8 +280,9 @@ def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "loca
     P = get_profile(profile)
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; allowed: {', '.join(EXECUTORS)}")
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
+                                or workers < 1):
+        raise ValueError(f"workers must be a positive int or None (auto), got {workers!r}")
     root_s = str(Path(root) if root else results_dir())
     os.environ["SST_RESULTS_DIR"] = root_s  # the parent reads records from there too
     result = SweepResult(experiment, profile)
@@ -264,10 +308,12 @@ def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "loca
                 drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
         while todo:
             tasks = tasks_of(todo, P.track_stack if stack is None else stack)
+            w, threads = (choose_layout(len(tasks)) if workers is None
+                          else (workers, _threads_per_worker(workers)))
             if executor == "local":
-                _local(tasks, workers, retry, root_s, note, artifacts)
+                _local(tasks, w, retry, root_s, note, artifacts, threads)
             else:
-                _ray(tasks, workers, retry, root_s, note, address, artifacts)
+                _ray(tasks, w, retry, root_s, note, address, artifacts, threads)
             # runs another worker held: wait until it finishes them (their records appear)
             # or its claim goes stale, then take over what is still missing
             todo = [c for c in todo if result.outcomes.get(config_hash(c)) == "claimed"]
@@ -303,3 +349,33 @@ def sweep(experiment: str, profile: str, workers: int = 1, executor: str = "loca
                 say(f"analysis {config_hash(c)} ({c.experiment}) not computed: its "
                     f"training run {config_hash(c.run)} still cannot be loaded")
     return result
+
+
+def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
+               root: Path | None = None) -> float:
+    """Wall seconds the local executor takes to compute ``cfgs``, each its own task,
+    with ``workers`` processes of ``threads`` torch threads (default: the sweep's
+    choice), into ``root`` (default: a fresh temporary results folder, removed after).
+    The calling process's torch thread count is restored."""
+    import shutil
+    import tempfile
+
+    import torch
+
+    before_threads = torch.get_num_threads()
+    before_env = os.environ.get("SST_RESULTS_DIR")
+    tmp = None if root is not None else tempfile.mkdtemp(prefix="sst-sweep-time-")
+    where = str(root if root is not None else tmp)
+    try:
+        start = time.perf_counter()
+        _local([[c] for c in cfgs], workers, (False, False), where, lambda _: None,
+               threads=threads)
+        return time.perf_counter() - start
+    finally:
+        torch.set_num_threads(before_threads)
+        if before_env is None:
+            os.environ.pop("SST_RESULTS_DIR", None)
+        else:
+            os.environ["SST_RESULTS_DIR"] = before_env
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
