@@ -54,6 +54,8 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
+    expected |= {f"selective_scan_{m}_{s}" for m in ("mamba", "negative_mamba")
+                 for s in ("quick", "cpu")}
     assert set(names) == expected
 
 

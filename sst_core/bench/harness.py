@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from sst_core.ops import native
+from sst_core.ops import native, native_selective
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -100,7 +100,7 @@ def register(name: str):
 
 
 # the modules whose import registers the benchmarks (resolved lazily, like the model registry)
-CASE_MODULES = ("sst_core.bench.cases",)
+CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_selective")
 
 
 def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
@@ -251,6 +251,7 @@ def run(only: Iterable[str] | None = None, device: str = "auto", size: str = "fu
         entries = [e for name in chosen for e in BENCHMARKS[name](ctx)]
         hw["load_avg_1m_end"] = _loadavg()  # other processes slow the run: look at both
         hw["scan_loops"] = native.status()  # C or torch loops for the CPU linear scan
+        hw["selective_scan_loops"] = native_selective.status()  # and the selective scan
     finally:
         torch.set_num_threads(before)
     return {"hardware": hw,
@@ -286,6 +287,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"- torch {hw['torch_version']}, {hw['torch_threads']} threads, "
         f"THP_MEM_ALLOC_ENABLE={hw['THP_MEM_ALLOC_ENABLE']}",
         f"- CPU linear scan: {hw.get('scan_loops', 'torch loops (before the C loops)')}",
+        f"- CPU selective scan: {hw.get('selective_scan_loops', 'torch path (before the C loops)')}",
         f"- device: {hw['device']} ({hw['device_name']})",
         f"- size {st['size']}: median of {st['repeat']} after {st['warmup']} warm-up call(s), "
         "ours and anchor interleaved; ratio = ours / anchor; gaps under 1.3x are noise on a "
