@@ -185,10 +185,6 @@ static void *sel_alloc(size_t bytes) {
     return aligned_alloc(64, n ? n : 64);
 }
 
-/* Lanes of the partial sums of gB and gC (one AVX-512 register of floats); any power of 2
-   gives the same sums on every machine, only the speed differs. */
-#define SEL_LANES 16
-
 /* The optional parts of a call, pointers (NULL: absent) for the W channels [e0, e1) of one
    sample's model or step, so that the row kernels below see plain arrays. */
 #define SELECTIVE(T, SUF)                                                                   \
@@ -293,16 +289,20 @@ static inline void out_grad_row_##SUF(T *restrict gy, T *restrict gxd, T *restri
     if (D) for (int64_t w = 0; w < W; ++w) { gxd[w] = gy[w] * D[w]; gD[w] += gy[w] * x[w]; } \
 }                                                                                           \
                                                                                             \
-/* sum_w p[w] q[w], in SEL_LANES partial sums (vectorised) added pairwise at the end. */     \
+/* sum_w p[w] q[w]: 16 partial sums (one vector) over the whole blocks of 16, added       \
+   pairwise at the end (fixed-size loops the compiler turns into vector adds), then the     \
+   remaining W % 16 terms in order. */                                                      \
 static inline T dot_##SUF(const T *restrict p, const T *restrict q, int64_t W) {            \
-    T acc[SEL_LANES] = {0};                                                                 \
+    T acc[16] = {0};                                                                        \
     int64_t w0 = 0;                                                                         \
-    for (; w0 + SEL_LANES <= W; w0 += SEL_LANES)                                            \
-        for (int k = 0; k < SEL_LANES; ++k) acc[k] += p[w0 + k] * q[w0 + k];                \
-    for (int64_t w = w0; w < W; ++w) acc[w - w0] += p[w] * q[w];                            \
-    for (int s = SEL_LANES / 2; s > 0; s /= 2)                                              \
-        for (int k = 0; k < s; ++k) acc[k] += acc[k + s];                                   \
-    return acc[0];                                                                          \
+    for (; w0 + 16 <= W; w0 += 16)                                                          \
+        for (int k = 0; k < 16; ++k) acc[k] += p[w0 + k] * q[w0 + k];                       \
+    for (int k = 0; k < 8; ++k) acc[k] += acc[k + 8];                                       \
+    for (int k = 0; k < 4; ++k) acc[k] += acc[k + 4];                                       \
+    for (int k = 0; k < 2; ++k) acc[k] += acc[k + 2];                                       \
+    T sum = acc[0] + acc[1];                                                                \
+    for (int64_t w = w0; w < W; ++w) sum += p[w] * q[w];                                    \
+    return sum;                                                                             \
 }                                                                                           \
                                                                                             \
 /* One reverse step of the recurrence: g (N, W) holds a_{t+1} g_{t+1} on entry and a_t g_t   \
