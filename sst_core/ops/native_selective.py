@@ -33,7 +33,7 @@ import torch
 
 from sst_core.ops import native
 
-__all__ = ["library", "status", "forward", "backward", "conv_forward", "conv_backward",
+__all__ = ["library", "loaded", "status", "forward", "backward", "conv_forward", "conv_backward",
            "elementwise", "parts", "LANES"]
 
 CODE_FILES = ("native_selective.c",)  # counted in the records' code hash
@@ -107,6 +107,11 @@ def library() -> ctypes.CDLL | None:
                 _state["lib"], _state["reason"] = _build()
                 _state["tried"] = True
     return _state["lib"]
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the C library (without building it)."""
+    return _state["lib"] is not None
 
 
 def status() -> str:
