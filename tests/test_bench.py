@@ -60,6 +60,8 @@ def test_every_registered_benchmark_appears_in_order(result):
                  ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128")}
     expected |= {f"selective_scan_vs_{a}_{s}" for a in ("mamba_ref", "pscan")
                  for s in ("quick", "cpu")}
+    expected |= {f"selective_scan_{m}_{s}" for m in ("mamba", "negative_mamba")
+                 for s in ("quick", "cpu")}
     assert set(names) == expected
 
 

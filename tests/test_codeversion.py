@@ -293,3 +293,12 @@ def test_code_files_of_a_module_count(load):
 
 def test_the_native_scan_source_counts_for_tracking():
     assert "sst_core.ops.native:native_scan.c" in _reach("tracking", "aussm")
+
+
+def test_the_selective_scan_source_counts_for_mamba_only():
+    """The selective scan's C source is its own library's, so that editing it leaves the
+    records of models without a selective scan alone."""
+    source = "sst_core.ops.native_selective:native_selective.c"
+    assert source in _reach("tracking", "mamba")
+    assert source in _reach("tracking", "negative_mamba")
+    assert source not in _reach("tracking", "tanh_rnn")

@@ -205,6 +205,22 @@ def _layer_norm_channels_case(L: int, affine: bool):
     return run
 
 
+def _conv_silu_case(L: int, window: bool):
+    from sst_core.ops.causal_conv import conv_silu
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        x = torch.randn(3, L, 8, generator=gen)  # (b, L, E)
+        w, b = torch.randn(8, 4, generator=gen), torch.randn(8, generator=gen)  # (E, K), (E,)
+        win = torch.randn(3, 3 * 8, generator=gen)  # (b, (K - 1) E)
+        x, w, b, win = _leaves(x, w, b, win, device=device)
+        out = conv_silu(x, w, b, win if window else None)
+        leaves = [x, w, b, win] if window else [x, w, b]
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
+
+    return run
+
+
 def _s4d_case(L: int = 1024):
     from sst_core.models.s4 import S4DLayer
 
@@ -261,6 +277,9 @@ OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
                                      _fft_conv_case(L, bi))
                                     for L in (1, 1000) for bi in (False, True)],
     "ssm_kernel.discretize_diag": lambda: [(m, _discretize_case(m)) for m in ("zoh", "bilinear")],
+    "causal_conv.conv_silu": lambda: [(f"{'window' if w else 'no window'} L={L}",
+                                       _conv_silu_case(L, w))
+                                      for L in (1, 63, 1000) for w in (False, True)],
     "channels_first.layer_norm_channels": lambda: [(f"{'affine' if a else 'plain'} L={L}",
                                                     _layer_norm_channels_case(L, a))
                                                    for L in (1, 1000) for a in (False, True)],

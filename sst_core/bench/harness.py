@@ -52,7 +52,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 from sst_core.bench import roofline
-from sst_core.ops import native
+from sst_core.ops import native, native_selective
 
 DEVICES = ("auto", "cpu", "cuda")
 
@@ -114,8 +114,8 @@ def register(name: str, opt_in: bool = False):
 
 
 # the modules whose import registers the benchmarks (resolved lazily, like the model registry)
-CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_s4d", "sst_core.bench.cases_anchors",
-                "sst_core.bench.cases_sweep")
+CASE_MODULES = ("sst_core.bench.cases", "sst_core.bench.cases_selective", "sst_core.bench.cases_s4d",
+                "sst_core.bench.cases_anchors", "sst_core.bench.cases_sweep")
 
 
 def load_cases() -> dict[str, Callable[[Context], list[dict[str, Any]]]]:
@@ -286,6 +286,7 @@ def run(only: Iterable[str] | None = None, device: str = "auto", size: str = "fu
                 roofline.annotate(e, hw["roofline"])
         hw["load_avg_1m_end"] = _loadavg()  # other processes slow the run: look at both
         hw["scan_loops"] = native.status()  # C or torch loops for the CPU linear scan
+        hw["selective_scan_loops"] = native_selective.status()  # and the selective scan
     finally:
         torch.set_num_threads(before)
     return {"hardware": hw,
@@ -330,6 +331,7 @@ def to_markdown(result: dict[str, Any]) -> str:
         f"- torch {hw['torch_version']}, {hw['torch_threads']} threads, "
         f"THP_MEM_ALLOC_ENABLE={hw['THP_MEM_ALLOC_ENABLE']}",
         f"- CPU linear scan: {hw.get('scan_loops', 'torch loops (before the C loops)')}",
+        f"- CPU selective scan: {hw.get('selective_scan_loops', 'torch path (before the C loops)')}",
         f"- device: {hw['device']} ({hw['device_name']})",
         *_roofline_line(hw.get("roofline")),
         f"- size {st['size']}: median of {st['repeat']} after {st['warmup']} warm-up call(s), "

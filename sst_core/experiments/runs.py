@@ -49,14 +49,16 @@ def startup_of(experiment: str):
 def torch_startup() -> None:
     """What the first torch training or analysis of a process pays once: importing torch
     and the training code, the optimizer's first construction (it imports
-    ``torch._dynamo``, over a second) and building the C scan (:mod:`sst_core.ops.native`)."""
+    ``torch._dynamo``, over a second) and building the C scans (:mod:`sst_core.ops.native`,
+    :mod:`sst_core.ops.native_selective`)."""
     import torch
 
     import sst_core.training.tracking  # noqa: F401  (torch, the models)
-    from sst_core.ops import native
+    from sst_core.ops import native, native_selective
 
     torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=1e-3)
     native.library()
+    native_selective.library()
 
 
 def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False,

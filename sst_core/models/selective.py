@@ -75,6 +75,7 @@ from torch.nn import functional as F
 from sst_core.models.base import RecurrentLayer, RMSNorm, SequenceModel
 from sst_core.models.registry import check_size
 from sst_core.ops import linear_scan
+from sst_core.ops.causal_conv import conv_silu
 from sst_core.ops.selective_scan import selective_scan
 
 __all__ = ["MambaConfig", "MambaLayer", "Mamba3Config", "Mamba3Layer", "CausalConv",
@@ -311,19 +312,49 @@ class MambaLayer(RecurrentLayer):
 
     def outputs(self, u, h0=None):
         """``scan(u, h0)[1]`` by the fused selective scan, which builds no (b, L, E, N)
-        tensor (:mod:`sst_core.ops.selective_scan`): what ``forward`` and training use.
+        tensor and applies Delta's softplus, D and the gate itself
+        (:mod:`sst_core.ops.selective_scan`), after the conv and its SiLU in one pass
+        (:mod:`sst_core.ops.causal_conv`): what ``forward`` and training use.
+        Without gradients, sequences longer than ``EVAL_CHUNK`` run in pieces of that
+        many steps, carrying the state (SSM state and conv window) between them, so that
+        an evaluation holds only (b, EVAL_CHUNK, ...) temporaries besides its output.
 
         On CPU only: its step-by-step loop would be one kernel launch per step on a GPU,
         where ``scan`` (whole-sequence tensors, the chunked CUDA scan) is kept.
         """
         if u.is_cuda:
             return self.scan(u, h0)[1]
+        b, L, _ = u.shape
+        if torch.is_grad_enabled() or L <= EVAL_CHUNK:
+            return self._outputs(u, h0)[0]
+        out = u.new_empty(b, L, self.d_out)
+        for start in range(0, L, EVAL_CHUNK):
+            piece = slice(start, start + EVAL_CHUNK)
+            out[:, piece], h0 = self._outputs(u[:, piece], h0, True)
+        return out
+
+    def _outputs(self, u, h0=None, final_state=False):
+        """The outputs (b, L, D) and, if ``final_state``, the flat state after the last
+        step (b, state_size), else None."""
         s0, window0 = self._split_state(h0)
-        x, z = self.in_proj(u).chunk(2, -1)  # (b, L, E) each
-        x = F.silu(self.conv.outputs(x, window0))
-        dt, A, B, C = self._coefficients(x)  # (b, L, E), (E, N), (b, L, N), (b, L, N)
-        y = selective_scan(dt, A, x, B, C, s0, self.cfg.negative)  # (b, L, E)
-        return self._gate(y, x, z)  # (b, L, D)
+        k = self.cfg.d_conv
+        x_in, z = self.in_proj(u).chunk(2, -1)  # (b, L, E) each
+        x = conv_silu(x_in, self.conv.weight, self.conv.bias, window0 if k > 1 else None)
+        d, B, C = self.x_proj(x).split([self.dt_rank, self.cfg.d_state, self.cfg.d_state], -1)
+        # softplus(W_dt d + b_dt), D x and the gate SiLU(z) inside the scan
+        y, s_last = selective_scan(F.linear(d, self.dt_proj.weight), -torch.exp(self.A_log),
+                                   x, B, C, s0, self.cfg.negative, return_last=True, D=self.D,
+                                   z=z, dt_bias=self.dt_proj.bias, dt_softplus=True)
+        out = self.out_proj(y)  # (b, L, D)
+        if not final_state:
+            return out, None
+        b, L, E = x_in.shape
+        if window0 is None:
+            window0 = x_in.new_zeros(b, self.conv_state_size)
+        # the conv's window after the last step: its last k - 1 inputs, oldest first
+        window = torch.cat([window0.view(b, k - 1, E), x_in[:, max(0, L - k + 1):]], 1)
+        window = window[:, window.shape[1] - (k - 1):]
+        return out, torch.cat([s_last.flatten(1), window.flatten(1)], -1)
 
 
 def mamba(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,

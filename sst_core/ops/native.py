@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["library", "loaded", "status", "disabled", "scan_forward", "scan_backward", "SUFFIX"]
+__all__ = ["library", "loaded", "status", "disabled", "switched_off", "cpu_id", "scan_forward",
+           "scan_backward", "SUFFIX"]
 
 CODE_FILES = ("native_scan.c",)  # counted in the records' code hash (sst_core.store.codeversion)
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
@@ -54,6 +55,17 @@ def _cpu_id() -> str:
         return platform.processor() or platform.machine()
     keep = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))]
     return "\n".join(sorted(set(keep)))
+
+
+def cpu_id() -> str:
+    """The CPU model and feature flags, part of the key of every C library built here
+    (:mod:`sst_core.ops.native_selective` builds its own)."""
+    return _cpu_id()
+
+
+def switched_off() -> bool:
+    """Whether the C loops are off: ``SST_NATIVE=0``, or inside :func:`disabled`."""
+    return os.environ.get("SST_NATIVE", "1") == "0" or getattr(_off, "on", False)
 
 
 def _build() -> tuple[ctypes.CDLL | None, str]:

@@ -54,4 +54,7 @@ def host_info() -> dict[str, Any]:
     native = sys.modules.get("sst_core.ops.native")
     if native is not None:  # the scan's C loops round differently from its torch loops
         host["scan_loops"] = "C" if native.loaded() else "torch"
+    selective = sys.modules.get("sst_core.ops.native_selective")
+    if selective is not None:  # and so do the selective scan's
+        host["selective_scan_loops"] = "C" if selective.loaded() else "torch"
     return host

@@ -7,6 +7,7 @@ from torch.func import functional_call, grad, stack_module_state, vmap
 
 from sst_core.models import build, expected_affine
 from sst_core.models.semi_affine import SemiAffineMambaLayer
+from sst_core.ops import native
 
 from .contract import (
     check_forward_matches_step,
@@ -81,11 +82,14 @@ def test_outputs_equal_scan_in_value_and_gradient(L):
 @pytest.mark.parametrize("name", NAMES)
 def test_zero_P_gives_the_plain_model_exactly(name):
     """With P = 0 the correction is an exact 0 and both run h = addcmul(bu, a, h) in the same
-    order, so the logits are bit for bit the plain model's (CPU, its fused scan)."""
+    order, so the logits are bit for bit the plain model's on the torch path of its fused
+    scan; its C loops (own exp, fused multiply-adds) agree to rounding."""
     model = tiny(name, 2, d_model=8, d_state=4)
     plain = without_correction(model)
     tokens = torch.randint(0, 3, (4, 200), generator=torch.Generator().manual_seed(3))
-    assert torch.equal(model(tokens), plain(tokens))
+    with native.disabled():
+        assert torch.equal(model(tokens), plain(tokens))
+    torch.testing.assert_close(model(tokens), plain(tokens), rtol=1e-12, atol=1e-13)
     h, h_plain = model.init_state(4), plain.init_state(4)
     for t in range(20):  # one step at a time (MambaLayer.step rounds a h + bu apart)
         h, z = model.step_logits(h, tokens[:, t])

@@ -1,0 +1,79 @@
+"""The selective scan's C loops against its torch (chunked) path, forward and backward.
+
+One call is what :class:`~sst_core.models.selective.MambaLayer` asks of
+:func:`~sst_core.ops.selective_scan.selective_scan` in a training step: raw ``dt`` with
+``dt_bias`` and softplus, A (E, N), x, B, C, the skip ``D`` and the gate ``z``, then the
+gradient of a random weighting of the output with respect to all of them. Ours runs the
+C loops of :mod:`sst_core.ops.native_selective`; the anchor is the same call on the torch
+path (under :func:`sst_core.ops.native.disabled`), both on the same inputs, interleaved.
+Sizes: the quick profile's tracking layer (d_model 16: E = 32 channels, batch 64) and the
+CPU-scale one (d_model 64: E = 128, batch 256), N = 16 states, length 60; Mamba and
+Negative Mamba. ``small`` shrinks the batch to 2 (times mean nothing).
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable
+
+import torch
+
+from sst_core.bench.harness import SEED, Context, make_entry, register, time_side_by_side
+from sst_core.bench.roofline import count_work
+
+# name suffix -> (batch, channels E, states N, length L)
+SIZES = {"quick": (64, 32, 16, 60), "cpu": (256, 128, 16, 60)}
+TARGET = 1 / 3  # ours / torch path, at most: the issue's 3x
+
+
+def _inputs(batch: int, E: int, N: int, L: int, device: torch.device) -> list[torch.Tensor]:
+    """dt (raw, before softplus), A, x, B, C, D, z, dt_bias, the output weighting: fixed
+    seed, Mamba-like scales (softplus(dt + bias) around 0.01-0.1, A = -(1..N))."""
+    g = torch.Generator().manual_seed(SEED)
+    dt = torch.randn(batch, L, E, generator=g) * 0.5
+    bias = torch.log(torch.expm1(torch.rand(E, generator=g) * 0.09 + 0.01))  # softplus^-1
+    A = -torch.arange(1, N + 1.0).repeat(E, 1) * (0.5 + torch.rand(E, N, generator=g))
+    x, z = (torch.randn(batch, L, E, generator=g) for _ in range(2))
+    B, C = (torch.randn(batch, L, N, generator=g) for _ in range(2))
+    D, w = torch.ones(E), torch.randn(batch, L, E, generator=g)
+    return [t.to(device) for t in (dt, A, x, B, C, D, z, bias, w)]
+
+
+def selective_scan_fwd_bwd(ctx: Context, *, size: str, negative: bool) -> list[dict[str, Any]]:
+    from sst_core.ops import native, native_selective
+    from sst_core.ops.selective_scan import selective_scan
+
+    batch, E, N, L = SIZES[size]
+    if ctx.size == "small":
+        batch = 2
+    *tensors, w = _inputs(batch, E, N, L, ctx.device)
+    leaves = [t.requires_grad_() for t in tensors]
+    dt, A, x, B, C, D, z, bias = leaves
+
+    def step() -> None:
+        y = selective_scan(dt, A, x, B, C, None, negative, D=D, z=z, dt_bias=bias,
+                           dt_softplus=True)
+        torch.autograd.grad((w * y).sum(), leaves)
+
+    def torch_path() -> None:
+        with native.disabled():
+            step()
+
+    fns: list[Callable[[], None]] = [step, torch_path]
+    t_ours, t_ref = time_side_by_side(fns, ctx.repeat, ctx.sizes.warmup, ctx.device)
+    model = "negative_mamba" if negative else "mamba"
+    name = f"selective_scan_{model}_{size}"
+    ours = ("selective_scan, C loops" if native_selective.library() is not None
+            and ctx.device.type == "cpu" else "selective_scan (no C loops here: torch path)")
+    return [make_entry(name, "train", ours, ctx,
+                       {"batch": batch, "length": L, "E": E, "N": N, "model": model}, t_ours,
+                       t_ref, "selective_scan, torch path (chunked)", TARGET,
+                       work=count_work(step))]
+
+
+for _size in SIZES:
+    for _negative in (False, True):
+        _name = f"selective_scan_{'negative_mamba' if _negative else 'mamba'}_{_size}"
+        register(_name)(partial(selective_scan_fwd_bwd, size=_size, negative=_negative))
+
+
+del _size, _negative, _name

@@ -1,0 +1,246 @@
+"""The selective scan's CPU loops in C (``native_selective.c``), compiled on first use.
+
+The torch path of :class:`~sst_core.ops.selective_scan._SelectiveScan` runs a handful of
+torch operations per chunk of steps and writes ``(T, block, E, N)`` buffers between
+them; at the training sizes of the book (32 to 128 channels of 16 states) that is most of
+a Mamba training step. The C loops run a whole sequence per call, keep one sample's
+state ``(N, E)`` in cache, compute ``exp(dt A)`` with a polynomial the compiler
+vectorises, and split the samples (or the channels, for a batch smaller than the thread
+count) between ``torch.get_num_threads()`` threads (ctypes releases the GIL).
+
+Built like :mod:`sst_core.ops.native` (whose switches it obeys: ``SST_NATIVE=0`` and
+:func:`sst_core.ops.native.disabled` turn both off), into the same cache directory, once
+per source, compiler flags and CPU. Where there is no compiler or the build fails,
+:func:`library` returns None and the scan runs its torch path; :func:`status` says which
+and why. The library is separate from the linear scan's, so that the records of models
+that use only the linear scan keep their code hash (this module's ``CODE_FILES`` count
+for the Mamba models alone).
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+
+from sst_core.ops import native
+
+__all__ = ["library", "loaded", "status", "forward", "backward", "conv_forward", "conv_backward",
+           "elementwise", "parts", "LANES"]
+
+CODE_FILES = ("native_selective.c",)  # counted in the records' code hash
+SOURCE = Path(__file__).with_name(CODE_FILES[0])
+SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
+LANES = 16  # channels per thread's share, in multiples of (SEL_LANES in the C source)
+_MIN_PARALLEL = 1 << 16  # b L E N below which one thread does all the work
+# b L E K for the conv: its work per element is lighter (a pool call costs some 50 us)
+_MIN_PARALLEL_LIGHT = 1 << 20
+
+_lock = threading.Lock()
+_state: dict = {"lib": None, "tried": False, "reason": "not built yet"}
+_pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
+
+
+def _flags() -> tuple[str, ...]:
+    """The linear scan's flags; on x86, 512-bit vectors where the CPU has them (the exp
+    polynomial runs 1.3-1.4x faster than with gcc's default 256)."""
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        return (*native.FLAGS, "-mprefer-vector-width=512")
+    return native.FLAGS
+
+
+def _build() -> tuple[ctypes.CDLL | None, str]:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        return None, "no C compiler found (cc, gcc or $CC)"
+    flags = _flags()
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode() + cc.encode()
+                         + native.cpu_id().encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("SST_CACHE_DIR") or Path.home() / ".cache" / "sst_core")
+    target = cache / f"native_selective-{key}.so"
+    if not target.exists():
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
+            os.close(fd)
+            done = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE)], capture_output=True,
+                                  text=True, timeout=120)
+            if done.returncode != 0:
+                os.unlink(tmp)
+                return None, f"{cc} failed: {done.stderr.strip()[-500:]}"
+            os.replace(tmp, target)  # atomic: a concurrent build replaces it with its twin
+        except (OSError, subprocess.SubprocessError) as err:
+            return None, f"could not build {target}: {err}"
+    try:
+        lib = ctypes.CDLL(str(target))
+    except OSError as err:
+        return None, f"could not load {target}: {err}"
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    signatures = {"sel_fwd": [ptr] * 9 + [i64] * 2 + [ptr] * 3 + [i64] * 12,
+                  "sel_bwd": [ptr] * 8 + [i64] * 2 + [ptr] * 12 + [i64] * 12,
+                  "sel_exp": [ptr, i64], "sel_softplus": [ptr, i64],
+                  "conv_fwd": [ptr, i64, i64] + [ptr] * 4 + [i64] * 9,
+                  "conv_bwd": [ptr, i64, i64] + [ptr] * 8 + [i64] * 9}
+    for suf in SUFFIX.values():
+        for name, types in signatures.items():
+            fn = getattr(lib, f"{name}_{suf}")
+            fn.argtypes, fn.restype = types, None
+    return lib, f"built with {cc} ({' '.join(flags)}) at {target}"
+
+
+def library() -> ctypes.CDLL | None:
+    """The loaded C library, or None (no compiler, a failed build, or switched off by
+    ``SST_NATIVE=0`` or inside :func:`sst_core.ops.native.disabled`)."""
+    if native.switched_off():
+        return None
+    if not _state["tried"]:
+        with _lock:
+            if not _state["tried"]:
+                _state["lib"], _state["reason"] = _build()
+                _state["tried"] = True
+    return _state["lib"]
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the C library (without building it)."""
+    return _state["lib"] is not None
+
+
+def status() -> str:
+    """Which loops the CPU selective scan runs, and why."""
+    if os.environ.get("SST_NATIVE", "1") == "0":
+        return "torch path (SST_NATIVE=0)"
+    lib = library()
+    return ("C loops: " if lib is not None else "torch path: ") + _state["reason"]
+
+
+def _ptr(x: torch.Tensor | None) -> int | None:
+    return None if x is None else x.data_ptr()
+
+
+def parts(b: int, E: int, work: int, least: int | None = None
+          ) -> list[tuple[int, int, int, int]]:
+    """``(r0, r1, e0, e1)`` per thread: samples split evenly, or, for fewer samples than
+    threads, channels in multiples of :data:`LANES`; one part when ``work`` is below
+    ``least`` (default ``_MIN_PARALLEL``)."""
+    n = torch.get_num_threads()
+    if n <= 1 or work < (_MIN_PARALLEL if least is None else least):
+        return [(0, b, 0, E)]
+    if b >= n:
+        cuts = [b * i // n for i in range(n + 1)]
+        return [(cuts[i], cuts[i + 1], 0, E) for i in range(n) if cuts[i] < cuts[i + 1]]
+    step = -(-E // n // LANES) * LANES or E
+    return [(0, b, e, min(E, e + step)) for e in range(0, E, step)]
+
+
+def _run(fn, calls: list[tuple]) -> None:
+    """``fn(*args)`` for each args tuple, the first in this thread, the rest in the pool."""
+    global _pool
+    if len(calls) == 1:
+        fn(*calls[0])
+        return
+    n = len(calls) - 1
+    if _pool is None or _pool[0] != os.getpid() or _pool[1]._max_workers < n:
+        # a forked child inherits the pool object but not its threads: make its own
+        _pool = (os.getpid(), ThreadPoolExecutor(max_workers=n, thread_name_prefix="sst-sel"))
+    futures = [_pool[1].submit(fn, *args) for args in calls[1:]]
+    fn(*calls[0])
+    for f in futures:
+        f.result()
+
+
+def _strides(t: torch.Tensor | None) -> tuple[int, int]:
+    """(sample, step) strides of a (b, L, E) tensor whose channels are contiguous."""
+    if t is None:
+        return 0, 0
+    if t.stride(2) != 1:
+        raise ValueError("the channels must be contiguous")
+    return t.stride(0), t.stride(1)
+
+
+def forward(lib: ctypes.CDLL, dt, x, At, B, C, h0, bias, D, z, out, h_last, starts, T: int,
+            negative: bool, softplus: bool) -> None:
+    """Fill ``out`` (b, L, E), ``h_last`` (b, E, N) and, unless None, ``starts``
+    (ceil(L / T), b, N, E), from contiguous dt, x (b, L, E), At (G, N, E), B, C (b, L, N),
+    h0 (b, E, N), bias and D (G, E), and z (b, L, E) with contiguous channels; h0, bias,
+    D and z may be None. One dtype throughout (``native_selective.c`` says what is
+    computed)."""
+    b, L, E = dt.shape
+    G, N = At.shape[0], At.shape[1]
+    fn = getattr(lib, f"sel_fwd_{SUFFIX[dt.dtype]}")
+    args = (_ptr(dt), _ptr(x), _ptr(At), _ptr(B), _ptr(C), _ptr(h0), _ptr(bias), _ptr(D),
+            _ptr(z), *_strides(z), _ptr(out), _ptr(h_last), _ptr(starts), b, L, E, N, G, T,
+            int(negative), int(softplus))
+    _run(fn, [args + p for p in parts(b, E, b * L * E * N)])
+
+
+def backward(lib: ctypes.CDLL, dt, x, At, B, C, bias, D, z, starts, grad_out, g_last,
+             h0_grad: bool, T: int, negative: bool, softplus: bool) -> dict:
+    """The gradients of :func:`forward` from its ``starts``, dL/dout ``grad_out``
+    (contiguous) and dL/dh_L ``g_last`` (b, E, N) or None: a dict with ``dt``, ``x``,
+    ``B``, ``C``, ``A`` (per sample, (b, N, E)), and ``z``, ``D``, ``bias`` (per sample,
+    (b, E)), ``h0`` for those given (or asked)."""
+    b, L, E = dt.shape
+    G, N = At.shape[0], At.shape[1]
+    new = dt.new_empty
+    grads = {"dt": torch.empty_like(dt), "x": torch.empty_like(dt), "A": new(b, N, E),
+             "z": None if z is None else new(b, L, E), "D": None if D is None else new(b, E),
+             "bias": None if bias is None else new(b, E),
+             "h0": new(b, E, N) if h0_grad else None}
+    splits = parts(b, E, b * L * E * N)
+    k = len(splits) if splits[0][3] - splits[0][2] < E else 1  # channel parts: partial sums
+    gB, gC = new(k, b, L, N), new(k, b, L, N)
+    fn = getattr(lib, f"sel_bwd_{SUFFIX[dt.dtype]}")
+    calls = []
+    for i, p in enumerate(splits):
+        part = i if k > 1 else 0
+        calls.append((_ptr(dt), _ptr(x), _ptr(At), _ptr(B), _ptr(C), _ptr(bias), _ptr(D),
+                      _ptr(z), *_strides(z), _ptr(starts), _ptr(grad_out), _ptr(g_last),
+                      _ptr(grads["dt"]), _ptr(grads["x"]), _ptr(grads["z"]),
+                      _ptr(grads["A"]), _ptr(gB[part]), _ptr(gC[part]), _ptr(grads["D"]),
+                      _ptr(grads["bias"]), _ptr(grads["h0"]), b, L, E, N, G, T,
+                      int(negative), int(softplus)) + p)
+    _run(fn, calls)
+    grads["B"], grads["C"] = (gB[0], gC[0]) if k == 1 else (gB.sum(0), gC.sum(0))
+    return grads
+
+
+def conv_forward(lib: ctypes.CDLL, x, window, wT, bias, out) -> None:
+    """``out`` (b, L, E) = SiLU(causal depthwise conv of x (b, L, E), channels contiguous,
+    after ``window`` (b, (K-1) E) or None), taps wT (G, K, E), bias (G, E)."""
+    b, L, E = x.shape
+    G, K = wT.shape[0], wT.shape[1]
+    fn = getattr(lib, f"conv_fwd_{SUFFIX[x.dtype]}")
+    args = (_ptr(x), *_strides(x), _ptr(window), _ptr(wT), _ptr(bias), _ptr(out), b, L, E, K, G)
+    _run(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+
+
+def conv_backward(lib: ctypes.CDLL, x, window, wT, bias, grad_out, window_grad: bool):
+    """The gradients of :func:`conv_forward` for dL/dout ``grad_out`` (contiguous):
+    ``(x (b, L, E), window or None, taps per sample (b, K, E), bias per sample (b, E))``."""
+    b, L, E = x.shape
+    G, K = wT.shape[0], wT.shape[1]
+    gx = x.new_empty(b, L, E)
+    gwin = x.new_empty(b, (K - 1) * E) if window_grad else None
+    gw, gb = x.new_empty(b, K, E), x.new_empty(b, E)
+    fn = getattr(lib, f"conv_bwd_{SUFFIX[x.dtype]}")
+    args = (_ptr(x), *_strides(x), _ptr(window), _ptr(wT), _ptr(bias), _ptr(grad_out),
+            _ptr(gx), _ptr(gwin), _ptr(gw), _ptr(gb), b, L, E, K, G)
+    _run(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+    return gx, gwin, gw, gb
+
+
+def elementwise(lib: ctypes.CDLL, name: str, v: torch.Tensor) -> torch.Tensor:
+    """The scan's own ``exp`` or ``softplus`` of a float32 or float64 tensor (a new
+    contiguous tensor), for the tests."""
+    out = v.contiguous().clone()
+    getattr(lib, f"sel_{name}_{SUFFIX[out.dtype]}")(_ptr(out), out.numel())
+    return out
