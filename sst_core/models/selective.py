@@ -182,9 +182,14 @@ class CausalConv(nn.Module):
     def _conv(self, x_ext: torch.Tensor, L: int) -> torch.Tensor:
         return self.bias + sum(self.weight[:, j] * x_ext[:, j:j + L] for j in range(self.k))
 
-    def outputs(self, x: torch.Tensor, window0: torch.Tensor | None) -> torch.Tensor:
-        """``scan(x, window0)[0]`` without the windows: (b, L, d)."""
-        return self._conv(self._extend(x, window0), x.shape[1])
+    def outputs(self, x: torch.Tensor, window0: torch.Tensor | None, last: bool = False):
+        """``scan(x, window0)[0]`` without the windows: (b, L, d); with ``last``, also the
+        window after the last step, (b, state_size)."""
+        x_ext = self._extend(x, window0)
+        y = self._conv(x_ext, x.shape[1])
+        if not last:
+            return y
+        return y, x_ext[:, x_ext.shape[1] - (self.k - 1):].reshape(x.shape[0], self.state_size)
 
     def scan(self, x: torch.Tensor, window0: torch.Tensor | None
              ) -> tuple[torch.Tensor, torch.Tensor]:

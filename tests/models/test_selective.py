@@ -13,7 +13,14 @@ from torch.nn import functional as F
 from sst_core.models import build
 from sst_core.models.selective import CausalConv, discretize
 
-from .contract import eigenvalues, f64, overfit_c2, recurrent_jacobian, tiny, unrolled
+from .contract import (
+    check_outputs_match_step,
+    eigenvalues,
+    f64,
+    overfit_c2,
+    recurrent_jacobian,
+    tiny,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -122,30 +129,8 @@ MAMBA3_OUTPUTS = {  # strong decays: spans of more than ssd.SPAN inside a block
 @pytest.mark.parametrize("L", [1, 63, 1000])
 @pytest.mark.parametrize("with_h0", [False, True])
 def test_mamba3_outputs_equal_step_in_value_and_gradient(config, L, with_h0):
-    """outputs (trapezoid_ssd: blocks of a decayed attention, no states) == step unrolled,
-    and so are the gradients w.r.t. u, h0 and every parameter; without gradients (in
-    pieces of EVAL_CHUNK steps) the same outputs."""
-    layer = tiny("mamba3", **MAMBA3_OUTPUTS[config]).layers[0]
-    g = torch.Generator().manual_seed(L)
-    u = torch.randn(2, L, layer.d_in, generator=g, dtype=f64)
-    h0 = 0.5 * torch.randn(2, layer.state_size, generator=g, dtype=f64)
-    w = torch.randn(2, L, layer.d_out, generator=g, dtype=f64)
-    results = []
-    for fast in (True, False):
-        leaves = [u.clone().requires_grad_()] + ([h0.clone().requires_grad_()] if with_h0 else [])
-        layer.zero_grad()
-        if fast:
-            y = layer.outputs(leaves[0], leaves[1] if with_h0 else None)
-        else:
-            y = unrolled(layer, leaves[0], leaves[1] if with_h0 else torch.zeros_like(h0))[1]
-        (y * w).sum().backward()
-        results.append([y.detach()] + [x.grad for x in leaves]
-                       + [p.grad.clone() for p in layer.parameters()])
-    for got, want in zip(*results):
-        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
-    with torch.no_grad():
-        torch.testing.assert_close(layer.outputs(u, h0 if with_h0 else None), results[0][0],
-                                   rtol=1e-10, atol=1e-11)
+    """outputs (trapezoid_ssd: blocks of a decayed attention, no states) == step unrolled."""
+    check_outputs_match_step(tiny("mamba3", **MAMBA3_OUTPUTS[config]).layers[0], L, with_h0)
 
 
 def test_mamba3_outputs_last_state_equals_scan():
