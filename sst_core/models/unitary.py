@@ -77,9 +77,12 @@ def _unitary_step(h_re, h_im, angle, b_re, b_im) -> tuple[torch.Tensor, torch.Te
 
 def _unitary_scan(angle: torch.Tensor, b: torch.Tensor, h0_re: torch.Tensor | None,
                   h0_im: torch.Tensor | None) -> torch.Tensor:
-    """All ``h_t = e^{i angle_t} h_{t-1} + b_t`` (b complex) as one complex tensor."""
+    """All ``h_t = e^{i angle_t} h_{t-1} + b_t`` (b complex) as one complex tensor; h0 as
+    Re and Im, or (h0_im None) as one complex tensor."""
     a = torch.complex(torch.cos(angle), torch.sin(angle))  # no complex exp
-    return linear_scan(a, b, None if h0_re is None else torch.complex(h0_re, h0_im))
+    if h0_re is not None and h0_im is not None:
+        h0_re = torch.complex(h0_re, h0_im)
+    return linear_scan(a, b, h0_re)
 
 
 # -- AUSSM ---------------------------------------------------------------------------------
@@ -255,6 +258,23 @@ class SimpleAUSSMLayer(RecurrentLayer):
         hs = _unitary_scan(self.theta(u), torch.complex(*self.B(u).chunk(2, -1)), *h0)
         hs = torch.cat([hs.real, hs.imag], -1)  # (b, L, 2N)
         return hs, self.W_y(hs)
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` with the complex numbers interleaved ``[re, im]`` throughout:
+        the input term comes out of ``B`` in that order (its rows permuted), and ``W_y``
+        reads the states in it (its columns permuted), so no ``[Re; Im]`` halves are split
+        or joined; without gradients in pieces of EVAL_CHUNK steps (the state is small)."""
+        return outputs_in_pieces(self._outputs, u, h0)
+
+    def _outputs(self, u, h0, last: bool):
+        N = self.cfg.d_state
+        pairs = lambda w: w.unflatten(0, (2, N)).transpose(0, 1).flatten(0, 1)  # noqa: E731
+        bu = torch.view_as_complex(F.linear(u, pairs(self.B.weight)).unflatten(-1, (N, 2)))
+        h0c = None if h0 is None else torch.complex(*h0.chunk(2, -1))
+        hs = _unitary_scan(self.theta(u), bu, h0c, None)  # (b, L, N)
+        ys = F.linear(torch.view_as_real(hs).flatten(-2), pairs(self.W_y.weight.T).T)
+        h_last = torch.cat([hs[:, -1].real, hs[:, -1].imag], -1) if last else None
+        return ys, h_last
 
 
 def simple_aussm(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,

@@ -42,7 +42,7 @@ __all__ = ["decayed_attention", "decayed_attention_ref", "FLOOR", "SPAN", "PIECE
 FLOOR = 40.0
 SPAN = 40.0  # decay spans (A_0 - A_{C-1}) at most this are factorised
 # Bytes of one (blocks, C, C) buffer of a piece; a few are live at once and stay in L2.
-PIECE_BYTES = 1 << 18
+PIECE_BYTES = 1 << 22
 
 
 def _check(A, Q, K, V, e, g):

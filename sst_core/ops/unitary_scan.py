@@ -51,7 +51,7 @@ from sst_core.ops.scan import linear_scan, linear_scan_ref, only_vmap
 __all__ = ["unitary_scan", "unitary_scan_ref", "BLOCK_BYTES"]
 
 # Bytes of complex state per batch block (a few such buffers are live in the backward).
-BLOCK_BYTES = 1 << 21
+BLOCK_BYTES = 1 << 19
 NAMES = ("x", "X", "c", "u", "B", "C", "h0", "s")
 PARAMS = ("X", "c", "B", "C")  # may carry a leading group dimension
 
