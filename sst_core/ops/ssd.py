@@ -23,7 +23,8 @@ sum it enters): an underflowing ``exp`` and the subnormal products it leads to a
   scales Q and K: the block is a masked linear attention, two matrix products and no
   ``(C, C)`` exponential. Other pieces build the decay matrix. The backward recomputes
   each piece from the inputs. Under ``torch.func.vmap`` the vmapped dimension joins the
-  leading ones; under the other ``torch.func`` transforms the reference runs.
+  leading ones; under the other ``torch.func`` transforms, and off the CPU (where one
+  batched call beats pieces), the reference runs.
 
 Backward (both forms), with ``W[t, s] = exp(A_t - A_s) e_s`` for s < t, ``W[t, t] = g_t``,
 ``S = Q^T K`` and ``M = W * S``::
@@ -74,8 +75,9 @@ def decayed_attention(A: torch.Tensor, Q: torch.Tensor, K: torch.Tensor, V: torc
                       e: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
     """Fast ``decayed_attention_ref``: same signature and results."""
     _check(A, Q, K, V, e, g)
-    if torch._C._are_functorch_transforms_active() and not _only_vmap():
-        return decayed_attention_ref(A, Q, K, V, e, g)
+    if A.device.type != "cpu" or (torch._C._are_functorch_transforms_active()
+                                  and not _only_vmap()):
+        return decayed_attention_ref(A, Q, K, V, e, g)  # (one batched op off the CPU)
     return _DecayedAttention.apply(A, Q, K, V, e, g)
 
 
