@@ -104,9 +104,12 @@ class _Piece:
     def __init__(self, A, Q, K, e, g, bufs):
         k, N, C = Q.shape
         self.fact = _factorised(A)
-        S = torch.bmm(Q.transpose(1, 2), K, out=bufs[0][:k])  # (k, C, C): Q^T K
-        self.S = S
-        self.diag = S.diagonal(dim1=1, dim2=2).clone()  # Q_t . K_t, (k, C)
+        if self.fact:
+            self.diag = (Q * K).sum(1)  # Q_t . K_t, (k, C)
+        else:
+            S = torch.bmm(Q.transpose(1, 2), K, out=bufs[0][:k])  # (k, C, C): Q^T K
+            self.S = S
+            self.diag = S.diagonal(dim1=1, dim2=2).clone()
         if self.fact:
             m = (A[:, :1] + A[:, -1:]) / 2  # (k, 1): the middle of each block's span
             self.a = torch.exp(A - m)  # (k, C): exp(A_t - m)
