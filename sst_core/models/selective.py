@@ -56,6 +56,12 @@ bilinear) keeps it affine, with the W block's eigenvalues 0. Flat state per laye
 (n_rope); real]`` (the official kernel pairs adjacent entries; the order is a relabelling
 of B and C). ``tests/models/test_selective.py`` checks the frame against the official form.
 
+``Mamba3Layer.outputs`` (what ``forward`` and training use) builds no state: a head's
+transition is one decay and one rotation per pair shared by its P channels, so the
+recurrence unrolls into a causal attention with decay inside blocks of ``BLOCK`` positions
+(:func:`trapezoid_ssd`, :mod:`sst_core.ops.ssd`), with the state carried only from one
+block to the next. ``scan`` still returns every state.
+
 Proposals [INF]: ``Mamba3Config.headdim`` defaults to 16 (official 64 at widths of 768+;
 the book's models are 32-128 wide); ``rope_fraction`` may be any value in (0, 1]. The
 Delta init of both models is the official [1e-3, 1e-1] (``dt_min``, ``dt_max``).
@@ -77,10 +83,11 @@ from sst_core.models.registry import check_size
 from sst_core.ops import linear_scan
 from sst_core.ops.causal_conv import conv_silu
 from sst_core.ops.selective_scan import selective_scan
+from sst_core.ops.ssd import decayed_attention
 
 __all__ = ["MambaConfig", "MambaLayer", "Mamba3Config", "Mamba3Layer", "CausalConv",
            "discretize", "mamba", "negative_mamba", "mamba3", "make_config", "residual_model",
-           "time_chunked", "EVAL_CHUNK"]
+           "time_chunked", "outputs_in_pieces", "EVAL_CHUNK", "BLOCK", "trapezoid_ssd"]
 
 
 # -- shared by the residual-stream families (selective, unitary, attention) ---------------
@@ -127,6 +134,22 @@ def time_chunked(scan):
     return chunked
 
 
+def outputs_in_pieces(run, u: torch.Tensor, h0: torch.Tensor | None) -> torch.Tensor:
+    """The outputs (b, L, d_out) of ``run(u, h0, last) -> (ys, h_last)`` (a layer's
+    outputs, and its flat state after the last step when ``last``): in one call while
+    gradients are recorded or ``L <= EVAL_CHUNK``, else in pieces of ``EVAL_CHUNK`` steps,
+    each starting from the state the previous one ended in. No state trajectory is kept,
+    and the ``(b, L, ...)`` temporaries of long evaluations shrink to ``(b, EVAL_CHUNK, ...)``.
+    """
+    if torch.is_grad_enabled() or u.shape[1] <= EVAL_CHUNK:
+        return run(u, h0, False)[0]
+    ys = []
+    for piece in u.split(EVAL_CHUNK, 1):
+        y, h0 = run(piece, h0, True)
+        ys.append(y)
+    return torch.cat(ys, 1)
+
+
 def inv_softplus_dt(n: int, dt_min: float, dt_max: float, floor: float) -> torch.Tensor:
     """Bias b with softplus(b) log-uniform in [dt_min, dt_max] (Mamba's dt init)."""
     dt = torch.exp(torch.rand(n) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
@@ -160,9 +183,14 @@ class CausalConv(nn.Module):
     def _conv(self, x_ext: torch.Tensor, L: int) -> torch.Tensor:
         return self.bias + sum(self.weight[:, j] * x_ext[:, j:j + L] for j in range(self.k))
 
-    def outputs(self, x: torch.Tensor, window0: torch.Tensor | None) -> torch.Tensor:
-        """``scan(x, window0)[0]`` without the windows: (b, L, d)."""
-        return self._conv(self._extend(x, window0), x.shape[1])
+    def outputs(self, x: torch.Tensor, window0: torch.Tensor | None, last: bool = False):
+        """``scan(x, window0)[0]`` without the windows: (b, L, d); with ``last``, also the
+        window after the last step, (b, state_size)."""
+        x_ext = self._extend(x, window0)
+        y = self._conv(x_ext, x.shape[1])
+        if not last:
+            return y
+        return y, x_ext[:, x_ext.shape[1] - (self.k - 1):].reshape(x.shape[0], self.state_size)
 
     def scan(self, x: torch.Tensor, window0: torch.Tensor | None
              ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -415,6 +443,93 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, n: int) -> tor
     return torch.cat([cos * re + sin * im, cos * im - sin * re, rest], -1)
 
 
+# Positions per block of trapezoid_ssd: the training length (60) fits in one; at length
+# 1000 the (b, H, L, BLOCK) score and decay matrices stay small.
+BLOCK = 64
+
+
+def trapezoid_ssd(log_alpha: torch.Tensor, dtheta: torch.Tensor, gamma: torch.Tensor,
+                  delta: torch.Tensor, v: torch.Tensor, K: torch.Tensor, Q: torch.Tensor,
+                  S0: torch.Tensor | None = None, W0: torch.Tensor | None = None,
+                  n_rope: int = 1, last: bool = False, block: int = BLOCK):
+    """Every readout ``y_t = S_t Q_t`` of the Mamba-3 recurrence (rotated frame, module
+    docstring) ``S_t = R_t (alpha_t S_{t-1} + beta_t W_{t-1}) + gamma_t W_t``, ``W_t = v_t
+    K_t^T``, ``beta_t = alpha_t delta_t``, without building a state per step.
+
+    log_alpha, gamma, delta (b, L, H); dtheta (b, L, H, n_rope); v (b, L, H, P); K, Q (b,
+    L, H, N); S0, W0 (b, H, P, N) start the recurrence (zero when omitted). Returns y (b,
+    L, H, P) and, if ``last``, ``(S_L, W_L)``.
+
+    The transition of a head is one decay ``alpha_t`` and one rotation per pair, shared by
+    its P channels, so the recurrence unrolls into a masked attention with decay (the
+    quadratic form of Mamba-2's SSD). With ``A_t = sum_{r <= t} log alpha_r`` and the
+    cumulative angles ``theta_t = sum_{r <= t} dtheta_r`` (both from the block's start),
+    ``Kr_s = e^{i theta_s} K_s`` and ``Qr_t = e^{i theta_t} Q_t`` on the pairs (the
+    official RoPE form), the trapezoid input of step s+1 folded into step s (``R_{s+1}
+    beta_{s+1} = alpha_{s+1} R_{s+1} delta_{s+1}``)::
+
+        y_t = sum_{s <= t} e^{A_t - A_s} (Qr_t . Kr_s) (gamma_s + [s < t] delta_{s+1}) v_s
+              + e^{A_t} (S' Qr_t),            S' = S_in + delta_start W_in
+
+    inside each block of ``block`` positions; ``S'`` carries the blocks before (the state
+    at the block's start and its last ``W``, from a loop over blocks). Per block that is
+    a ``(block, block)`` score matrix per head instead of ``(block, P, N)`` states. The
+    exponent differences ``A_t - A_s`` are taken from cumulative sums in float64 (then
+    rounded once), so they carry no cancellation error.
+    """
+    b, L, H, P = v.shape
+    N, n = K.shape[-1], n_rope
+    nb = -(-L // block)  # blocks
+    C = -(-L // nb)  # positions per block (equal blocks, at most ``block``)
+    pad = nb * C - L
+
+    def blocked(x, feature_major=True):  # (b, L, H, F) -> (b, nb, H, F, C) (or .., C, F)
+        if pad:  # padding adds nothing (zero inputs, no decay, no angle)
+            x = F.pad(x, (0, 0, 0, 0, 0, pad))
+        x = x.unflatten(1, (nb, C))  # (b, nb, C, H, F)
+        return x.permute(0, 1, 3, 4, 2) if feature_major else x.transpose(2, 3)
+
+    delta_next = torch.cat([delta[:, 1:], delta.new_zeros(b, 1, H)], 1)  # delta_{s+1}
+    la, g, d_start, d_next = blocked(torch.stack([log_alpha, gamma, delta, delta_next], -1)
+                                     ).contiguous().unbind(-2)  # (b, nb, H, C) each
+    d_next = torch.cat([d_next[..., :-1], d_next.new_zeros(b, nb, H, 1)], -1)  # 0 at ends
+    A = la.cumsum(-1)  # (b, nb, H, C)
+    theta = blocked(dtheta).cumsum(-1)  # (b, nb, H, n, C)
+    cos, sin = torch.cos(theta), torch.sin(theta)
+    Kb, Qb = blocked(K).contiguous(), blocked(Q).contiguous()  # (b, nb, H, N, C)
+
+    def rot(x):  # e^{+i theta} on the pairs (rows j, n + j), feature-major
+        re, im, rest = x.split([n, n, N - 2 * n], -2)  # (its backward is a cat, no zeros)
+        return torch.cat([cos * re - sin * im, cos * im + sin * re, rest], -2)
+
+    Kr, Qr = rot(Kb), rot(Qb)
+    vb = blocked(v, feature_major=False)  # (b, nb, H, C, P)
+    e = g + d_next  # (b, nb, H, C): weight of v_s in the later steps' outputs
+    y = decayed_attention(A, Qr, Kr, vb, e, g)  # (b, nb, H, C, P)
+    state = None
+    if nb > 1 or S0 is not None or last:
+        # each block's own contribution to the state at its end, and the blocks' W_end
+        w = torch.exp(A[..., -1:] - A) * e  # (b, nb, H, C)
+        S_own = (w[..., None, :] * vb.transpose(-1, -2)) @ Kr.transpose(-1, -2)  # (.., P, N)
+        ends = torch.arange(C - 1, nb * C, C, device=v.device).clamp(max=L - 1)
+        W_end = v[:, ends, ..., None] * K[:, ends, :, None, :]  # (b, nb, H, P, N)
+        S_in = v.new_zeros(b, H, P, N) if S0 is None else S0
+        W_in = W0
+        starts = []
+        for j in range(nb):
+            if W_in is not None:
+                S_in = S_in + d_start[:, j, :, 0, None, None] * W_in
+            starts.append(S_in)
+            S_in = rotate(A[:, j, :, -1, None, None].exp() * S_in + S_own[:, j],
+                          cos[:, j, :, None, :, -1], sin[:, j, :, None, :, -1], n)
+            W_in = W_end[:, j]
+        if nb > 1 or S0 is not None:
+            y = y + A.exp()[..., None] * (torch.stack(starts, 1) @ Qr).transpose(-1, -2)
+        state = (S_in, W_in)
+    y = y.transpose(2, 3).flatten(1, 2)[:, :L]  # (b, L, H, P)
+    return (y, state) if last else y
+
+
 class Mamba3Layer(RecurrentLayer):
     """One Mamba-3 SISO mixer in the rotated frame; recurrence in the module docstring.
 
@@ -447,12 +562,14 @@ class Mamba3Layer(RecurrentLayer):
         z, v, B, C, dd_dt, dd_A, trap, phi = self.in_proj(u).split(self.split, -1)
         dt = F.softplus(dd_dt + self.dt_bias)  # (..., H)
         A = torch.clamp(-F.softplus(dd_A), max=-self.cfg.A_floor)
-        alpha = torch.exp(dt * A)
+        log_alpha = dt * A
+        alpha = torch.exp(log_alpha)
         lam = torch.sigmoid(trap)
         dtheta = math.pi * torch.tanh(phi)[..., None, :] * dt[..., None]  # (..., H, n_rope)
-        return dict(z=z, v=v.unflatten(-1, (H, P)), alpha=alpha, dt=dt, lam=lam,
-                    beta=alpha * dt * (1 - lam), gamma=lam * dt,  # (..., H)
-                    cos=torch.cos(dtheta), sin=torch.sin(dtheta),
+        return dict(z=z, v=v.unflatten(-1, (H, P)), alpha=alpha, log_alpha=log_alpha, dt=dt,
+                    lam=lam, beta=alpha * dt * (1 - lam), delta=dt * (1 - lam),
+                    gamma=lam * dt,  # (..., H)
+                    dtheta=dtheta, cos=torch.cos(dtheta), sin=torch.sin(dtheta),
                     K=self.B_norm(B)[..., None, :] + self.B_bias,  # (..., H, N)
                     Q=self.C_norm(C)[..., None, :] + self.C_bias)
 
@@ -506,6 +623,28 @@ class Mamba3Layer(RecurrentLayer):
         W = v[..., None] * K[..., None, :]  # (b, L, H, P, N)
         hs = torch.cat([S_c.real, S_c.imag, S_r, W], -1).flatten(2)  # (b, L, state_size)
         return hs, self._out(y, c)
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` by :func:`trapezoid_ssd`, which builds no state per step
+        (what ``forward`` and training use); without gradients in pieces of EVAL_CHUNK
+        steps (:func:`outputs_in_pieces`)."""
+        return outputs_in_pieces(self._outputs, u, h0)
+
+    def _outputs(self, u, h0, last: bool):
+        """The outputs (b, L, D) and, if ``last``, the flat state after the last step."""
+        b = u.shape[0]
+        N, H, P = self.cfg.d_state, self.n_heads, self.cfg.headdim
+        c = self._inputs(u)
+        S0 = W0 = None
+        if h0 is not None:
+            S0, W0 = h0.view(b, H, P, 2 * N).split(N, -1)
+        y = trapezoid_ssd(c["log_alpha"], c["dtheta"], c["gamma"], c["delta"], c["v"], c["K"],
+                          c["Q"], S0, W0, self.cfg.n_rope, last=last)
+        h_last = None
+        if last:
+            y, state = y
+            h_last = torch.cat(state, -1).flatten(1)
+        return self._out(y, c), h_last
 
 
 def mamba3(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,

@@ -22,7 +22,10 @@ Two quirks of the released code are kept, each behind an ``AUSSMConfig`` flag:
 The released default ``conv_1d=True`` is ``d_conv=4``; as for Mamba
 (:mod:`~sst_core.models.selective`), the conv window ``((k - 1) * D`` trailing state
 entries, ``conv_state_size``) makes the step exact and is affine only in ``h`` for a fixed
-window. Flat state: ``[Re h (D * N); Im h (D * N); window]``.
+window. Flat state: ``[Re h (D * N); Im h (D * N); window]``. ``AUSSMLayer.outputs`` (what
+``forward`` and training use) runs the angles, the recurrence and the readout as one fused
+:func:`~sst_core.ops.unitary_scan.unitary_scan`, which keeps no ``(b, L, D, N)`` tensor
+outside the cache; ``scan`` still returns every state.
 
 **Simple AUSSM** (4.5) has no published definition; this is the reference's proposal
 [INF], the bare diagonal unitary SSM::
@@ -47,8 +50,14 @@ from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
 from sst_core.models.registry import check_size
-from sst_core.models.selective import CausalConv, residual_model, time_chunked
+from sst_core.models.selective import (
+    CausalConv,
+    outputs_in_pieces,
+    residual_model,
+    time_chunked,
+)
 from sst_core.ops import linear_scan
+from sst_core.ops.unitary_scan import unitary_scan
 
 __all__ = ["AUSSMConfig", "AUSSMLayer", "SimpleAUSSMConfig", "SimpleAUSSMLayer",
            "aussm", "simple_aussm"]
@@ -68,9 +77,12 @@ def _unitary_step(h_re, h_im, angle, b_re, b_im) -> tuple[torch.Tensor, torch.Te
 
 def _unitary_scan(angle: torch.Tensor, b: torch.Tensor, h0_re: torch.Tensor | None,
                   h0_im: torch.Tensor | None) -> torch.Tensor:
-    """All ``h_t = e^{i angle_t} h_{t-1} + b_t`` (b complex) as one complex tensor."""
+    """All ``h_t = e^{i angle_t} h_{t-1} + b_t`` (b complex) as one complex tensor; h0 as
+    Re and Im, or (h0_im None) as one complex tensor."""
     a = torch.complex(torch.cos(angle), torch.sin(angle))  # no complex exp
-    return linear_scan(a, b, None if h0_re is None else torch.complex(h0_re, h0_im))
+    if h0_re is not None and h0_im is not None:
+        h0_re = torch.complex(h0_re, h0_im)
+    return linear_scan(a, b, h0_re)
 
 
 # -- AUSSM ---------------------------------------------------------------------------------
@@ -117,18 +129,23 @@ class AUSSMLayer(RecurrentLayer):
         self.conv_state_size = self.conv.state_size
         self.state_size = self.n_ssm + self.conv_state_size
 
-    def _inputs(self, x: torch.Tensor):
-        """From the conv output x (..., D): angle (..., D, N), Delta SiLU(x) and SiLU(x) (..., D)."""
-        D, N = self.cfg.d_model, self.cfg.d_state
+    def _gains(self, x: torch.Tensor):
+        """From the conv output x (..., D): Delta, Delta SiLU(x) and SiLU(x) (..., D)."""
         dt = self.dt_proj(self.x_proj(x))
         if self.cfg.dt_bias_twice:
             dt = dt + self.dt_proj.bias
         dt = F.softplus(dt)  # (..., D)
+        s = F.silu(x)
+        return dt, dt * s, s
+
+    def _inputs(self, x: torch.Tensor):
+        """From the conv output x (..., D): angle (..., D, N), Delta SiLU(x) and SiLU(x) (..., D)."""
+        D, N = self.cfg.d_model, self.cfg.d_state
+        dt, ds, s = self._gains(x)
         angle = F.linear(x, self.X / math.sqrt(D)).unflatten(-1, (D, N)) + self.angle_bias
         if self.cfg.angle_times_dt:
             angle = angle * dt[..., None]
-        s = F.silu(x)
-        return angle, dt * s, s
+        return angle, ds, s
 
     def _out(self, y, s, z):
         """out = W_out((y + D SiLU(x)) * SiLU(z)) for y = Re(sum_j C_j h_j) of shape (..., D)."""
@@ -146,32 +163,52 @@ class AUSSMLayer(RecurrentLayer):
         y = self._out(h_re @ C_re - h_im @ C_im, s, z)
         return torch.cat([h_re.flatten(1), h_im.flatten(1), window], -1), y
 
-    def _run(self, u, h0, states: bool):
-        """Complex states (b, L, D, N), outputs (b, L, D) and conv windows (None unless
-        ``states``)."""
-        b, L, D = u.shape
-        s0, window0 = (None, None), None
-        if h0 is not None:
-            s0, window0 = h0[:, :self.n_ssm].view(b, 2, D, -1).unbind(1), h0[:, self.n_ssm:]
+    def _split_state(self, h0):
+        """The SSM state as Re and Im (b, D, N) each, and the conv window; or Nones."""
+        if h0 is None:
+            return (None, None), None
+        b, D = h0.shape[0], self.cfg.d_model
+        return h0[:, :self.n_ssm].view(b, 2, D, -1).unbind(1), h0[:, self.n_ssm:]
+
+    @time_chunked
+    def scan(self, u, h0=None):
+        s0, window0 = self._split_state(h0)
         x, z = self.in_proj(u).chunk(2, -1)  # (b, L, D) each
-        x, windows = (self.conv.scan(x, window0) if states
-                      else (self.conv.outputs(x, window0), None))
+        x, windows = self.conv.scan(x, window0)
         angle, ds, s = self._inputs(x)
         B, C = (torch.complex(*_polar(r, p)) for r, p in ((self.b_re, self.b_im),
                                                            (self.c_re, self.c_im)))  # (N,)
         # products as matmuls: their backward needs no (b, L, D, N) temporaries
         hs = _unitary_scan(angle, ds.to(B.dtype)[..., None] @ B[None], *s0)  # (b, L, D, N)
         ys = self._out((hs @ C[:, None]).real[..., 0], s, z)
-        return hs, ys, windows
-
-    @time_chunked
-    def scan(self, u, h0=None):
-        hs, ys, windows = self._run(u, h0, states=True)
         return torch.cat([hs.real.flatten(2), hs.imag.flatten(2), windows], -1), ys
 
     def outputs(self, u, h0=None):
-        """``scan(u, h0)[1]`` without assembling the flat states (what training uses)."""
-        return self._run(u, h0, states=False)[1]
+        """``scan(u, h0)[1]`` by the fused :func:`~sst_core.ops.unitary_scan.unitary_scan`,
+        which keeps no ``(b, L, D, N)`` temporaries but the states its backward needs (what
+        ``forward`` and training use); without gradients in pieces of EVAL_CHUNK steps
+        (:func:`~sst_core.models.selective.outputs_in_pieces`), keeping no states."""
+        return outputs_in_pieces(self._outputs, u, h0)
+
+    def _outputs(self, u, h0, last: bool):
+        """The outputs (b, L, D) and, if ``last``, the flat state after the last step."""
+        (h0_re, h0_im), window0 = self._split_state(h0)
+        x, z = self.in_proj(u).chunk(2, -1)  # (b, L, D) each
+        x = self.conv.outputs(x, window0, last)
+        if last:
+            x, window = x
+        dt, ds, s = self._gains(x)
+        B, C = (torch.stack(_polar(r, p), -1) for r, p in ((self.b_re, self.b_im),
+                                                            (self.c_re, self.c_im)))  # (N, 2)
+        y, h_last = unitary_scan(x, self.X / math.sqrt(self.cfg.d_model), self.angle_bias, ds,
+                                 B, C, None if h0 is None else torch.stack([h0_re, h0_im], -1),
+                                 dt if self.cfg.angle_times_dt else None)
+        ys = self._out(y, s, z)
+        if not last:
+            return ys, None
+        b = u.shape[0]
+        return ys, torch.cat([h_last[..., 0].reshape(b, -1), h_last[..., 1].reshape(b, -1),
+                              window], -1)
 
 
 def aussm(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,
@@ -221,6 +258,23 @@ class SimpleAUSSMLayer(RecurrentLayer):
         hs = _unitary_scan(self.theta(u), torch.complex(*self.B(u).chunk(2, -1)), *h0)
         hs = torch.cat([hs.real, hs.imag], -1)  # (b, L, 2N)
         return hs, self.W_y(hs)
+
+    def outputs(self, u, h0=None):
+        """``scan(u, h0)[1]`` with the complex numbers interleaved ``[re, im]`` throughout:
+        the input term comes out of ``B`` in that order (its rows permuted), and ``W_y``
+        reads the states in it (its columns permuted), so no ``[Re; Im]`` halves are split
+        or joined; without gradients in pieces of EVAL_CHUNK steps (the state is small)."""
+        return outputs_in_pieces(self._outputs, u, h0)
+
+    def _outputs(self, u, h0, last: bool):
+        N = self.cfg.d_state
+        pairs = lambda w: w.unflatten(0, (2, N)).transpose(0, 1).flatten(0, 1)  # noqa: E731
+        bu = torch.view_as_complex(F.linear(u, pairs(self.B.weight)).unflatten(-1, (N, 2)))
+        h0c = None if h0 is None else torch.complex(*h0.chunk(2, -1))
+        hs = _unitary_scan(self.theta(u), bu, h0c, None)  # (b, L, N)
+        ys = F.linear(torch.view_as_real(hs).flatten(-2), pairs(self.W_y.weight.T).T)
+        h_last = torch.cat([hs[:, -1].real, hs[:, -1].imag], -1) if last else None
+        return ys, h_last
 
 
 def simple_aussm(n_tokens: int, n_classes: int, d_model: int = 64, d_state: int = 16,

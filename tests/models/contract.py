@@ -68,6 +68,33 @@ def check_scan_matches_step(layer, L: int, h0_scale: float = 0.5) -> None:
         torch.testing.assert_close(got, want, rtol=1e-8, atol=1e-9)
 
 
+def check_outputs_match_step(layer, L: int, with_h0: bool, h0_scale: float = 0.5) -> None:
+    """outputs (the fast path forward uses, which builds no states) == step unrolled in
+    value and in the gradients w.r.t. u, h0 and every parameter; without gradients (in
+    pieces of EVAL_CHUNK steps, keeping no states) the same outputs."""
+    g = torch.Generator().manual_seed(L)
+    u = torch.randn(2, L, layer.d_in, generator=g, dtype=f64)
+    h0 = h0_scale * torch.randn(2, layer.state_size, generator=g, dtype=f64)
+    w = torch.randn(2, L, layer.d_out, generator=g, dtype=f64)
+    results = []
+    for fast in (True, False):
+        leaves = [u.clone().requires_grad_()] + ([h0.clone().requires_grad_()] if with_h0 else [])
+        layer.zero_grad()
+        start = leaves[1] if with_h0 else None
+        if fast:
+            y = layer.outputs(leaves[0], start)
+        else:
+            y = unrolled(layer, leaves[0], torch.zeros_like(h0) if start is None else start)[1]
+        (y * w).sum().backward()
+        results.append([y.detach()] + [x.grad for x in leaves]
+                       + [p.grad.clone() for p in layer.parameters()])
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+    with torch.no_grad():
+        torch.testing.assert_close(layer.outputs(u, h0 if with_h0 else None), results[0][0],
+                                   rtol=1e-10, atol=1e-11)
+
+
 def check_long_scan(layer, L: int = 1000) -> None:
     """At length L: scan == step unrolled; without gradients the scan runs in EVAL_CHUNK
     pieces (the state carries everything between them) and must give the same."""

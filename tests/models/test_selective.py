@@ -13,7 +13,14 @@ from torch.nn import functional as F
 from sst_core.models import build
 from sst_core.models.selective import CausalConv, discretize
 
-from .contract import eigenvalues, f64, overfit_c2, recurrent_jacobian, tiny
+from .contract import (
+    check_outputs_match_step,
+    eigenvalues,
+    f64,
+    overfit_c2,
+    recurrent_jacobian,
+    tiny,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -110,6 +117,31 @@ def test_mamba3_equals_official_recurrence():
         k_prev, v_prev = k, v
     want = layer._out(torch.stack(ys, 1), c)
     torch.testing.assert_close(layer.scan(u)[1], want, rtol=1e-9, atol=1e-10)
+
+
+MAMBA3_OUTPUTS = {  # strong decays: spans of more than ssd.SPAN inside a block
+    "default": {"headdim": 4},
+    "all_rope_strong_decay": {"headdim": 2, "rope_fraction": 1.0, "dt_min": 2.0, "dt_max": 4.0},
+}
+
+
+@pytest.mark.parametrize("config", MAMBA3_OUTPUTS)
+@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_mamba3_outputs_equal_step_in_value_and_gradient(config, L, with_h0):
+    """outputs (trapezoid_ssd: blocks of a decayed attention, no states) == step unrolled."""
+    check_outputs_match_step(tiny("mamba3", **MAMBA3_OUTPUTS[config]).layers[0], L, with_h0)
+
+
+def test_mamba3_outputs_last_state_equals_scan():
+    """The state after the last step (what carries one piece into the next) == scan's."""
+    layer = tiny("mamba3", headdim=4).layers[0]
+    u = torch.randn(2, 150, layer.d_in, dtype=f64)
+    h0 = 0.5 * torch.randn(2, layer.state_size, dtype=f64)
+    hs, ys = layer.scan(u, h0)
+    y, h_last = layer._outputs(u, h0, last=True)
+    torch.testing.assert_close(y, ys, rtol=1e-10, atol=1e-11)
+    torch.testing.assert_close(h_last, hs[:, -1], rtol=1e-10, atol=1e-11)
 
 
 # Mamba-3 with the default Delta init in [1e-3, 1e-1] fits this batch for some seeds only

@@ -10,7 +10,13 @@ from torch.nn import functional as F
 from sst_core.models import build
 
 from .contract import CONFIGS as ALL_CONFIGS
-from .contract import check_scan_matches_step, eigenvalues, overfit_c2, tiny
+from .contract import (
+    check_outputs_match_step,
+    check_scan_matches_step,
+    eigenvalues,
+    overfit_c2,
+    tiny,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -22,6 +28,15 @@ CONFIGS = {k: v for k, v in ALL_CONFIGS.items() if k in ("aussm", "aussm_paper",
 
 def test_simple_aussm_gradients_at_1000():
     check_scan_matches_step(tiny("simple_aussm").layers[0], 1000)
+
+
+@pytest.mark.parametrize("config", ["aussm", "aussm_paper", "simple_aussm"])
+@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_outputs_equal_step_in_value_and_gradient(config, L, with_h0):
+    """outputs (AUSSM: the fused unitary_scan, which keeps no states) == step unrolled."""
+    name, kw = CONFIGS[config]
+    check_outputs_match_step(tiny(name, **kw).layers[0], L, with_h0)
 
 
 @pytest.mark.parametrize("config", ["aussm", "aussm_paper"])
