@@ -221,6 +221,43 @@ def _conv_silu_case(L: int, window: bool):
     return run
 
 
+def _decayed_attention_case(C: int):
+    from sst_core.ops.ssd import decayed_attention
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        lead, N, P = (2, 3), 5, 3  # (b, heads) before the C positions of a chunk
+        A = (-0.3 * torch.rand(*lead, C, generator=gen)).cumsum(-1)  # cumulative log decays
+        Q, K = (torch.randn(*lead, N, C, generator=gen) for _ in range(2))
+        V = torch.randn(*lead, C, P, generator=gen)
+        e, g = (torch.rand(*lead, C, generator=gen) for _ in range(2))
+        leaves = _leaves(A, Q, K, V, e, g, device=device)
+        out = decayed_attention(*leaves)
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
+
+    return run
+
+
+def _unitary_scan_case(L: int):
+    from sst_core.ops.unitary_scan import unitary_scan
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        b, R, D, N = 3, 4, 2, 3
+        x = torch.randn(b, L, R, generator=gen)
+        X = torch.randn(D * N, R, generator=gen)
+        c = 3 * torch.rand(D, N, generator=gen)
+        u = torch.randn(b, L, D, generator=gen)
+        B, C = (torch.randn(N, 2, generator=gen) for _ in range(2))
+        h0 = torch.randn(b, D, N, 2, generator=gen)
+        leaves = _leaves(x, X, c, u, B, C, h0, device=device)
+        y, h_last = unitary_scan(*leaves)
+        out = torch.cat([y.flatten(), h_last.flatten()])
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
+
+    return run
+
+
 def _s4d_case(L: int = 1024):
     from sst_core.models.s4 import S4DLayer
 
@@ -280,6 +317,8 @@ OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
     "causal_conv.conv_silu": lambda: [(f"{'window' if w else 'no window'} L={L}",
                                        _conv_silu_case(L, w))
                                       for L in (1, 63, 1000) for w in (False, True)],
+    "ssd.decayed_attention": lambda: [(f"C={C}", _decayed_attention_case(C)) for C in (1, 63, 200)],
+    "unitary_scan.unitary_scan": lambda: [(f"L={L}", _unitary_scan_case(L)) for L in (1, 63, 1000)],
     "channels_first.layer_norm_channels": lambda: [(f"{'affine' if a else 'plain'} L={L}",
                                                     _layer_norm_channels_case(L, a))
                                                    for L in (1, 1000) for a in (False, True)],
