@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["library", "loaded", "status", "disabled", "switched_off", "cpu_id", "scan_forward",
+__all__ = ["library", "loaded", "status", "disabled", "switched_off", "build_library", "scan_forward",
            "scan_backward", "SUFFIX"]
 
 CODE_FILES = ("native_scan.c",)  # counted in the records' code hash (sst_core.store.codeversion)
@@ -57,31 +57,30 @@ def _cpu_id() -> str:
     return "\n".join(sorted(set(keep)))
 
 
-def cpu_id() -> str:
-    """The CPU model and feature flags, part of the key of every C library built here
-    (:mod:`sst_core.ops.native_selective` builds its own)."""
-    return _cpu_id()
-
-
 def switched_off() -> bool:
     """Whether the C loops are off: ``SST_NATIVE=0``, or inside :func:`disabled`."""
     return os.environ.get("SST_NATIVE", "1") == "0" or getattr(_off, "on", False)
 
 
-def _build() -> tuple[ctypes.CDLL | None, str]:
+def build_library(source: Path, stem: str, flags) -> tuple[ctypes.CDLL | None, str]:
+    """Compile ``source`` with the system's C compiler (``$CC``, ``cc`` or ``gcc``) into the
+    cache folder, keyed by source, flags, compiler and CPU, and load it: ``(library, how)``,
+    or ``(None, why)`` when there is no compiler or the build or the load fails. Shared by
+    every C library of :mod:`sst_core.ops`."""
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         return None, "no C compiler found (cc, gcc or $CC)"
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(FLAGS).encode() + cc.encode()
+    flags = tuple(flags)
+    key = hashlib.sha256(source.read_bytes() + " ".join(flags).encode() + cc.encode()
                          + _cpu_id().encode()).hexdigest()[:16]
     cache = Path(os.environ.get("SST_CACHE_DIR") or Path.home() / ".cache" / "sst_core")
-    target = cache / f"native_scan-{key}.so"
+    target = cache / f"{stem}-{key}.so"
     if not target.exists():
         try:
             cache.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
             os.close(fd)
-            done = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE)], capture_output=True,
+            done = subprocess.run([cc, *flags, "-o", tmp, str(source)], capture_output=True,
                                   text=True, timeout=120)
             if done.returncode != 0:
                 os.unlink(tmp)
@@ -93,13 +92,20 @@ def _build() -> tuple[ctypes.CDLL | None, str]:
         lib = ctypes.CDLL(str(target))
     except OSError as err:
         return None, f"could not load {target}: {err}"
+    return lib, f"built with {cc} ({' '.join(flags)}) at {target}"
+
+
+def _build() -> tuple[ctypes.CDLL | None, str]:
+    lib, how = build_library(SOURCE, "native_scan", FLAGS)
+    if lib is None:
+        return None, how
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     for suf in SUFFIX.values():
         fwd, bwd = getattr(lib, f"scan_fwd_{suf}"), getattr(lib, f"scan_bwd_{suf}")
         fwd.argtypes = [ptr] * 4 + [i64] * 6
         bwd.argtypes = [ptr] * 6 + [i64] * 6
         fwd.restype = bwd.restype = None
-    return lib, f"built with {cc} ({' '.join(FLAGS)}) at {target}"
+    return lib, how
 
 
 def library() -> ctypes.CDLL | None:

@@ -19,12 +19,8 @@ for the Mamba models alone).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import platform
-import shutil
-import subprocess
-import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -58,31 +54,9 @@ def _flags() -> tuple[str, ...]:
 
 
 def _build() -> tuple[ctypes.CDLL | None, str]:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        return None, "no C compiler found (cc, gcc or $CC)"
-    flags = _flags()
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join(flags).encode() + cc.encode()
-                         + native.cpu_id().encode()).hexdigest()[:16]
-    cache = Path(os.environ.get("SST_CACHE_DIR") or Path.home() / ".cache" / "sst_core")
-    target = cache / f"native_selective-{key}.so"
-    if not target.exists():
-        try:
-            cache.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=cache)
-            os.close(fd)
-            done = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE)], capture_output=True,
-                                  text=True, timeout=120)
-            if done.returncode != 0:
-                os.unlink(tmp)
-                return None, f"{cc} failed: {done.stderr.strip()[-500:]}"
-            os.replace(tmp, target)  # atomic: a concurrent build replaces it with its twin
-        except (OSError, subprocess.SubprocessError) as err:
-            return None, f"could not build {target}: {err}"
-    try:
-        lib = ctypes.CDLL(str(target))
-    except OSError as err:
-        return None, f"could not load {target}: {err}"
+    lib, how = native.build_library(SOURCE, "native_selective", _flags())
+    if lib is None:
+        return None, how
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     signatures = {"sel_fwd": [ptr] * 9 + [i64] * 2 + [ptr] * 3 + [i64] * 12,
                   "sel_bwd": [ptr] * 8 + [i64] * 2 + [ptr] * 12 + [i64] * 12,
@@ -93,7 +67,7 @@ def _build() -> tuple[ctypes.CDLL | None, str]:
         for name, types in signatures.items():
             fn = getattr(lib, f"{name}_{suf}")
             fn.argtypes, fn.restype = types, None
-    return lib, f"built with {cc} ({' '.join(flags)}) at {target}"
+    return lib, how
 
 
 def library() -> ctypes.CDLL | None:
