@@ -110,7 +110,7 @@ def _build() -> tuple[ctypes.CDLL | None, str]:
 
 def library() -> ctypes.CDLL | None:
     """The loaded C library, or None (no compiler, a failed build, or switched off)."""
-    if os.environ.get("SST_NATIVE", "1") == "0" or getattr(_off, "on", False):
+    if switched_off():
         return None
     if not _state["tried"]:
         with _lock:
