@@ -7,20 +7,41 @@ from sst_core.spec import configs, profiles
 from sst_core.spec.profiles import ConfigError
 
 
-def test_profiles_are_the_three_named():
-    assert tuple(profiles.PROFILES) == ("smoke", "quick", "paper")
+def test_profiles_are_the_four_named():
+    assert tuple(profiles.PROFILES) == profiles.PROFILE_NAMES == ("smoke", "quick", "standard",
+                                                                  "paper")
     for name, P in profiles.PROFILES.items():
         assert P.name == name
 
 
 def test_profiles_grow_in_scale():
-    s, q, p = (profiles.PROFILES[n] for n in ("smoke", "quick", "paper"))
+    s, q, st, p = (profiles.PROFILES[n] for n in ("smoke", "quick", "standard", "paper"))
     for knob in ("n_words", "word_length"):
-        assert getattr(s, knob) < getattr(q, knob) < getattr(p, knob)
+        assert getattr(s, knob) < getattr(q, knob) < getattr(st, knob) < getattr(p, knob)
+    for knob in ("track_d_model", "track_post_steps", "diag_samples", "lra_H", "lra_n_train"):
+        assert getattr(q, knob) <= getattr(st, knob) <= getattr(p, knob), knob
+
+
+def test_standard_profile_meets_its_issue():
+    """The CPU-scale grid: both depths, d_model >= 32, state size x lr x schedule, >= 3
+    seeds, the width ablation 16 / 32 / 64 / 128, six LRA seeds, and beyond-grid axes
+    that are Table 2's."""
+    st = profiles.PROFILES["standard"]
+    assert st.track_depths == (1, 2) and st.track_d_model >= 32
+    assert len(st.track_d_states) >= 2 and len(st.track_lrs) >= 2
+    assert set(st.track_schedules) == {"constant", "cosine"} and len(st.track_seeds) >= 3
+    assert st.width_d_models == (16, 32, 64, 128) and len(st.width_seeds) >= 3
+    assert len(st.lra_seeds) == 6 and st.diag_resample_seeds
+    for name, P in profiles.PROFILES.items():
+        assert set(P.track_schedules) <= set(configs.SCHEDULES), name
+        assert set(P.beyond_schedules) <= set(P.track_schedules), name
+        assert set(P.beyond_depths) <= set(P.track_depths), name
+        assert set(P.beyond_d_states) <= set(P.track_d_states), name
+        assert set(P.beyond_rnn_widths) <= set(P.track_rnn_widths), name
 
 
 def test_unknown_profile_names_allowed_ones():
-    with pytest.raises(ConfigError, match=r"'fast'.*smoke, quick, paper"):
+    with pytest.raises(ConfigError, match=r"'fast'.*smoke, quick, standard, paper"):
         profiles.get_profile("fast")
     with pytest.raises(ConfigError, match="'fast'"):
         params.settings("p1_groups", profile="fast")

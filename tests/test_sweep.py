@@ -334,6 +334,28 @@ def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
     assert profiles.get_profile("paper").chosen_because == ""
 
 
+def test_best_prefers_paper_then_standard_then_quick(root):
+    """`best` takes paper where complete, else standard where complete, else quick, and
+    says which and why."""
+    from sst_core.experiments.paper1 import table3_grid
+
+    standard, paper = (table3_grid(get_profile(n)) for n in ("standard", "paper"))
+    for cfg in standard[:-1]:
+        cached_run(cfg, lambda c: {"m_p": None})
+    name, why = params.best_profile("p1_table3")
+    assert name == "quick" and f"`standard` {len(standard) - 1} of {len(standard)}" in why
+    cached_run(standard[-1], lambda c: {"m_p": None})
+    name, why = params.best_profile("p1_table3")
+    assert name == "standard" and f"all {len(standard)} `standard`" in why
+    assert f"paper: 0 of {len(paper)}" in why  # and why not paper
+    cached_run(paper[0], lambda c: {"m_p": None})  # a partial paper sweep changes nothing
+    assert params.best_profile("p1_table3")[0] == "standard"
+    for cfg in paper[1:]:
+        cached_run(cfg, lambda c: {"m_p": None})
+    assert params.best_profile("p1_table3")[0] == "paper"
+    assert params.settings("p1_table3", "best").name == "paper"
+
+
 def test_best_counts_records_without_hashing_code_or_importing_torch(root, monkeypatch):
     """Choosing a chapter's profile reads record files only: code versions are `sst
     status`'s business, and torch is not needed to count files."""

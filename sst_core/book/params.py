@@ -47,23 +47,31 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 
 
-# A notebook may also be run with profile "best": `paper` where the stored paper-profile
+# A notebook may also be run with profile "best": the first of BEST_ORDER whose stored
 # records cover the whole chapter (so nothing is trained), `quick` otherwise.
 BEST = "best"
+BEST_ORDER = ("paper", "standard")
 
 
 NOTEBOOK_PROFILES = (*PROFILES, BEST)
 
 
 def best_profile(notebook: str) -> tuple[str, str]:
-    """The profile ``best`` means for ``notebook``, and why (see :data:`BEST`)."""
-    have, need = chapter_coverage(notebook, "paper")
-    if need and have == need:
-        return "paper", f"best available: all {need} paper-profile records of this chapter are stored"
-    if need:
-        return "quick", (f"best available: {have} of {need} paper-profile records of this "
-                         "chapter are stored, so this page shows `quick`")
-    return "quick", "best available: this chapter has no stored sweep and computes at `quick`"
+    """The profile ``best`` means for ``notebook``, and why: :data:`BEST_ORDER`'s first
+    profile whose records cover the whole chapter (so nothing is trained), else ``quick``."""
+    counts = []
+    for name in BEST_ORDER:
+        have, need = chapter_coverage(notebook, name)
+        if not need:
+            return "quick", "best available: this chapter has no stored sweep and computes at `quick`"
+        if have == need:
+            passed = "".join(f"; {n}: {h} of {k} records" for n, h, k in counts)
+            return name, (f"best available: all {need} `{name}`-profile records of this chapter "
+                          f"are stored{passed}")
+        counts.append((name, have, need))
+    shown = ", ".join(f"`{n}` {h} of {k}" for n, h, k in counts)
+    return "quick", (f"best available: no larger profile's records cover this chapter "
+                     f"({shown} stored), so this page shows `quick`")
 
 
 def _field_types() -> dict[str, type]:

@@ -11,7 +11,10 @@
   affine originals, on Table 2's groups (:func:`semi_affine_grid`).
 
 The training runs are ordinary ``tracking`` configs, so a run shared with Paper 1's
-chapters (every S3 run here) is trained once and read by both.
+chapters (every S3 run here) is trained once and read by both. The new runs take a subset
+of Table 2's grid (:func:`beyond_profile`: the profile's ``beyond_*`` depths, sizes and
+schedules; Table 2's learning rates and seeds), so that they fit the profile's budget;
+Figure 4 on S3 keeps Paper 1's full sweep.
 """
 from __future__ import annotations
 
@@ -30,6 +33,19 @@ SEMI_AFFINE_MODELS = ("semi_affine_negative_mamba", "semi_affine_mamba")
 SEMI_AFFINE_BASELINES = ("negative_mamba", "mamba")
 
 
+def beyond_profile(P):
+    """``P`` with Table 2's grid narrowed to the ``beyond_*`` axes: the grid of every
+    run these chapters add (and of their tables)."""
+    return replace(P, track_depths=P.beyond_depths, track_d_states=P.beyond_d_states,
+                   track_rnn_widths=P.beyond_rnn_widths, track_schedules=P.beyond_schedules)
+
+
+def grid_profile(P, group: str):
+    """The grid of the runs analysed on ``group``: Paper 1's on S3, else
+    :func:`beyond_profile`'s."""
+    return P if group == "S3" else beyond_profile(P)
+
+
 def _check_group(group: str, allowed) -> str:
     if group not in allowed:
         raise ValueError(f"unknown group {group!r} here; allowed: {', '.join(allowed)}")
@@ -37,19 +53,19 @@ def _check_group(group: str, allowed) -> str:
 
 
 def harder_groups_grid(P) -> list[TrackingConfig]:
-    """Table 2's grid (every model, depth, d_state, lr, seed) on :data:`HARDER_GROUPS`."""
+    """Table 2's grid (every model; :func:`beyond_profile`'s axes) on :data:`HARDER_GROUPS`."""
     from sst_core.experiments.paper1 import table2_grid
 
-    return table2_grid(P, groups=HARDER_GROUPS)
+    return table2_grid(beyond_profile(P), groups=HARDER_GROUPS)
 
 
 def figure4_runs_on(P, group: str) -> list[TrackingConfig]:
-    """The affine training sweep behind Figure 4 (Paper 1's S3 sweep) on ``group``:
-    the same models, depths, sizes, learning rates and seeds."""
+    """The affine training sweep behind Figure 4 on ``group``: Paper 1's S3 sweep, and on
+    A5 the same on :func:`beyond_profile`'s grid."""
     from sst_core.experiments.paper1 import figure4_runs
 
     _check_group(group, FIGURE4_GROUPS)
-    return [replace(c, group=group) for c in figure4_runs(P)]
+    return [replace(c, group=group) for c in figure4_runs(grid_profile(P, group))]
 
 
 def analysed_runs(P, group: str) -> list[TrackingConfig]:
@@ -58,7 +74,8 @@ def analysed_runs(P, group: str) -> list[TrackingConfig]:
     from sst_core.experiments.paper1 import s3_runs
 
     _check_group(group, FIGURE4_GROUPS)
-    runs = [replace(c, group=group) for c in s3_runs(P)] + figure4_runs_on(P, group)
+    runs = ([replace(c, group=group) for c in s3_runs(grid_profile(P, group))]
+            + figure4_runs_on(P, group))
     return list(dict.fromkeys(runs))
 
 
@@ -95,25 +112,28 @@ def tracker_runs(P) -> list[TrackingConfig]:
 
 
 def label_free_grid(P) -> list[LabelFreeConfig]:
-    """Oracle and label-free q(t) of every trained tracker (:func:`tracker_runs`)."""
+    """Oracle and label-free q(t) of every trained tracker on :func:`beyond_profile`'s grid
+    (:func:`tracker_runs`)."""
     return [LabelFreeConfig(run=c, n_samples=n_samples_for(P, c.group), rollout=P.diag_rollout,
                             t_obs=min(60, P.diag_rollout - 1),
                             window_start=min(10, P.diag_rollout // 4), profile=P.name)
-            for c in tracker_runs(P)]
+            for c in tracker_runs(beyond_profile(P))]
 
 
 def spectra_grid(P) -> list[SpectraConfig]:
-    """Spectra and memory functions of every analysed S3 run (affine and not)."""
+    """Spectra and memory functions of every analysed S3 run (affine and not) on
+    :func:`beyond_profile`'s grid."""
     return [SpectraConfig(run=c, word_length=min(60, P.diag_rollout), mem_T=P.diag_rollout,
                           profile=P.name)
-            for c in analysed_runs(P, "S3")]
+            for c in analysed_runs(beyond_profile(P), "S3")]
 
 
 def semi_affine_grid(P) -> list[TrackingConfig]:
-    """Table 2's grid for the semi-affine models and their affine originals."""
+    """Table 2's grid (:func:`beyond_profile`'s axes) for the semi-affine models and their
+    affine originals."""
     from sst_core.experiments.paper1 import table2_grid
 
-    return table2_grid(P, models=SEMI_AFFINE_MODELS + SEMI_AFFINE_BASELINES)
+    return table2_grid(beyond_profile(P), models=SEMI_AFFINE_MODELS + SEMI_AFFINE_BASELINES)
 
 
 def semi_affine_diagnostics(P) -> list[DiagnosticsConfig]:

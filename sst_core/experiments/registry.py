@@ -87,6 +87,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Table 2: every architecture on C2, C6, S3"),
          Grid("table3", f"{P1}:table3_grid", ("p1_table3",),
               "Table 3: rnn_phi with every phi on S3"),
+         Grid("width", f"{P1}:width_grid", ("p1_table2",),
+              "Table 2's width ablation: m_p against d_model for AUSSM, Negative Mamba and "
+              "Mamba-3 on C2 and C6"),
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),

@@ -52,6 +52,7 @@ def group_facts(P: Profile, root=None) -> Table:
 def harder_groups(P: Profile, root=None) -> Table:
     """m_p of every Table 2 model on S3 (Table 2's runs) and on A4, A5, C2xS3."""
     groups = ("S3",) + beyond.HARDER_GROUPS
+    P = beyond.beyond_profile(P)  # the harder groups' grid, and Table 2's S3 runs on it
     cfgs = paper1.table2_grid(P, groups=groups)
     summary, ids = summarise(cfgs, root)
     depths = P.track_depths
@@ -215,6 +216,7 @@ def semi_affine(P: Profile, root=None) -> Table:
     cfgs = beyond.semi_affine_grid(P)
     summary, ids = summarise(cfgs, root)
     diag = best_semi_affine_diagnostics(stored_records(beyond.semi_affine_diagnostics(P), root))
+    P = beyond.beyond_profile(P)  # the grid of semi_affine_grid, for the columns and the note
     depths = P.track_depths
     cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])

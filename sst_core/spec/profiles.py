@@ -4,6 +4,9 @@ A *profile* decides every size in the book:
 
 - ``smoke``: every code path runs (CI); the numbers are meaningless and labelled so.
 - ``quick``: real but reduced runs that fit a laptop CPU.
+- ``standard``: the papers' protocols on a grid sized for a 2-core machine (about 12 hours
+  for paper 1 and 8 for paper 2); its records are committed under ``results/standard/``,
+  so the book renders them without training.
 - ``paper``: the published protocol as far as it is known (GPU recommended).
 
 Which profile values a notebook's papermill parameters may override, and the ``best``
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-PROFILE_NAMES = ("smoke", "quick", "paper")
+PROFILE_NAMES = ("smoke", "quick", "standard", "paper")
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class Profile:
     track_d_states: tuple[int, ...]  # d_state grid: N of the SSM / attention families
     track_rnn_widths: tuple[int, ...]  # d_state grid of the RNN family (its hidden width)
     track_lrs: tuple[float, ...]  # learning-rate grid
+    track_schedules: tuple[str, ...]  # learning-rate schedules (sst_core.spec.configs.SCHEDULES)
     track_seeds: tuple[int, ...]  # seeds per grid cell
     track_batch: int  # words per training step
     track_max_steps: int  # training steps at most
@@ -52,11 +56,23 @@ class Profile:
     track_eval_lengths: tuple[int, ...]  # evaluation lengths (m_p is one of them)
     track_eval_samples: int  # held-out words per evaluation length
     track_stack: int  # runs differing only in seed / lr trained at once (sst_core.training.stacked)
+    # the width ablation of Table 2 (m_p against d_model; empty: none at this profile)
+    width_d_models: tuple[int, ...]  # d_model values
+    width_seeds: tuple[int, ...]  # seeds per width (learning rates: track_lrs)
     # -- "Error control" (notebooks/p1_theory.py, p1_diagnostics.py): diagnostics of trained trackers
     diag_samples: int  # words whose hidden states estimate the centroids c_g(t), R, M, q
     diag_rollout: int  # length of those words (the paper: 1000)
     fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
     fig4_seeds: tuple[int, ...]  # seeds of that sweep
+    # seeds of further held-out word samples on which Figure 4's diagnostics are repeated
+    # (the spread of T_cross and q over word samples; empty: none)
+    diag_resample_seeds: tuple[int, ...]
+    # -- "Beyond the papers" (notebooks/beyond_*.py): the grid of the new training runs, a
+    # subset of Table 2's axes (depths, sizes, schedules; learning rates and seeds as Table 2)
+    beyond_depths: tuple[int, ...]
+    beyond_d_states: tuple[int, ...]
+    beyond_rnn_widths: tuple[int, ...]
+    beyond_schedules: tuple[str, ...]
     # -- "Frozen versus learned spectra on LRA" (notebooks/p2_lra.py): S4D classifiers
     lra_tasks: tuple[str, ...]  # tasks of the chapter (generated stand-ins unless data is given)
     lra_H: int  # channels H of every layer
@@ -108,6 +124,7 @@ PROFILES: dict[str, Profile] = {
         track_d_states=(8,),
         track_rnn_widths=(8,),
         track_lrs=(0.001,),
+        track_schedules=("constant",),
         track_seeds=(0,),
         track_batch=16,
         track_max_steps=3,
@@ -120,10 +137,17 @@ PROFILES: dict[str, Profile] = {
         track_eval_lengths=(60, 100),
         track_eval_samples=16,
         track_stack=4,
+        width_d_models=(8, 16),
+        width_seeds=(0,),
         diag_samples=32,
         diag_rollout=100,
         fig4_lrs=(0.001,),
         fig4_seeds=(0,),
+        diag_resample_seeds=(1,),
+        beyond_depths=(1,),
+        beyond_d_states=(8,),
+        beyond_rnn_widths=(8,),
+        beyond_schedules=("constant",),
         lra_tasks=("listops", "pathfinder", "digits"),
         lra_H=8,
         lra_N=4,
@@ -159,6 +183,7 @@ PROFILES: dict[str, Profile] = {
         track_d_states=(16,),
         track_rnn_widths=(64,),
         track_lrs=(0.01,),
+        track_schedules=("constant",),
         track_seeds=(0,),
         track_batch=64,
         track_max_steps=3000,
@@ -171,10 +196,17 @@ PROFILES: dict[str, Profile] = {
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=128,
         track_stack=16,
+        width_d_models=(),
+        width_seeds=(),
         diag_samples=512,
         diag_rollout=1000,
         fig4_lrs=(0.003, 0.01, 0.03),
         fig4_seeds=(0,),
+        diag_resample_seeds=(),
+        beyond_depths=(1,),
+        beyond_d_states=(16,),
+        beyond_rnn_widths=(64,),
+        beyond_schedules=("constant",),
         lra_tasks=("listops", "pathfinder", "digits"),
         lra_H=32,
         lra_N=16,
@@ -194,6 +226,65 @@ PROFILES: dict[str, Profile] = {
         horizon_batch=32,
         horizon_n_test=512,
     ),
+    "standard": Profile(
+        name="standard",
+        description=("the papers' protocols on a grid sized for a 2-core CPU: paper 1 in about "
+                     "12 hours, paper 2 in about 8; records committed under results/standard/"),
+        seed=0,
+        n_words=16_384,
+        word_length=100,
+        mem_N=64,
+        mem_T=2048,
+        mem_sim_T=100_000,
+        mem_gd_steps=5_000,
+        track_depths=(1, 2),
+        track_d_model=32,
+        track_d_states=(16, 32),
+        track_rnn_widths=(32, 64),
+        track_lrs=(0.001, 0.003),
+        track_schedules=("constant", "cosine"),
+        track_seeds=(0, 1, 2),
+        track_batch=64,
+        track_max_steps=6000,
+        track_steps_per_epoch=25,
+        track_patience=2,
+        track_post_steps=2000,
+        track_heldout_every=100,
+        track_heldout_samples=512,
+        track_plateau_steps=3000,
+        track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
+        track_eval_samples=256,
+        track_stack=12,
+        width_d_models=(16, 32, 64, 128),
+        width_seeds=(0, 1, 2),
+        diag_samples=2048,
+        diag_rollout=1000,
+        fig4_lrs=(0.001, 0.003),
+        fig4_seeds=(0, 1, 2),
+        diag_resample_seeds=(1,),
+        beyond_depths=(1,),
+        beyond_d_states=(16,),
+        beyond_rnn_widths=(64,),
+        beyond_schedules=("constant",),
+        lra_tasks=("listops", "pathfinder", "digits"),
+        lra_H=64,
+        lra_N=64,
+        lra_layers=4,
+        lra_epochs=20,
+        lra_batch=32,
+        lra_n_train=8192,
+        lra_seeds=(0, 1, 2, 3, 4, 5),
+        lra_ablation_seeds=(0, 1, 2),
+        lra_listops_max_len=512,
+        lra_image_side=16,
+        lra_mf_T=1024,
+        horizon_taus=(10, 30, 100, 300, 1000, 2000),
+        horizon_N=64,
+        horizon_H=16,
+        horizon_steps=1500,
+        horizon_batch=32,
+        horizon_n_test=1024,
+    ),
     "paper": Profile(
         name="paper",
         description="the published protocol as far as it is known; GPU recommended",
@@ -209,6 +300,7 @@ PROFILES: dict[str, Profile] = {
         track_d_states=(32, 64, 128),
         track_rnn_widths=(32, 64, 128),
         track_lrs=(0.0001, 0.0005, 0.001),
+        track_schedules=("constant", "cosine"),
         track_seeds=(0, 1, 2),
         track_batch=256,
         track_max_steps=20_000,
@@ -221,10 +313,17 @@ PROFILES: dict[str, Profile] = {
         track_eval_lengths=(60,) + tuple(range(100, 1001, 100)),
         track_eval_samples=1000,
         track_stack=16,
+        width_d_models=(32, 64, 128, 256),
+        width_seeds=(0, 1, 2),
         diag_samples=2048,
         diag_rollout=1000,
         fig4_lrs=(0.0001, 0.0005, 0.001),
         fig4_seeds=(0, 1, 2),
+        diag_resample_seeds=(1,),
+        beyond_depths=(1, 2),
+        beyond_d_states=(32, 64, 128),
+        beyond_rnn_widths=(32, 64, 128),
+        beyond_schedules=("constant", "cosine"),
         lra_tasks=("listops", "pathfinder", "digits"),
         lra_H=256,
         lra_N=64,
