@@ -1,7 +1,7 @@
 """The ``sst`` command (also ``python -m sst_core``).
 
     sst notebooks run [--profile P] [--only NAME ...]
-    sst book [--profile P]
+    sst book [--profile P] [--plan]
     sst report NAME [--profile P] [--format md|json]
     sst report --list
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
@@ -91,7 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     nb_sub = nb.add_subparsers(dest="action", required=True, metavar="ACTION")
     run = nb_sub.add_parser("run", help="execute notebooks in book order", formatter_class=_Help)
     run.add_argument("--profile", type=_notebook_profile, default="quick",
-                     help="smoke, quick, paper, or best (paper where its records are stored)")
+                     help="smoke, quick, standard, paper, or best (per chapter: paper where its "
+                     "records are stored, else standard where they are, else quick)")
     run.add_argument("--only", nargs="+", metavar="NAME",
                      help="notebook names, e.g. p1_groups; None: every notebook of _toc.yml")
     run.add_argument("--root", type=Path, default=None,
@@ -100,8 +101,12 @@ def _parser() -> argparse.ArgumentParser:
 
     book = command("book", help="execute every notebook and build the book strictly")
     book.add_argument("--profile", type=_notebook_profile, default="best",
-                      help="smoke, quick, paper, or best (paper where its records are "
-                      "stored, else quick)")
+                      help="smoke, quick, standard, paper, or best (per chapter: paper where its "
+                      "records are stored, else standard where they are, else quick)")
+    book.add_argument("--plan", action="store_true",
+                      help="print per chapter the profile it would run at and why, its runs "
+                      "stored, missing and stale, and the compute the missing ones need; "
+                      "run nothing")
     book.add_argument("--root", type=Path, default=None,
                       help="project root, the folder holding _toc.yml; None: found from the "
                       "current folder upwards")
@@ -150,7 +155,8 @@ def _parser() -> argparse.ArgumentParser:
                      help=", ".join(registry.SWEEPS) + ", or all")
     swp.add_argument("--profile", type=_profile, default="quick",
                      help="the sizes of the runs: " + ", ".join(profiles.PROFILES)
-                     + " (quick trains for real: minutes to hours)")
+                     + " (quick trains for real: minutes to hours; standard: days, "
+                     "resumable)")
     swp.add_argument("--workers", type=_workers, default="auto",
                      help="processes (local) or concurrent tasks (ray), each with cpu_count "
                      "// N torch threads; auto: one per core with 1 thread (fewer tasks than "
@@ -401,6 +407,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "notebooks":
             runs = run_notebooks(root, args.profile, args.only)
             return 0 if all(r.ok for r in runs) else 1
+        if args.plan:
+            from sst_core.book.plan import book_plan, plan_text
+            from sst_core.book.runner import toc_notebooks
+
+            print(plan_text(book_plan(toc_notebooks(root), args.profile), args.profile))
+            return 0
         build_book(root, args.profile)
         return 0
     except BookUsageError as err:  # a wrong name or folder: a usage error, like argparse's

@@ -127,6 +127,40 @@ def test_figure4_selection_and_statistics():
     assert s["r"] is None and "same" in s["why_no_r"] and s["n"] == 4
 
 
+def test_figure4_counts_architectures_and_the_spread_over_word_samples():
+    sel = [_fake("mamba", 100 * k, 40 * k, 0.9) for k in range(1, 4)]
+    for k, r in enumerate(sel):
+        r["config"]["run"]["seed"] = k  # three runs of one architecture
+    sel[2]["config"]["run"]["n_layers"] = 2
+    assert ec.architecture_counts(sel) == {"mamba": 2, "mamba L2": 1}
+
+    def resampled(r, T, q, status="ok"):
+        return {"status": status, "config": {"run": r["config"]["run"], "seed": 1},
+                "metrics": {"T_cross": T, "q_at_m_p": q}}
+
+    again = [resampled(sel[0], 20, 1.8), resampled(sel[1], 100, 0.9),
+             resampled(sel[2], 999, 0.1, status="failed"),
+             resampled(_fake("aussm", 100, 40, 0.9), 1, 1)]  # not selected: ignored
+    sp = ec.resample_spread(sel, again)
+    assert sp["T_cross"] == {"n": 2, "median_factor": pytest.approx(1.625),
+                             "max_factor": pytest.approx(2.0)}  # 40 vs 20; 80 vs 100
+    assert sp["q_at_m_p"]["n"] == 2 and sp["q_at_m_p"]["max_factor"] == pytest.approx(2.0)
+    assert ec.resample_spread(sel, [])["T_cross"]["n"] == 0
+
+
+def test_the_resample_grid_repeats_figure4_on_other_words():
+    from dataclasses import replace
+
+    P = replace(PROFILES["smoke"], diag_resample_seeds=(1, 2))
+    grid = paper1.resample_grid(P)
+    f4 = paper1.figure4_runs(P)
+    assert len(grid) == 2 * len(f4) and {c.seed for c in grid} == {1, 2}
+    assert {c.run for c in grid} == set(f4)
+    main = [c for c in paper1.diagnostics_grid(P) if c.seed == 0]
+    assert set(grid) <= set(paper1.diagnostics_grid(P)) and not set(grid) & set(main)
+    assert paper1.resample_grid(PROFILES["quick"]) == []
+
+
 def test_reports_build_from_an_empty_store(store):
     P = PROFILES["smoke"]
     for table in (ec.theorem1_table(P), ec.diagnostics_table(P), ec.figure4_table(P),

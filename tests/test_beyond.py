@@ -112,3 +112,20 @@ def test_run_analyses_trains_the_trackers_first(tmp_path, monkeypatch, capsys):
     assert [r["metrics"]["training_run"] for r in records] == \
         [stored_record(c.run)["run_id"] for c in cfgs]
     assert "not analysed" not in capsys.readouterr().out
+
+
+def test_the_beyond_grid_is_a_stated_subset_of_table2s():
+    from sst_core.spec.profiles import PROFILES
+
+    P = PROFILES["standard"]
+    B = beyond.beyond_profile(P)
+    assert B.track_depths == P.beyond_depths and B.track_schedules == P.beyond_schedules
+    assert B.track_lrs == P.track_lrs and B.track_seeds == P.track_seeds
+    assert set(paper1.table2_grid(B)) <= set(paper1.table2_grid(P))
+    harder = beyond.harder_groups_grid(P)
+    assert {c.n_layers for c in harder} == set(P.beyond_depths)
+    assert {c.d_state for c in harder} <= set(P.beyond_d_states) | set(P.beyond_rnn_widths)
+    # Figure 4 on S3 keeps Paper 1's full sweep; A5 takes the subset
+    assert beyond.figure4_runs_on(P, "S3") == figure4_runs(P)
+    assert len(beyond.figure4_runs_on(P, "A5")) < len(figure4_runs(P))
+    assert {c.run for c in beyond.spectra_grid(P)} <= set(beyond.analysed_runs(P, "S3"))

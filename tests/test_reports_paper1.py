@@ -52,7 +52,9 @@ def test_table2_best_over_grid_with_seed_spread(tmp_path, P):
     by = {(d["model"], d["group"]): d for d in t.data}
     tanh, mamba = by[("tanh_rnn", "S3")], by[("mamba", "S3")]
     assert tanh["m_p"] == 1000 and sorted(tanh["m_p_seeds"]) == [600, 1000]
-    assert tanh["best_cell"] == {"d_state": P.track_rnn_widths[0], "lr": 1e-3}
+    assert tanh["best_cell"] == {"d_state": P.track_rnn_widths[0], "lr": 1e-3,
+                                 "schedule": "constant"}
+    assert tanh["grid"] == {"n": 3, "median": 600, "min": 200, "max": 1000}
     assert tanh["n_runs"] == 4 and tanh["n_failed"] == 1
     assert tanh["paper"] == 1000 and tanh["agreement"] == "agree"
     assert mamba["m_p"] is None and mamba["paper"] is None and mamba["agreement"] == "agree"
@@ -135,3 +137,51 @@ def test_the_checkpoint_report_counts_how_m_p_moves(tmp_path, P):
     assert (aff["runs"], aff["passing_60"], aff["fell"], aff["criterion_met"]) == (2, 1, 1, 1)
     assert aff["median_m_p"] == {"passed_60": 500, "heldout": 300, "end": 200}
     json.loads(t.to_json())
+
+
+def test_schedules_are_an_axis_of_the_grid_and_the_best_cell(tmp_path, P):
+    P = replace(P, track_schedules=("constant", "cosine"), track_lrs=(1e-3,))
+    grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("C2",))
+    assert [c.schedule for c in grid] == ["constant"] * 2 + ["cosine"] * 2
+    for cfg in grid:
+        cached_run(cfg, fake(1000 if cfg.schedule == "cosine" else 200), root=tmp_path)
+    d = table2(P, root=tmp_path, models=("tanh_rnn",)).data[0]
+    assert d["m_p"] == 1000 and d["best_cell"]["schedule"] == "cosine"
+    assert d["m_p_seeds"] == [1000, 1000]
+
+
+def test_the_spread_over_the_grid(tmp_path, P):
+    from sst_core.reports.paper1 import grid_spread, table2_spread
+
+    assert grid_spread([None, 600, 100, 1000]) == {"n": 4, "median": 600, "min": None,
+                                                    "max": 1000}
+    assert grid_spread([])["n"] == 0
+    grid = paper1.table2_grid(P, models=("mamba",), groups=("S3",))
+    for cfg, v in zip(grid, (None, 60, 100, 300)):
+        cached_run(cfg, fake(v), root=tmp_path)
+    t = table2_spread(P, root=tmp_path, models=("mamba",))
+    s3 = next(d for d in t.data if d["group"] == "S3")
+    assert (s3["n"], s3["median"], s3["min"], s3["max"]) == (4, 100, None, 300)
+    assert t.rows[0][-1] == "100 [fail–300] n=4"
+    assert get_report("table2_spread") is table2_spread
+
+
+def test_the_width_ablation_reads_its_grid(tmp_path, P):
+    from sst_core.reports.paper1 import width_ablation
+
+    P = replace(P, width_d_models=(16, 64), width_seeds=(0, 1), track_lrs=(1e-3,))
+    grid = paper1.width_grid(P)
+    assert len(grid) == len(paper1.WIDTH_MODELS) * len(paper1.WIDTH_GROUPS) * 2 * 2
+    assert {c.d_model for c in grid} == {16, 64} and {c.n_layers for c in grid} == {1}
+    for cfg in grid:
+        if cfg.model == "aussm" and cfg.group == "C2":
+            cached_run(cfg, fake(cfg.d_model * 10 + cfg.seed * 100), root=tmp_path)
+    t = width_ablation(P, root=tmp_path)
+    by = {(d["model"], d["group"], d["d_model"]): d for d in t.data}
+    assert by["aussm", "C2", 16]["m_p"] == 260 and by["aussm", "C2", 64]["m_p"] == 740
+    assert by["aussm", "C2", 64]["m_p_seeds"] == [640, 740]
+    assert by["aussm", "C2", 64]["paper"] == paper_values.TABLE2["aussm", "C2", 1]
+    assert by["mamba3", "C6", 16]["status"] == "missing"
+    assert t.rows[0][:4] == ["aussm", "C2", "260 [160–260]", "740 [640–740]"]
+    assert get_report("width_ablation") is width_ablation
+    assert paper1.width_grid(replace(P, width_d_models=())) == []

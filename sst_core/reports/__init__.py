@@ -127,6 +127,8 @@ REPORTS: dict[str, str] = {
     "table2": "sst_core.reports.paper1:table2",
     "table3": "sst_core.reports.paper1:table3",
     "table2_checkpoints": "sst_core.reports.paper1:table2_checkpoints",
+    "table2_spread": "sst_core.reports.paper1:table2_spread",
+    "width_ablation": "sst_core.reports.paper1:width_ablation",
     "theorem1": "sst_core.reports.error_control:theorem1_table",
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",

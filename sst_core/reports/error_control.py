@@ -127,7 +127,7 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
 
 
 def figure4_table(P: Profile, root=None) -> Table:
-    from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection
+    from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection, resample_grid
 
     candidates = diagnostic_records(P, root, "figure4")
     selected = figure4_selection(candidates)
@@ -143,9 +143,60 @@ def figure4_table(P: Profile, root=None) -> Table:
             ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"]]
     note = (f"Selection rule: {FIGURE4_RULE}. Bootstrap: 10,000 resamples of the runs, seed 0. "
             f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'diag_samples', 'track_max_steps')}.")
-    data = [{**s, "candidates": len(candidates), "paper": PAPER_FIGURE4}]
+    counts = architecture_counts(selected)
+    rows.append(["selected runs per architecture",
+                 ", ".join(f"{k} {v}" for k, v in counts.items()) or "—", "—"])
+    spread = resample_spread(selected, stored_records(resample_grid(P), root))
+    for key, what in (("T_cross", "T_cross"), ("q_at_m_p", "q at m_p")):
+        sp = spread[key]
+        rows.append([f"{what} on a second word sample: median / largest factor",
+                     "—" if sp["n"] == 0 else
+                     f"{sp['median_factor']:.2f} / {sp['max_factor']:.2f} (n={sp['n']})", "—"])
+    note += (" Word samples: each selected run's diagnostics repeated on fresh held-out words "
+             f"(seeds {', '.join(map(str, P.diag_resample_seeds)) or 'none at this profile'}); "
+             "factor = max(a/b, b/a) between the two estimates.")
+    data = [{**s, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
+             "per_architecture": counts, "resample": spread}]
     return Table("Figure 4: T_cross predicts m_p", cols, rows, note,
                  [r["run_id"] for r in selected], data)
+
+
+def architecture_counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``records`` each architecture (model, ``L2`` for two layers) holds."""
+    from collections import Counter
+
+    def label(r: dict[str, Any]) -> str:
+        cfg = run_config(r)
+        return cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
+
+    return dict(sorted(Counter(label(r) for r in records).items()))
+
+
+def resample_spread(selected: list[dict[str, Any]], resampled: list[dict[str, Any]]
+                    ) -> dict[str, dict[str, Any]]:
+    """How far T_cross and q at m_p move between a run's diagnostics and the same run's on
+    another word sample: per quantity the median and largest factor max(a/b, b/a) over
+    the selected runs that have both finite and positive values."""
+    import json
+
+    def key(r: dict[str, Any]) -> str:
+        return json.dumps(run_config(r), sort_keys=True, default=str)
+
+    first = {key(r): r for r in selected}
+    out = {}
+    for q in ("T_cross", "q_at_m_p"):
+        factors = []
+        for r in resampled:
+            a = first.get(key(r))
+            if a is None or r["status"] != "ok":
+                continue
+            x, y = a["metrics"].get(q), r["metrics"].get(q)
+            if x is not None and y is not None and x > 0 and y > 0:
+                factors.append(max(x / y, y / x))
+        out[q] = {"n": len(factors),
+                  "median_factor": float(np.median(factors)) if factors else None,
+                  "max_factor": float(np.max(factors)) if factors else None}
+    return out
 
 
 def corollary1_table(P: Profile, root=None) -> Table:

@@ -69,8 +69,9 @@ def _key(record) -> tuple:
 def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
     """Group records by (model-or-phi, group, depth): best m_p, seed spread, counts.
 
-    The best run of a cell is :func:`sst_core.reports.select.best_per_cell`'s; the spread
-    is over the seeds of its grid point (d_state, lr)."""
+    The best run of a cell is :func:`sst_core.reports.select.best_per_cell`'s; the seed
+    spread is over the seeds of its grid point (d_state, lr, schedule); ``m_p_grid`` is
+    every ok run's m_p, ascending (failures first)."""
     ok, ids, status = group_records(cfgs, lambda c: (c.phi or c.model, c.group, c.n_layers), root)
     records = [rec for runs in ok.values() for _, rec in runs]
     best = best_per_cell(records, _key)
@@ -78,12 +79,14 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
     for key, st in status.items():
         r = best.get(key)
         if r is not None:
-            best_cell = (r["config"]["d_state"], r["config"]["lr"])
+            best_cell = (r["config"]["d_state"], r["config"]["lr"], r["config"]["schedule"])
             seeds = seeds_of(records, r)
             m_p = r["metrics"]["m_p"]
         else:
             best_cell, seeds, m_p = None, [], "no runs"
-        out[key] = {"m_p": m_p, "m_p_seeds": seeds, "best_cell": best_cell, **st}
+        grid = sorted((rec["metrics"]["m_p"] for _, rec in ok.get(key, [])), key=_rank)
+        out[key] = {"m_p": m_p, "m_p_seeds": seeds, "best_cell": best_cell, "m_p_grid": grid,
+                    **st}
     return out, ids
 
 
@@ -142,8 +145,9 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
                              "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                              "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
                              "n_failed": s["failed"], "n_missing": s["missing"],
-                             "best_cell": {"d_state": s["best_cell"][0], "lr": s["best_cell"][1]}
-                             if s["best_cell"] else None,
+                             "best_cell": dict(zip(("d_state", "lr", "schedule"),
+                                                   s["best_cell"])) if s["best_cell"] else None,
+                             "grid": grid_spread(s.get("m_p_grid", [])),
                              "paper": None if paper == "missing" else paper,
                              "paper_reported": paper != "missing", "agreement": agree,
                              "class_agreement": paper != "missing" and s["m_p"] != "no runs"
@@ -156,7 +160,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
             f"below 90% at 60), best over the grid; [min–max over seeds] where there are several; "
             f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds', 'track_max_steps', 'track_batch')}.")
     return Table("Table 2: longest length tracked (m_p), trained up to length 60", cols, rows,
                  note, ids, data)
 
@@ -223,3 +227,78 @@ def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Ta
             "was met, else the end. "
             f"Scale: {P.scale('track_max_steps', 'track_post_steps', 'track_heldout_every')}.")
     return Table("Where training stops moves m_p", cols, rows, note, ids, data)
+
+
+def grid_spread(values: Sequence[int | None]) -> dict[str, Any]:
+    """Median, lowest and highest m_p of a cell's runs (a failure below every length)."""
+    ranked = sorted(values, key=_rank)
+    if not ranked:
+        return {"n": 0, "median": None, "min": None, "max": None}
+    return {"n": len(ranked), "median": ranked[len(ranked) // 2], "min": ranked[0],
+            "max": ranked[-1]}
+
+
+def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+    """The spread of m_p over each Table 2 cell's whole grid (sizes, learning rates,
+    schedules, seeds): median [lowest–highest] of its runs, where Table 2 shows the best."""
+    summary, ids = summarise(paper1.table2_grid(P, models=models), root)
+    depths = P.track_depths
+    cols = ["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
+    rows, data = [], []
+    for m in models:
+        row = [m, "affine" if expected_affine(m) else "state-dependent"]
+        for g in paper1.TABLE2_GROUPS:
+            for d in depths:
+                s = summary.get((m, g, d))
+                sp = grid_spread(s["m_p_grid"] if s else [])
+                row.append("missing" if not sp["n"] else
+                           f"{fmt(sp['median'])} [{fmt(sp['min'])}–{fmt(sp['max'])}] n={sp['n']}")
+                data.append({"model": m, "group": g, "n_layers": d, **sp})
+        rows.append(row)
+    note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs; 'fail' "
+            "is below every length. Table 2 shows the best of the same runs. "
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+    return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
+
+
+def width_ablation(P: Profile, root=None) -> Table:
+    """m_p against d_model (:func:`sst_core.experiments.paper1.width_grid`): per model,
+    group and width the best m_p over learning rates and seeds, with the seed spread at
+    the best learning rate, beside the paper's Table 2 value (at d_model 698)."""
+    cfgs = paper1.width_grid(P)
+    ok, ids, status = group_records(cfgs, lambda c: (c.model, c.group, c.d_model), root)
+    records = [rec for runs in ok.values() for _, rec in runs]
+    best = best_per_cell(records, lambda r: (r["config"]["model"], r["config"]["group"],
+                                             r["config"]["d_model"]))
+    widths = P.width_d_models
+    cols = ["model", "group"] + [f"d_model {w}" for w in widths] + ["paper (d_model 698)"]
+    rows, data = [], []
+    for m in paper1.WIDTH_MODELS:
+        for g in paper1.WIDTH_GROUPS:
+            paper = paper_values.TABLE2.get((m, g, 1), "missing")
+            row = [m, g]
+            for w in widths:
+                r = best.get((m, g, w))
+                st = status.get((m, g, w), {"missing": 0, "failed": 0, "ok": 0})
+                if r is None:
+                    row.append("missing" if st["missing"] else "diverged")
+                    data.append({"model": m, "group": g, "d_model": w, "m_p": None,
+                                 "status": "missing" if st["missing"] else "diverged",
+                                 "m_p_seeds": [], "paper": paper})
+                    continue
+                seeds = seeds_of(records, r)
+                spread = (f" [{fmt(min(seeds, key=_rank))}–{fmt(max(seeds, key=_rank))}]"
+                          if len(seeds) > 1 else "")
+                row.append(fmt(r["metrics"]["m_p"]) + spread)
+                data.append({"model": m, "group": g, "d_model": w, "m_p": r["metrics"]["m_p"],
+                             "status": "ok", "m_p_seeds": seeds, "lr": r["config"]["lr"],
+                             "paper": paper})
+            row.append("—" if paper == "missing" else fmt(paper))
+            rows.append(row)
+    note = ("One layer, N = " + str(P.track_d_states[0]) + ", schedule " + P.track_schedules[0]
+            + "; best m_p over the learning rates and seeds of each width, [min–max over seeds] "
+            "at the best learning rate. The paper's models are parameter-matched at d_model "
+            "698. Scale: " + P.scale("width_d_models", "track_lrs", "width_seeds",
+                                     "track_max_steps", "track_post_steps") + ".")
+    return Table("Width ablation: does the gap to the paper close with d_model?", cols, rows,
+                 note, ids, data)
