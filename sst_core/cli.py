@@ -177,6 +177,10 @@ def _parser() -> argparse.ArgumentParser:
     sta.add_argument("--experiment", nargs="+", type=_sweep_name, default=None, metavar="NAME",
                      help="sweeps to count (" + ", ".join(registry.SWEEPS) + "); None: all")
     sta.add_argument("--format", choices=("md", "json"), default="md", help="output format")
+    sta.add_argument("--committed-files", action="store_true",
+                     help="print instead the stored files that belong in the repository (every "
+                     "record, and the weights an analysis reads), one path per line, for "
+                     "`git add -f`")
 
     gpu = command("gpu-check", help="CUDA results against CPU results, then the "
                   "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
@@ -301,6 +305,10 @@ def _status(args: argparse.Namespace) -> int:
 
     from sst_core.sweep import status as sweep_status
 
+    if args.committed_files:
+        for path in sweep_status.committed_files(args.profile):
+            print(path)
+        return 0
     rows = sweep_status.status(args.profile, args.experiment)
     for row in rows:
         for problem in row.problems:

@@ -459,3 +459,63 @@ def test_time_local_computes_into_a_temporary_folder_and_restores_threads(root):
     kept = root / "kept"
     runner.time_local(cfgs[:1], workers=1, threads=1, root=kept)
     assert len(list(kept.rglob("*.json"))) == 1
+
+
+def test_committed_files_are_records_and_the_weights_analyses_read(root):
+    from sst_core.experiments.paper1 import diagnostics_grid, width_grid
+    from sst_core.store.records import artifact_path
+    from sst_core.sweep.status import committed_files
+
+    P = get_profile("smoke")
+    analysed = diagnostics_grid(P)[0].run  # an S3 tracker that the diagnostics read
+    other = next(c for c in width_grid(P) if c.d_model != P.track_d_model)  # read by none
+    for cfg in (analysed, other):
+        cached_run(cfg, lambda c: {"m_p": None})
+        artifact_path(cfg, ".pt").write_bytes(b"weights")
+    files = committed_files("smoke")
+    assert record_path(analysed) in files and record_path(other) in files
+    assert artifact_path(analysed, ".pt") in files
+    assert artifact_path(other, ".pt") not in files
+    assert all(f.exists() for f in files) and files == sorted(files)
+
+
+WORKER_SCRIPT = r"""
+import multiprocessing as mp, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from sst_core.sweep.runner import die_with_parent
+
+def task(path):
+    with open(path, "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(120)
+
+if __name__ == "__main__":
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"),
+                             initializer=die_with_parent, initargs=(os.getpid(), 0.1)) as pool:
+        pool.submit(task, sys.argv[1]).result()
+"""
+
+
+def test_pool_workers_exit_when_the_sweep_process_is_killed(tmp_path):
+    """Killing only the sweep's own process (not its process group) leaves no worker
+    computing on with the settings it was started with."""
+    script, pid_file = tmp_path / "sweep.py", tmp_path / "worker.pid"
+    script.write_text(WORKER_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), str(pid_file)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    deadline = time.time() + 60
+    while not (pid_file.exists() and pid_file.read_text()) and time.time() < deadline:
+        time.sleep(0.1)
+    worker = int(pid_file.read_text())
+    proc.kill()
+    proc.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the pool worker outlived the killed sweep process by 10 s")

@@ -178,11 +178,26 @@ def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: a forked child of a process that has used torch's thread pool can hang
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1], artifacts)
                    for task in tasks]
         for fut in as_completed(futures):
             progress(fut.result())
+
+
+def die_with_parent(parent: int, poll_s: float = 1.0) -> None:
+    """In a pool worker: exit as soon as the sweep process ``parent`` is gone (killed,
+    SIGKILL included), instead of computing on with settings nobody reads; the worker's
+    claims go stale and the next sweep takes its runs over."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="die-with-parent").start()
 
 
 def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,

@@ -13,6 +13,7 @@ from sst_core.spec.configs import config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
+    artifact_path,
     load_record,
     record_path,
 )
@@ -91,3 +92,22 @@ def status_markdown(rows: list[Status], profile: str) -> str:
               "record files that are truncated, not JSON, or miss a field or have it of the "
               "wrong type (each is named on stderr); `sst sweep` computes them again."]
     return "\n".join(lines)
+
+
+def committed_files(profile: str, root: Path | None = None) -> list[Path]:
+    """The files of ``profile``'s stored runs that belong in the repository: every record
+    (``.json``), and the weights (``.pt``) of the trained trackers that an analysis of a
+    sweep reads (the diagnostics, label-free and spectra runs); the other trackers'
+    weights stay local, so that the committed results stay small."""
+    P = get_profile(profile)
+    files: dict[Path, None] = {}
+    for name in SWEEPS:
+        for cfgs in phases(name, P):
+            for cfg in cfgs:
+                path = record_path(cfg, root)
+                if path.exists():
+                    files[path] = None
+                run = getattr(cfg, "run", None)
+                if run is not None and artifact_path(run, ".pt", root).exists():
+                    files[artifact_path(run, ".pt", root)] = None
+    return sorted(files)
