@@ -45,6 +45,7 @@ from sst_core.models import REGISTRY, build, expected_affine
 from sst_core.reports.paper1 import (
     agreement_counts,
     best_runs,
+    longest_stall,
     table2,
     table2_checkpoints,
     table2_spread,
@@ -239,14 +240,30 @@ glue("t2_width_text", width_text, display=False)
 # %%
 moves = table2_checkpoints(P)
 display(moves)
-by_class = {d["class"]: d for d in moves.data}
+by_class = {d["class"]: d for d in moves.data if d["model"] is None}
 for cls in ("affine", "state-dependent"):
     d = by_class[cls]
     glue(f"t2_{cls[:5]}_passing", d["passing_60"], display=False)
     glue(f"t2_{cls[:5]}_rose", d["rose"], display=False)
     glue(f"t2_{cls[:5]}_fell", d["fell"], display=False)
 
+# %%
+stall = longest_stall(records)
+if P.track_plateau_steps:
+    plateau_text = (f"This profile stops a run as not learning after {P.track_plateau_steps} "
+                    "steps at one curriculum length.")
+else:
+    plateau_text = "This profile has no plateau rule: a run ends at its step budget."
+if stall["steps"] is not None:
+    plateau_text += (f" Of the {stall['runs']} runs that passed 60, the longest stay at one "
+                     f"length before moving on was {stall['steps']} steps ({stall['model']} at "
+                     f"length {stall['length']}): a plateau rule shorter than that would have "
+                     "cut a run that went on to learn.")
+glue("t2_plateau_text", plateau_text, display=False)
+
 # %% [markdown]
+# {glue:text}`t2_plateau_text`
+#
 # Of the affine runs that passed 60 ({glue:text}`t2_affin_passing:d`), $m_p$ rose in
 # {glue:text}`t2_affin_rose:d` and fell in {glue:text}`t2_affin_fell:d` by the end of the
 # budget; of the state-dependent ones ({glue:text}`t2_state_passing:d`), it rose in

@@ -131,8 +131,11 @@ def test_the_checkpoint_report_counts_how_m_p_moves(tmp_path, P):
         if cfg.lr == P.track_lrs[0]:
             cached_run(cfg, with_checkpoints(*moves[cfg.model, cfg.seed]), root=tmp_path)
     t = table2_checkpoints(P, root=tmp_path, models=("tanh_rnn", "mamba"))
-    by = {d["class"]: d for d in t.data}
+    by = {d["class"]: d for d in t.data if d["model"] is None}
     sd, aff = by["state-dependent"], by["affine"]
+    per_model = {d["model"]: d for d in t.data if d["model"]}
+    assert per_model["tanh_rnn"]["rose"] == 1 and per_model["mamba"]["fell"] == 1
+    assert per_model["mamba"]["runs"] == 2 and per_model["mamba"]["passing_60"] == 1
     assert (sd["passing_60"], sd["rose"], sd["stayed"], sd["fell"], sd["criterion_met"]) == (2, 1, 1, 0, 1)
     assert (aff["runs"], aff["passing_60"], aff["fell"], aff["criterion_met"]) == (2, 1, 1, 1)
     assert aff["median_m_p"] == {"passed_60": 500, "heldout": 300, "end": 200}
@@ -185,3 +188,20 @@ def test_the_width_ablation_reads_its_grid(tmp_path, P):
     assert t.rows[0][:4] == ["aussm", "C2", "260 [160–260]", "740 [640–740]"]
     assert get_report("width_ablation") is width_ablation
     assert paper1.width_grid(replace(P, width_d_models=())) == []
+
+
+def test_the_longest_stall_of_a_run_that_learned():
+    from sst_core.reports.paper1 import longest_stall
+
+    def rec(rid, reached, passed, status="ok"):
+        cp = {"passed_60": None if passed is None else {"step": passed, "m_p": 100}}
+        return {"run_id": rid, "status": status, "config": {"model": "tanh_rnn", "n_layers": 1},
+                "metrics": {"checkpoints": cp, "length_reached_at_step": reached}}
+
+    runs = [rec("a", {"2": 0, "4": 100, "60": 300}, 2400),  # 2,100 steps at 60
+            rec("b", {"2": 0, "4": 2500, "60": 2600}, 2700),  # 2,500 steps at 2
+            rec("c", {"2": 0, "4": 9000}, None),  # never passed: not counted
+            rec("d", {"2": 0, "60": 10}, 9999, status="failed")]
+    out = longest_stall(runs)
+    assert out == {"steps": 2500, "run_id": "b", "model": "tanh_rnn", "length": 2, "runs": 2}
+    assert longest_stall([])["steps"] is None

@@ -193,17 +193,18 @@ def table3(P: Profile, root=None) -> Table:
 def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     """How m_p moves with the stopping point: every Table 2 run's m_p when the curriculum
     first passes 60, at the held-out criterion and at the end of the budget
-    (:mod:`sst_core.training.protocol`), counted per class of model: runs whose m_p rose,
-    stayed or fell from ``passed_60`` to ``end``; and the same for each cell's selected run."""
+    (:mod:`sst_core.training.protocol`), counted per class of model and per model: runs
+    whose m_p rose, stayed or fell from ``passed_60`` to ``end``. A row of a class has
+    ``model`` None."""
     cfgs = paper1.table2_grid(P, models=models)
-    ok, ids, _ = group_records(cfgs, lambda c: expected_affine(c.model), root)
-    cols = ["class", "runs passing 60", "m_p rose", "stayed", "fell",
+    ok, ids, _ = group_records(cfgs, lambda c: c.model, root)
+    cols = ["class / model", "runs passing 60", "m_p rose", "stayed", "fell",
             "criterion met", "median m_p: passed 60 / held-out / end"]
     rows, data = [], []
-    for affine in (True, False):
+
+    def count(runs: list[dict[str, Any]]) -> tuple[list[Any], dict[str, Any]]:
         moves = {"rose": 0, "stayed": 0, "fell": 0}
         met, at = 0, {"passed_60": [], "heldout": [], "end": []}
-        runs = [rec for _, rec in ok.get(affine, [])]
         passing = [r for r in runs if (r["metrics"].get("checkpoints") or {}).get("passed_60")]
         for r in passing:
             cp = r["metrics"]["checkpoints"]
@@ -214,13 +215,22 @@ def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Ta
                 if cp.get(k):
                     at[k].append(_rank(cp[k]["m_p"]))
         med = {k: (sorted(v)[len(v) // 2] if v else None) for k, v in at.items()}
-        label = "affine" if affine else "state-dependent"
-        rows.append([label, len(passing), moves["rose"], moves["stayed"], moves["fell"], met,
-                     " / ".join("—" if v is None else fmt(None if v < 0 else v)
-                                for v in med.values())])
-        data.append({"class": label, "runs": len(runs), "passing_60": len(passing), **moves,
+        row = [len(passing), moves["rose"], moves["stayed"], moves["fell"], met,
+               " / ".join("—" if v is None else fmt(None if v < 0 else v) for v in med.values())]
+        return row, {"runs": len(runs), "passing_60": len(passing), **moves,
                      "criterion_met": met,
-                     "median_m_p": {k: (None if v is None or v < 0 else v) for k, v in med.items()}})
+                     "median_m_p": {k: (None if v is None or v < 0 else v) for k, v in med.items()}}
+
+    for affine in (True, False):
+        label = "affine" if affine else "state-dependent"
+        family = [m for m in models if expected_affine(m) == affine]
+        row, d = count([rec for m in family for _, rec in ok.get(m, [])])
+        rows.append([f"**{label}**"] + row)
+        data.append({"class": label, "model": None, **d})
+        for m in family:
+            row, d = count([rec for _, rec in ok.get(m, [])])
+            rows.append([m] + row)
+            data.append({"class": label, "model": m, **d})
     note = ("Every run of Table 2's grid (all models, groups, depths, sizes, learning rates "
             "and seeds) whose curriculum passed 60; m_p at that point against m_p at the end "
             "of the budget. The table's m_p uses the held-out checkpoint where the criterion "
@@ -302,3 +312,26 @@ def width_ablation(P: Profile, root=None) -> Table:
                                      "track_max_steps", "track_post_steps") + ".")
     return Table("Width ablation: does the gap to the paper close with d_model?", cols, rows,
                  note, ids, data)
+
+
+def longest_stall(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The most steps any run that passed 60 spent at one curriculum length before moving
+    on (to the next length, or past 60): a plateau rule (``plateau_steps``) shorter than
+    this would have cut that run although it went on to learn. ``steps`` None: no run
+    passed 60."""
+    out: dict[str, Any] = {"steps": None, "run_id": None, "model": None, "length": None,
+                           "runs": 0}
+    for r in records:
+        m = r["metrics"] if r["status"] == "ok" else {}
+        passed = ((m.get("checkpoints") or {}).get("passed_60") or {}).get("step")
+        reached = m.get("length_reached_at_step") or {}
+        if passed is None or not reached:
+            continue
+        out["runs"] += 1
+        steps = sorted((int(k), v) for k, v in reached.items())
+        ends = [v for _, v in steps[1:]] + [passed]
+        for (length, start), end in zip(steps, ends):
+            if out["steps"] is None or end - start > out["steps"]:
+                out.update(steps=end - start, run_id=r["run_id"], length=length,
+                           model=run_label(r["config"]))
+    return out
