@@ -79,6 +79,9 @@ def test_training_records_curves_and_frozen_spectra_keep_their_memory(store, one
     # a frozen spectrum is a buffer: its memory function is exactly the initial one
     assert frozen["sup_mf_after"] == frozen["sup_mf_before"]
     assert learned["sup_mf_after"] != learned["sup_mf_before"]
+    # chance: always answering the test set's most frequent class
+    y = load_task(tiny()).test.y
+    assert learned["chance_accuracy"] == pytest.approx(np.bincount(y).max() / len(y))
 
 
 def test_divergence_is_recorded_as_failed(store, monkeypatch, one_thread):
@@ -210,3 +213,50 @@ def test_retrieval_decoder_checks_its_input():
     assert m(x, lengths=torch.full((3, 2), 7)).shape == (3, 2)
     with pytest.raises(ValueError, match=r"\(b, 2, L\)"):
         m(torch.randint(1, 10, (3, 7)))
+
+
+def test_the_claims_report_on_constructed_records(store):
+    """Chance, margin and the four claims from records built to make each hold (listops)
+    or not (the other tasks have no runs: '—')."""
+    P = PROFILES["smoke"]
+    acc = {("inv", False): 0.60, ("inv", True): 0.62, ("lin", False): 0.50,
+           ("lin", True): 0.55, ("random", False): 0.40, ("random", True): 0.20,
+           ("real", False): 0.45, ("real", True): 0.30, ("step", False): 0.42,
+           ("step", True): 0.25}
+
+    def fake(cfg):
+        frozen = cfg.freeze_spectrum
+        loss = [1.0, 0.5, 0.5, 0.5] if frozen else [1.0, 0.8, 0.6, 0.5]  # frozen: epoch 2
+        mf = [[1.0, 0.5]]
+        return {"test_accuracy": acc[cfg.init, frozen], "chance_accuracy": 0.16,
+                "task": {"n_test": 400},
+                "curves": {"epoch": [1, 2, 3, 4], "test_loss": loss},
+                "sup_mf_before": mf, "sup_mf_after": mf if frozen else [[1.0, 0.55]]}
+
+    for cfg in dict.fromkeys(paper2.lra_main_grid(P, tasks=("listops",))
+                             + paper2.lra_ablation_grid(P, tasks=("listops",))):
+        cached_run(cfg, fake)
+    t = lra_reports.lra_claims(P)
+    d = next(x for x in t.data if x["task"] == "listops")
+    assert d["chance"] == pytest.approx(0.16) and d["margin"] == pytest.approx(0.44)
+    assert d["above_chance"] and d["chance_band"] == pytest.approx(0.16 + 3 * (0.16 * 0.84 / 400) ** 0.5)
+    assert d["frozen_as_good"] and d["unstructured_worse"]  # gaps 0.15 learned, 0.32 frozen
+    assert d["mf_growth_median"] == pytest.approx(1.55 / 1.5)  # every learned run
+    assert d["memory_not_extended"] is True
+    assert d["epochs_to_converge"] == {"learned": 4.0, "frozen": 2.0}
+    assert d["frozen_converges_faster"] is True
+    other = next(x for x in t.data if x["task"] != "listops")
+    assert other["frozen_as_good"] is None and other["chance"] is None
+    assert "—" in t.rows[1]
+
+
+def test_claims_are_not_judged_on_a_task_at_chance(store):
+    P = PROFILES["smoke"]
+    for cfg in paper2.lra_main_grid(P, tasks=("digits",)):
+        cached_run(cfg, lambda c: {"test_accuracy": 0.17, "chance_accuracy": 0.16,
+                                   "task": {"n_test": 100},
+                                   "curves": {"epoch": [1], "test_loss": [1.0]}})
+    d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "digits")
+    assert d["above_chance"] is False and d["frozen_as_good"] is None
+    row = next(r for r in lra_reports.lra_claims(P).rows if r[0].startswith("digits"))
+    assert row[3].endswith("(at chance)") and row[4].startswith("not judged")

@@ -135,6 +135,7 @@ REPORTS: dict[str, str] = {
     "corollary1": "sst_core.reports.error_control:corollary1_table",
     "lra_main": "sst_core.reports.lra:lra_main",
     "lra_ablation": "sst_core.reports.lra:lra_ablation",
+    "lra_claims": "sst_core.reports.lra:lra_claims",
     "memory_horizon": "sst_core.reports.lra:memory_horizon",
     "group_facts": "sst_core.reports.beyond:group_facts",
     "harder_groups": "sst_core.reports.beyond:harder_groups",

@@ -139,6 +139,8 @@ def train_lra(cfg) -> dict[str, Any]:
         "best_epoch": b + 1,
         "val_accuracy": curves["val_accuracy"][b],
         "final_test_accuracy": curves["test_accuracy"][-1],
+        # the accuracy of always answering the test set's most frequent class
+        "chance_accuracy": float(np.bincount(data.test.y).max() / len(data.test.y)),
         "curves": curves,
         "sup_mf_before": mf_before,
         "sup_mf_after": mf_after,
