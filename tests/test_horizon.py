@@ -75,10 +75,10 @@ def test_memory_at_is_the_supremum_memory_function_at_tau(one_thread):
 
 
 def test_grids_span_every_init_learned_and_frozen():
-    for name in ("smoke", "quick", "paper"):
+    for name in PROFILES:
         P = PROFILES[name]
         g = paper2.memory_horizon_grid(P)
-        assert len(g) == len(set(g)) == len(P.horizon_taus) * 5 * 2 * len(P.lra_seeds)
+        assert len(g) == len(set(g)) == len(P.horizon_taus) * 5 * 2 * len(P.horizon_seeds)
         assert {c.init for c in g} == {"inv", "lin", "real", "random", "step"}
         assert {c.tau for c in g} == set(P.horizon_taus)
     assert PROFILES["smoke"].horizon_taus == (4, 16)
@@ -92,7 +92,7 @@ def _fake(cfg, acc, before, after=None):
 
 
 def test_report_from_constructed_records(store):
-    P = dataclasses.replace(PROFILES["smoke"], lra_seeds=(0, 1))
+    P = dataclasses.replace(PROFILES["smoke"], horizon_seeds=(0, 1))
     band = lra_reports.chance_band(8, P.horizon_n_test)
     assert band == pytest.approx(0.125 + 3 * (0.125 * 0.875 / 32) ** 0.5)
     for cfg in paper2.memory_horizon_grid(P):

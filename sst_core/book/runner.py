@@ -24,6 +24,7 @@ import yaml
 
 from sst_core.book import params as book_params
 from sst_core.book.vendor import ensure_vendor
+from sst_core.experiments import progress as progress_file
 from sst_core.spec import profiles as spec_profiles
 
 # A smoke cell that runs longer than this has hung (e.g. nbclient issue 312 with widgets):
@@ -145,9 +146,64 @@ def _tag_injected(path: Path) -> None:
     nbformat.write(nb, path)
 
 
+class ProgressWatch:
+    """While a notebook executes: a thread that reads the kernel's progress file
+    (:mod:`sst_core.experiments.progress`) every ``poll_s`` and shows it as a bar on
+    stderr (runs done / total, the current run, elapsed, ETA); ``echo=False``: read
+    only (``states`` keeps what was seen, for the tests)."""
+
+    def __init__(self, name: str, echo: bool = True, poll_s: float = 0.5) -> None:
+        import tempfile
+        import threading
+
+        fd, path = tempfile.mkstemp(prefix=f"sst-progress-{name}-", suffix=".json")
+        os.close(fd)
+        self.path = Path(path)
+        self.name, self.echo, self.poll_s = name, echo, poll_s
+        self.states: list[dict[str, Any]] = []
+        self._bar = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="sst-progress")
+        self._thread.start()
+
+    def _show(self, state: dict[str, Any]) -> None:
+        if not self.states or state != self.states[-1]:
+            self.states.append(state)
+        if not self.echo:
+            return
+        from tqdm.auto import tqdm
+
+        desc = f"  {self.name}: {state['desc']}"
+        if self._bar is None or self._bar.desc != desc or self._bar.total != state["total"]:
+            if self._bar is not None:
+                self._bar.close()
+            self._bar = tqdm(total=state["total"], desc=desc, unit="run", file=sys.stderr,
+                             leave=False)
+        self._bar.n = state["done"]
+        self._bar.set_postfix_str(state.get("current", ""), refresh=False)
+        self._bar.refresh()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.poll_s):
+            state = progress_file.read(self.path)
+            if state is not None:
+                self._show(state)
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+        state = progress_file.read(self.path)
+        if state is not None:
+            self._show(state)
+        if self._bar is not None:
+            self._bar.close()
+        self.path.unlink(missing_ok=True)
+
+
 def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any] | None = None,
-                 results: Path | None = None) -> NotebookRun:
-    """Convert, validate and execute one notebook in place; never raises on a cell error."""
+                 results: Path | None = None, progress: bool = False) -> NotebookRun:
+    """Convert, validate and execute one notebook in place; never raises on a cell error.
+    ``progress``: show the kernel's runs as a bar on stderr while it executes."""
     import jupytext
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -169,6 +225,8 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
     os.environ["SST_PROGRESS"] = "0"  # the kernel inherits it: no progress widgets in the book
     start = time.perf_counter()
     error = None
+    watch = ProgressWatch(name, echo=progress)
+    os.environ[progress_file.ENV] = str(watch.path)  # the kernel reports its runs there
     try:
         papermill.execute_notebook(str(out), str(out), parameters=params, kernel_name="python3",
                                    cwd=str(out.parent), progress_bar=False, log_output=False,
@@ -178,6 +236,8 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
     except (CellTimeoutError, DeadKernelError) as err:
         error = f"{type(err).__name__}: {err}"[:300]
     finally:
+        watch.stop()
+        os.environ.pop(progress_file.ENV, None)
         if env_before is None:
             os.environ.pop("SST_RESULTS_DIR", None)
         else:
@@ -201,7 +261,7 @@ def run_notebooks(root: Path, profile: str, only: Sequence[str] | None = None,
     bar = tqdm(names, desc=f"notebooks ({profile})", unit="nb", disable=not echo, file=sys.stderr)
     for name in bar:
         bar.set_postfix_str(name)
-        run = run_notebook(name, profile, root, parameters, results)
+        run = run_notebook(name, profile, root, parameters, results, progress=echo)
         runs.append(run)
         if echo:
             tqdm.write(run.summary())

@@ -141,14 +141,14 @@ HORIZON_INITS = ("inv", "lin", "real", "random", "step")  # every kind of init_L
 
 def memory_horizon_grid(P: Profile) -> list[MemoryHorizonConfig]:
     """Delayed recall at every delay of ``P.horizon_taus``: every initialisation, learned
-    and frozen, every seed of ``P.lra_seeds`` (one layer; test curves at ten points)."""
+    and frozen, every seed of ``P.horizon_seeds`` (one layer; test curves at ten points)."""
     return [MemoryHorizonConfig(init=init, freeze_spectrum=frozen, tau=tau, N=P.horizon_N,
                                 H=P.horizon_H, steps=P.horizon_steps, batch=P.horizon_batch,
                                 n_test=P.horizon_n_test,
                                 eval_every=max(1, P.horizon_steps // 10), seed=seed,
                                 profile=P.name)
             for tau in P.horizon_taus for init in HORIZON_INITS for frozen in (False, True)
-            for seed in P.lra_seeds]
+            for seed in P.horizon_seeds]
 
 
 def run_memory_curve(cfg) -> dict[str, Any]:

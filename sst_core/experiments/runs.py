@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sst_core.experiments import progress
 from sst_core.experiments.registry import code_hash, get_experiment, resolve, runner
 from sst_core.spec.configs import TrackingConfig, config_dict
 from sst_core.store.records import cached_run
@@ -101,9 +102,12 @@ def run_all(cfgs, desc: str = "runs", stack: int = 1, **kw: Any) -> list[dict[st
     # bars out of the executed notebooks, hence out of the book.
     bar = tqdm(cfgs, desc=desc, unit="run", leave=False,
                disable=os.environ.get("SST_PROGRESS") == "0")
-    for cfg in bar:
-        bar.set_postfix_str(f"{getattr(cfg, 'model', '')} {getattr(cfg, 'group', '')}".strip())
+    for i, cfg in enumerate(bar):
+        current = f"{getattr(cfg, 'model', '')} {getattr(cfg, 'group', '')}".strip()
+        bar.set_postfix_str(current)
+        progress.report(desc, i, len(cfgs), current)
         records.append(run(cfg, **kw))
+    progress.report(desc, len(cfgs), len(cfgs))
     return records
 
 
@@ -143,9 +147,13 @@ def _run_stacked(cfgs, size: int, desc: str, retry_failed: bool = False) -> None
     groups = [g for g in stacks(todo, size) if len(g) > 1]  # singles go through run()
     bar = tqdm(groups, desc=f"{desc} (stacked)", unit="stack", leave=False,
                disable=os.environ.get("SST_PROGRESS") == "0")
+    done = 0
     for group in bar:
-        bar.set_postfix_str(f"{group[0].model} {group[0].group} x{len(group)}")
+        current = f"{group[0].model} {group[0].group} x{len(group)}"
+        bar.set_postfix_str(current)
+        progress.report(f"{desc} (stacked)", done, len(todo), current)
         run_stack(group)
+        done += len(group)
 
 
 def run_stack(group) -> list[dict[str, Any]]:

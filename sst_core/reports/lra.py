@@ -292,7 +292,7 @@ def memory_horizon(P: Profile, root=None) -> Table:
     that the initial spectrum does not have?
 
     Rows: initialisation x learned / frozen; columns: the delays ``P.horizon_taus``. A cell
-    is the final test accuracy, max / min over the seeds ``P.lra_seeds``, and the memory
+    is the final test accuracy, max / min over the seeds ``P.horizon_seeds``, and the memory
     function at the task's delay before -> after training: per run the largest over layers
     of the supremum over channels of ``M[tau]`` (window ``L``, the sequence length), then
     the largest over seeds.
@@ -353,7 +353,7 @@ def memory_horizon(P: Profile, root=None) -> Table:
             f"L = τ + {cfgs[0].margin + 1} tokens over {alphabet} symbols; chance is "
             f"{chance:.3f}, and 'at chance' means at most {band:.3f} (chance + "
             f"{CHANCE_SIGMAS:g} binomial sd over {n_test} test sequences). Accuracy: final "
-            f"test accuracy, max / min over seeds {P.lra_seeds}. MF(τ): supremum over channels "
+            f"test accuracy, max / min over seeds {P.horizon_seeds}. MF(τ): supremum over channels "
             f"of the memory function at delay τ (window L), largest over seeds; 'MF ~ 0' means "
             f"below {MF_ZERO:g}. Claims: {verdicts}. Scale: "
             f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")

@@ -93,6 +93,7 @@ class Profile:
     horizon_steps: int  # training steps, each on a fresh batch
     horizon_batch: int  # sequences per step
     horizon_n_test: int  # test sequences (the chance band's width follows from it)
+    horizon_seeds: tuple[int, ...]  # seeds per cell
     # why this profile was chosen, when the book was asked for the best one (`best`)
     chosen_because: str = ""
 
@@ -166,6 +167,7 @@ PROFILES: dict[str, Profile] = {
         horizon_steps=5,
         horizon_batch=8,
         horizon_n_test=32,
+        horizon_seeds=(0,),
     ),
     "quick": Profile(
         name="quick",
@@ -225,6 +227,7 @@ PROFILES: dict[str, Profile] = {
         horizon_steps=400,
         horizon_batch=32,
         horizon_n_test=512,
+        horizon_seeds=(0, 1, 2),
     ),
     "standard": Profile(
         name="standard",
@@ -288,6 +291,7 @@ PROFILES: dict[str, Profile] = {
         horizon_steps=1500,
         horizon_batch=32,
         horizon_n_test=1024,
+        horizon_seeds=(0, 1, 2),
     ),
     "paper": Profile(
         name="paper",
@@ -346,6 +350,7 @@ PROFILES: dict[str, Profile] = {
         horizon_steps=5000,
         horizon_batch=64,
         horizon_n_test=2048,
+        horizon_seeds=(0, 1, 2, 3, 4, 5),
     ),
 }
 
