@@ -57,8 +57,9 @@ from sst_core.tasks.images import digits_images
 #
 # - **ListOps**: nested MIN, MAX, MED and SM (sum mod 10) expressions over digits, with LRA's
 #   sampler (depth up to 10, up to 10 arguments), classified by their value (10 classes);
-# - **Pathfinder**: 32 x 32 images with two markers and dashed contours ("hard" setting);
-#   are the markers on one contour? The image is read pixel by pixel (1024 steps);
+# - **Pathfinder**: 32 x 32 images with two markers and dashed contours (LRA's
+#   {glue:text}`lra_pf_difficulty` setting at this profile); are the markers on one
+#   contour? The image is read pixel by pixel (1024 steps). {glue:text}`lra_probe_text`
 # - **digits**: scikit-learn's 8 x 8 handwritten digits, resized and read pixel by pixel, as a
 #   stand-in for sequential CIFAR.
 #
@@ -69,7 +70,13 @@ from sst_core.tasks.images import digits_images
 # name the layout they expect when something is missing).
 
 # %%
-pf = pathfinder.generate(4, pathfinder.lra_params(32, "hard"), seed=0)
+glue("lra_pf_difficulty", f'"{P.lra_pathfinder_difficulty}"', display=False)
+glue("lra_probe_text", (
+    f"At `{P.name}` Pathfinder runs only as a probe (learned S4D-Inv, seeds "
+    f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the profile's "
+    "budget, and the probe says whether the task is learned at this scale at all (the "
+    "claims table below)." if "pathfinder" in P.lra_probe_tasks else ""), display=False)
+pf = pathfinder.generate(4, pathfinder.lra_params(32, P.lra_pathfinder_difficulty), seed=0)
 imgs, labels = digits_images(16, "bilinear")
 example = listops.generate(1, min_length=20, max_length=60, seed=0)
 fig = plots_lra.fig_examples(listops.to_text(listops.parse(example.texts[0])) + f"  = {example.y[0]}",
@@ -104,7 +111,8 @@ glue("lra_frozen_share_paper", 100 * big.frozen_share, display=False)
 # %%
 main_cfgs = paper2.lra_main_grid(P)
 abl_cfgs = paper2.lra_ablation_grid(P)
-records = experiments_runs.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs)), desc="LRA")
+records = experiments_runs.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs
+                                                     + paper2.lra_probe_grid(P))), desc="LRA")
 failed = [r for r in records if r["status"] != "ok"]
 for r in failed:
     print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")

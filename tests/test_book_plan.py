@@ -55,3 +55,17 @@ def test_the_cli_prints_the_plan_and_runs_nothing(root, capsys):
     out = capsys.readouterr().out
     assert "p1_table2" in out and "p2_lra" in out and "in all:" in out
     assert not any(root.iterdir())  # nothing was computed or written
+
+
+def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
+    grid = table3_grid(get_profile("smoke"))
+    for cfg in grid:
+        cached_run(cfg, lambda c: {"m_p": None})
+    monkeypatch.setattr(plan, "_run_cost", lambda record: 90.0)
+    plans = plan.book_plan(["p1_table3", "bench"], "smoke")
+    p = plans[0]
+    assert p.compute_s == pytest.approx(90.0 * len(grid))
+    assert p.made_first <= p.made_last and p.made_first.startswith("20")
+    text = plan.status_markdown(plans)
+    assert f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} | " in text
+    assert "| bench | `smoke` | computed on the page |" in text

@@ -1,4 +1,5 @@
 """Paper 2's LRA experiment: task data, the training loop, the grids and the two tables."""
+import dataclasses
 import math
 
 import numpy as np
@@ -260,3 +261,22 @@ def test_claims_are_not_judged_on_a_task_at_chance(store):
     assert d["above_chance"] is False and d["frozen_as_good"] is None
     row = next(r for r in lra_reports.lra_claims(P).rows if r[0].startswith("digits"))
     assert row[3].endswith("(at chance)") and row[4].startswith("not judged")
+
+
+def test_probe_tasks_show_their_margin_and_no_claims(store):
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",),
+                            lra_probe_tasks=("pathfinder",), lra_seeds=(0, 1, 2))
+    grid = paper2.lra_probe_grid(P)
+    assert [(c.task, c.init, c.freeze_spectrum, c.seed) for c in grid] == \
+        [("pathfinder", "inv", False, 0), ("pathfinder", "inv", False, 1)]
+    for cfg in grid:
+        cached_run(cfg, lambda c: {"test_accuracy": 0.9, "chance_accuracy": 0.5,
+                                   "task": {"n_test": 400},
+                                   "curves": {"epoch": [1], "test_loss": [1.0]}})
+    t = lra_reports.lra_claims(P)
+    d = next(x for x in t.data if x["task"] == "pathfinder")
+    assert d["probe"] and d["above_chance"] and d["margin"] == pytest.approx(0.4)
+    assert d["frozen_as_good"] is None
+    row = next(r for r in t.rows if r[0].startswith("pathfinder"))
+    assert row[0].endswith("[probe]") and row[4] == "probe only (learned S4D-Inv)"
+    assert {c.difficulty for c in paper2.lra_probe_grid(PROFILES["standard"])} == {"easy"}

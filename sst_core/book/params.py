@@ -32,6 +32,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                        "diag_rollout", "track_stack"),
     "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch", "horizon_steps"),
     "bench": (),
+    "book_status": (),
     "beyond_groups": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                       "diag_rollout", "track_stack"),
     "beyond_label_free": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",

@@ -32,6 +32,9 @@ class ChapterPlan:
     stale: int = 0
     estimate_s: float | None = 0.0  # compute of the missing runs; None: no stored run to time
     sweeps: list[str] = field(default_factory=list)
+    compute_s: float = 0.0  # compute of the stored runs (a stack's shared by its runs)
+    made_first: str | None = None  # created_utc of the oldest stored record
+    made_last: str | None = None  # and of the newest
 
     def line(self) -> str:
         if not self.total:
@@ -83,6 +86,11 @@ def chapter_plan(notebook: str, profile: str, root: Path | None = None,
                 plan.stored += 1
                 plan.stale += is_stale_record(record)
                 costs.append(_run_cost(record))
+                plan.compute_s += costs[-1]
+                made = record.get("created_utc")
+                if made:
+                    plan.made_first = min(plan.made_first or made, made)
+                    plan.made_last = max(plan.made_last or made, made)
         plan.missing += missing
         key = (sweep, name)
         if costs:
@@ -113,4 +121,20 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
     whys = [f"  {p.notebook}: {p.why}" for p in plans if profile == book_params.BEST and p.total]
     if whys:
         lines += ["", "why each profile:"] + whys
+    return "\n".join(lines)
+
+
+def status_markdown(plans: list[ChapterPlan]) -> str:
+    """The book's status page: per chapter, the profile it shows and why, the runs and
+    compute behind it and when its records were made."""
+    lines = ["| chapter | profile shown | runs stored / read | compute behind it | "
+             "records made (UTC) |", "|---|---|---|---|---|"]
+    for p in plans:
+        if not p.total:
+            lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — |")
+            continue
+        made = ("—" if p.made_first is None else
+                f"{p.made_first[:16].replace('T', ' ')} to {p.made_last[:16].replace('T', ' ')}")
+        lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total} | "
+                     f"{_hours(p.compute_s)} | {made} |")
     return "\n".join(lines)

@@ -124,8 +124,14 @@ def toc_pages(root: Path) -> list[str]:
     return pages
 
 
+# The status page reports the records the other chapters read, so it executes after them
+# wherever it stands in the table of contents.
+STATUS_PAGE = "book_status"
+
+
 def select(root: Path, only: Sequence[str] | None) -> list[str]:
-    names = toc_notebooks(root)
+    """The notebooks to execute, in book order but :data:`STATUS_PAGE` last."""
+    names = sorted(toc_notebooks(root), key=lambda n: n == STATUS_PAGE)
     if not only:
         return names
     unknown = [n for n in only if n not in names]

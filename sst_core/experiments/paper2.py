@@ -86,7 +86,8 @@ LRA_ABLATION_INITS = ("random", "real", "step", "inv")
 def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:
     kw = dict(H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, epochs=P.lra_epochs,
               batch=P.lra_batch, n_train=P.lra_n_train, max_length=P.lra_listops_max_len,
-              image_side=P.lra_image_side, mf_T=P.lra_mf_T)
+              image_side=P.lra_image_side, mf_T=P.lra_mf_T,
+              difficulty=P.lra_pathfinder_difficulty)
     kw.update(LRA_TASK_SETTINGS.get(task, {}))
     if P.name == "paper":  # the published per-task configuration replaces the profile's sizes
         kw.update(LRA_PAPER_CONFIGS.get(task.removeprefix("lra_").replace("cifar", "digits"), {}))
@@ -134,6 +135,13 @@ def lra_ablation_grid(P, tasks=None) -> list[LRAConfig]:
     return [_lra(P, t, init, frozen, seed) for t in (tasks or P.lra_tasks)
             for init in LRA_ABLATION_INITS for frozen in (False, True)
             for seed in P.lra_ablation_seeds]
+
+
+def lra_probe_grid(P) -> list[LRAConfig]:
+    """The learnability probes: learned S4D-Inv on each of ``P.lra_probe_tasks``, the
+    first two seeds (a task whose full grid does not fit the profile's budget)."""
+    return [_lra(P, t, "inv", False, seed) for t in P.lra_probe_tasks
+            for seed in P.lra_seeds[:2]]
 
 
 HORIZON_INITS = ("inv", "lin", "real", "random", "step")  # every kind of init_Lambda

@@ -86,6 +86,10 @@ class Profile:
     lra_listops_max_len: int  # ListOps length band is [max_len / 4, max_len]
     lra_image_side: int  # digits images are resized to side x side pixels
     lra_mf_T: int  # horizon of the supremum memory function
+    lra_pathfinder_difficulty: str  # LRA's contour-length preset: easy | intermediate | hard
+    # tasks run only as a learnability probe (learned S4D-Inv, the first two seeds): the
+    # full grid of such a task does not fit the profile's budget
+    lra_probe_tasks: tuple[str, ...]
     # the memory-horizon task of the same chapter (delayed recall at lag tau; seeds: lra_seeds)
     horizon_taus: tuple[int, ...]  # delays tau of the label, short to long
     horizon_N: int  # state size N (real dimension)
@@ -161,6 +165,8 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=60,
         lra_image_side=8,
         lra_mf_T=64,
+        lra_pathfinder_difficulty="hard",
+        lra_probe_tasks=(),
         horizon_taus=(4, 16),
         horizon_N=4,
         horizon_H=4,
@@ -221,6 +227,8 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=256,
         lra_image_side=16,
         lra_mf_T=256,
+        lra_pathfinder_difficulty="hard",
+        lra_probe_tasks=(),
         horizon_taus=(10, 100, 300, 1000),
         horizon_N=32,
         horizon_H=16,
@@ -273,22 +281,27 @@ PROFILES: dict[str, Profile] = {
         beyond_d_states=(16,),
         beyond_rnn_widths=(64,),
         beyond_schedules=("constant",),
-        lra_tasks=("listops", "pathfinder", "digits"),
+        # Pathfinder is a probe only: a learned S4D-Inv model stayed at chance on 4,096
+        # generated "easy" images in 6 epochs (train loss 0.71 -> 0.37, test 0.51); its
+        # full grid of 42 runs would take about 7 hours of this machine
+        lra_tasks=("listops", "digits"),
         lra_H=64,
         lra_N=64,
         lra_layers=4,
-        lra_epochs=20,
+        lra_epochs=10,
         lra_batch=32,
         lra_n_train=8192,
         lra_seeds=(0, 1, 2, 3, 4, 5),
         lra_ablation_seeds=(0, 1, 2),
         lra_listops_max_len=512,
-        lra_image_side=16,
+        lra_image_side=24,
         lra_mf_T=1024,
+        lra_pathfinder_difficulty="easy",
+        lra_probe_tasks=("pathfinder",),
         horizon_taus=(10, 30, 100, 300, 1000, 2000),
         horizon_N=64,
         horizon_H=16,
-        horizon_steps=1500,
+        horizon_steps=1000,
         horizon_batch=32,
         horizon_n_test=1024,
         horizon_seeds=(0, 1, 2),
@@ -344,6 +357,8 @@ PROFILES: dict[str, Profile] = {
         lra_listops_max_len=2000,
         lra_image_side=32,
         lra_mf_T=4096,
+        lra_pathfinder_difficulty="hard",
+        lra_probe_tasks=(),
         horizon_taus=(10, 30, 100, 300, 1000, 2000, 4000),
         horizon_N=64,
         horizon_H=64,

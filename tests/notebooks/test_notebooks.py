@@ -70,3 +70,16 @@ def test_notebook_itself_rejects_a_typo_from_plain_papermill(tmp_path):
                                    progress_bar=False, cwd=str(nb.parent))
     assert "word_lenght" in str(err.value)
     assert not (root / "results").exists()
+
+
+def test_the_status_page_runs_last_and_counts_the_chapters_records(smoke_book):
+    from sst_core.book.runner import STATUS_PAGE, select
+
+    assert select(ROOT, None)[-1] == STATUS_PAGE and STATUS_PAGE in NOTEBOOKS
+    assert [r.name for r in smoke_book.runs][-1] == STATUS_PAGE
+    nb = nbformat.read(smoke_book.root / "notebooks" / f"{STATUS_PAGE}.ipynb", as_version=4)
+    shown = "".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
+                    if c.cell_type == "code" for o in c.get("outputs", []))
+    row = next(line for line in shown.splitlines() if line.startswith("| p1_table2 |"))
+    stored, total = (int(x) for x in row.split("|")[3].split("/"))
+    assert row.split("|")[2].strip() == "`smoke`" and stored == total > 0

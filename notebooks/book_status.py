@@ -1,0 +1,39 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Status of this build
+#
+# Every number in this book comes from a run record under `results/`. This page, generated
+# from those records when the book was built, says for each chapter which profile it shows
+# (with `best`: the largest profile whose records cover the whole chapter, so that nothing
+# is retrained), how many runs and how much compute stand behind it, and when its records
+# were made. `sst book --plan` prints the same before a build, with the compute the missing
+# runs would need.
+
+# %% tags=["parameters", "remove-cell"]
+# Papermill parameters: `profile`, the one the book is built with (best: per chapter).
+profile = "best"
+
+# %%
+from IPython.display import Markdown, display
+
+from sst_core.book import params
+from sst_core.book.plan import book_plan, status_markdown
+from sst_core.book.runner import find_root, toc_notebooks
+
+params.from_notebook("book_status", globals())  # fails here on a typo or a wrong type
+chapters = [n for n in toc_notebooks(find_root()) if n != "book_status"]
+plans = book_plan(chapters, profile)
+display(Markdown(status_markdown(plans)))
+
+# %% [markdown]
+# Why each chapter shows its profile:
+
+# %%
+display(Markdown("\n".join(f"- **{p.notebook}**: {p.why}" for p in plans if p.total)))
