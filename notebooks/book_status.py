@@ -20,7 +20,7 @@
 # Papermill parameters: `profile`, the one the book is built with (best: per chapter).
 profile = "best"
 
-# %%
+# %% tags=["remove-input"]
 from IPython.display import Markdown, display
 
 from sst_core.book import params
@@ -35,5 +35,5 @@ display(Markdown(status_markdown(plans)))
 # %% [markdown]
 # Why each chapter shows its profile:
 
-# %%
+# %% tags=["remove-input"]
 display(Markdown("\n".join(f"- **{p.notebook}**: {p.why}" for p in plans if p.total)))

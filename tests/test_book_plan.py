@@ -33,7 +33,7 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     monkeypatch.setattr(plan, "is_stale_record", one_stale)
     p = plan.chapter_plan("p1_table3", "smoke")
     assert (p.profile, p.why, p.total, p.stored, p.missing, p.stale) == \
-        ("smoke", "asked for", len(grid), len(grid) - 2, 2, 1)
+        ("smoke", "the book was built with profile `smoke`", len(grid), len(grid) - 2, 2, 1)
     assert p.estimate_s == pytest.approx(20.0)
     assert "2 missing, 1 stale: about 0 min to compute" in p.line()
 

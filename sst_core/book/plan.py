@@ -62,7 +62,7 @@ def chapter_plan(notebook: str, profile: str, root: Path | None = None,
     if profile == book_params.BEST:
         name, why = book_params.best_profile(notebook)
     else:
-        name, why = profile, "asked for"
+        name, why = profile, f"the book was built with profile `{profile}`"
     root = root or results_dir()
     P = get_profile(name)
     plan = ChapterPlan(notebook, name, why, sweeps=list(chapter_sweeps(notebook)))
