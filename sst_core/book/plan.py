@@ -15,10 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from sst_core.book import params as book_params
-from sst_core.experiments.registry import chapter_sweeps, is_stale_record, phases
-from sst_core.spec.configs import config_hash
+from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
 from sst_core.spec.profiles import get_profile
-from sst_core.store.records import RecordError, load_record, record_path, results_dir
+from sst_core.store.records import (
+    RecordError,
+    load_record,
+    record_path,
+    results_dir,
+    run_compute_s,
+)
 
 
 @dataclass
@@ -52,8 +57,8 @@ def _hours(seconds: float) -> str:
 
 
 def _run_cost(record: dict[str, Any]) -> float:
-    """The compute of one stored run: its wall time, a stack's shared by its runs."""
-    return record["wall_time_s"] / record.get("stack", {}).get("size", 1)
+    """The compute of one stored run (:func:`sst_core.store.records.run_compute_s`)."""
+    return run_compute_s(record)
 
 
 def chapter_plan(notebook: str, profile: str, root: Path | None = None,
@@ -71,26 +76,21 @@ def chapter_plan(notebook: str, profile: str, root: Path | None = None,
     for sweep in plan.sweeps:
         costs: list[float] = []
         missing = 0
-        for phase in phases(sweep, P):
-            for cfg in phase:
-                rid = config_hash(cfg)
-                if rid in seen:
-                    continue
-                seen.add(rid)
-                plan.total += 1
-                try:
-                    record = load_record(record_path(cfg, root))
-                except (RecordError, FileNotFoundError):
-                    missing += 1
-                    continue
-                plan.stored += 1
-                plan.stale += is_stale_record(record)
-                costs.append(_run_cost(record))
-                plan.compute_s += costs[-1]
-                made = record.get("created_utc")
-                if made:
-                    plan.made_first = min(plan.made_first or made, made)
-                    plan.made_last = max(plan.made_last or made, made)
+        for cfg in sweep_configs(sweep, P, seen):
+            plan.total += 1
+            try:
+                record = load_record(record_path(cfg, root))
+            except (RecordError, FileNotFoundError):
+                missing += 1
+                continue
+            plan.stored += 1
+            plan.stale += is_stale_record(record)
+            costs.append(_run_cost(record))
+            plan.compute_s += costs[-1]
+            made = record.get("created_utc")
+            if made:
+                plan.made_first = min(plan.made_first or made, made)
+                plan.made_last = max(plan.made_last or made, made)
         plan.missing += missing
         key = (sweep, name)
         if costs:

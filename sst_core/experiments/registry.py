@@ -202,6 +202,23 @@ def phases(sweep: str, P: Profile) -> list[list[Any]]:
     return [first, analyses] if analyses else [first]
 
 
+def sweep_configs(sweep: str, P: Profile, seen: set[str] | None = None) -> list[Any]:
+    """Every config of ``sweep`` under ``P``, phase after phase, each once (by run id);
+    ``seen``: run ids already counted elsewhere (updated), e.g. by another sweep of the
+    same chapter."""
+    from sst_core.spec.configs import config_hash
+
+    seen = set() if seen is None else seen
+    out = []
+    for phase in phases(sweep, P):
+        for cfg in phase:
+            rid = config_hash(cfg)
+            if rid not in seen:
+                seen.add(rid)
+                out.append(cfg)
+    return out
+
+
 def chapter_sweeps(notebook: str) -> tuple[str, ...]:
     """The sweeps whose records a chapter reads (none for a chapter that reads none)."""
     return tuple(name for name, grids in SWEEP_GRIDS.items()

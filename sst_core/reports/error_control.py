@@ -127,7 +127,11 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
 
 
 def figure4_table(P: Profile, root=None) -> Table:
-    from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection, resample_grid
+    from sst_core.experiments.paper1 import (
+        FIGURE4_RULE,
+        figure4_selection,
+        resample_grid,
+    )
 
     candidates = diagnostic_records(P, root, "figure4")
     selected = figure4_selection(candidates)

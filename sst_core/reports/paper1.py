@@ -251,20 +251,16 @@ def grid_spread(values: Sequence[int | None]) -> dict[str, Any]:
 def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     """The spread of m_p over each Table 2 cell's whole grid (sizes, learning rates,
     schedules, seeds): median [lowest–highest] of its runs, where Table 2 shows the best."""
-    summary, ids = summarise(paper1.table2_grid(P, models=models), root)
-    depths = P.track_depths
-    cols = ["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
+    t2 = table2(P, root, models)  # its data holds each cell's spread (grid_spread)
+    cols, ids = t2.columns, t2.records
     rows, data = [], []
-    for m in models:
-        row = [m, "affine" if expected_affine(m) else "state-dependent"]
-        for g in paper1.TABLE2_GROUPS:
-            for d in depths:
-                s = summary.get((m, g, d))
-                sp = grid_spread(s["m_p_grid"] if s else [])
-                row.append("missing" if not sp["n"] else
-                           f"{fmt(sp['median'])} [{fmt(sp['min'])}–{fmt(sp['max'])}] n={sp['n']}")
-                data.append({"model": m, "group": g, "n_layers": d, **sp})
-        rows.append(row)
+    for row in t2.rows:
+        cells = [d for d in t2.data if d["model"] == row[0]]  # in the columns' order
+        rows.append(row[:2] + ["missing" if not d["grid"]["n"] else
+                               f"{fmt(d['grid']['median'])} [{fmt(d['grid']['min'])}–"
+                               f"{fmt(d['grid']['max'])}] n={d['grid']['n']}" for d in cells])
+        data += [{"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
+                  **d["grid"]} for d in cells]
     note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs; 'fail' "
             "is below every length. Table 2 shows the best of the same runs. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")

@@ -113,6 +113,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+def run_compute_s(record: dict[str, Any]) -> float:
+    """The compute one stored run took: its wall time, a stack's shared by its runs."""
+    return record["wall_time_s"] / record.get("stack", {}).get("size", 1)
+
+
 def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:
     """A file stored beside a run's record, e.g. its weights: ``<run-id><suffix>``."""
     return record_path(cfg, root).with_suffix(suffix)

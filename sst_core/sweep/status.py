@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from sst_core.experiments.registry import SWEEPS, is_stale_record, phases
-from sst_core.spec.configs import config_hash
+from sst_core.experiments.registry import SWEEPS, is_stale_record, phases, sweep_configs
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
     artifact_path,
     load_record,
     record_path,
+    run_compute_s,
 )
 from sst_core.sweep.claims import claim_path, is_stale
 
@@ -43,36 +43,29 @@ def status(profile: str, experiments: Sequence[str] | None = None,
     out = []
     for name in experiments or SWEEPS:
         st = Status(name)
-        seen = set()
-        for cfgs in phases(name, P):
-            for cfg in cfgs:
-                rid = config_hash(cfg)
-                if rid in seen:
-                    continue
-                seen.add(rid)
-                st.total += 1
-                path = record_path(cfg, root)
-                try:
-                    record = load_record(path) if path.exists() else None
-                except RecordError as err:
-                    st.unreadable += 1
-                    st.problems.append(str(err))
-                    record = None
+        for cfg in sweep_configs(name, P):
+            st.total += 1
+            path = record_path(cfg, root)
+            try:
+                record = load_record(path) if path.exists() else None
+            except RecordError as err:
+                st.unreadable += 1
+                st.problems.append(str(err))
+                record = None
+            else:
+                st.missing += record is None
+            if record is None:
+                cp = claim_path(cfg, root)
+                st.claimed += cp.exists() and not is_stale(cp)
+                continue
+            st.done += record["status"] == "ok"
+            st.failed += record["status"] == "failed"
+            st.compute_s += run_compute_s(record)
+            if is_stale_record(record):
+                if record.get("code_hash") is None:
+                    st.unknown_code += 1
                 else:
-                    st.missing += record is None
-                if record is None:
-                    cp = claim_path(cfg, root)
-                    st.claimed += cp.exists() and not is_stale(cp)
-                    continue
-                st.done += record["status"] == "ok"
-                st.failed += record["status"] == "failed"
-                size = record.get("stack", {}).get("size", 1)
-                st.compute_s += record["wall_time_s"] / size
-                if is_stale_record(record):
-                    if record.get("code_hash") is None:
-                        st.unknown_code += 1
-                    else:
-                        st.stale += 1
+                    st.stale += 1
         out.append(st)
     return out
 
