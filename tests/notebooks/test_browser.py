@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 import warnings
@@ -25,6 +26,9 @@ if not (CHROMIUM and DRIVER):
                 allow_module_level=True)
 
 PAGES = toc_pages(ROOT)
+
+# what a tqdm bar leaves in an output: "40%|████      | 12/30 [00:01<00:02,  7.98run/s]"
+PROGRESS = re.compile(r"\d+%\|.*\| *\d+/\d+|\d(?:it|run|stack|nb)/s\b")
 
 # Text of the page's main part without code blocks, so code may contain '$'.
 VISIBLE_TEXT = """
@@ -137,6 +141,9 @@ def check_page(browser, url: str, page: str) -> None:
         assert marker not in browser.find_element("css selector", "main").text, \
             f"{page}: an output shows {marker!r}"
     assert not browser.find_elements("css selector", "main .output.traceback, main .output.error")
+    main_text = browser.find_element("css selector", "main").text
+    leaked = PROGRESS.search(main_text)
+    assert not leaked, f"{page}: progress output leaked into the page: {leaked.group(0)!r}"
 
     images = browser.execute_script(
         "return Array.from(document.querySelectorAll('main img'))"
@@ -158,3 +165,26 @@ def test_chapter_shows_figures_and_widget(site, browser):
         assert "smoke" in browser.find_element("css selector", "main").text  # the scale is stated
 
     twice(check, "notebooks/p1_groups")
+
+
+def test_the_status_page_lists_every_chapter(site, browser):
+    from sst_core.book.runner import STATUS_PAGE, toc_notebooks
+
+    def check() -> None:
+        browser.get(f"{site}/notebooks/{STATUS_PAGE}.html")
+        rows = browser.execute_script(
+            "return Array.from(document.querySelectorAll('main table tbody tr'))"
+            ".map(r => Array.from(r.cells).map(c => c.innerText.trim()));")
+        chapters = [r[0] for r in rows]
+        assert chapters == [n for n in toc_notebooks(ROOT) if n != STATUS_PAGE]
+        assert all(r[1] == "smoke" for r in rows)
+        assert "code" not in browser.execute_script(  # its code cells are hidden
+            "return Array.from(document.querySelectorAll('main .cell_input')).length ? 'code' : ''")
+
+    twice(check, f"notebooks/{STATUS_PAGE}")
+
+
+def test_the_progress_pattern_catches_a_tqdm_line():
+    assert PROGRESS.search("Table 2:  40%|████      | 12/30 [00:01<00:02,  7.98run/s]")
+    assert PROGRESS.search("100%|██████████| 1/1 [00:07<00:00,  7.40s/nb]")
+    assert not PROGRESS.search("m_p rose in 40% of 12/30 runs")
