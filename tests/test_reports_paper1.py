@@ -61,6 +61,8 @@ def test_table2_best_over_grid_with_seed_spread(tmp_path, P):
     assert mamba["n_runs"] == 3 and mamba["n_missing"] == 1
     row = t.rows[0]
     assert row[0] == "tanh_rnn" and row[-1].startswith("1000 [600–1000] / 1000")  # S3 L1
+    assert "runs)" not in row[-1]  # complete
+    assert t.rows[1][-1] == "fail (3 of 4 runs) / fail ✓"  # one mamba run missing
     out = json.loads(t.to_json())
     s3 = [d for d in out["data"] if d["group"] == "S3"]
     assert [d["m_p"] for d in s3] == [1000, None]

@@ -122,6 +122,9 @@ def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
         lo, hi = min(s["m_p_seeds"], key=_rank), max(s["m_p_seeds"], key=_rank)
         spread = f" [{fmt(lo)}–{fmt(hi)}]"
     ours = fmt(s["m_p"]) + spread
+    if s.get("missing"):  # a cell whose grid is not complete yet says so
+        done = s.get("ok", 0) + s.get("failed", 0)
+        ours += f" ({done} of {done + s['missing']} runs)"
     theirs = fmt(paper) if paper != "missing" else "—"
     return f"{ours} / {theirs} {MARK[agree]}".rstrip(), agree
 
