@@ -69,3 +69,17 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     text = plan.status_markdown(plans)
     assert f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} | " in text
     assert "| bench | `smoke` | computed on the page |" in text
+
+
+def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, capsys):
+    from sst_core.book import runner
+
+    order = []
+    monkeypatch.setattr(runner, "ensure_vendor", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "run_notebooks", lambda *a, **k: order.append("run") or [])
+    monkeypatch.setattr(runner, "jupyter_book_build", lambda *a, **k: order.append("build"))
+    runner.build_book(ROOT, "smoke", results=root / "elsewhere")
+    out = capsys.readouterr().out
+    assert out.index("sst book --plan, profile smoke") < out.index("[sst] book built")
+    assert "p1_table2" in out and order == ["run", "build"]
+    assert not (root / "elsewhere").exists()  # the plan reads, it writes nothing

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -212,7 +213,6 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
     ``progress``: show the kernel's runs as a bar on stderr while it executes."""
     import jupytext
     import papermill
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     params = {"profile": profile, **(parameters or {})}
     book_params.check_parameters(name, params)  # fails before any work starts
@@ -225,14 +225,41 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
         raise BookError(f"{src}: parameters cell declares {sorted(declared)}, "
                         f"but sst_core.spec.configs.NOTEBOOKS allows {sorted(expected)}")
 
-    env_before = os.environ.get("SST_RESULTS_DIR")
-    # an explicit `results`, else the caller's $SST_RESULTS_DIR, else <root>/results
-    os.environ["SST_RESULTS_DIR"] = str(results or env_before or root / "results")
     os.environ["SST_PROGRESS"] = "0"  # the kernel inherits it: no progress widgets in the book
     start = time.perf_counter()
-    error = None
     watch = ProgressWatch(name, echo=progress)
     os.environ[progress_file.ENV] = str(watch.path)  # the kernel reports its runs there
+    try:
+        with results_env(root, results):
+            error = _execute(out, params, profile)
+    finally:
+        watch.stop()
+        os.environ.pop(progress_file.ENV, None)
+    _tag_injected(out)
+    return NotebookRun(name, profile, time.perf_counter() - start, error is None, error)
+
+
+@contextmanager
+def results_env(root: Path, results: Path | None):
+    """``$SST_RESULTS_DIR`` for what runs inside: an explicit ``results``, else the
+    caller's ``$SST_RESULTS_DIR``, else ``<root>/results``; restored afterwards."""
+    before = os.environ.get("SST_RESULTS_DIR")
+    os.environ["SST_RESULTS_DIR"] = str(results or before or root / "results")
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SST_RESULTS_DIR", None)
+        else:
+            os.environ["SST_RESULTS_DIR"] = before
+
+
+def _execute(out: Path, params: dict[str, Any], profile: str) -> str | None:
+    """Execute ``out`` in place with papermill; the error in one line, or None."""
+    import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    error = None
     try:
         papermill.execute_notebook(str(out), str(out), parameters=params, kernel_name="python3",
                                    cwd=str(out.parent), progress_bar=False, log_output=False,
@@ -241,15 +268,7 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
         error = f"{err.ename}: {err.evalue}"[:300]
     except (CellTimeoutError, DeadKernelError) as err:
         error = f"{type(err).__name__}: {err}"[:300]
-    finally:
-        watch.stop()
-        os.environ.pop(progress_file.ENV, None)
-        if env_before is None:
-            os.environ.pop("SST_RESULTS_DIR", None)
-        else:
-            os.environ["SST_RESULTS_DIR"] = env_before
-    _tag_injected(out)
-    return NotebookRun(name, profile, time.perf_counter() - start, error is None, error)
+    return error
 
 
 def run_notebooks(root: Path, profile: str, only: Sequence[str] | None = None,
@@ -291,6 +310,11 @@ def build_book(root: Path, profile: str, results: Path | None = None,
     start = time.perf_counter()
     read_toc(root)  # a wrong root is named before anything is fetched or run
     ensure_vendor(root, quiet=not echo)
+    if echo:  # what will be computed, and roughly how long, before anything runs
+        from sst_core.book.plan import book_plan, plan_text
+
+        with results_env(root, results):
+            print(plan_text(book_plan(toc_notebooks(root), profile), profile), flush=True)
     runs = run_notebooks(root, profile, results=results, echo=echo)
     failed = [r for r in runs if not r.ok]
     if failed:
