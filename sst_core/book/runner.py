@@ -174,8 +174,9 @@ class ProgressWatch:
         self._thread.start()
 
     def _show(self, state: dict[str, Any]) -> None:
-        if not self.states or state != self.states[-1]:
-            self.states.append(state)
+        if self.states and state == self.states[-1]:
+            return  # nothing new: no redraw (a log that is not a terminal keeps every one)
+        self.states.append(state)
         if not self.echo:
             return
         from tqdm.auto import tqdm
