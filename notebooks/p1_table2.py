@@ -127,6 +127,9 @@ glue("t2_post", P.track_post_steps, display=False)
 glue("t2_every", P.track_heldout_every, display=False)
 glue("t2_heldout_n", P.track_heldout_samples, display=False)
 glue("t2_runs", len(records), display=False)
+n_cells = len(paper1.TABLE2_MODELS) * len(paper1.TABLE2_GROUPS) * len(P.track_depths)
+glue("t2_per_cell", f"{len(records) // n_cells}", display=False)
+glue("t2_d_model", f"{P.track_d_model}", display=False)
 glue("t2_failed", len(failed), display=False)
 glue("t2_hours", sum(r["wall_time_s"] for r in records) / 3600, display=False)
 for r in failed:
@@ -175,8 +178,8 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 #
 # **Why our numbers may differ.** The paper selects the best of 81 runs per cell (three
 # widths, three learning rates, three schedulers, three seeds) at $d_{\text{model}} = 698$;
-# a profile below `paper` runs a small slice of that grid with fewer steps, so a model that
-# needs a lucky seed or a long plateau (the tanh RNN's learning is a sudden jump, sometimes
+# this profile runs {glue:text}`t2_per_cell` runs per cell at $d_{\text{model}}$ =
+# {glue:text}`t2_d_model`, so a model that needs a lucky seed or a long plateau (the tanh RNN's learning is a sudden jump, sometimes
 # after thousands of steps) can show a shorter $m_p$ here. The token sets, the exact
 # curriculum "epoch", the schedulers and two model definitions (Simple AUSSM, the gated
 # pair) are our proposals, and $m_p$ uses the paper's wording ("largest length with at least
