@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 import time
@@ -379,7 +380,15 @@ def _gpu_check(args: argparse.Namespace) -> int:
 _RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "gpu-check", "lra")
 
 
+# torch's CPU allocator with transparent huge pages (read once, when torch first allocates):
+# fresh memory otherwise page-faults, and training steps here run 1.5-2x slower
+# (cpu-performance-notes.md). The Makefile sets it too; a user's own value wins.
+THP_ENV = ("THP_MEM_ALLOC_ENABLE", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
+    if "torch" not in sys.modules:  # (too late once torch has loaded)
+        os.environ.setdefault(*THP_ENV)
     args = _parser().parse_args(argv)
     if args.command in _RESULTS_COMMANDS or getattr(args, "record", False):
         from sst_core.store.records import ResultsDirError, results_dir

@@ -53,3 +53,19 @@ def test_every_registered_report_builds_from_an_empty_store(tmp_path, monkeypatc
         assert cli.main(["report", name, "--profile", "smoke", "--format", "json"]) == 0, name
         out = json.loads(capsys.readouterr().out)
         assert out["title"] and out["columns"], name
+
+
+def test_the_command_turns_on_huge_pages_before_torch_loads():
+    """``sst`` sets THP_MEM_ALLOC_ENABLE=1 (torch reads it once) unless the user set it."""
+    import os
+
+    code = ("import os, sys; from sst_core import cli; cli.main(['report', '--list']); "
+            "print('THP=' + os.environ.get('THP_MEM_ALLOC_ENABLE', 'unset'))")
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    for given, want in ((None, "THP=1"), ("0", "THP=0")):
+        if given is not None:
+            env["THP_MEM_ALLOC_ENABLE"] = given
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip().splitlines()[-1] == want

@@ -29,8 +29,8 @@ import torch
 
 from sst_core.ops import native
 
-__all__ = ["library", "loaded", "status", "forward", "backward", "conv_forward", "conv_backward",
-           "elementwise", "parts", "LANES"]
+__all__ = ["Library", "library", "loaded", "status", "flags", "forward", "backward",
+           "conv_forward", "conv_backward", "elementwise", "parts", "run_calls", "ptr", "LANES"]
 
 CODE_FILES = ("native_selective.c",)  # counted in the records' code hash
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
@@ -40,12 +40,10 @@ _MIN_PARALLEL = 1 << 16  # b L E N below which one thread does all the work
 # b L E K for the conv: its work per element is lighter (a pool call costs some 50 us)
 _MIN_PARALLEL_LIGHT = 1 << 20
 
-_lock = threading.Lock()
-_state: dict = {"lib": None, "tried": False, "reason": "not built yet"}
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
 
 
-def _flags() -> tuple[str, ...]:
+def flags() -> tuple[str, ...]:
     """The linear scan's flags; on x86, 512-bit vectors where the CPU has them (the exp
     polynomial runs 1.3-1.4x faster than with gcc's default 256)."""
     if platform.machine().lower() in ("x86_64", "amd64"):
@@ -53,50 +51,82 @@ def _flags() -> tuple[str, ...]:
     return native.FLAGS
 
 
-def _build() -> tuple[ctypes.CDLL | None, str]:
-    lib, how = native.build_library(SOURCE, "native_selective", _flags())
-    if lib is None:
-        return None, how
-    i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    signatures = {"sel_fwd": [ptr] * 9 + [i64] * 2 + [ptr] * 3 + [i64] * 12,
-                  "sel_bwd": [ptr] * 8 + [i64] * 2 + [ptr] * 12 + [i64] * 12,
-                  "sel_exp": [ptr, i64], "sel_softplus": [ptr, i64],
-                  "conv_fwd": [ptr, i64, i64] + [ptr] * 4 + [i64] * 9,
-                  "conv_bwd": [ptr, i64, i64] + [ptr] * 8 + [i64] * 9}
-    for suf in SUFFIX.values():
-        for name, types in signatures.items():
-            fn = getattr(lib, f"{name}_{suf}")
-            fn.argtypes, fn.restype = types, None
-    return lib, how
+class Library:
+    """One C source built and loaded once per process (:func:`sst_core.ops.native.build_library`
+    with :func:`flags`), its functions typed from ``signatures`` (name without the dtype
+    suffix -> ctypes argument types, one function per dtype of SUFFIX)."""
+
+    def __init__(self, source: Path, name: str, signatures: dict[str, list]):
+        self.source, self.name, self.signatures = source, name, signatures
+        self._lock = threading.Lock()
+        self._lib: ctypes.CDLL | None = None
+        self._tried, self._reason = False, "not built yet"
+
+    def _build(self) -> tuple[ctypes.CDLL | None, str]:
+        lib, how = native.build_library(self.source, self.name, flags())
+        if lib is None:
+            return None, how
+        for suf in SUFFIX.values():
+            for name, types in self.signatures.items():
+                fn = getattr(lib, f"{name}_{suf}")
+                fn.argtypes, fn.restype = types, None
+        return lib, how
+
+    def get(self) -> ctypes.CDLL | None:
+        """The loaded library, or None (no compiler, a failed build, or switched off by
+        ``SST_NATIVE=0`` or inside :func:`sst_core.ops.native.disabled`)."""
+        if native.switched_off():
+            return None
+        if not self._tried:
+            with self._lock:
+                if not self._tried:
+                    self._lib, self._reason = self._build()
+                    self._tried = True
+        return self._lib
+
+    def fresh(self) -> Library:
+        """The same library not loaded yet (the next ``get`` builds or loads it again)."""
+        return Library(self.source, self.name, self.signatures)
+
+    def loaded(self) -> bool:
+        """Whether this process has loaded the library (without building it)."""
+        return self._lib is not None
+
+    def status(self) -> str:
+        """Which loops run, and why."""
+        if os.environ.get("SST_NATIVE", "1") == "0":
+            return "torch path (SST_NATIVE=0)"
+        lib = self.get()
+        return ("C loops: " if lib is not None else "torch path: ") + self._reason
+
+
+_i64, _p = ctypes.c_int64, ctypes.c_void_p
+_LIBRARY = Library(SOURCE, "native_selective", {
+    "sel_fwd": [_p] * 9 + [_i64] * 2 + [_p] * 3 + [_i64] * 12,
+    "sel_bwd": [_p] * 8 + [_i64] * 2 + [_p] * 12 + [_i64] * 12,
+    "sel_exp": [_p, _i64], "sel_softplus": [_p, _i64],
+    "conv_fwd": [_p, _i64, _i64] + [_p] * 4 + [_i64] * 9,
+    "conv_bwd": [_p, _i64, _i64] + [_p] * 8 + [_i64] * 9})
 
 
 def library() -> ctypes.CDLL | None:
     """The loaded C library, or None (no compiler, a failed build, or switched off by
     ``SST_NATIVE=0`` or inside :func:`sst_core.ops.native.disabled`)."""
-    if native.switched_off():
-        return None
-    if not _state["tried"]:
-        with _lock:
-            if not _state["tried"]:
-                _state["lib"], _state["reason"] = _build()
-                _state["tried"] = True
-    return _state["lib"]
+    return _LIBRARY.get()
 
 
 def loaded() -> bool:
     """Whether this process has loaded the C library (without building it)."""
-    return _state["lib"] is not None
+    return _LIBRARY.loaded()
 
 
 def status() -> str:
     """Which loops the CPU selective scan runs, and why."""
-    if os.environ.get("SST_NATIVE", "1") == "0":
-        return "torch path (SST_NATIVE=0)"
-    lib = library()
-    return ("C loops: " if lib is not None else "torch path: ") + _state["reason"]
+    return _LIBRARY.status()
 
 
-def _ptr(x: torch.Tensor | None) -> int | None:
+def ptr(x: torch.Tensor | None) -> int | None:
+    """The data pointer of x, or None (NULL) for None."""
     return None if x is None else x.data_ptr()
 
 
@@ -115,7 +145,7 @@ def parts(b: int, E: int, work: int, least: int | None = None
     return [(0, b, e, min(E, e + step)) for e in range(0, E, step)]
 
 
-def _run(fn, calls: list[tuple]) -> None:
+def run_calls(fn, calls: list[tuple]) -> None:
     """``fn(*args)`` for each args tuple, the first in this thread, the rest in the pool."""
     global _pool
     if len(calls) == 1:
@@ -150,10 +180,10 @@ def forward(lib: ctypes.CDLL, dt, x, At, B, C, h0, bias, D, z, out, h_last, star
     b, L, E = dt.shape
     G, N = At.shape[0], At.shape[1]
     fn = getattr(lib, f"sel_fwd_{SUFFIX[dt.dtype]}")
-    args = (_ptr(dt), _ptr(x), _ptr(At), _ptr(B), _ptr(C), _ptr(h0), _ptr(bias), _ptr(D),
-            _ptr(z), *_strides(z), _ptr(out), _ptr(h_last), _ptr(starts), b, L, E, N, G, T,
+    args = (ptr(dt), ptr(x), ptr(At), ptr(B), ptr(C), ptr(h0), ptr(bias), ptr(D),
+            ptr(z), *_strides(z), ptr(out), ptr(h_last), ptr(starts), b, L, E, N, G, T,
             int(negative), int(softplus))
-    _run(fn, [args + p for p in parts(b, E, b * L * E * N)])
+    run_calls(fn, [args + p for p in parts(b, E, b * L * E * N)])
 
 
 def backward(lib: ctypes.CDLL, dt, x, At, B, C, bias, D, z, starts, grad_out, g_last,
@@ -176,13 +206,13 @@ def backward(lib: ctypes.CDLL, dt, x, At, B, C, bias, D, z, starts, grad_out, g_
     calls = []
     for i, p in enumerate(splits):
         part = i if k > 1 else 0
-        calls.append((_ptr(dt), _ptr(x), _ptr(At), _ptr(B), _ptr(C), _ptr(bias), _ptr(D),
-                      _ptr(z), *_strides(z), _ptr(starts), _ptr(grad_out), _ptr(g_last),
-                      _ptr(grads["dt"]), _ptr(grads["x"]), _ptr(grads["z"]),
-                      _ptr(grads["A"]), _ptr(gB[part]), _ptr(gC[part]), _ptr(grads["D"]),
-                      _ptr(grads["bias"]), _ptr(grads["h0"]), b, L, E, N, G, T,
+        calls.append((ptr(dt), ptr(x), ptr(At), ptr(B), ptr(C), ptr(bias), ptr(D),
+                      ptr(z), *_strides(z), ptr(starts), ptr(grad_out), ptr(g_last),
+                      ptr(grads["dt"]), ptr(grads["x"]), ptr(grads["z"]),
+                      ptr(grads["A"]), ptr(gB[part]), ptr(gC[part]), ptr(grads["D"]),
+                      ptr(grads["bias"]), ptr(grads["h0"]), b, L, E, N, G, T,
                       int(negative), int(softplus)) + p)
-    _run(fn, calls)
+    run_calls(fn, calls)
     grads["B"], grads["C"] = (gB[0], gC[0]) if k == 1 else (gB.sum(0), gC.sum(0))
     return grads
 
@@ -193,8 +223,8 @@ def conv_forward(lib: ctypes.CDLL, x, window, wT, bias, out) -> None:
     b, L, E = x.shape
     G, K = wT.shape[0], wT.shape[1]
     fn = getattr(lib, f"conv_fwd_{SUFFIX[x.dtype]}")
-    args = (_ptr(x), *_strides(x), _ptr(window), _ptr(wT), _ptr(bias), _ptr(out), b, L, E, K, G)
-    _run(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+    args = (ptr(x), *_strides(x), ptr(window), ptr(wT), ptr(bias), ptr(out), b, L, E, K, G)
+    run_calls(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
 
 
 def conv_backward(lib: ctypes.CDLL, x, window, wT, bias, grad_out, window_grad: bool):
@@ -206,9 +236,9 @@ def conv_backward(lib: ctypes.CDLL, x, window, wT, bias, grad_out, window_grad: 
     gwin = x.new_empty(b, (K - 1) * E) if window_grad else None
     gw, gb = x.new_empty(b, K, E), x.new_empty(b, E)
     fn = getattr(lib, f"conv_bwd_{SUFFIX[x.dtype]}")
-    args = (_ptr(x), *_strides(x), _ptr(window), _ptr(wT), _ptr(bias), _ptr(grad_out),
-            _ptr(gx), _ptr(gwin), _ptr(gw), _ptr(gb), b, L, E, K, G)
-    _run(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+    args = (ptr(x), *_strides(x), ptr(window), ptr(wT), ptr(bias), ptr(grad_out),
+            ptr(gx), ptr(gwin), ptr(gw), ptr(gb), b, L, E, K, G)
+    run_calls(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
     return gx, gwin, gw, gb
 
 
@@ -216,5 +246,5 @@ def elementwise(lib: ctypes.CDLL, name: str, v: torch.Tensor) -> torch.Tensor:
     """The scan's own ``exp`` or ``softplus`` of a float32 or float64 tensor (a new
     contiguous tensor), for the tests."""
     out = v.contiguous().clone()
-    getattr(lib, f"sel_{name}_{SUFFIX[out.dtype]}")(_ptr(out), out.numel())
+    getattr(lib, f"sel_{name}_{SUFFIX[out.dtype]}")(ptr(out), out.numel())
     return out

@@ -18,18 +18,17 @@ the samples of model g being the g-th of G equal consecutive blocks of the batch
 ``torch.func.vmap`` rule folds K stacked models into one call).
 
 - ``unitary_scan_ref``: the maths above as torch ops around ``linear_scan_ref``.
-- ``unitary_scan``: the same results as one ``autograd.Function``. The batch runs in
-  blocks of about ``BLOCK_BYTES`` of complex state per thread squared, which stay in cache: in each
-  block the angles are one matrix product, ``e^{i theta}`` is written as real cos and
-  sin (complex ``exp`` is ~50x slower than a real one), the input term is one broadcast
-  product, the recurrence runs in the C loops of :mod:`sst_core.ops.native` and the
-  readout is one matrix-vector product. Only y and h_L leave the block; the backward
-  recomputes a block's angles, transitions and states from the inputs (cheaper than
-  writing them to memory and reading them back), then runs the reverse scan and the
-  parameter gradients on it. Where the C loops are missing (or off the CPU) it runs as
-  torch ops around ``linear_scan``; under ``torch.func.vmap`` a batching rule folds the
-  vmapped dimension into the batch; under the other ``torch.func`` transforms the
-  reference runs.
+- ``unitary_scan``: the same results as one ``autograd.Function``. The angles are one
+  matrix product per model, laid out ``(b, L, N, D)`` (channels innermost); the
+  recurrence, cos and sin, the input term and the readout run in the C loops of
+  :mod:`sst_core.ops.native_unitary`, which keep one
+  sample's state in cache, so no complex or ``(b, L, D, N)`` tensor but the angles and
+  their gradient exists. With gradients the forward keeps the angles and the state entering
+  every chunk of ``T`` steps (:func:`chunk_steps`); the backward recomputes a chunk's
+  states from there. Without gradients the batch runs in blocks of about ``BLOCK_BYTES`` of
+  angles. Where the C loops are missing (or off the CPU) it runs as torch ops around
+  ``linear_scan``; under ``torch.func.vmap`` a batching rule folds the vmapped dimension
+  into the batch; under the other ``torch.func`` transforms the reference runs.
 
 Backward (PyTorch's conjugate convention for complex gradients), with ``gy_t = dL/dy_t``,
 ``g_t`` the total ``dL/dh_t`` and ``a_t = e^{i theta_t}``::
@@ -45,16 +44,15 @@ import math
 
 import torch
 
-from sst_core.ops import native
+from sst_core.ops import native_unitary
 from sst_core.ops.scan import linear_scan, linear_scan_ref, only_vmap
 
 __all__ = ["unitary_scan", "unitary_scan_ref", "BLOCK_BYTES"]
 
-# Bytes of complex state per batch block with one thread (a few such buffers are live in
-# the backward); blocks grow with the square of torch's thread count, since every op of a
-# block is split between the threads (on 2 cores: 512 KB best with one thread, 2 MB with
-# two, 10-25% faster than either size with the other count).
-BLOCK_BYTES = 1 << 19
+# Without gradients: bytes of angles per batch block (of one model).
+BLOCK_BYTES = 1 << 24
+# With gradients: bytes of the backward's per-thread buffer (one state's chunk of steps).
+CHUNK_BYTES = 1 << 15
 NAMES = ("x", "X", "c", "u", "B", "C", "h0", "s")
 PARAMS = ("X", "c", "B", "C")  # may carry a leading group dimension
 
@@ -117,18 +115,23 @@ def unitary_scan(x, X, c, u, B, C, h0=None, s=None):
     _check(x, X, c, u, B, C, h0, s)
     if ((torch._C._are_functorch_transforms_active() and not only_vmap())
             or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64)
-            or native.library() is None):
+            or native_unitary.library() is None):
         return _composed(x, X, c, u, B, C, h0, s, linear_scan)
     args = [None if t is None else t.to(x.dtype) for t in (x, X, c, u, B, C, h0, s)]
     keep = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args)
     return _UnitaryScan.apply(*args, keep)[:2]
 
 
+def chunk_steps(L: int, N: int, D: int, itemsize: int) -> int:
+    """Steps per chunk of the backward: its buffer (the state, cos and sin of one of the N
+    states, 4 D reals a step) about CHUNK_BYTES."""
+    return max(1, min(L, CHUNK_BYTES // (4 * D * itemsize)))
+
+
 def _blocks(b: int, G: int, L: int, D: int, N: int, itemsize: int):
-    """Batch blocks ``(j0, j1, g)`` of about BLOCK_BYTES (times the thread count squared)
-    of complex state, never straddling two of the G models (each has b / G samples)."""
-    threads = max(1, torch.get_num_threads())
-    per = max(1, BLOCK_BYTES * threads ** 2 // (L * D * N * 2 * itemsize))  # samples per block
+    """Batch blocks ``(j0, j1, g)`` of about BLOCK_BYTES of angles, never straddling two of
+    the G models (each has b / G samples)."""
+    per = max(1, BLOCK_BYTES // (L * D * N * itemsize))  # samples per block
     bg = b // G
     m = math.ceil(bg / per)
     return [(g * bg + i * bg // m, g * bg + (i + 1) * bg // m, g)
@@ -141,80 +144,71 @@ def _grouped(X, c, B, C):
     return ps, max(p.shape[0] for p in ps)
 
 
-def _pick(p: torch.Tensor, g: int) -> torch.Tensor:
-    return p[g if p.shape[0] > 1 else 0]
+def _channels_last(X3, c3):
+    """The angle map and bias with the channels innermost: (G|1, N D, R) and (G|1, N D)."""
+    Gx, DN, R = X3.shape
+    D, N = c3.shape[-2:]
+    return (X3.view(Gx, D, N, R).transpose(1, 2).reshape(Gx, DN, R),
+            c3.transpose(1, 2).reshape(c3.shape[0], DN))
 
 
-def _angles(x, X3, c3, G: int, out: torch.Tensor) -> torch.Tensor:
-    """theta = x X^T + c (before any scale) into out (b, L, D, N), one product per model."""
+def _angles(x, Xp, cp, G: int) -> torch.Tensor:
+    """theta = x X^T + c (before any scale) as (b, L, N D), the channels innermost, one
+    product per model (Xp, cp from :func:`_channels_last`, with 1 or G rows)."""
     b, L, R = x.shape
-    bg = b // G
-    for g in range(G):
-        rows = slice(g * bg, (g + 1) * bg)
-        torch.addmm(_pick(c3, g).view(1, -1), x[rows].reshape(bg * L, R), _pick(X3, g).T,
-                    out=out[rows].view(bg * L, -1))
-    return out
+    DN = Xp.shape[1]
+    out = torch.baddbmm(cp.expand(G, DN)[:, None], x.reshape(G, (b // G) * L, R),
+                        Xp.expand(G, DN, R).transpose(1, 2))  # (G, b/G L, N D)
+    return out.view(b, L, DN)
 
 
-class _Block:
-    """Transitions, input terms and states of one block (n samples), into buffers."""
-
-    def __init__(self, bufs, theta, u, Bg, s, h0, lib):
-        n = theta.shape[0]
-        a, bu, h = (buf[:n] for buf in bufs[:3])
-        if s is not None:  # theta * s (the backward needs both)
-            theta = torch.mul(theta, s[..., None], out=bufs[3][:n])
-        cs = torch.view_as_real(bu).view(2, *theta.shape)  # (the input term's buffer, for now)
-        torch.cos(theta, out=cs[0])  # (contiguous, then interleaved: faster than strided)
-        torch.sin(theta, out=cs[1])
-        torch.complex(cs[0], cs[1], out=a)
-        torch.mul(u[..., None, None], Bg, out=torch.view_as_real(bu))  # u B, (n, L, D, N)
-        native.scan_forward(lib, a, bu, h0, h)
-        self.a, self.bu, self.h = a, bu, h
+def _per_group(p: torch.Tensor, G: int) -> torch.Tensor:
+    """A (1|G, N, 2) parameter as a contiguous (G, N, 2)."""
+    return p.expand(G, *p.shape[1:]).contiguous()
 
 
 class _UnitaryScan(torch.autograd.Function):
-    """The fused scan of the module docstring, block by block (:func:`_blocks`). The
-    angles are whole-batch matrix products (in the backward too: block-sized ones are
-    several times slower at D = 64); with gradients they are kept for the backward."""
+    """The fused scan of the module docstring. Outputs y, h_L and, for the backward (not
+    differentiable), the angles (b, L, N, D) and the chunk starts, both None without
+    gradients."""
 
     @staticmethod
     def forward(x, X, c, u, B, C, h0, s, keep):
         b, L, _ = x.shape
         D, N = c.shape[-2:]
         (X3, c3, B3, C3), G = _grouped(X, c, B, C)
-        Cv = torch.stack([C3[..., 0], -C3[..., 1]], -1).flatten(1)  # (G, 2N): Re(C h)
-        lib = native.library()
-        blocks = _blocks(b, G, L, D, N, x.element_size())
-        k = max(j1 - j0 for j0, j1, _ in blocks)
-        bufs = _buffers(x, k, L, D, N)
-        theta = None
+        Xp, cp = _channels_last(X3, c3)
+        Bg, Cg = _per_group(B3, G), _per_group(C3, G)
+        u = u.contiguous()
+        s = None if s is None else s.contiguous()
+        h0p = None if h0 is None else h0.permute(0, 2, 3, 1).contiguous()  # (b, N, 2, D)
+        lib = native_unitary.library()
+        T = chunk_steps(L, N, D, x.element_size())
+        y, h_last = x.new_empty(b, L, D), x.new_empty(b, N, 2, D)
+        theta = starts = None
         if keep:
-            theta = _angles(x, X3, c3, G, x.new_empty(b, L, D, N))
-        else:
-            theta_buf = x.new_empty(k, L, D, N)
-        y = x.new_empty(b, L, D)
-        h_last = x.new_empty(b, D, N, 2)
-        for j0, j1, g in blocks:
-            if keep:
-                th = theta[j0:j1]
-            else:  # block by block: no (b, L, D, N) tensor at all
-                th = _angles(x[j0:j1], _pick(X3, g)[None], _pick(c3, g)[None], 1,
-                             theta_buf[:j1 - j0])
-            blk = _Block(bufs, th, u[j0:j1], _pick(B3, g), None if s is None else s[j0:j1],
-                         _h0(h0, j0, j1), lib)
-            hr = torch.view_as_real(blk.h)  # (n, L, D, N, 2)
-            torch.mv(hr.view(-1, 2 * N), _pick(Cv, g), out=y[j0:j1].view(-1))
-            h_last[j0:j1] = hr[:, -1]
-        return y, h_last, theta
+            theta = _angles(x, Xp, cp, G).view(b, L, N, D)
+            starts = x.new_empty(math.ceil(L / T), b, N, 2, D)
+            native_unitary.forward(lib, theta, u, s, Bg, Cg, h0p, y, h_last,
+                                             starts, T)
+        else:  # block by block: no (b, L, N, D) tensor of the whole batch
+            for j0, j1, g in _blocks(b, G, L, D, N, x.element_size()):
+                rows = slice(j0, j1)
+                th = _angles(x[rows], _pick(Xp, g)[None], _pick(cp, g)[None], 1)
+                native_unitary.forward(
+                    lib, th.view(j1 - j0, L, N, D), u[rows], None if s is None else s[rows],
+                    Bg[g:g + 1], Cg[g:g + 1], None if h0p is None else h0p[rows], y[rows],
+                    h_last[rows], None, T)
+        return y, h_last.permute(0, 3, 1, 2).contiguous(), theta, starts
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        theta = output[2]
-        if theta is not None:
-            ctx.mark_non_differentiable(theta)
+        theta, starts = output[2:]
+        for t in (theta, starts):
+            if t is not None:
+                ctx.mark_non_differentiable(t)
         ctx.set_materialize_grads(False)
-        ctx.save_for_backward(*inputs[:-1], theta)
+        ctx.save_for_backward(*inputs[:-1], theta, starts)
 
     @staticmethod
     def vmap(info, in_dims, x, X, c, u, B, C, h0, s, keep):
@@ -244,92 +238,59 @@ class _UnitaryScan(torch.autograd.Function):
         # (the wrapper saw batched tensors, which need not show requires_grad)
         keep = keep or (torch.is_grad_enabled() and any(
             t is not None and t.requires_grad for t in args.values()))
-        out = _UnitaryScan.apply(*(args[n] for n in NAMES), keep)
-        out = tuple(None if t is None else t.view(K, b, *t.shape[1:]) for t in out)
-        return out, tuple(None if t is None else 0 for t in out)
+        y, h_last, theta, starts = _UnitaryScan.apply(*(args[n] for n in NAMES), keep)
+        out = (y.view(K, b, *y.shape[1:]), h_last.view(K, b, *h_last.shape[1:]),
+               None if theta is None else theta.view(K, b, *theta.shape[1:]),
+               None if starts is None else starts.view(starts.shape[0], K, b,
+                                                       *starts.shape[2:]))
+        return out, (0, 0, None if theta is None else 0, None if starts is None else 1)
 
     @staticmethod
-    def backward(ctx, gy, g_last, _):
-        x, X, c, u, B, C, h0, s, theta = ctx.saved_tensors
+    def backward(ctx, gy, g_last, _theta, _starts):
+        x, X, c, u, B, C, h0, s, theta, starts = ctx.saved_tensors
         need = dict(zip(NAMES, ctx.needs_input_grad))
         b, L, R = x.shape
         D, N = c.shape[-2:]
         (X3, c3, B3, C3), G = _grouped(X, c, B, C)
-        Cg = torch.stack([C3[..., 0], -C3[..., 1]], -1)  # (G, N, 2): conj(C)
-        Bv = B3.flatten(1)  # (G, 2N): Re(g conj(B)) = g_re B_re + g_im B_im
-        lib = native.library()
-        need_theta = need["x"] or need["X"] or need["c"] or need["s"]
-        g_theta = x.new_empty(b, L, D, N) if need_theta else None
-        g_s = x.new_empty(b, L, D) if need["s"] else None
-        g_u = x.new_empty(b, L, D) if need["u"] else None
-        g_h0 = x.new_empty(b, D, N, 2) if need["h0"] else None
-        g_B = x.new_zeros(G, 2 * N) if need["B"] else None  # sum u g, [re, im] pairs
-        g_C = x.new_zeros(G, 2 * N) if need["C"] else None  # sum gy h, before conj
-        if theta is None:  # (a forward that did not expect a backward)
-            theta = _angles(x, X3, c3, G, x.new_empty(b, L, D, N))
-        blocks = _blocks(b, G, L, D, N, x.element_size())
-        bufs = _buffers(x, max(j1 - j0 for j0, j1, _ in blocks), L, D, N)
-        go_buf, g_buf = (bufs[0].new_empty(bufs[0].shape) for _ in range(2))
-        for j0, j1, grp in blocks:
-            n = j1 - j0
-            uk, sk, h0k = u[j0:j1], None if s is None else s[j0:j1], _h0(h0, j0, j1)
-            blk = _Block(bufs, theta[j0:j1], uk, _pick(B3, grp), sk, h0k, lib)
-            a, h, go, g = blk.a, blk.h, go_buf[:n], g_buf[:n]
-            gor, hr = torch.view_as_real(go), torch.view_as_real(h)
-            if gy is None:
-                gor.zero_()
-            else:  # dL/dh from y: gy conj(C)
-                torch.mul(gy[j0:j1, :, :, None, None], _pick(Cg, grp), out=gor)
-            if g_last is not None:
-                gor[:, -1] += g_last[j0:j1]
-            native.scan_backward(lib, a, h, h0k, go, g, None)
-            gr = torch.view_as_real(g)
-            if need_theta:  # Im(g conj(a h_{t-1})) = Im(g conj(h - u B)), via go
-                gt = g_theta[j0:j1]
-                torch.mul(g, blk.bu.sub_(h).conj_physical_(), out=go)  # g conj(u B - h) ..
-                torch.neg(go.imag, out=gt)  # .. so Im(g conj(h - u B)) = -Im(that)
-                if s is not None:  # theta = theta_pre * s
-                    if g_s is not None:
-                        torch.sum(gt * theta[j0:j1], -1, out=g_s[j0:j1])
-                    gt.mul_(sk[..., None])
-            if g_u is not None:
-                torch.mv(gr.view(-1, 2 * N), _pick(Bv, grp), out=g_u[j0:j1].view(-1))
-            if g_B is not None:
-                g_B[grp].addmv_(gr.view(-1, 2 * N).T, uk.reshape(-1))
-            if g_C is not None and gy is not None:
-                g_C[grp].addmv_(hr.view(-1, 2 * N).T, gy[j0:j1].reshape(-1))
-            if g_h0 is not None:  # conj(a_1) g_1
-                g_h0[j0:j1] = torch.view_as_real(a[:, 0].conj() * g[:, 0])
-        grads = {"s": g_s, "u": g_u, "h0": g_h0}
-        if need_theta:  # through theta = x X^T + c, one product per model
-            gt2 = g_theta.view(G, (b // G) * L, D * N)
-            x2 = x.reshape(G, (b // G) * L, R)
+        Xp, cp = _channels_last(X3, c3)
+        Bg, Cg = _per_group(B3, G), _per_group(C3, G)
+        u = u.contiguous()
+        s = None if s is None else s.contiguous()
+        lib = native_unitary.library()
+        T = chunk_steps(L, N, D, x.element_size())
+        if theta is None:  # (a forward that did not expect a backward): redo it, keeping
+            theta = _angles(x, Xp, cp, G).view(b, L, N, D)
+            starts = x.new_empty(math.ceil(L / T), b, N, 2, D)
+            native_unitary.forward(
+                lib, theta, u, s, Bg, Cg,
+                None if h0 is None else h0.permute(0, 2, 3, 1).contiguous(),
+                x.new_empty(b, L, D), x.new_empty(b, N, 2, D), starts, T)
+        gy = x.new_zeros(b, L, D) if gy is None else gy.contiguous()
+        if g_last is not None:
+            g_last = g_last.permute(0, 2, 3, 1).contiguous()  # (b, N, 2, D)
+        got = native_unitary.backward(lib, theta, u, s, Bg, Cg, starts, gy, g_last,
+                                                need["h0"], T)
+        grads = {"u": got["u"], "s": got["s"],
+                 "h0": None if got["h0"] is None else got["h0"].permute(0, 3, 1, 2)}
+        for name, p3 in (("B", B3), ("C", C3)):  # per sample -> per model
+            gp = got[name].view(G, b // G, N, 2).sum(1)
+            grads[name] = gp if p3.shape[0] == G else gp.sum(0, keepdim=True)
+        if need["x"] or need["X"] or need["c"]:  # through theta = x X^T + c, per model
+            gt2 = got["theta"].view(G, (b // G) * L, N * D)
             if need["x"]:
-                grads["x"] = torch.bmm(gt2, X3.expand(G, *X3.shape[1:])).view(b, L, R)
+                grads["x"] = torch.bmm(gt2, Xp.expand(G, *Xp.shape[1:])).view(b, L, R)
             if need["X"]:
-                gX = torch.bmm(gt2.transpose(1, 2), x2)  # (G, D N, R)
+                gXp = torch.bmm(gt2.transpose(1, 2), x.reshape(G, (b // G) * L, R))
+                gX = gXp.view(G, N, D, R).transpose(1, 2).reshape(G, D * N, R)
                 grads["X"] = gX if X3.shape[0] == G else gX.sum(0, keepdim=True)
             if need["c"]:
-                gc = gt2.sum(1).view(G, D, N)
+                gc = gt2.sum(1).view(G, N, D).transpose(1, 2)
                 grads["c"] = gc if c3.shape[0] == G else gc.sum(0, keepdim=True)
-        if g_B is not None:
-            g_B = g_B.view(G, N, 2)
-            grads["B"] = g_B if B3.shape[0] == G else g_B.sum(0, keepdim=True)
-        if g_C is not None:
-            g_C = (g_C.view(G, N, 2) * g_C.new_tensor([1.0, -1.0]))  # conj
-            grads["C"] = g_C if C3.shape[0] == G else g_C.sum(0, keepdim=True)
         for name, p in (("X", X), ("c", c), ("B", B), ("C", C)):
             if grads.get(name) is not None and p.dim() == 2:
                 grads[name] = grads[name][0]
-        return tuple(grads.get(name) for name in NAMES) + (None,)
+        return tuple(grads.get(name) if need[name] else None for name in NAMES) + (None,)
 
 
-def _h0(h0, j0, j1):
-    """The complex initial state of rows j0:j1, contiguous, or None."""
-    return None if h0 is None else torch.view_as_complex(h0[j0:j1].contiguous())
-
-
-def _buffers(x, k, L, D, N):
-    """Block buffers: transitions, input terms, states (complex) and scaled angles."""
-    cdtype = torch.complex64 if x.dtype == torch.float32 else torch.complex128
-    return [x.new_empty(k, L, D, N, dtype=cdtype) for _ in range(3)] + [x.new_empty(k, L, D, N)]
+def _pick(p: torch.Tensor, g: int) -> torch.Tensor:
+    return p[g if p.shape[0] > 1 else 0]

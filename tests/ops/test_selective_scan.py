@@ -420,7 +420,7 @@ def test_c_and_torch_paths_agree_to_rounding():
 def test_without_a_compiler_the_torch_path_runs(monkeypatch, tmp_path):
     """A compiler that fails (or none) leaves the scan on its torch path, says why, and
     gives the same results; SST_NATIVE=0 switches the C loops off."""
-    monkeypatch.setattr(native_selective, "_state", {"lib": None, "tried": False, "reason": ""})
+    monkeypatch.setattr(native_selective, "_LIBRARY", native_selective._LIBRARY.fresh())
     monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("CC", "false")
     assert native_selective.library() is None
@@ -445,12 +445,12 @@ def test_native_off_gives_the_torch_path(monkeypatch):
 def test_c_library_is_built_once_per_cache(monkeypatch, tmp_path):
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler here")
-    monkeypatch.setattr(native_selective, "_state", {"lib": None, "tried": False, "reason": ""})
+    monkeypatch.setattr(native_selective, "_LIBRARY", native_selective._LIBRARY.fresh())
     monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path))
     assert native_selective.library() is not None
     built = list(tmp_path.glob("native_selective-*.so"))
     assert len(built) == 1 and native_selective.status().startswith("C loops: built with")
-    monkeypatch.setattr(native_selective, "_state", {"lib": None, "tried": False, "reason": ""})
+    monkeypatch.setattr(native_selective, "_LIBRARY", native_selective._LIBRARY.fresh())
     assert native_selective.library() is not None  # loads the cached build
     assert list(tmp_path.iterdir()) == built
 

@@ -3,11 +3,13 @@ gradients (with groups, angle scale, initial and final state), blocks, the torch
 fallback, vmap and the other torch.func transforms."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 from torch.func import grad, jacrev, vmap
 
-from sst_core.ops import native
+from sst_core.ops import native, native_selective, native_unitary
 from sst_core.ops import unitary_scan as us_module
 from sst_core.ops.unitary_scan import unitary_scan, unitary_scan_ref
 
@@ -59,12 +61,98 @@ def test_equals_reference_in_value_and_gradient(L, h0, scale):
     assert_matches_reference(inputs(3, L, h0=h0, scale=scale))
 
 
-@pytest.mark.parametrize("block_bytes", [1, 2 * 63 * 6 * 16 + 1])  # one sample; two or three
+@pytest.mark.parametrize("block_bytes", [1, 2 * 63 * 6 * 8 + 1])  # one sample; two or three
 def test_blocks_and_groups(block_bytes, monkeypatch):
-    """Blocks of one sample and blocks of a few (never straddling models), G = 3 models."""
+    """Without gradients, blocks of one sample and of a few (never straddling models), G = 3
+    models; with gradients, the same groups."""
     monkeypatch.setattr(us_module, "BLOCK_BYTES", block_bytes)
-    assert_matches_reference(inputs(12, 63, G=3, scale=True))
-    assert_matches_reference(inputs(5, 63))
+    for args in (inputs(12, 63, G=3, scale=True), inputs(5, 63)):
+        with torch.no_grad():
+            y, h = unitary_scan(*args)
+        y_ref, h_ref = unitary_scan_ref(*args)
+        torch.testing.assert_close(y, y_ref, rtol=1e-10, atol=1e-11)
+        torch.testing.assert_close(h, h_ref, rtol=1e-10, atol=1e-11)
+        assert_matches_reference(args)
+
+
+@pytest.mark.parametrize("steps", [1, 5, 62])  # chunks of the backward: 63, 13 and 2
+def test_chunks_of_the_backward(steps, monkeypatch):
+    """The backward recomputes the states chunk by chunk from the kept chunk starts: any
+    chunk length gives the reference's values and gradients (D = 2, float64: 64 bytes a
+    step)."""
+    monkeypatch.setattr(us_module, "CHUNK_BYTES", 64 * steps)
+    assert us_module.chunk_steps(63, 3, 2, 8) == steps
+    assert_matches_reference(inputs(3, 63, G=3, scale=True))
+
+
+@pytest.fixture
+def two_threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def _need_c():
+    if native_unitary.library() is None:
+        pytest.skip(f"no C loops here: {native_unitary.status()}")
+
+
+@pytest.mark.parametrize("b,D,G", [(5, 2, None), (6, 3, 2), (1, 37, None), (1, 40, None)])
+def test_c_loops_split_between_threads(two_threads, monkeypatch, b, D, G):
+    """Samples split between two threads (5 samples; 6 samples of 2 models), and channels
+    for one sample (37 channels, not a multiple of the 16-channel unit; 40): the partial
+    sums of dL/dB and dL/dC over the channel parts add up; values and gradients."""
+    _need_c()
+    monkeypatch.setattr(native_selective, "_MIN_PARALLEL", 0)
+    assert_matches_reference(inputs(b, 30, D=D, G=G, scale=True))
+
+
+def test_without_a_compiler_the_torch_path_runs_and_a_build_is_reused(monkeypatch, tmp_path):
+    """A compiler that fails leaves the scan on its torch path, says why, and gives the
+    reference's results; with one, the library is built once per cache and its own (not
+    the selective scan's)."""
+    monkeypatch.setattr(native_unitary, "_LIBRARY", native_unitary._LIBRARY.fresh())
+    monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("CC", "false")
+    assert native_unitary.library() is None
+    assert native_unitary.status().startswith("torch path: false failed")
+    assert_matches_reference(inputs(3, 20, scale=True))
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        return
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("SST_CACHE_DIR", str(tmp_path / "cache"))
+    for _ in range(2):  # build, then load the cached build
+        monkeypatch.setattr(native_unitary, "_LIBRARY", native_unitary._LIBRARY.fresh())
+        assert native_unitary.library() is not None
+    assert [p.name.split("-")[0] for p in (tmp_path / "cache").iterdir()] == ["native_unitary"]
+
+
+def test_c_loops_are_deterministic(two_threads, monkeypatch):
+    """Two runs with the same thread count give the same bits."""
+    _need_c()
+    monkeypatch.setattr(native_selective, "_MIN_PARALLEL", 0)
+    args = inputs(1, 40, D=37, scale=True)
+    first, second = run(unitary_scan, args), run(unitary_scan, args)
+    for a, b in zip(first, second):
+        assert (a is None and b is None) or torch.equal(a, b)
+
+
+def test_sincos_is_accurate():
+    """The scan's sin and cos (Cody-Waite reduction by pi/2, Taylor polynomials): within
+    one float32 ulp of 1 (and 2 float64 ulps of 1) of the exact values over |x| <= 1000,
+    NaN for inf and NaN."""
+    _need_c()
+    lib = native_unitary.library()
+    v = torch.linspace(-1000, 1000, 2_000_001, dtype=f64)
+    for dtype, tol in ((torch.float32, 2.0 ** -23), (f64, 2.0 ** -51)):
+        x = v.to(dtype)
+        sn, cs = native_unitary.sincos(lib, x)
+        exact = x.double()
+        assert (sn.double() - torch.sin(exact)).abs().max() <= tol
+        assert (cs.double() - torch.cos(exact)).abs().max() <= tol
+        edge = torch.tensor([float("inf"), -float("inf"), float("nan")], dtype=dtype)
+        assert all(t.isnan().all() for t in native_unitary.sincos(lib, edge))
 
 
 def test_without_the_c_loops_the_torch_path_agrees():
