@@ -24,13 +24,15 @@ def test_profiles_grow_in_scale():
 
 def test_standard_profile_meets_its_issue():
     """The CPU-scale grid: both depths, d_model >= 32, state size x lr x schedule, >= 3
-    seeds, the width ablation 16 / 32 / 64 / 128, six LRA seeds, and beyond-grid axes
-    that are Table 2's."""
+    seeds, the width ablation 16 / 32 / 64 (128 is `paper`'s: at d_model 128 the AUSSM and
+    Mamba-3 steps cost 4-5x those at 64), six LRA seeds, and beyond-grid axes that are
+    Table 2's."""
     st = profiles.PROFILES["standard"]
     assert st.track_depths == (1, 2) and st.track_d_model >= 32
     assert len(st.track_d_states) >= 2 and len(st.track_lrs) >= 2
     assert set(st.track_schedules) == {"constant", "cosine"} and len(st.track_seeds) >= 3
-    assert st.width_d_models == (16, 32, 64, 128) and len(st.width_seeds) >= 3
+    assert st.width_d_models == (16, 32, 64) and len(st.width_seeds) >= 3
+    assert profiles.PROFILES["paper"].width_d_models[-1] >= 128
     assert len(st.lra_seeds) == 6 and st.diag_resample_seeds
     for name, P in profiles.PROFILES.items():
         assert set(P.track_schedules) <= set(configs.SCHEDULES), name
