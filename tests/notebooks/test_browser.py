@@ -188,3 +188,61 @@ def test_the_progress_pattern_catches_a_tqdm_line():
     assert PROGRESS.search("Table 2:  40%|████      | 12/30 [00:01<00:02,  7.98run/s]")
     assert PROGRESS.search("100%|██████████| 1/1 [00:07<00:00,  7.40s/nb]")
     assert not PROGRESS.search("m_p rose in 40% of 12/30 runs")
+
+
+def test_every_chapter_offers_its_notebook_and_jupytext_source(site, browser):
+    """The download menu of a chapter links the executed .ipynb and the jupytext .py, and
+    both files are served."""
+    import urllib.request
+
+    def check() -> None:
+        browser.get(f"{site}/notebooks/p1_table2.html")
+        links = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.dropdown-download-buttons a'))"
+            ".map(a => a.href);")
+        wanted = [f"{site}/_sources/notebooks/p1_table2.{ext}" for ext in ("ipynb", "py")]
+        assert all(w in links for w in wanted), links
+        for url in wanted:
+            with urllib.request.urlopen(url) as reply:  # the local server only
+                assert reply.status == 200 and reply.read(100)
+
+    twice(check, "notebooks/p1_table2")
+
+
+def test_a_launch_button_with_a_repository_set(browser, tmp_path):
+    """With the one repository key set in a temporary config, a chapter shows the Binder
+    launch button, pointing at the chapter's paired notebook."""
+    from tests.test_book_site import REPO, tiny_book
+
+    page = tiny_book(tmp_path, REPO)
+    browser.get(page.as_uri())
+    hrefs = browser.execute_script(
+        "return Array.from(document.querySelectorAll('.dropdown-launch-buttons a'))"
+        ".map(a => a.href);")
+    assert any(h.startswith("https://mybinder.org/v2/gh/example-owner/example-repo/main")
+               and h.endswith("urlpath=tree/notebooks/ch.ipynb") for h in hrefs), hrefs
+
+
+def test_search_and_dark_mode_work_offline(site, browser):
+    """The site's own search (its index is served with the pages) finds a word of the
+    papers, and the theme switch turns the page dark; no network involved."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def check() -> None:
+        browser.get(f"{site}/search.html?q=eigenvalues")
+        WebDriverWait(browser, 60).until(
+            lambda d: d.find_elements("css selector", "#search-results ul.search li"))
+        browser.get(f"{site}/notebooks/p1_table2.html")
+        button = browser.find_element("css selector", ".theme-switch-button")
+        seen = []
+        for _ in range(3):  # the switch cycles auto / light / dark
+            browser.execute_script("arguments[0].click();", button)
+            seen.append(browser.execute_script("return document.documentElement.dataset.theme"))
+        assert "dark" in seen and "light" in seen, seen
+        background = browser.execute_script(  # dark really is dark
+            "document.documentElement.dataset.mode = 'dark';"
+            "document.documentElement.dataset.theme = 'dark';"
+            "return getComputedStyle(document.body).backgroundColor;")
+        assert sum(int(v) for v in re.findall(r"\d+", background)[:3]) < 3 * 80, background
+
+    twice(check, "search.html")
