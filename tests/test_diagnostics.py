@@ -411,3 +411,25 @@ def test_kmeans_per_time_rejects_bad_shapes():
         clusters.kmeans_per_time(np.zeros((4, 3)), 2)
     with pytest.raises(ValueError, match="n_clusters"):
         clusters.kmeans_per_time(np.zeros((1, 4, 3)), 0)
+
+
+def test_the_functions_leave_their_inputs_alone():
+    """Float64 inputs are used without a copy, so no function may write into them: every
+    array passed to the state diagnostics is unchanged afterwards."""
+    rng = np.random.default_rng(3)
+    h = rng.normal(size=(40, 7, 5))
+    s = rng.integers(0, 3, size=(40, 7))
+    W = rng.normal(size=(3, 5))
+    Q = np.linalg.qr(rng.normal(size=(5, 2)))[0]
+    q = rng.uniform(0, 1, size=7)
+    before = [a.copy() for a in (h, s, W, Q, q)]
+    dg.centroids(h, s, 3)
+    dg.distinguishability(h, s, W_out=W, n_g=3)
+    dg.q_split(h, s, Q, W_out=W, n_g=3)
+    dg.q_split(h, s, [Q] * 7, n_g=3)
+    dg.label_free_states(h, W, method="decoded")
+    dg.label_free_states(h, W, method="clusters", n_g=3)
+    dg.projector(Q)
+    dg.T_cross(q)
+    for a, b in zip((h, s, W, Q, q), before):
+        assert np.array_equal(a, b)
