@@ -236,14 +236,6 @@ def test_bad_shapes_raise(a_shape, b_shape, h0_shape, match):
 
 
 # -- the C loops (sst_core.ops.native) ---------------------------------------------------
-@pytest.fixture
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(5, 63, 3, 7), (1, 100, 37), (2, 1, 40)])
 def test_c_loops_split_between_threads(two_threads, monkeypatch, dtype, shape):

@@ -358,14 +358,6 @@ def test_bad_option_shapes_raise(bad, match):
 
 
 # -- the C loops (sst_core.ops.native_selective) ---------------------------------------------
-@pytest.fixture
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
 def _need_c():
     if native_selective.library() is None:
         pytest.skip(f"no C loops here: {native_selective.status()}")

@@ -85,14 +85,6 @@ def test_chunks_of_the_backward(steps, monkeypatch):
     assert_matches_reference(inputs(3, 63, G=3, scale=True))
 
 
-@pytest.fixture
-def two_threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
 def _need_c():
     if native_unitary.library() is None:
         pytest.skip(f"no C loops here: {native_unitary.status()}")
