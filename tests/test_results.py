@@ -88,6 +88,19 @@ def test_failed_run_is_recorded_not_raised_and_not_retried(tmp_path):
     assert fixed["status"] == "ok" and fixed["metrics"] == {"ok": True}
 
 
+@pytest.mark.parametrize("err", [FloatingPointError("overflow in exp"),
+                                 ArithmeticError("memory function did not converge up to "
+                                                 "2000 digits"),
+                                 ZeroDivisionError("division by zero")])
+def test_numerical_failures_are_recorded_as_failed(tmp_path, err):
+    def fail(cfg):
+        raise err
+
+    rec = cached_run(Cfg(3), fail, root=tmp_path)
+    assert rec["status"] == "failed"
+    assert rec["reason"] == f"{type(err).__name__}: {err}"
+
+
 def test_bugs_propagate_and_leave_no_record(tmp_path):
     def buggy(cfg):
         raise KeyError("oops")

@@ -14,9 +14,11 @@ versions, the device, the wall time and the fingerprint of the code the run depe
   naming the file and the field, reported (a ``RecordWarning``) and recomputed, never used.
 - ``wall_time_s`` is the run's own time: a process's one-time start-up (imports, builds;
   the ``startup`` of its registry entry) is timed apart as ``startup_s``.
-- A run that raises :class:`RunFailed` (for example a loss that became NaN) or
-  ``FloatingPointError`` is stored as failed with the reason and is not rerun unless
-  ``retry_failed=True``. Other exceptions are bugs and propagate.
+- A run that raises :class:`RunFailed` (for example a loss that became NaN) or a
+  numerical failure (``ArithmeticError``: ``FloatingPointError``, ``OverflowError``,
+  ``ZeroDivisionError``, or a computation that did not converge, such as the memory
+  function of an ill-conditioned spectrum) is stored as failed with the reason and is not
+  rerun unless ``retry_failed=True``. Other exceptions are bugs and propagate.
 
 The results folder is ``$SST_RESULTS_DIR`` when set, else ``results/`` at the project
 root (the folder holding ``_toc.yml``), else ``./results``.
@@ -233,7 +235,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
     tb = None
     try:
         metrics = fn(cfg)
-    except (RunFailed, FloatingPointError) as err:
+    except (RunFailed, ArithmeticError) as err:
         status, reason = "failed", f"{type(err).__name__}: {err}"
         metrics = getattr(err, "metrics", {}) or {}
         tb = traceback.format_exc().splitlines()[-3:]
