@@ -107,7 +107,8 @@ def _same_run(a: dict, b: dict, eval_tol: float = 0.02) -> None:
             assert a["eval"][L][kind] == pytest.approx(b["eval"][L][kind], abs=eval_tol)
 
 
-@pytest.mark.parametrize("model", ["linear_rnn", "mamba", "tanh_rnn", "state_gated_rnn"])
+@pytest.mark.parametrize("model", ["linear_rnn", "mamba", "tanh_rnn", "state_gated_rnn",
+                                   "torch_gru", "torch_lstm"])
 def test_stacked_training_equals_separate_runs(model, tmp_path):
     """Seeds, learning rates and schedules differ; the curricula advance at different
     steps, so the stack pads; the results and the stored weights match separate runs."""

@@ -13,7 +13,8 @@ machine with CUDA it
    the CPU loops; real and complex, lengths 1, 63, 1000), the dense RNN scan (each
    gate), the selective scan (blocks and chunks, Negative Mamba, an initial state, A per
    model; on the CPU its loops or C kernel), the S4D Vandermonde kernel, the FFT
-   convolution and the discretisation; then the S4D layer and one stacked training
+   convolution, the discretisation and the chunked delta-rule scan (DeltaNet,
+   DeltaProduct; lengths 1, 63, 1000); then the S4D layer and one stacked training
    step of every Table 2 model (``torch.func.vmap`` over stacked weights);
 3. (in the CLI) runs the benchmarks on the device and stores both as records under
    ``results/bench/``.
@@ -258,6 +259,24 @@ def _unitary_scan_case(L: int):
     return run
 
 
+def _delta_scan_case(L: int):
+    from sst_core.ops.delta_scan import delta_scan
+
+    def run(device: torch.device):
+        gen = torch.Generator().manual_seed(SEED)
+        b, H, dk, dv = 3, 2, 5, 4
+        q, k = (F.normalize(torch.randn(b, L, H, dk, generator=gen), dim=-1) for _ in range(2))
+        v = torch.randn(b, L, H, dv, generator=gen)
+        beta = 2 * torch.rand(b, L, H, generator=gen)  # eigenvalues 1 - beta in [-1, 1]
+        S0 = torch.randn(b, H, dk, dv, generator=gen)
+        leaves = _leaves(q, k, v, beta, S0, device=device)
+        o, S = delta_scan(*leaves)
+        out = torch.cat([o.flatten(), S.flatten()])
+        return out, list(torch.autograd.grad(out.square().mean(), leaves))
+
+    return run
+
+
 def _s4d_case(L: int = 1024):
     from sst_core.models.s4 import S4DLayer
 
@@ -319,6 +338,7 @@ OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
                                       for L in (1, 63, 1000) for w in (False, True)],
     "ssd.decayed_attention": lambda: [(f"C={C}", _decayed_attention_case(C)) for C in (1, 63, 200)],
     "unitary_scan.unitary_scan": lambda: [(f"L={L}", _unitary_scan_case(L)) for L in (1, 63, 1000)],
+    "delta_scan.delta_scan": lambda: [(f"L={L}", _delta_scan_case(L)) for L in (1, 63, 1000)],
     "channels_first.layer_norm_channels": lambda: [(f"{'affine' if a else 'plain'} L={L}",
                                                     _layer_norm_channels_case(L, a))
                                                    for L in (1, 1000) for a in (False, True)],

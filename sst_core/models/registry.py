@@ -54,6 +54,20 @@ REGISTRY: dict[str, Entry] = {
     "semi_affine_negative_mamba": Entry("semi_affine:semi_affine_negative_mamba", False,
                                         "selective",
                                         "h = (2 exp(dt A) - 1) h + dt B u + P tanh(Q h + c)"),
+    # torch's own gated RNNs (issue 22: the diagnostics on anyone's model); state-dependent
+    "torch_gru": Entry("torch_rnn:torch_gru", False, "rnn",
+                       "torch.nn.GRU: h = (1 - z) n + z h, z, r, n read h"),
+    "torch_lstm": Entry("torch_rnn:torch_lstm", False, "rnn",
+                        "torch.nn.LSTM: c = f c + i g, h = o tanh(c), state [h; c]"),
+    # beyond the papers, part 2: non-diagonal affine trackers
+    "deltanet": Entry("delta:deltanet", True, "delta",
+                      "S = (I - beta k k^T) S + beta k v^T, beta in [0, 1]"),
+    "deltanet_negative": Entry("delta:deltanet_negative", True, "delta",
+                               "S = (I - beta k k^T) S + beta k v^T, beta in [0, 2]"),
+    "deltaproduct": Entry("delta:deltaproduct", True, "delta",
+                          "n_h delta steps per token (n_householder=2, beta in [0, 2])"),
+    "deltaproduct_3": Entry("delta:deltaproduct_3", True, "delta",
+                            "deltaproduct with n_householder=3"),
     # the nonlinearity sweep of Table 3 (phi=...); affine only for phi="identity"
     "rnn_phi": Entry("cells:rnn_phi", False, "rnn", "h = phi(W_h h + W_x e(x) + b)"),
 }

@@ -1,5 +1,6 @@
-"""The contract every residual-stream layer meets (Mamba family, AUSSM, linear attention):
-``check_*`` helpers used by ``test_contract.py`` and the per-family test files."""
+"""The contract every residual-stream layer meets (Mamba family, AUSSM, linear attention,
+DeltaNet / DeltaProduct): ``check_*`` helpers used by ``test_contract.py`` and the
+per-family test files."""
 from __future__ import annotations
 
 import torch
@@ -183,4 +184,9 @@ CONFIGS = {
     "linear_attention": ("linear_attention", {}),
     "linear_attention_heads_identity": ("linear_attention", {"n_heads": 2, "feature_map": "identity",
                                                              "normalize": False}),
+    "deltanet": ("deltanet", {}),
+    "deltanet_negative_heads": ("deltanet_negative", {"n_heads": 2}),
+    "deltaproduct_1": ("deltaproduct", {"n_householder": 1}),
+    "deltaproduct_2": ("deltaproduct", {"n_householder": 2}),
+    "deltaproduct_3": ("deltaproduct", {"n_householder": 3, "beta_range": 1}),
 }

@@ -1,6 +1,6 @@
-"""The contract of every residual-stream layer (Mamba family, AUSSM, linear attention):
-forward equals step unrolled, scan equals step in value and gradient (lengths 1, 63, 1000),
-and the recurrence is affine in its state."""
+"""The contract of every residual-stream layer (Mamba family, AUSSM, linear attention,
+DeltaNet / DeltaProduct): forward equals step unrolled, scan equals step in value and
+gradient (lengths 1, 63, 1000), and the recurrence is affine in its state."""
 from __future__ import annotations
 
 import pytest
@@ -18,7 +18,8 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 # length 1000 on a representative subset (the others share their scan code)
 LONG = ["mamba", "negative_mamba", "mamba3", "aussm", "aussm_paper", "simple_aussm",
-        "linear_attention", "linear_attention_heads_identity"]
+        "linear_attention", "linear_attention_heads_identity", "deltanet_negative_heads",
+        "deltaproduct_2"]
 
 
 @pytest.mark.parametrize("config", CONFIGS)
