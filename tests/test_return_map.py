@@ -83,10 +83,18 @@ def test_tanh_cell_at_its_fixed_point_matches_the_theory():
 def test_restricted_norms_on_hand_made_jacobians():
     Q = np.eye(3)[:, :2]
     assert rm.restricted_norms(np.eye(3) @ Q, Q) == {
-        "deviation": 0.0, "deviation_U": 0.0, "gain": 1.0, "amplification": 1.0}
+        "deviation": 0.0, "deviation_U": 0.0, "gain": 1.0, "gain_min": 1.0,
+        "amplification": 1.0}
     J = np.diag([2.0, 0.5, 3.0])
     r = rm.restricted_norms(J @ Q, Q)
     assert r["gain"] == pytest.approx(2.0) and r["amplification"] == pytest.approx(2.0)
+    assert r["gain_min"] == pytest.approx(0.5)
+    # a rotation of U: neutral (both singular values 1) but not the identity
+    c, s_ = math.cos(0.3), math.sin(0.3)
+    R = np.array([[c, -s_, 0], [s_, c, 0], [0, 0, 1.0]])
+    rot = rm.restricted_norms(R @ Q, Q)
+    assert rot["gain"] == pytest.approx(1) and rot["gain_min"] == pytest.approx(1)
+    assert rot["deviation_U"] == pytest.approx(2 * math.sin(0.15))
     assert r["deviation"] == pytest.approx(1.0) and r["deviation_U"] == pytest.approx(1.0)
     # a leak from U into U_perp: J e1 = e1 + e3. Compressed to U it is the identity, so
     # deviation_U = 0 and gain = 1; deviation = ||(J - I) Q|| sees the leak

@@ -11,6 +11,9 @@
 - ``stats``: bootstrap intervals and the log-log correlation over runs
 - ``error_control``, ``label_free``, ``spectra``: the run functions of the three analysis
   experiments (``diagnose``, ``run_label_free``, ``run_spectra``) and what they derive
+- ``any_model``: ``diagnose``'s measures on a model the registry does not have
+  (``diagnose_any``: a ``step(h, x)``, a raw ``nn.GRU`` / ``nn.LSTM``), through the same
+  core (``error_control.error_control_measures``)
 
 U's rank rule (``symbolic_basis``) and Corollary 1's fitted crossing time
 (``corollary1_fit``) sit one layer down, in :mod:`sst_core.theory.error_control`.

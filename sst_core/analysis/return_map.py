@@ -21,6 +21,9 @@ the recurrent entries (:func:`restricted_norms`, :func:`return_map_checks`):
 ``deviation_U``        ``||Q^T J Q - I||``  ``= ||P_U (J - I) P_U||``: the part of
                                             ``(J - I) Q`` that stays in U
 ``gain``               ``||Q^T J Q||``      below 1: ``J`` contracts errors along U
+``gain_min``           ``sigma_min(Q^T J Q)``  with ``gain``: both 1 when ``J`` acts on U
+                                            as an orthogonal map (neutral, not the
+                                            identity unless ``deviation_U`` is 0)
 ``amplification``      ``||J Q||``          below 1: ``J`` contracts them, wherever to
 ``return_residual``    ``||F_s(h) - h||``   0 when ``h`` is a fixed point of ``F_s``
 =====================  ===================  ============================================
@@ -39,7 +42,7 @@ from sst_core.analysis.diagnostics import token_ids
 __all__ = ["NORMS", "return_map", "jacobian_columns", "return_map_jacobian", "compression",
            "restricted_norms", "return_map_checks"]
 
-NORMS = ("deviation", "deviation_U", "gain", "amplification", "return_residual")
+NORMS = ("deviation", "deviation_U", "gain", "gain_min", "amplification", "return_residual")
 
 
 def return_map(model, word) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -133,13 +136,15 @@ def restricted_norms(JQ, Q) -> dict[str, float]:
         err = float((gram - torch.eye(r, dtype=gram.dtype)).abs().max())
         raise ValueError(f"Q must have orthonormal columns; max |Q^T Q - I| = {err:.3g}")
     if r == 0:
-        return {"deviation": 0.0, "deviation_U": 0.0, "gain": 0.0, "amplification": 0.0}
+        return {"deviation": 0.0, "deviation_U": 0.0, "gain": 0.0, "gain_min": 0.0,
+                "amplification": 0.0}
     norm = torch.linalg.matrix_norm
     C = compression(JQ, Q)  # (r, r)
     return {
         "deviation": float(norm(JQ - Q, ord=2)),  # ||(J - I) Q||
         "deviation_U": float(norm(C - torch.eye(r, dtype=JQ.dtype), ord=2)),  # ||Q^T J Q - I||
         "gain": float(norm(C, ord=2)),  # ||Q^T J Q||
+        "gain_min": float(torch.linalg.svdvals(C)[-1]),  # sigma_min(Q^T J Q)
         "amplification": float(norm(JQ, ord=2)),  # ||J Q||
     }
 
