@@ -91,7 +91,8 @@ plt.show()
 # %%
 best = rb.best_semi_affine_diagnostics(diag)
 order = [m for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES if m in best]
-fig = plots_beyond.fig_semi_affine_q([best[m] for m in order], SCALE)
+fig = plots_beyond.fig_q_recovery([best[m] for m in order], SCALE, beyond.SEMI_AFFINE_MODELS,
+                                   "Semi-affine (solid) against affine (dashed) on S3")
 plt.show()
 
 rows = {d["model"]: d for d in table.data}

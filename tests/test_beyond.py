@@ -13,6 +13,8 @@ from sst_core.experiments.paper1 import figure4_runs, s3_runs
 from sst_core.experiments.registry import SWEEPS, chapter_sweeps, phases
 from sst_core.reports import beyond as rb
 from sst_core.spec import profiles
+from sst_core.spec.configs import ExactTrackerConfig
+from sst_core.spec.profiles import ConfigError
 
 P = profiles.get_profile("smoke")
 Q = profiles.get_profile("quick")
@@ -62,12 +64,62 @@ def test_semi_affine_grid_pairs_each_repair_with_its_original():
     assert {d.run.group for d in beyond.semi_affine_diagnostics(Q)} == {"S3"}
 
 
+def test_delta_grid_covers_every_model_on_one_grid():
+    cfgs = beyond.delta_grid(Q)
+    models = set(beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED)
+    assert {c.model for c in cfgs} == models
+    assert {c.group for c in cfgs} == set(beyond.DELTA_GROUPS)
+    B = beyond.beyond_profile(Q)
+    per_model = len(beyond.DELTA_GROUPS) * len(B.track_depths) * len(B.track_lrs) * len(
+        B.track_seeds) * len(B.track_schedules)
+    assert len(cfgs) == len(set(cfgs)) == len(models) * per_model  # one width per family here
+    # the compared models' runs are Table 2's and the harder groups' (trained once)
+    shared = set(paper1.table2_grid(Q)) | set(beyond.harder_groups_grid(Q))
+    assert {c for c in cfgs if c.model in beyond.DELTA_COMPARED} <= shared
+    diag = beyond.delta_diagnostics(Q)
+    assert {d.run.group for d in diag} == {"S3"} and {d.run.model for d in diag} == models
+    from sst_core.models import expected_affine
+
+    assert all(expected_affine(m) for m in beyond.DELTA_MODELS)
+    assert not any(expected_affine(m) for m in beyond.TORCH_RNNS)
+
+
+def test_delta_predictions_follow_the_models_configs():
+    t = rb.delta_predictions()
+    rows = {d["model"]: d for d in t.data}
+    assert rows["deltanet"]["beta_range"] == 1 and rows["deltaproduct_3"]["n_householder"] == 3
+    assert set(rows["deltanet"]["verdicts"].values()) == {"no"}
+    assert rows["deltanet_negative"]["verdicts"] == {"C2": "yes", "C6": "no", "S3": "no",
+                                                     "A5": "no"}
+    assert rows["deltaproduct"]["verdicts"]["S3"] == "yes"
+
+
+def test_exact_tracker_runs_through_the_public_diagnostics():
+    exact, drifted = (ExactTrackerConfig(group="S3", drift=d, n_samples=256, rollout=400,
+                                         seed=0, profile="smoke") for d in (0.0, 0.02))
+    m0 = beyond.exact_tracker(exact)
+    assert m0["T_cross"] is None and m0["failure_mode"] == "none" and m0["is_affine"]
+    t1 = m0["theorem1"]
+    assert t1["deviation_U"] < 1e-12 and abs(t1["gain"] - 1) < 1e-12 and t1["applies"]
+    m1 = beyond.exact_tracker(drifted)
+    t1 = m1["theorem1"]
+    # still orthogonal on U (neutral), no longer fixing the centroids: it drifts and crosses
+    assert abs(t1["gain"] - 1) < 1e-9 and abs(t1["gain_min"] - 1) < 1e-9
+    assert t1["deviation_U"] > 1e-3 and m1["T_cross"] is not None
+    # a constant drift along U: Corollary 1's linear growth predicts the crossing
+    assert m1["corollary1"]["T_pred"] == pytest.approx(m1["T_cross"], rel=0.25)
+    with pytest.raises(ConfigError, match="drift"):
+        ExactTrackerConfig(group="S3", drift=-1.0, n_samples=8, rollout=10, seed=0,
+                           profile="smoke")
+
+
 def test_sweeps_and_chapters_know_the_new_experiments():
-    for name in ("harder_groups", "figure4_a5", "label_free", "spectra", "semi_affine"):
+    for name in ("harder_groups", "figure4_a5", "label_free", "spectra", "semi_affine", "delta"):
         assert name in SWEEPS
         ph = phases(name, P)
         assert ph and all(ph)
-    for nb in ("beyond_groups", "beyond_label_free", "beyond_spectra", "beyond_semi_affine"):
+    for nb in ("beyond_groups", "beyond_label_free", "beyond_spectra", "beyond_semi_affine",
+               "beyond_delta"):
         assert chapter_sweeps(nb) and nb in params.NOTEBOOKS
         assert all(s in SWEEPS for s in chapter_sweeps(nb))
 
@@ -91,6 +143,11 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     sa = rb.semi_affine(P)
     assert all("missing" in row for row in sa.rows)
     assert rb.semi_affine_cost([]) == []
+    dt = rb.delta(P)
+    assert all(cell == "missing" for row in dt.rows for cell in row[2:])
+    assert {d["diagnostics"] for d in dt.data} == {"missing"}
+    assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
+    assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
 
 
 def test_semi_affine_cost_reads_bench_entries():

@@ -41,6 +41,8 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
                        "track_stack"),
     "beyond_semi_affine": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                            "diag_rollout", "track_stack"),
+    "beyond_delta": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
+                     "diag_rollout", "track_stack"),
 }
 
 

@@ -9,6 +9,9 @@
   trackers (:func:`spectra_grid`).
 - **A semi-affine repair**: (Negative) Mamba with a rank-r tanh correction beside the
   affine originals, on Table 2's groups (:func:`semi_affine_grid`).
+- **Affine trackers that should not work but do**: DeltaNet and DeltaProduct (non-diagonal,
+  input-dependent transitions, eigenvalues down to -1) and torch's own GRU and LSTM, on
+  Table 2's groups and A5, with the diagnostics of their S3 runs (:func:`delta_grid`).
 
 The training runs are ordinary ``tracking`` configs, so a run shared with Paper 1's
 chapters (every S3 run here) is trained once and read by both. The new runs take a subset
@@ -22,6 +25,7 @@ from dataclasses import replace
 
 from sst_core.spec.configs import (
     DiagnosticsConfig,
+    ExactTrackerConfig,
     LabelFreeConfig,
     SpectraConfig,
     TrackingConfig,
@@ -31,6 +35,15 @@ HARDER_GROUPS = ("A4", "A5", "C2xS3")
 FIGURE4_GROUPS = ("S3", "A5")  # the S3 sweep of Paper 1 and its A5 twin
 SEMI_AFFINE_MODELS = ("semi_affine_negative_mamba", "semi_affine_mamba")
 SEMI_AFFINE_BASELINES = ("negative_mamba", "mamba")
+# non-diagonal affine trackers (Householder-type transitions), and torch's fused RNNs as
+# state-dependent models that the registry wraps (the public diagnostics take them as is)
+DELTA_MODELS = ("deltanet", "deltanet_negative", "deltaproduct", "deltaproduct_3")
+TORCH_RNNS = ("torch_gru", "torch_lstm")
+DELTA_GROUPS = ("C2", "C6", "S3", "A5")
+# what the chapter sets them beside: Table 2's diagonal affine models and state-dependent RNNs
+# (their runs on this grid are Table 2's and the harder-groups chapter's)
+DELTA_COMPARED = ("tanh_rnn", "state_gated_rnn", "negative_mamba", "mamba", "aussm",
+                  "linear_attention")
 
 
 def beyond_profile(P):
@@ -142,3 +155,62 @@ def semi_affine_diagnostics(P) -> list[DiagnosticsConfig]:
     from sst_core.experiments.paper1 import diagnostics_config
 
     return [diagnostics_config(P, c) for c in semi_affine_grid(P) if c.group == "S3"]
+
+
+def delta_grid(P) -> list[TrackingConfig]:
+    """Table 2's grid (:func:`beyond_profile`'s axes) on :data:`DELTA_GROUPS` for
+    :data:`DELTA_MODELS`, :data:`TORCH_RNNS` and the models they are compared with,
+    :data:`DELTA_COMPARED` (whose runs are Table 2's and the harder groups': trained once,
+    read by every chapter)."""
+    from sst_core.experiments.paper1 import table2_grid
+
+    return table2_grid(beyond_profile(P), models=DELTA_MODELS + TORCH_RNNS + DELTA_COMPARED,
+                       groups=DELTA_GROUPS)
+
+
+def delta_diagnostics(P) -> list[DiagnosticsConfig]:
+    """Diagnostics (q(t), T_cross, recovery, Theorem 1's return maps) of the S3 runs of
+    :func:`delta_grid`."""
+    from sst_core.experiments.paper1 import diagnostics_config
+
+    return [diagnostics_config(P, c) for c in delta_grid(P) if c.group == "S3"]
+
+
+# The constructed trackers of the chapter: exact (drift 0) and with a fixed rotation of each
+# token's transition, on a group an exact tracker needs two factors for (S3) and on C6
+EXACT_TRACKER_GROUPS = ("C6", "S3")
+EXACT_TRACKER_DRIFTS = (0.0, 0.005, 0.02)
+
+
+def exact_tracker_grid(P) -> list[ExactTrackerConfig]:
+    """The constructed Householder trackers of :data:`EXACT_TRACKER_GROUPS` x
+    :data:`EXACT_TRACKER_DRIFTS`, diagnosed at the profile's sizes."""
+    return [ExactTrackerConfig(group=g, drift=d, n_samples=P.diag_samples,
+                               rollout=P.diag_rollout, seed=P.seed, profile=P.name)
+            for g in EXACT_TRACKER_GROUPS for d in EXACT_TRACKER_DRIFTS]
+
+
+def exact_tracker(cfg: ExactTrackerConfig) -> dict:
+    """Diagnostics of :func:`sst_core.theory.householder.permutation_tracker` through the
+    public entry point :func:`sst_core.analysis.any_model.diagnose_any` (no registry
+    entry), with Corollary 1's prediction from the measured drift."""
+    from sst_core.analysis.any_model import diagnose_any
+    from sst_core.analysis.error_control import CURVES, corollary1_prediction
+    from sst_core.store.codec import encode_floats
+    from sst_core.theory.householder import permutation_tracker
+
+    step, h0, n_tokens = permutation_tracker(cfg.group, drift=cfg.drift, seed=cfg.seed)
+    out = diagnose_any(step, cfg.group, h0=h0, n_tokens=n_tokens, n_samples=cfg.n_samples,
+                       rollout=cfg.rollout, t_ref=min(60, cfg.rollout),
+                       t0=min(30, cfg.rollout - 1), perturb_steps=min(200, cfg.rollout),
+                       seed=cfg.seed)
+    metrics = {
+        **{k: out[k] for k in ("T_cross", "T_cross_1", "failure_mode", "is_affine",
+                               "is_affine_source", "state_size", "dim_U_readout")},
+        **{k: encode_floats(out[k]) for k in CURVES},
+        "recovery": {k: encode_floats(v) for k, v in out["recovery"].items()},
+        "theorem1": {k: v for k, v in out["theorem1"].items() if k != "per_word"},
+        "affine_estimate": out["affine_estimate"]["max_relative_difference"],
+    }
+    metrics["corollary1"] = corollary1_prediction(metrics)
+    return metrics

@@ -95,7 +95,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
-              "beyond: (Negative) Mamba with a rank-r tanh correction")),
+              "beyond: (Negative) Mamba with a rank-r tanh correction"),
+         Grid("delta", f"{BEYOND}:delta_grid", ("beyond_delta",),
+              "beyond: DeltaNet, DeltaProduct, torch's GRU and LSTM on C2, C6, S3, A5")),
         TORCH_STARTUP),
     Experiment(
         "tracking_diagnostics", "sst_core.spec.configs:DiagnosticsConfig",
@@ -107,7 +109,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("figure4_a5", f"{BEYOND}:diagnostics_grid_a5", ("beyond_groups",),
               "beyond: the Figure 4 sweep and its diagnostics on A5"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_diagnostics", ("beyond_semi_affine",),
-              "beyond: (Negative) Mamba with a rank-r tanh correction")),
+              "beyond: (Negative) Mamba with a rank-r tanh correction"),
+         Grid("delta", f"{BEYOND}:delta_diagnostics", ("beyond_delta",),
+              "beyond: DeltaNet, DeltaProduct, torch's GRU and LSTM on C2, C6, S3, A5")),
+        TORCH_STARTUP),
+    Experiment(
+        "exact_tracker", "sst_core.spec.configs:ExactTrackerConfig",
+        f"{BEYOND}:exact_tracker", (f"{BEYOND}.exact_tracker",),
+        (Grid("delta", f"{BEYOND}:exact_tracker_grid", ("beyond_delta",),
+              "beyond: constructed exact Householder trackers, diagnosed"),),
         TORCH_STARTUP),
     Experiment(
         "tracking_label_free", "sst_core.spec.configs:LabelFreeConfig",

@@ -109,17 +109,20 @@ def fig_warning(errors: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
     return fig
 
 
-def fig_semi_affine_q(records: Sequence[dict[str, Any]], scale: str, tau: float = 0.5) -> plt.Figure:
-    """q(t) and perturbation recovery along U for the semi-affine models and their originals."""
+def fig_q_recovery(records: Sequence[dict[str, Any]], scale: str, solid: Sequence[str],
+                   title: str, tau: float = 0.5) -> plt.Figure:
+    """q(t) and perturbation recovery along U of diagnostics records, one line per record;
+    the models named in ``solid`` drawn solid, the others dashed (``title`` says which is
+    which)."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8))
     for i, r in enumerate(records):
         m = r["metrics"]
         name = r["config"]["run"]["model"]
-        ls = "-" if name.startswith("semi_affine") else "--"
+        ls = "-" if name in solid else "--"
         q = decode_floats(m["q"])
-        ax.plot(np.arange(1, q.size + 1), q, ls=ls, color=f"C{i}", label=name)
+        ax.plot(np.arange(1, q.size + 1), q, ls=ls, color=f"C{i % 10}", label=name)
         rec = decode_floats(m["recovery"]["U"])
-        bx.plot(np.arange(rec.size), rec, ls=ls, color=f"C{i}", label=name)
+        bx.plot(np.arange(rec.size), rec, ls=ls, color=f"C{i % 10}", label=name)
     ax.axhline(tau, color="grey", lw=0.8, ls=":")
     for a in (ax, bx):
         a.set_yscale("log")
@@ -131,6 +134,41 @@ def fig_semi_affine_q(records: Sequence[dict[str, Any]], scale: str, tau: float 
     bx.set_ylabel(r"$\|e_t\| / \|e_0\|$")
     if records:
         ax.legend(fontsize=7)
-    suptitle(fig, f"Semi-affine (solid) against affine (dashed) on S3 ({scale})", fontsize=10)
+    suptitle(fig, f"{title} ({scale})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def fig_figure4_placement(background: Sequence[dict[str, Any]],
+                          highlight: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+    """Figure 4's axes (m_p, T_cross; log-log): the qualifying affine runs of the Figure 4
+    sweep in grey, and the ``highlight`` diagnostics records (any model with both values)
+    in colour, one colour per model."""
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    pts = [(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in background]
+    if pts:
+        ax.scatter(*zip(*pts), s=12, color="0.7", label=f"Figure 4 sweep (n = {len(pts)})")
+    models = sorted({r["config"]["run"]["model"] for r in highlight})
+    shown = list(pts)
+    for i, model in enumerate(models):
+        sel = [(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in highlight
+               if r["config"]["run"]["model"] == model
+               and r["metrics"]["m_p"] and r["metrics"]["T_cross"]]
+        if sel:
+            ax.scatter(*zip(*sel), s=30, marker="D", color=f"C{i % 10}", label=model)
+            shown += sel
+    if shown:
+        lo = min(min(p) for p in shown)
+        hi = max(max(p) for p in shown)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls=":", label="T_cross = m_p")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.text(0.5, 0.5, "no run with both m_p and T_cross at this scale", ha="center",
+                va="center", transform=ax.transAxes)
+    ax.set_xlabel("m_p")
+    ax.set_ylabel("T_cross (tau = 1/2)")
+    suptitle(fig, f"Where the non-diagonal trackers fall in Figure 4, S3 ({scale})", fontsize=10)
     fig.tight_layout()
     return fig

@@ -143,6 +143,9 @@ REPORTS: dict[str, str] = {
     "label_free": "sst_core.reports.beyond:label_free",
     "label_free_warning": "sst_core.reports.beyond:label_free_warning",
     "semi_affine": "sst_core.reports.beyond:semi_affine",
+    "delta": "sst_core.reports.beyond:delta",
+    "delta_predictions": "sst_core.reports.beyond:delta_predictions",
+    "exact_trackers": "sst_core.reports.beyond:exact_trackers",
     "spectra": "sst_core.reports.beyond:spectra",
     "spectra_predictors": "sst_core.reports.beyond:spectra_predictors",
 }

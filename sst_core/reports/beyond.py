@@ -8,7 +8,9 @@
 - ``label_free_warning``: m_p predicted from lengths up to 60, and its error;
 - ``spectra``: transition and return-map spectra with their memory horizons;
 - ``spectra_predictors``: what the spectral summaries say about m_p;
-- ``semi_affine``: the repaired models beside their affine originals.
+- ``semi_affine``: the repaired models beside their affine originals;
+- ``delta``: DeltaNet, DeltaProduct and torch's GRU / LSTM beside Table 2's models, with
+  their S3 diagnostics (Theorem 1's return maps, Corollary 1's drift).
 """
 from __future__ import annotations
 
@@ -210,21 +212,17 @@ def label_free_warning(P: Profile, root=None) -> Table:
 
 # -- the semi-affine repair ------------------------------------------------------------------
 
-def semi_affine(P: Profile, root=None) -> Table:
-    """m_p on Table 2's groups and S3 diagnostics of the repaired and original models."""
-
-    cfgs = beyond.semi_affine_grid(P)
-    summary, ids = summarise(cfgs, root)
-    diag = best_semi_affine_diagnostics(stored_records(beyond.semi_affine_diagnostics(P), root))
-    P = beyond.beyond_profile(P)  # the grid of semi_affine_grid, for the columns and the note
-    depths = P.track_depths
-    cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
-            + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
+def model_rows(summary: dict, models, classes: dict[str, str], groups, depths,
+               diag: dict[str, dict[str, Any]], diag_columns) -> tuple[list, list]:
+    """Rows of a chapter table: per model its class, m_p per (group, depth) cell ("missing"
+    for a cell with no run or only diverged runs) and, from its best S3 diagnostics record
+    (``diag``, by model), the values ``diag_columns`` lists as (heading, metrics -> value,
+    format). Returns the displayed rows and the same as data (``cells``, ``diagnostics``
+    and each column's value under its heading)."""
     rows, data = [], []
-    for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES:
-        row = [m, "semi-affine" if m in beyond.SEMI_AFFINE_MODELS else "affine"]
-        cells = {}
-        for g in paper1.TABLE2_GROUPS:
+    for m in models:
+        row, cells = [m, classes[m]], {}
+        for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
                 status = "missing" if s is None else cell_status(s)
@@ -235,17 +233,41 @@ def semi_affine(P: Profile, root=None) -> Table:
                     row.append(fmt(s["m_p"]))
                     cells[f"{g} L{d}"] = {"status": status, "m_p": s["m_p"]}
         r = diag.get(m)
-        if r is None:
-            row += ["missing"] * 3
-            extra = {"diagnostics": "missing"}
-        else:
-            mt = r["metrics"]
-            rec_U = next((v for v in reversed(mt["recovery"]["U"]) if v is not None), None)
-            row += [format_value(mt["T_cross"]), format_value(rec_U, ".2g"), format_value(mt["theorem1"].get("gain"))]
-            extra = {"diagnostics": "ok", "T_cross": mt["T_cross"], "recovery_U": rec_U,
-                     "gain": mt["theorem1"].get("gain"), "m_p_diag": mt["m_p"]}
+        extra = {"diagnostics": "missing" if r is None else "ok"}
+        for heading, value, spec in diag_columns:
+            v = None if r is None else value(r["metrics"])
+            row.append("missing" if r is None else
+                       format_value(v) if spec is None else format_value(v, spec))
+            extra[heading] = v
+        if r is not None:
+            extra["m_p_diag"] = r["metrics"]["m_p"]
         rows.append(row)
         data.append({"model": m, "cells": cells, **extra})
+    return rows, data
+
+
+def recovery_along_U(metrics: dict[str, Any]) -> float | None:
+    """||e_t|| / ||e_0|| at the last finite step after a perturbation inside U."""
+    return next((v for v in reversed(metrics["recovery"]["U"]) if v is not None), None)
+
+
+def semi_affine(P: Profile, root=None) -> Table:
+    """m_p on Table 2's groups and S3 diagnostics of the repaired and original models."""
+
+    cfgs = beyond.semi_affine_grid(P)
+    summary, ids = summarise(cfgs, root)
+    diag = best_semi_affine_diagnostics(stored_records(beyond.semi_affine_diagnostics(P), root))
+    P = beyond.beyond_profile(P)  # the grid of semi_affine_grid, for the columns and the note
+    depths = P.track_depths
+    models = beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES
+    classes = {m: "semi-affine" if m in beyond.SEMI_AFFINE_MODELS else "affine" for m in models}
+    diag_columns = [("T_cross", lambda mt: mt["T_cross"], None),
+                    ("recovery_U", recovery_along_U, ".2g"),
+                    ("gain", lambda mt: mt["theorem1"].get("gain"), None)]
+    rows, data = model_rows(summary, models, classes, paper1.TABLE2_GROUPS, depths, diag,
+                            diag_columns)
+    cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
+            + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
             "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
             "||e_t|| / ||e_0|| 200 steps after a perturbation inside U (below 1: the error "
@@ -387,3 +409,167 @@ def json_key(cfg: dict[str, Any]) -> str:
     import json
 
     return json.dumps(cfg, sort_keys=True)
+
+
+DELTA_CLASSES = {
+    **{m: "non-diagonal affine" for m in beyond.DELTA_MODELS},
+    **{m: "state-dependent (torch)" for m in beyond.TORCH_RNNS},
+}
+
+
+def delta_class(model: str) -> str:
+    """The row class of the delta chapter's tables."""
+    if model in DELTA_CLASSES:
+        return DELTA_CLASSES[model]
+    return "diagonal affine" if expected_affine(model) else "state-dependent"
+
+
+def best_delta_diagnostics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The best S3 diagnostics record of each model of :func:`delta`, by model."""
+    return best_per_cell(records, lambda r: r["config"]["run"]["model"])
+
+
+def delta_diagnostic_records(P: Profile, root=None) -> list[dict[str, Any]]:
+    return stored_records(beyond.delta_diagnostics(P), root)
+
+
+def delta(P: Profile, root=None) -> Table:
+    """m_p on C2, C6, S3 and A5 of DeltaNet, DeltaProduct and torch's GRU / LSTM beside
+    Table 2's models on one grid, and their S3 diagnostics: T_cross, Theorem 1's return map
+    on U (its largest and smallest singular values: 1 and 1 for a map orthogonal on U),
+    Corollary 1's drift and predicted T_cross."""
+    from sst_core.analysis.error_control import corollary1_prediction
+
+    cfgs = beyond.delta_grid(P)
+    summary, ids = summarise(cfgs, root)
+    diag = best_delta_diagnostics(delta_diagnostic_records(P, root))
+    P = beyond.beyond_profile(P)
+    depths = P.track_depths
+    models = beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED
+    classes = {m: delta_class(m) for m in models}
+
+    def corollary(key):
+        return lambda mt: corollary1_prediction(mt)[key] if mt["is_affine"] else None
+
+    diag_columns = [("T_cross", lambda mt: mt["T_cross"], None),
+                    ("gain", lambda mt: mt["theorem1"].get("gain"), None),
+                    ("gain_min", lambda mt: mt["theorem1"].get("gain_min"), None),
+                    ("deviation_U", lambda mt: mt["theorem1"].get("deviation_U"), ".2g"),
+                    ("recovery_U", recovery_along_U, ".2g"),
+                    ("drift", corollary("drift"), ".2g"),
+                    ("T_pred", corollary("T_pred"), ".4g")]
+    rows, data = model_rows(summary, models, classes, beyond.DELTA_GROUPS, depths, diag,
+                            diag_columns)
+    cols = (["model", "class"] + [f"{g} L{d}" for g in beyond.DELTA_GROUPS for d in depths]
+            + ["S3 T_cross", "S3 σ_max(Qᵀ J Q)", "S3 σ_min(Qᵀ J Q)", "S3 ‖Qᵀ J Q − I‖",
+               "S3 recovery along U", "S3 drift ‖W_out η̄‖", "S3 T_cross (Corollary 1)"])
+    note = ("DeltaNet: S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T with ||k_t|| = 1, "
+            "beta in [0, 1] (deltanet) or [0, 2] (deltanet_negative: transition eigenvalues in "
+            "[-1, 1]); DeltaProduct: n_h such factors per token (deltaproduct n_h = 2, "
+            "deltaproduct_3 n_h = 3, beta in [0, 2]); torch_gru / torch_lstm: torch.nn.GRU / "
+            "LSTM as registry models. Every row: one grid and protocol (Table 2's, narrowed as "
+            "in the other 'Beyond' chapters), m_p best over the grid. Theorem 1's return map: "
+            "J of state-preserving words on U, median over words of the best S3 run; an affine "
+            "map that fixes the centroids has Q^T J Q = I. Corollary 1 (affine rows): "
+            "sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. Scale: "
+            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
+    return Table("Non-diagonal affine trackers beside Table 2's models", cols, rows, note, ids,
+                 data)
+
+
+def householder_facts(model: str) -> dict[str, Any]:
+    """n_h (Householder factors per token) and beta's range of a registered delta model,
+    read from the model its builder makes (:class:`sst_core.models.delta.DeltaConfig`)."""
+    from sst_core.models.registry import build
+
+    cfg = build(model, 2, 2, d_model=4, d_state=2).layers[0].cfg
+    return {"n_householder": int(cfg.n_householder), "beta_range": float(cfg.beta_range)}
+
+
+def delta_predictions(P: Profile | None = None, root=None) -> Table:
+    """Per delta model and group: can one layer track the group's generator words exactly
+    (:func:`sst_core.theory.householder.exact_tracking`)? Needs no records."""
+    from sst_core.theory.householder import exact_tracking, minimal_factors
+
+    groups = beyond.DELTA_GROUPS
+    need = {g: minimal_factors(g) for g in groups}
+    cols = ["model", "n_h", "beta in"] + list(groups)
+    rows, data = [], []
+    for m in beyond.DELTA_MODELS:
+        f = householder_facts(m)
+        verdicts = {g: exact_tracking(f["n_householder"], f["beta_range"], g) for g in groups}
+        rows.append([m, f["n_householder"], f"[0, {f['beta_range']:g}]"]
+                    + [verdicts[g] for g in groups])
+        data.append({"model": m, **f, "verdicts": verdicts})
+    note = ("Exact tracking: every token's transition orthogonal on U and the states a faithful "
+            "image of the group. Reflections (beta = 2) are the only orthogonal factors but the "
+            "identity; an orthogonal g needs exactly rank(g - I) of them (Cartan-Dieudonne). "
+            "Factors needed per token, lower bound / attained by the representation built here: "
+            + "; ".join(f"{g} {need[g]['lower_bound']} / {need[g]['attained']}" for g in groups)
+            + ". 'open': between the two (A5's icosahedral representation, not built here, "
+            "would need 2).")
+    return Table("Which groups one layer can track exactly (theory)", cols, rows, note, [], data)
+
+
+def delta_verdicts(P: Profile, root=None) -> list[dict[str, Any]]:
+    """Per delta model and group, the theory's verdict (:func:`delta_predictions`) beside
+    the measured m_p of the one-layer cell and whether it reaches the longest evaluated
+    length (None where the cell is missing). "yes" says an exact tracker of that shape
+    exists, not that training finds it; "no" says every tracker of that shape drifts and
+    so fails at some length, which may lie beyond the longest one evaluated."""
+    pred = {d["model"]: d["verdicts"] for d in delta_predictions().data}
+    Pb = beyond.beyond_profile(P)
+    longest = max(Pb.track_eval_lengths)
+    out = []
+    for row in delta(P, root).data:
+        if row["model"] not in pred:
+            continue
+        for g in beyond.DELTA_GROUPS:
+            cell = row["cells"][f"{g} L{Pb.track_depths[0]}"]
+            missing = cell["status"] in ("missing", "diverged")
+            out.append({"model": row["model"], "group": g, "predicted": pred[row["model"]][g],
+                        "m_p": cell["m_p"], "status": cell["status"], "longest": longest,
+                        "reaches_longest": None if missing else
+                        bool(cell["m_p"] is not None and cell["m_p"] >= longest)})
+    return out
+
+
+def exact_trackers(P: Profile, root=None) -> Table:
+    """The constructed Householder trackers (:func:`sst_core.experiments.beyond.exact_tracker_grid`)
+    through the public diagnostics: T_cross, the return map on U and Corollary 1."""
+    cfgs = beyond.exact_tracker_grid(P)
+    recs = stored_records(cfgs, root)
+    by_cfg = {(r["config"]["group"], r["config"]["drift"]): r for r in recs}
+    cols = ["group", "rotation per token", "T_cross", "failure mode", "σ_max(Qᵀ J Q)",
+            "σ_min(Qᵀ J Q)", "‖Qᵀ J Q − I‖", "affine (measured)", "T_cross (Corollary 1)"]
+    rows, data, ids = [], [], []
+    for c in cfgs:
+        r = by_cfg.get((c.group, c.drift))
+        if r is None or r["status"] != "ok":
+            rows.append([c.group, c.drift] + ["missing" if r is None else "failed"] * 7)
+            data.append({"group": c.group, "drift": c.drift,
+                         "status": "missing" if r is None else "failed"})
+            continue
+        m, t1 = r["metrics"], r["metrics"]["theorem1"]
+        T_pred = m["corollary1"]["T_pred"]
+        rows.append([c.group, c.drift, "none" if m["T_cross"] is None else m["T_cross"],
+                     m["failure_mode"],
+                     format_value(t1["gain"], ".4f"), format_value(t1["gain_min"], ".4f"),
+                     format_value(t1["deviation_U"], ".2g"), m["is_affine"],
+                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g")])
+        data.append({"group": c.group, "drift": c.drift, "status": "ok",
+                     "T_cross": m["T_cross"], "failure_mode": m["failure_mode"],
+                     "gain": t1["gain"], "gain_min": t1["gain_min"],
+                     "deviation_U": t1["deviation_U"], "is_affine": m["is_affine"],
+                     "T_pred": T_pred})
+        ids.append(r["run_id"])
+    note = ("Each token applied as its reflections (beta = 2) in an exact orthogonal "
+            "representation (sst_core.theory.householder.permutation_tracker), its transition "
+            "then rotated by the given angle (a fixed error, the same at every step); "
+            "diagnosed by sst_core.analysis.any_model.diagnose_any, which needs no registry "
+            "entry. T_cross 'none': q stays below 1/2 up to the rollout. 'affine "
+            "(measured)': the entry point's numerical check. Corollary 1: "
+            "sqrt(R_U(t)) = a + t ||eta_bar|| fitted over t in [10, 120] ('none': no drift). "
+            f"Scale: {P.scale('diag_samples', 'diag_rollout')}.")
+    return Table("Exact and perturbed Householder trackers through the public diagnostics",
+                 cols, rows, note, ids, data)

@@ -182,6 +182,27 @@ class DiagnosticsConfig:
 
 
 @dataclass(frozen=True)
+class ExactTrackerConfig:
+    """Error-control diagnostics of a constructed Householder tracker
+    (``sst_core.experiments.beyond.exact_tracker``; chapter "Affine trackers that should not
+    work but do"): ``group``'s tokens applied as reflections in an exact orthogonal
+    representation (:func:`sst_core.theory.householder.permutation_tracker`), each token's
+    transition rotated by ``drift`` (0: exact), diagnosed on ``n_samples`` words of length
+    ``rollout`` by :func:`sst_core.analysis.any_model.diagnose_any`."""
+
+    group: str
+    drift: float
+    n_samples: int
+    rollout: int
+    seed: int
+    profile: str
+    experiment: str = "exact_tracker"
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, (), ("drift",), ("n_samples", "rollout"), ("seed",))
+
+
+@dataclass(frozen=True)
 class LabelFreeConfig:
     """q(t) of one trained tracker without the true group states
     (``sst_core.analysis.label_free.run_label_free``; chapter "A label-free warning signal").
