@@ -278,7 +278,9 @@ glue("de_drift", ", ".join(f"{d['group']} rotated by {d['drift']}: T_cross {d['T
 # orthogonal representation. So the theory needs one more ingredient to predict $m_p$ for
 # non-diagonal models: which transitions can realise the group exactly (a question about
 # representations: the table above, by the reflection count) and how close training gets to
-# them (the measured drift). Diagonal real transitions can realise only groups whose
-# elements act by $\pm 1$ (at most $C_2$-like parity), diagonal complex ones only abelian
-# groups; products of reflections realise every finite group in some dimension, which is
-# why the Householder models can extrapolate where the diagonal ones cannot.
+# them (the measured drift). Diagonal transitions commute, so exactly they realise only
+# abelian groups: real ones only products of $C_2$ (their orthogonal entries are $\pm 1$),
+# complex ones any abelian group ($C_6$ by sixth roots of unity), never $S_3$ or $A_5$.
+# Products of reflections realise every finite group in some dimension (each is a group of
+# permutations, and a transposition is a reflection), which is why the Householder models
+# can extrapolate where the diagonal ones cannot.
