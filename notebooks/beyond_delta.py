@@ -101,9 +101,10 @@ glue("dh_holds", "all hold" if hh["holds"] and tr["holds"] else "NOT all hold", 
 
 # %% [markdown]
 # Applied to the generator tokens of the book's groups (their orders and the factors a token
-# needs in the exact orthogonal representation `tracking_representation` builds: the sign
-# for $C_2$, a rotation for $C_6$, the standard representation for $S_3$ and $A_5$), this
-# says in advance which of the four models *can* track which group exactly with one layer:
+# needs in the orthogonal representation `tracking_representation` builds: the sign for
+# $C_2$, a rotation for $C_6$, the standard representation for $S_3$, the rotations of the
+# icosahedron for $A_5$), this says in advance which of the four models *can* track which
+# group exactly with one layer:
 
 # %%
 pred = rb.delta_predictions()
@@ -113,7 +114,7 @@ display(pred)
 # `deltanet` ($\beta \le 1$) has no orthogonal factor but the identity, so every tracker it
 # can express drifts or contracts the symbolic state itself; a single reflection per token
 # (`deltanet_negative`) is enough for parity but for no group with an element of order
-# above 2; two factors are enough for $C_6$ and $S_3$. "Can" is not "will": the table says
+# above 2; two factors are enough for $C_6$, $S_3$ and $A_5$. "Can" is not "will": the table says
 # which exact solutions exist, training decides whether they are found.
 
 # %% [markdown]

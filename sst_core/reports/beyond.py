@@ -504,10 +504,10 @@ def delta_predictions(P: Profile | None = None, root=None) -> Table:
     note = ("Exact tracking: every token's transition orthogonal on U and the states a faithful "
             "image of the group. Reflections (beta = 2) are the only orthogonal factors but the "
             "identity; an orthogonal g needs exactly rank(g - I) of them (Cartan-Dieudonne). "
-            "Factors needed per token, lower bound / attained by the representation built here: "
+            "Factors needed per token, lower bound / attained by the representation used here: "
             + "; ".join(f"{g} {need[g]['lower_bound']} / {need[g]['attained']}" for g in groups)
-            + ". 'open': between the two (A5's icosahedral representation, not built here, "
-            "would need 2).")
+            + " (A5: as the rotations of the icosahedron; its standard representation would "
+            "need 4 for the 5-cycle). 'open' would mean between the two.")
     return Table("Which groups one layer can track exactly (theory)", cols, rows, note, [], data)
 
 

@@ -20,10 +20,10 @@ only affine trackers Theorem 1 allows: neutral on U, never contracting):
 
 So in one layer: ``beta`` in ``[0, 1]`` (``deltanet``) tracks no group exactly; one factor
 with ``beta`` in ``[0, 2]`` (``deltanet_negative``) tracks C2 (its generator is a
-reflection) but not C6, S3 or A5 (generators of order 3, 5, 6); two factors suffice for C6
-and S3 (:func:`tracking_representation`: a rotation by 2 pi / n, the standard
-representation of S_n) and at least two are needed for A5. The standard representation of
-A5 needs 4 for its 5-cycle; the icosahedral one (not built here) would need 2.
+reflection) but not C6, S3 or A5 (generators of order 3, 5, 6); two factors suffice for
+all three (:func:`tracking_representation`: a rotation by 2 pi / 6 for C6, the standard
+representation of S3, the rotations of the icosahedron for A5, in whose standard
+representation the 5-cycle would need 4).
 
 Numeric twins: :func:`householder`, :func:`reflections_needed`, :func:`reflection_factors`,
 :func:`permutation_tracker`; ``tests/theory/test_householder.py`` compares them with the
@@ -38,7 +38,8 @@ import sympy as sp
 
 from sst_core.groups import get_group
 
-__all__ = ["derive_householder", "derive_transposition", "tracking_representation",
+__all__ = ["derive_householder", "derive_transposition", "standard_representation",
+           "icosahedral_representation", "tracking_representation",
            "minimal_factors", "householder", "reflections_needed", "reflection_factors",
            "permutation_tracker", "exact_tracking", "REPRESENTED_GROUPS"]
 
@@ -126,8 +127,8 @@ def _perm_of(label: str, n: int) -> tuple[int, ...]:
     return tuple(perm)
 
 
-def tracking_representation(name: str) -> dict[int, sp.Matrix]:
-    """An exact, faithful, orthogonal representation of group ``name`` (one of
+def standard_representation(name: str) -> dict[int, sp.Matrix]:
+    """An exact (SymPy), faithful, orthogonal representation of group ``name`` (one of
     :data:`REPRESENTED_GROUPS`): element index -> matrix. C2: the sign (1 x 1); C_n: the
     rotation by 2 pi / n; S_n and A_n: the permutation action on the sum-zero hyperplane
     (the standard representation, dimension n - 1)."""
@@ -148,28 +149,86 @@ def tracking_representation(name: str) -> dict[int, sp.Matrix]:
             for e in range(g.order)}
 
 
+def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rodrigues: the rotation of R^3 by ``angle`` about ``axis``."""
+    u = axis / np.linalg.norm(axis)
+    K = np.array([[0, -u[2], u[1]], [u[2], 0, -u[0]], [-u[1], u[0], 0]])  # (3, 3)
+    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * K @ K
+
+
+def _extend(g: Group, images: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """The map on every element that multiplies the generators' ``images`` along the
+    Cayley graph from the identity (a homomorphism if the images satisfy the group's
+    relations; :func:`minimal_factors` checks every product)."""
+    d = next(iter(images.values())).shape[0]
+    rho, frontier = {g.identity: np.eye(d)}, [g.identity]
+    while frontier:
+        nxt = []
+        for x in frontier:
+            for s, M in images.items():
+                y = int(g.table[x, s])
+                if y not in rho:
+                    rho[y] = rho[x] @ M
+                    nxt.append(y)
+        frontier = nxt
+    return rho
+
+
+def icosahedral_representation() -> dict[int, np.ndarray]:
+    """A5 as the rotations of the icosahedron (3 x 3, float64): the generator ``(0 1 2)``
+    a rotation by 2 pi / 3 about z, ``(0 1 2 3 4)`` a rotation by 2 pi / 5 about an axis at
+    the angle theta from z for which their product (of order 5 in A5) is a rotation by
+    4 pi / 5 (trace 1 + 2 cos(4 pi / 5)); theta by a root bracket, then extended to all 60
+    elements (:func:`_extend`). Every nontrivial rotation fixes only its axis:
+    ``rank(rho(g) - I) = 2`` for all of them."""
+    from scipy.optimize import brentq
+
+    g = get_group("A5")
+    three, five = g.generators  # (0 1 2), (0 1 2 3 4)
+    A = _axis_rotation(np.array([0.0, 0.0, 1.0]), 2 * np.pi / 3)
+
+    def B(theta: float) -> np.ndarray:
+        return _axis_rotation(np.array([np.sin(theta), 0.0, np.cos(theta)]), 2 * np.pi / 5)
+
+    target = 1 + 2 * np.cos(4 * np.pi / 5)
+    theta = brentq(lambda th: np.trace(A @ B(th)) - target, 1.2, 1.5)  # the root in (1.2, 1.5)
+    return _extend(g, {three: A, five: B(theta)})
+
+
+def tracking_representation(name: str) -> dict[int, np.ndarray]:
+    """The representation the trackers here use (float64, element index -> matrix): for
+    A5 the icosahedral one (dimension 3, two reflections per element), else the exact
+    :func:`standard_representation`."""
+    if name == "A5":
+        return icosahedral_representation()
+    return {e: np.array(m.evalf(), dtype=float) for e, m in standard_representation(name).items()}
+
+
 def minimal_factors(name: str) -> dict[str, Any]:
     """Householder factors per token for exact tracking of ``name`` with its generator
-    tokens: the lower bound (1 for a reflection, 2 for any element of order above 2), and
-    ``rank(rho(g) - I)`` in :func:`tracking_representation` (exact), which that
-    representation attains (Cartan-Dieudonne). Also checks, in floating point, that the
-    representation is a homomorphism, faithful and orthogonal."""
+    tokens: the lower bound (1 for a reflection, 2 for any element of order above 2),
+    ``rank(rho(g) - I)`` in :func:`standard_representation` (exact) and in
+    :func:`tracking_representation` (numerical rank), which that representation attains
+    (Cartan-Dieudonne). Also checks, in floating point, that the representation used is a
+    homomorphism, faithful and orthogonal."""
     g = get_group(name)
-    rho = tracking_representation(name)
-    d = next(iter(rho.values())).shape[0]
-    # the group checks in floating point (3600 products for A5; exact ones take minutes)
-    num = {e: np.array(m.evalf(), dtype=float) for e, m in rho.items()}  # (d, d) each
-    homomorphism = all(np.allclose(num[a] @ num[b], num[int(g.table[a, b])], atol=1e-12)
-                       for a in range(g.order) for b in range(g.order))
+    std = standard_representation(name)
+    num = tracking_representation(name)  # (d, d) each
+    d = next(iter(num.values())).shape[0]
+    homomorphism = len(num) == g.order and all(
+        np.allclose(num[a] @ num[b], num[int(g.table[a, b])], atol=1e-12)
+        for a in range(g.order) for b in range(g.order))
     faithful = len({tuple(np.round(m, 9).ravel()) for m in num.values()}) == g.order
     orthogonal = all(np.allclose(m.T @ m, np.eye(d), atol=1e-12) for m in num.values())
     per_token = {}
     for gen in g.generators:
         order = g.element_order(gen)
         lower = 0 if order == 1 else 1 if order == 2 else 2
-        rank = (rho[gen] - sp.eye(d)).rank(simplify=True)
-        per_token[g.elements[gen]] = {"order": int(order), "lower_bound": lower,
-                                     "in_representation": int(rank)}
+        d_std = std[gen].shape[0]
+        per_token[g.elements[gen]] = {
+            "order": int(order), "lower_bound": lower,
+            "in_standard": int((std[gen] - sp.eye(d_std)).rank(simplify=True)),
+            "in_representation": reflections_needed(num[gen])}
     return {"group": name, "dim": int(d), "homomorphism": bool(homomorphism),
             "faithful": bool(faithful), "orthogonal": bool(orthogonal),
             "tokens": per_token,
@@ -255,7 +314,7 @@ def permutation_tracker(name: str, drift: float = 0.0, seed: int = 0
     mats = []
     rng = np.random.default_rng(seed)
     for e in range(g.order):
-        m = np.array(rho[int(e)].evalf(), dtype=float).T  # rho(x^-1)
+        m = rho[int(e)].T  # rho(x^-1)
         ks = reflection_factors(m)
         T = np.eye(m.shape[0])
         for k in ks:
