@@ -84,6 +84,16 @@ def test_delta_grid_covers_every_model_on_one_grid():
     assert not any(expected_affine(m) for m in beyond.TORCH_RNNS)
 
 
+def test_torch_module_grid_mirrors_the_registry_diagnostics():
+    grid = beyond.torch_module_grid(Q)
+    assert sorted(c.run.model for c in grid) == sorted(beyond.TORCH_RNNS)
+    diag = {d.run: d for d in beyond.delta_diagnostics(Q)}
+    for c in grid:
+        d = diag[c.run]  # the same run, diagnosed on the same words
+        assert (c.n_samples, c.rollout, c.seed) == (d.n_samples, d.rollout, d.seed)
+        assert c.run.group == "S3" and c.run.lr == Q.track_lrs[0]
+
+
 def test_delta_predictions_follow_the_models_configs():
     t = rb.delta_predictions()
     rows = {d["model"]: d for d in t.data}
@@ -147,6 +157,7 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert all(cell == "missing" for row in dt.rows for cell in row[2:])
     assert {d["diagnostics"] for d in dt.data} == {"missing"}
     assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
+    assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
 
 

@@ -28,6 +28,7 @@ from sst_core.spec.configs import (
     ExactTrackerConfig,
     LabelFreeConfig,
     SpectraConfig,
+    TorchModuleDiagnosticsConfig,
     TrackingConfig,
 )
 
@@ -190,20 +191,13 @@ def exact_tracker_grid(P) -> list[ExactTrackerConfig]:
             for g in EXACT_TRACKER_GROUPS for d in EXACT_TRACKER_DRIFTS]
 
 
-def exact_tracker(cfg: ExactTrackerConfig) -> dict:
-    """Diagnostics of :func:`sst_core.theory.householder.permutation_tracker` through the
-    public entry point :func:`sst_core.analysis.any_model.diagnose_any` (no registry
-    entry), with Corollary 1's prediction from the measured drift."""
-    from sst_core.analysis.any_model import diagnose_any
+def entry_point_metrics(out: dict) -> dict:
+    """What a record keeps of :func:`sst_core.analysis.any_model.diagnose_any`'s result: the
+    crossing times, failure mode, curves (encoded), recovery, Theorem 1's check (without the
+    per-word list), the affinity check and Corollary 1's prediction."""
     from sst_core.analysis.error_control import CURVES, corollary1_prediction
     from sst_core.store.codec import encode_floats
-    from sst_core.theory.householder import permutation_tracker
 
-    step, h0, n_tokens = permutation_tracker(cfg.group, drift=cfg.drift, seed=cfg.seed)
-    out = diagnose_any(step, cfg.group, h0=h0, n_tokens=n_tokens, n_samples=cfg.n_samples,
-                       rollout=cfg.rollout, t_ref=min(60, cfg.rollout),
-                       t0=min(30, cfg.rollout - 1), perturb_steps=min(200, cfg.rollout),
-                       seed=cfg.seed)
     metrics = {
         **{k: out[k] for k in ("T_cross", "T_cross_1", "failure_mode", "is_affine",
                                "is_affine_source", "state_size", "dim_U_readout")},
@@ -214,3 +208,48 @@ def exact_tracker(cfg: ExactTrackerConfig) -> dict:
     }
     metrics["corollary1"] = corollary1_prediction(metrics)
     return metrics
+
+
+def exact_tracker(cfg: ExactTrackerConfig) -> dict:
+    """Diagnostics of :func:`sst_core.theory.householder.permutation_tracker` through the
+    public entry point :func:`sst_core.analysis.any_model.diagnose_any` (no registry
+    entry), with Corollary 1's prediction from the measured drift."""
+    from sst_core.analysis.any_model import diagnose_any
+    from sst_core.theory.householder import permutation_tracker
+
+    step, h0, n_tokens = permutation_tracker(cfg.group, drift=cfg.drift, seed=cfg.seed)
+    return entry_point_metrics(diagnose_any(
+        step, cfg.group, h0=h0, n_tokens=n_tokens, n_samples=cfg.n_samples,
+        rollout=cfg.rollout, t_ref=min(60, cfg.rollout), t0=min(30, cfg.rollout - 1),
+        perturb_steps=min(200, cfg.rollout), seed=cfg.seed))
+
+
+def torch_module_grid(P) -> list[TorchModuleDiagnosticsConfig]:
+    """One S3 run of each of :data:`TORCH_RNNS` (the first learning rate and seed of
+    :func:`delta_grid`), diagnosed through the plain torch module with the settings of its
+    diagnostics in :func:`delta_diagnostics`."""
+    out = []
+    for d in delta_diagnostics(P):
+        run = d.run
+        if run.model in TORCH_RNNS and run.lr == P.track_lrs[0] and run.seed == P.track_seeds[0]:
+            out.append(TorchModuleDiagnosticsConfig(run=run, n_samples=d.n_samples,
+                                                    rollout=d.rollout, seed=d.seed,
+                                                    profile=P.name))
+    return out
+
+
+def torch_module_diagnostics(cfg: TorchModuleDiagnosticsConfig) -> dict:
+    """The trained tracker of ``cfg.run`` handed to
+    :func:`sst_core.analysis.any_model.diagnose_any` as the plain ``nn.GRU`` / ``nn.LSTM``
+    it contains (:func:`sst_core.models.torch_rnn.torch_module`) with its readout."""
+    from sst_core.analysis.any_model import diagnose_any
+    from sst_core.analysis.trackers import load_tracker
+    from sst_core.models.torch_rnn import torch_module
+
+    _, model = load_tracker(cfg.run)
+    rollout = cfg.rollout
+    return entry_point_metrics(diagnose_any(
+        torch_module(model), cfg.run.group, readout=model.W_out,
+        tokens=cfg.run.tokens, n_samples=cfg.n_samples, rollout=rollout,
+        t_ref=min(60, rollout), t0=min(30, rollout - 1), perturb_steps=min(200, rollout),
+        seed=cfg.seed, t_train=cfg.run.curriculum_max))

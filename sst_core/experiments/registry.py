@@ -120,6 +120,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "beyond: constructed exact Householder trackers, diagnosed"),),
         TORCH_STARTUP),
     Experiment(
+        "torch_module_diagnostics", "sst_core.spec.configs:TorchModuleDiagnosticsConfig",
+        f"{BEYOND}:torch_module_diagnostics",
+        ANALYSIS_DEPS + (f"{BEYOND}.torch_module_diagnostics",),
+        (Grid("delta", f"{BEYOND}:torch_module_grid", ("beyond_delta",),
+              "beyond: trained torch GRU / LSTM diagnosed as plain torch modules"),),
+        TORCH_STARTUP),
+    Experiment(
         "tracking_label_free", "sst_core.spec.configs:LabelFreeConfig",
         "sst_core.analysis.label_free:run_label_free",
         ANALYSIS_DEPS + ("sst_core.analysis.label_free.run_label_free",),

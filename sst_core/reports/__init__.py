@@ -146,6 +146,7 @@ REPORTS: dict[str, str] = {
     "delta": "sst_core.reports.beyond:delta",
     "delta_predictions": "sst_core.reports.beyond:delta_predictions",
     "exact_trackers": "sst_core.reports.beyond:exact_trackers",
+    "torch_module_check": "sst_core.reports.beyond:torch_module_check",
     "spectra": "sst_core.reports.beyond:spectra",
     "spectra_predictors": "sst_core.reports.beyond:spectra_predictors",
 }

@@ -24,6 +24,7 @@ from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.error_control import PAPER_FIGURE4, figure4_stats
 from sst_core.reports.paper1 import cell_status, fmt, summarise
 from sst_core.reports.select import best_per_cell
+from sst_core.spec.configs import config_dict
 from sst_core.spec.profiles import Profile
 
 FACT_GROUPS = ("C2", "C6", "S3", "A4", "A5", "C2xS3")
@@ -411,6 +412,12 @@ def json_key(cfg: dict[str, Any]) -> str:
     return json.dumps(cfg, sort_keys=True)
 
 
+def crossing(T: int | None) -> str:
+    """A crossing time as the chapters print it: ``"none"`` when q never reaches tau
+    within the rollout."""
+    return "none" if T is None else str(T)
+
+
 DELTA_CLASSES = {
     **{m: "non-diagonal affine" for m in beyond.DELTA_MODELS},
     **{m: "state-dependent (torch)" for m in beyond.TORCH_RNNS},
@@ -552,7 +559,7 @@ def exact_trackers(P: Profile, root=None) -> Table:
             continue
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         T_pred = m["corollary1"]["T_pred"]
-        rows.append([c.group, c.drift, "none" if m["T_cross"] is None else m["T_cross"],
+        rows.append([c.group, c.drift, crossing(m["T_cross"]),
                      m["failure_mode"],
                      format_value(t1["gain"], ".4f"), format_value(t1["gain_min"], ".4f"),
                      format_value(t1["deviation_U"], ".2g"), m["is_affine"],
@@ -573,3 +580,48 @@ def exact_trackers(P: Profile, root=None) -> Table:
             f"Scale: {P.scale('diag_samples', 'diag_rollout')}.")
     return Table("Exact and perturbed Householder trackers through the public diagnostics",
                  cols, rows, note, ids, data)
+
+
+def torch_module_check(P: Profile, root=None) -> Table:
+    """The trained torch GRU / LSTM trackers diagnosed twice: as registry models
+    (:func:`sst_core.analysis.error_control.diagnose`) and as the plain torch modules inside
+    them (:func:`sst_core.analysis.any_model.diagnose_any`), side by side."""
+    from sst_core.store.codec import decode_floats
+
+    cfgs = beyond.torch_module_grid(P)
+    plain = {json_key(r["config"]["run"]): r for r in stored_records(cfgs, root)}
+    registry = {json_key(r["config"]["run"]): r for r in delta_diagnostic_records(P, root)}
+    cols = ["model", "lr", "seed", "T_cross (registry)", "T_cross (plain module)",
+            "‖Qᵀ J Q‖ (registry)", "‖Qᵀ J Q‖ (plain module)", "max |Δq| / max q",
+            "failure mode"]
+    rows, data, ids = [], [], []
+    for c in cfgs:
+        key = json_key(config_dict(c.run))
+        a, b = registry.get(key), plain.get(key)
+        if a is None or b is None or a["status"] != "ok" or b["status"] != "ok":
+            rows.append([c.run.model, c.run.lr, c.run.seed] + ["missing"] * 6)
+            data.append({"model": c.run.model, "status": "missing"})
+            continue
+        ma, mb = a["metrics"], b["metrics"]
+        qa, qb = decode_floats(ma["q"]), decode_floats(mb["q"])
+        finite = np.isfinite(qa) & np.isfinite(qb)
+        rel = (float(np.max(np.abs(qa[finite] - qb[finite])) / max(np.max(np.abs(qa[finite])), 1e-300))
+               if finite.any() else None)
+        rows.append([c.run.model, c.run.lr, c.run.seed, crossing(ma["T_cross"]),
+                     crossing(mb["T_cross"]), format_value(ma["theorem1"].get("gain")),
+                     format_value(mb["theorem1"].get("gain")), format_value(rel, ".2g"),
+                     mb["failure_mode"]])
+        data.append({"model": c.run.model, "status": "ok", "T_cross": ma["T_cross"],
+                     "T_cross_plain": mb["T_cross"], "gain": ma["theorem1"].get("gain"),
+                     "gain_plain": mb["theorem1"].get("gain"), "q_rel_diff": rel,
+                     "failure_mode": mb["failure_mode"]})
+        ids += [a["run_id"], b["run_id"]]
+    note = ("One S3 run of each (the grid's first learning rate and seed): the registry's "
+            "diagnostics record beside diagnose_any on torch_module(model), the plain "
+            "nn.GRU / nn.LSTM with the model's weights and W_out as the readout, on the same "
+            "held-out words. State-dependent recurrences: Theorem 1 does not apply; a gain "
+            "below 1 is the contraction the theory allows them. Scale: "
+            f"{P.scale('diag_samples', 'diag_rollout', 'track_rnn_widths', 'track_max_steps')}.")
+    return Table("torch's GRU and LSTM through the public diagnostics", cols, rows, note, ids,
+                 data)
+

@@ -203,6 +203,21 @@ class ExactTrackerConfig:
 
 
 @dataclass(frozen=True)
+class TorchModuleDiagnosticsConfig:
+    """The diagnostics of a trained ``torch_gru`` / ``torch_lstm`` tracker run on the plain
+    ``torch.nn.GRU`` / ``LSTM`` inside it (``sst_core.experiments.beyond.torch_module_diagnostics``,
+    through :func:`sst_core.analysis.any_model.diagnose_any`, no registry entry), with the
+    settings of its :class:`DiagnosticsConfig` so that the two can be compared."""
+
+    run: TrackingConfig
+    n_samples: int
+    rollout: int = 1000
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "torch_module_diagnostics"
+
+
+@dataclass(frozen=True)
 class LabelFreeConfig:
     """q(t) of one trained tracker without the true group states
     (``sst_core.analysis.label_free.run_label_free``; chapter "A label-free warning signal").
