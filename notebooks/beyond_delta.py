@@ -168,8 +168,12 @@ glue("dv_missing", len(verdicts) - len(known), display=False)
 # %% [markdown]
 # ## Through the error-control lens
 #
-# On $S_3$, the best run of each model: $q(t)$ and the recovery of an error placed inside
-# $U$ (solid: the Householder models; dashed: everything else).
+# On $S_3$, the best run of each model: its diagnostics, then $q(t)$ and the recovery of an
+# error placed inside $U$ (solid: the Householder models; dashed: everything else).
+
+# %%
+lens = rb.delta_lens(P)
+display(lens)
 
 # %%
 best = rb.best_delta_diagnostics(diag)

@@ -144,6 +144,7 @@ REPORTS: dict[str, str] = {
     "label_free_warning": "sst_core.reports.beyond:label_free_warning",
     "semi_affine": "sst_core.reports.beyond:semi_affine",
     "delta": "sst_core.reports.beyond:delta",
+    "delta_lens": "sst_core.reports.beyond:delta_lens",
     "delta_predictions": "sst_core.reports.beyond:delta_predictions",
     "exact_trackers": "sst_core.reports.beyond:exact_trackers",
     "torch_module_check": "sst_core.reports.beyond:torch_module_check",

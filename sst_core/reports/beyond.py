@@ -440,18 +440,16 @@ def delta_diagnostic_records(P: Profile, root=None) -> list[dict[str, Any]]:
     return stored_records(beyond.delta_diagnostics(P), root)
 
 
-def delta(P: Profile, root=None) -> Table:
-    """m_p on C2, C6, S3 and A5 of DeltaNet, DeltaProduct and torch's GRU / LSTM beside
-    Table 2's models on one grid, and their S3 diagnostics: T_cross, Theorem 1's return map
-    on U (its largest and smallest singular values: 1 and 1 for a map orthogonal on U),
-    Corollary 1's drift and predicted T_cross."""
+def _delta_rows(P: Profile, root=None) -> tuple[list, list, list, Profile]:
+    """The rows of :func:`delta` and :func:`delta_lens` (one pass over the records): per
+    model its class, m_p per group and the S3 diagnostics columns; the data; the ids; the
+    grid's profile."""
     from sst_core.analysis.error_control import corollary1_prediction
 
     cfgs = beyond.delta_grid(P)
     summary, ids = summarise(cfgs, root)
     diag = best_delta_diagnostics(delta_diagnostic_records(P, root))
-    P = beyond.beyond_profile(P)
-    depths = P.track_depths
+    Pb = beyond.beyond_profile(P)
     models = beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED
     classes = {m: delta_class(m) for m in models}
 
@@ -465,23 +463,50 @@ def delta(P: Profile, root=None) -> Table:
                     ("recovery_U", recovery_along_U, ".2g"),
                     ("drift", corollary("drift"), ".2g"),
                     ("T_pred", corollary("T_pred"), ".4g")]
-    rows, data = model_rows(summary, models, classes, beyond.DELTA_GROUPS, depths, diag,
-                            diag_columns)
-    cols = (["model", "class"] + [f"{g} L{d}" for g in beyond.DELTA_GROUPS for d in depths]
-            + ["S3 T_cross", "S3 σ_max(Qᵀ J Q)", "S3 σ_min(Qᵀ J Q)", "S3 ‖Qᵀ J Q − I‖",
-               "S3 recovery along U", "S3 drift ‖W_out η̄‖", "S3 T_cross (Corollary 1)"])
-    note = ("DeltaNet: S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T with ||k_t|| = 1, "
-            "beta in [0, 1] (deltanet) or [0, 2] (deltanet_negative: transition eigenvalues in "
-            "[-1, 1]); DeltaProduct: n_h such factors per token (deltaproduct n_h = 2, "
-            "deltaproduct_3 n_h = 3, beta in [0, 2]); torch_gru / torch_lstm: torch.nn.GRU / "
-            "LSTM as registry models. Every row: one grid and protocol (Table 2's, narrowed as "
-            "in the other 'Beyond' chapters), m_p best over the grid. Theorem 1's return map: "
-            "J of state-preserving words on U, median over words of the best S3 run; an affine "
-            "map that fixes the centroids has Q^T J Q = I. Corollary 1 (affine rows): "
-            "sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. Scale: "
-            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
-    return Table("Non-diagonal affine trackers beside Table 2's models", cols, rows, note, ids,
-                 data)
+    rows, data = model_rows(summary, models, classes, beyond.DELTA_GROUPS, Pb.track_depths,
+                            diag, diag_columns)
+    return rows, data, ids, Pb
+
+
+DELTA_MODELS_NOTE = (
+    "DeltaNet: S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T with ||k_t|| = 1, beta "
+    "in [0, 1] (deltanet) or [0, 2] (deltanet_negative: transition eigenvalues in [-1, 1]); "
+    "DeltaProduct: n_h such factors per token (deltaproduct n_h = 2, deltaproduct_3 n_h = 3, "
+    "beta in [0, 2]); torch_gru / torch_lstm: torch.nn.GRU / LSTM as registry models.")
+
+
+def delta(P: Profile, root=None) -> Table:
+    """m_p on C2, C6, S3 and A5 of DeltaNet, DeltaProduct and torch's GRU / LSTM beside
+    Table 2's models on one grid. Its data also carry the S3 diagnostics that
+    :func:`delta_lens` shows."""
+    rows, data, ids, Pb = _delta_rows(P, root)
+    n = 2 + len(beyond.DELTA_GROUPS) * len(Pb.track_depths)
+    cols = ["model", "class"] + [f"{g} L{d}" for g in beyond.DELTA_GROUPS for d in Pb.track_depths]
+    note = (DELTA_MODELS_NOTE + " Every row: one grid and protocol (Table 2's, narrowed as in "
+            "the other 'Beyond' chapters), m_p best over the grid ('fail': no run passes 60). "
+            f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
+    return Table("Non-diagonal affine trackers beside Table 2's models", cols,
+                 [r[:n] for r in rows], note, ids, data)
+
+
+def delta_lens(P: Profile, root=None) -> Table:
+    """The S3 diagnostics of :func:`delta`'s models (best run each): T_cross, Theorem 1's
+    return map on U (its largest and smallest singular values: both 1 for a map orthogonal
+    on U; its distance from I), recovery along U, Corollary 1's drift and predicted
+    T_cross."""
+    rows, data, ids, Pb = _delta_rows(P, root)
+    n = 2 + len(beyond.DELTA_GROUPS) * len(Pb.track_depths)
+    cols = ["model", "class", "m_p", "T_cross", "σ_max(Qᵀ J Q)", "σ_min(Qᵀ J Q)",
+            "‖Qᵀ J Q − I‖", "recovery along U", "drift ‖W_out η̄‖", "T_cross (Corollary 1)"]
+    out = [r[:2] + [fmt(d.get("m_p_diag")) if d["diagnostics"] == "ok" else "missing"] + r[n:]
+           for r, d in zip(rows, data)]
+    note = (DELTA_MODELS_NOTE + " The best S3 run of each model. Theorem 1's return map: J of "
+            "state-preserving words on U, median over words; an affine map that fixes the "
+            "centroids has Q^T J Q = I. Recovery: ||e_t|| / ||e_0|| 200 steps after a "
+            "perturbation inside U. Corollary 1 (affine rows): sqrt(R_U(t)) = a + t ||W_out "
+            f"eta_bar|| fitted over t in [10, 120]. Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
+    return Table("Through the error-control lens: S3 diagnostics of the same models", cols,
+                 out, note, ids, data)
 
 
 def householder_facts(model: str) -> dict[str, Any]:
