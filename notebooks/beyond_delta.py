@@ -194,12 +194,6 @@ fig = plots_beyond.fig_figure4_placement(background, highlight, SCALE)
 plt.show()
 
 rows = {d["model"]: d for d in table.data}
-
-
-def s3(model, key):
-    return rows.get(model, {}).get(key)
-
-
 lines = []
 for m in beyond.DELTA_MODELS:
     d = rows.get(m, {})

@@ -156,7 +156,7 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     dt = rb.delta(P)
     assert all(cell == "missing" for row in dt.rows for cell in row[2:])
     assert {d["diagnostics"] for d in dt.data} == {"missing"}
-    assert all(cell == "missing" for row in rb.delta_lens(P).rows for cell in row[2:])
+    assert all(cell == "missing" for row in rb.delta_lens(P).rows for cell in row[1:])
     assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
     assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}

@@ -496,15 +496,18 @@ def delta_lens(P: Profile, root=None) -> Table:
     T_cross."""
     rows, data, ids, Pb = _delta_rows(P, root)
     n = 2 + len(beyond.DELTA_GROUPS) * len(Pb.track_depths)
-    cols = ["model", "class", "m_p", "T_cross", "σ_max(Qᵀ J Q)", "σ_min(Qᵀ J Q)",
-            "‖Qᵀ J Q − I‖", "recovery along U", "drift ‖W_out η̄‖", "T_cross (Corollary 1)"]
-    out = [r[:2] + [fmt(d.get("m_p_diag")) if d["diagnostics"] == "ok" else "missing"] + r[n:]
+    cols = ["model", "m_p", "T_cross", "σ_max", "σ_min", "‖Qᵀ J Q − I‖", "recovery",
+            "drift", "T_cross, Cor. 1"]
+    out = [r[:1] + [fmt(d.get("m_p_diag")) if d["diagnostics"] == "ok" else "missing"] + r[n:]
            for r, d in zip(rows, data)]
-    note = (DELTA_MODELS_NOTE + " The best S3 run of each model. Theorem 1's return map: J of "
-            "state-preserving words on U, median over words; an affine map that fixes the "
-            "centroids has Q^T J Q = I. Recovery: ||e_t|| / ||e_0|| 200 steps after a "
-            "perturbation inside U. Corollary 1 (affine rows): sqrt(R_U(t)) = a + t ||W_out "
-            f"eta_bar|| fitted over t in [10, 120]. Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
+    note = (DELTA_MODELS_NOTE + " The best S3 run of each model (classes as in the table "
+            "above). Theorem 1's return map: J of state-preserving words on U, median over "
+            "words; sigma_max, sigma_min: the largest and smallest singular values of Q^T J Q "
+            "(both 1 when J is orthogonal on U; an affine map that fixes the centroids has "
+            "Q^T J Q = I). Recovery: ||e_t|| / ||e_0|| 200 steps after a perturbation inside "
+            "U. Drift ||W_out eta_bar|| and T_cross by Corollary 1 (affine rows): "
+            "sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. Scale: "
+            f"{Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
     return Table("Through the error-control lens: S3 diagnostics of the same models", cols,
                  out, note, ids, data)
 
