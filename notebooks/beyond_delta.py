@@ -176,7 +176,7 @@ lens = rb.delta_lens(P)
 display(lens)
 
 # %%
-best = rb.best_delta_diagnostics(diag)
+best = rb.best_by_model(diag)
 order = [m for m in beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED if m in best]
 fig = plots_beyond.fig_q_recovery([best[m] for m in order], SCALE, beyond.DELTA_MODELS,
                                   "Householder models (solid) beside the others (dashed), S3")

@@ -89,7 +89,7 @@ fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"), S
 plt.show()
 
 # %%
-best = rb.best_semi_affine_diagnostics(diag)
+best = rb.best_by_model(diag)
 order = [m for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES if m in best]
 fig = plots_beyond.fig_q_recovery([best[m] for m in order], SCALE, beyond.SEMI_AFFINE_MODELS,
                                    "Semi-affine (solid) against affine (dashed) on S3")

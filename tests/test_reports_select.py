@@ -124,7 +124,7 @@ def test_every_best_run_of_the_reports_follows_the_rule():
         r["metrics"] = {**r["metrics"], "model": "m", "group": "S3", "is_affine": True}
     want = "m-8-0.01-0"
     assert ec.best_per_model(analysis)["m"]["run_id"] == want  # T_cross no longer decides
-    assert rb.best_semi_affine_diagnostics(analysis)["m"]["run_id"] == want
+    assert rb.best_by_model(analysis)["m"]["run_id"] == want
     assert [r["run_id"] for r in rb.best_spectra(analysis)] == [want]
     assert [r["run_id"] for r in rp1.best_runs(recs)] == [want]
 

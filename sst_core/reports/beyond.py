@@ -257,7 +257,7 @@ def semi_affine(P: Profile, root=None) -> Table:
 
     cfgs = beyond.semi_affine_grid(P)
     summary, ids = summarise(cfgs, root)
-    diag = best_semi_affine_diagnostics(stored_records(beyond.semi_affine_diagnostics(P), root))
+    diag = best_by_model(stored_records(beyond.semi_affine_diagnostics(P), root))
     P = beyond.beyond_profile(P)  # the grid of semi_affine_grid, for the columns and the note
     depths = P.track_depths
     models = beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES
@@ -278,9 +278,10 @@ def semi_affine(P: Profile, root=None) -> Table:
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
 
-def best_semi_affine_diagnostics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The best S3 diagnostics record of each semi-affine model and original, by model
-    (:func:`sst_core.reports.select.best_per_cell`)."""
+def best_by_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The best analysis record of each trained model, by model name
+    (:func:`sst_core.reports.select.best_per_cell`): what the semi-affine and delta chapters
+    read their S3 diagnostics from."""
     return best_per_cell(records, lambda r: r["config"]["run"]["model"])
 
 
@@ -431,11 +432,6 @@ def delta_class(model: str) -> str:
     return "diagonal affine" if expected_affine(model) else "state-dependent"
 
 
-def best_delta_diagnostics(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The best S3 diagnostics record of each model of :func:`delta`, by model."""
-    return best_per_cell(records, lambda r: r["config"]["run"]["model"])
-
-
 def delta_diagnostic_records(P: Profile, root=None) -> list[dict[str, Any]]:
     return stored_records(beyond.delta_diagnostics(P), root)
 
@@ -448,7 +444,7 @@ def _delta_rows(P: Profile, root=None) -> tuple[list, list, list, Profile]:
 
     cfgs = beyond.delta_grid(P)
     summary, ids = summarise(cfgs, root)
-    diag = best_delta_diagnostics(delta_diagnostic_records(P, root))
+    diag = best_by_model(delta_diagnostic_records(P, root))
     Pb = beyond.beyond_profile(P)
     models = beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED
     classes = {m: delta_class(m) for m in models}
