@@ -1,5 +1,5 @@
-"""`sst book --plan` on constructed stores: counts per chapter, the estimate from stored
-runs of the same sweep, best's choice and reason, and the CLI."""
+"""`sst book --plan` on constructed stores: counts per chapter, the estimate from the stored
+runs most like each missing one, best's choice and reason, and the CLI."""
 from pathlib import Path
 
 import pytest
@@ -47,7 +47,8 @@ def test_no_stored_run_means_no_estimate_and_best_says_why(root):
     assert bench.total == 0 and "reads no sweep" in bench.line()
     text = plan.plan_text([p, bench], "best")
     assert "why each profile:" in text and "p1_table3: best available" in text
-    assert "1 chapter(s) without an estimate" in text
+    assert f"in all: {p.missing} different runs missing" in text
+    assert f"{p.missing} runs without an estimate" in text
 
 
 def test_the_cli_prints_the_plan_and_runs_nothing(root, capsys):
@@ -83,3 +84,59 @@ def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, c
     assert out.index("sst book --plan, profile smoke") < out.index("[sst] book built")
     assert "p1_table2" in out and order == ["run", "build"]
     assert not (root / "elsewhere").exists()  # the plan reads, it writes nothing
+
+
+def test_cost_key_reads_configs_and_record_dicts_and_analyses_name_their_run():
+    from sst_core.experiments.paper1 import diagnostics_grid
+    from sst_core.spec.configs import config_dict
+
+    P = get_profile("smoke")
+    diag = diagnostics_grid(P)[0]
+    key = plan.cost_key(diag)
+    assert key == ("tracking_diagnostics", diag.run.model, diag.run.group)
+    assert plan.cost_key(config_dict(diag)) == key
+    t3 = table3_grid(P)[0]
+    assert plan.cost_key(t3) == ("tracking", "rnn_phi", "S3")
+
+
+def _record(cfg, seconds, run_id):
+    from sst_core.spec.configs import config_dict
+
+    return {"config": config_dict(cfg), "wall_time_s": seconds, "run_id": run_id}
+
+
+def test_a_missing_run_is_priced_from_the_runs_most_like_it():
+    from dataclasses import replace
+
+    from sst_core.experiments.paper1 import diagnostics_grid
+
+    P = get_profile("smoke")
+    t3 = table3_grid(P)[0]
+    costs = plan.CostTable()
+    costs.add("smoke", _record(t3, 10.0, "a"))
+    costs.add("smoke", _record(replace(t3, group="C2"), 30.0, "b"))
+    costs.add("smoke", _record(replace(t3, group="C2"), 30.0, "b"))  # the same run again
+    # the same experiment, model and group; the same model on another group: the model's
+    # mean; another model: the experiment's mean, marked as rough; another experiment: none
+    assert costs.estimate("smoke", t3) == (10.0, False)
+    assert costs.estimate("smoke", replace(t3, group="C6")) == (20.0, False)
+    assert costs.estimate("smoke", replace(t3, model="mamba", phi=None)) == (20.0, True)
+    assert costs.estimate("smoke", diagnostics_grid(P)[0]) == (None, False)
+    assert costs.estimate("quick", t3) == (None, False)  # other profiles are not pooled
+
+
+def test_chapters_pool_their_stored_runs_and_the_total_counts_a_shared_run_once(root,
+                                                                                monkeypatch):
+    P = get_profile("smoke")
+    for cfg in table3_grid(P)[:3]:
+        cached_run(cfg, lambda c: {"m_p": None})
+    monkeypatch.setattr(plan, "_run_cost", lambda record: 60.0)
+    # p1_table2 stores nothing of its own: its runs are priced from p1_table3's
+    plans = plan.book_plan(["p1_table2", "p1_table3"], "smoke")
+    t2, t3 = plans
+    assert t2.stored == 0 and t2.estimate_s == pytest.approx(60.0 * t2.missing)
+    assert t2.rough == t2.missing  # Table 2 has no rnn_phi: every run is priced roughly
+    assert "priced from other models' runs" in t2.line()
+    twice = plan.book_plan(["p1_table3", "p1_table3"], "smoke")
+    text = plan.plan_text(twice, "smoke")
+    assert f"in all: {twice[0].missing} different runs missing" in text

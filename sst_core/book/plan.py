@@ -4,18 +4,25 @@ Per chapter of ``_toc.yml``: the profile it would run at (for ``best``, the prof
 :func:`sst_core.book.params.best_profile` picks, and why), the runs it reads under that
 profile that are stored, missing and stale (made by another version of the code,
 :func:`sst_core.experiments.registry.is_stale_record`), and an estimate of the compute the
-missing ones need: their count times the mean compute per stored run of the same sweep
-and profile (a stacked run's share of its stack), or no estimate where nothing of that
-sweep is stored yet. Reads record files only; never trains and never imports torch.
+missing ones need. A missing run is estimated by the mean compute (a stacked run's share
+of its stack) of the stored runs most like it (:func:`cost_key`): the same experiment,
+model and task or group; else the same experiment and model; else the same experiment
+(other models: a rough figure); a run with none of these has no estimate and is counted
+apart. A sweep often mixes experiments (a diagnostics sweep trains the trackers it then
+diagnoses), so one mean per sweep would price a diagnosis like a training run. The stored
+runs of every chapter being planned are pooled. Reads record files only; never trains and
+never imports torch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from sst_core.book import params as book_params
 from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
+from sst_core.spec.configs import config_dict, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
@@ -36,6 +43,11 @@ class ChapterPlan:
     missing: int = 0
     stale: int = 0
     estimate_s: float | None = 0.0  # compute of the missing runs; None: no stored run to time
+    unestimated: int = 0  # missing runs with no stored run of their experiment to time
+    rough: int = 0  # missing runs priced from other models' runs of their experiment
+    # run id -> the estimate of each missing run (None: none), so that totals over several
+    # chapters count a run they share once
+    priced: dict[str, float | None] = field(default_factory=dict, repr=False)
     sweeps: list[str] = field(default_factory=list)
     compute_s: float = 0.0  # compute of the stored runs (a stack's shared by its runs)
     made_first: str | None = None  # created_utc of the oldest stored record
@@ -46,10 +58,17 @@ class ChapterPlan:
             return (f"{self.notebook:<20} {self.profile:<8} computes in the notebook itself "
                     "(reads no sweep)")
         est = ("nothing to compute" if not self.missing else
-               "compute unknown (no stored run of its sweeps to time)" if self.estimate_s is None
-               else f"about {_hours(self.estimate_s)} to compute")
+               "compute unknown (no stored run of its experiments to time)"
+               if self.estimate_s is None else f"about {_hours(self.estimate_s)} to compute"
+               + _notes(self.rough, self.unestimated))
         return (f"{self.notebook:<20} {self.profile:<8} {self.stored}/{self.total} stored, "
                 f"{self.missing} missing, {self.stale} stale: {est}")
+
+
+def _notes(rough: int, unestimated: int) -> str:
+    notes = ([f"{rough} of them priced from other models' runs"] if rough else []) + \
+        ([f"{unestimated} more runs without an estimate"] if unestimated else [])
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _hours(seconds: float) -> str:
@@ -61,63 +80,120 @@ def _run_cost(record: dict[str, Any]) -> float:
     return run_compute_s(record)
 
 
-def chapter_plan(notebook: str, profile: str, root: Path | None = None,
-                 cost_cache: dict | None = None) -> ChapterPlan:
-    """The plan of one chapter under ``profile`` (``best``: the one it would pick)."""
+def cost_key(cfg: Any) -> tuple[str, str | None, str | None]:
+    """What a run's compute depends on most, as far as the plan can tell from its config (a
+    config object or a record's ``config`` dict): its experiment, the model it trains (or,
+    for an analysis, the model of the run it reads) and its task or group."""
+    c = config_dict(cfg) if is_dataclass(cfg) else cfg
+    run = c.get("run") if isinstance(c.get("run"), dict) else {}
+    model = c.get("model") or run.get("model")
+    task = c.get("task") or c.get("group") or run.get("group")
+    return (c.get("experiment"), model, task)
+
+
+class CostTable:
+    """The compute of stored runs, pooled by :func:`cost_key` (per profile)."""
+
+    def __init__(self) -> None:
+        self._by = defaultdict(list)  # (profile, level, key prefix) -> [seconds]
+        self._seen: set[tuple[str, str]] = set()  # (profile, run id) already counted
+
+    def add(self, profile: str, record: dict[str, Any]) -> float:
+        cost = _run_cost(record)
+        run_id = record.get("run_id") or str(id(record))
+        if (profile, run_id) not in self._seen:
+            self._seen.add((profile, run_id))
+            key = cost_key(record["config"])
+            for level in (3, 2, 1):
+                self._by[(profile, key[:level])].append(cost)
+        return cost
+
+    def estimate(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
+        """The mean compute of the stored runs most like ``cfg`` (the module docstring), and
+        whether it comes from other models' runs only."""
+        key = cost_key(cfg)
+        for level in (3, 2, 1):
+            costs = self._by.get((profile, key[:level]))
+            if costs:
+                return sum(costs) / len(costs), level == 1 and key[1] is not None
+        return None, False
+
+
+def collect(notebook: str, profile: str, root: Path | None = None,
+            costs: CostTable | None = None) -> tuple[ChapterPlan, list[Any]]:
+    """A chapter's plan without its estimate, and its missing configs; the stored runs'
+    compute goes into ``costs``."""
     if profile == book_params.BEST:
         name, why = book_params.best_profile(notebook)
     else:
         name, why = profile, f"the book was built with profile `{profile}`"
     root = root or results_dir()
+    costs = CostTable() if costs is None else costs
     P = get_profile(name)
     plan = ChapterPlan(notebook, name, why, sweeps=list(chapter_sweeps(notebook)))
-    cost_cache = {} if cost_cache is None else cost_cache
     seen: set[str] = set()
+    missing: list[Any] = []
     for sweep in plan.sweeps:
-        costs: list[float] = []
-        missing = 0
         for cfg in sweep_configs(sweep, P, seen):
             plan.total += 1
             try:
                 record = load_record(record_path(cfg, root))
             except (RecordError, FileNotFoundError):
-                missing += 1
+                missing.append(cfg)
                 continue
             plan.stored += 1
             plan.stale += is_stale_record(record)
-            costs.append(_run_cost(record))
-            plan.compute_s += costs[-1]
+            plan.compute_s += costs.add(name, record)
             made = record.get("created_utc")
             if made:
                 plan.made_first = min(plan.made_first or made, made)
                 plan.made_last = max(plan.made_last or made, made)
-        plan.missing += missing
-        key = (sweep, name)
-        if costs:
-            cost_cache[key] = sum(costs) / len(costs)
-        if missing and plan.estimate_s is not None:
-            mean = cost_cache.get(key)
-            plan.estimate_s = None if mean is None else plan.estimate_s + missing * mean
+    plan.missing = len(missing)
+    return plan, missing
+
+
+def estimate(plan: ChapterPlan, missing: list[Any], costs: CostTable) -> ChapterPlan:
+    """Fill in ``plan``'s estimate for its ``missing`` configs from ``costs``."""
+    found = [costs.estimate(plan.profile, cfg) for cfg in missing]
+    plan.priced = {config_hash(cfg): k for cfg, (k, _) in zip(missing, found)}
+    priced = [k for k, _ in found if k is not None]
+    plan.estimate_s = sum(priced) if priced or not missing else None
+    if plan.estimate_s is not None:  # else the line says "compute unknown" for all of them
+        plan.unestimated = len(found) - len(priced)
+        plan.rough = sum(rough for _, rough in found)
     return plan
+
+
+def chapter_plan(notebook: str, profile: str, root: Path | None = None,
+                 costs: CostTable | None = None) -> ChapterPlan:
+    """The plan of one chapter under ``profile`` (``best``: the one it would pick)."""
+    costs = CostTable() if costs is None else costs
+    return estimate(*collect(notebook, profile, root, costs), costs)
 
 
 def book_plan(notebooks: list[str], profile: str, root: Path | None = None
               ) -> list[ChapterPlan]:
-    """The plan of every chapter in ``notebooks`` (book order) under ``profile``."""
-    cache: dict = {}
-    return [chapter_plan(nb, profile, root, cache) for nb in notebooks]
+    """The plan of every chapter in ``notebooks`` (book order) under ``profile``, each
+    missing run priced from the stored runs of all of them."""
+    costs = CostTable()
+    collected = [collect(nb, profile, root, costs) for nb in notebooks]
+    return [estimate(p, missing, costs) for p, missing in collected]
 
 
 def plan_text(plans: list[ChapterPlan], profile: str) -> str:
     lines = [f"sst book --plan, profile {profile}: per chapter, the profile it runs at, its "
              "runs stored / total, missing and stale, and the compute the missing ones need "
-             "(mean compute of the stored runs of the same sweep and profile)", ""]
+             "(mean compute of the stored runs of the same experiment and model, else of the "
+             "same experiment, under that profile)", ""]
     lines += [p.line() for p in plans]
-    known = [p.estimate_s for p in plans if p.missing and p.estimate_s is not None]
-    unknown = sum(1 for p in plans if p.missing and p.estimate_s is None)
-    lines += ["", f"in all: {sum(p.missing for p in plans)} runs missing; about "
+    runs: dict[str, float | None] = {}
+    for p in plans:  # a run that several chapters read counts once
+        runs.update(p.priced)
+    known = [k for k in runs.values() if k is not None]
+    lines += ["", f"in all: {len(runs)} different runs missing; about "
               f"{_hours(sum(known))} of compute where it can be estimated"
-              + (f", {unknown} chapter(s) without an estimate" if unknown else "")]
+              + (f", {len(runs) - len(known)} runs without an estimate"
+                 if len(known) < len(runs) else "")]
     whys = [f"  {p.notebook}: {p.why}" for p in plans if profile == book_params.BEST and p.total]
     if whys:
         lines += ["", "why each profile:"] + whys
