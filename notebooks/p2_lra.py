@@ -300,5 +300,92 @@ for name, claim in horizon_claims.items():
 # are short, so an accuracy at chance there says little about the spectrum.
 
 # %% [markdown]
-# `sst report lra_main`, `sst report lra_ablation` and `sst report memory_horizon`
-# (`--format md|json`) print the three tables from the stored records.
+# ### Memory that only exact arithmetic can read
+#
+# $M[\tau]$ is computed exactly (`sst_core.theory.memory`), and that is the point to
+# check: it counts a direction of the state that holds $10^{-15}$ of the signal like any
+# other. A spectrum with at least as many distinct modes as the window has delays has
+# $M[\tau] = 1$ at every delay, however ill-conditioned its Vandermonde basis (condition
+# numbers of $10^{45}$ and beyond for real spectra at $N = 64$, module
+# `sst_core.theory.memory`); no float32 model, and no readout trained for a thousand
+# steps, reads memory held that weakly. So we read the
+# same initial spectra with noise: $M_\delta[\tau] = w_\tau^H (G + \sigma^2 I)^{-1}
+# w_\tau$, the variance of the token at delay $\tau$ that the best linear readout of the
+# state recovers when the state carries white noise of variance $\sigma^2 = \delta$ times
+# the mean state variance (`memory_function_noisy`; $G$ the state's Gram matrix over the
+# window, each mode driven through its $\bar B$). It tends to $M[\tau]$ as $\delta \to 0$.
+# The filter it applies to each eigenvalue $\lambda$ of $G$, $\lambda / (\lambda +
+# \sigma^2)$, is ridge regression's, and gradient descent on the readout stopped after about
+# $1 / (\eta \sigma^2)$ steps applies nearly the same one, so $M_\delta$ also models the
+# memory that a finite training budget can use. The levels are $\delta$ =
+# {glue:text}`nz_levels`, from about float32's rounding of a sum to 1% of the signal; all
+# are shown and none is picked.
+
+# %%
+noise_cfgs = paper2.memory_noise_grid(P)
+noise_records = experiments_runs.run_all(noise_cfgs, desc="memory read with noise")
+noise_table = lra_reports.memory_horizon_noise(P)
+display(noise_table)
+noise_cells = [d for d in noise_table.data if d["kind"] == "cell"]
+noise_levels = [d for d in noise_table.data if d["kind"] == "level"]
+fig = plots_lra.fig_memory_noise(noise_cells, noise_levels, horizon_cfgs[0].chance, band,
+                                 P.scale("horizon_N", "horizon_H", "horizon_steps"))
+plt.show()
+
+
+def rho_text(level: dict) -> str:
+    return "undefined (one value in every cell)" if level["rho"] is None else f"{level['rho']:.2f}"
+
+
+exact_level, noisy_levels = noise_levels[0], noise_levels[1:]
+glue("nz_levels", ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE), display=False)
+glue("nz_runs", len(noise_records), display=False)
+glue("nz_seconds", sum(r["wall_time_s"] for r in noise_records), display=False)
+glue("nz_exact_rho", rho_text(exact_level), display=False)
+glue("nz_exact_live", exact_level["n_live"], display=False)
+glue("nz_exact_failing", len(exact_level["live_failing"]), display=False)
+glue("nz_noisy_rho", "; ".join(f"{d['noise']:g}: {rho_text(d)}" for d in noisy_levels),
+     display=False)
+glue("nz_noisy_live", "; ".join(
+    f"{d['noise']:g}: {d['n_live'] - len(d['live_failing'])} of {d['n_live']}"
+    for d in noisy_levels), display=False)
+glue("nz_holds", sum(bool(d["holds"]) for d in noisy_levels), display=False)
+# the cells the exact memory function calls live but which stay at chance: is their memory
+# below the threshold once read with noise, at every level?
+stuck = [c for c in noise_cells
+         if [c["init"], c["frozen"], c["tau"]] in exact_level["live_failing"]]
+explained = [c for c in stuck if all(c["memory"][d["noise"]] is not None
+                                     and c["memory"][d["noise"]] < lra_reports.MF_LIVE
+                                     for d in noisy_levels)]
+glue("nz_stuck", "; ".join(f"{c['init']} {'frozen' if c['frozen'] else 'learned'} tau={c['tau']}"
+                           for c in stuck) or "none", display=False)
+glue("nz_explained", f"{len(explained)} of {len(stuck)}", display=False)
+glue("nz_n_levels", len(noisy_levels), display=False)
+
+# %% [markdown]
+# {glue:text}`nz_runs:d` spectra were read ({glue:text}`nz_seconds:.0f` s, no training).
+# With the exact memory function, {glue:text}`nz_exact_failing:d` of the
+# {glue:text}`nz_exact_live:d` cells whose memory at the delay is at least
+# {glue:text}`hz_mf_live:g` stay at chance, and the rank correlation between memory and best
+# accuracy over the cells is {glue:text}`nz_exact_rho`. Read with noise, the correlation is,
+# per level $\delta$: {glue:text}`nz_noisy_rho`; the cells with memory at least
+# {glue:text}`hz_mf_live:g` that are above chance, per level: {glue:text}`nz_noisy_live`
+# ("live memory is used" holds at {glue:text}`nz_holds:d` of {glue:text}`nz_n_levels:d`
+# levels).
+#
+# The cells that the exact memory function calls live but that stay at chance
+# ({glue:text}`nz_stuck`): in {glue:text}`nz_explained` of them the memory read with noise
+# is below {glue:text}`hz_mf_live:g` at every level. The ranking of all cells changes
+# little; what changes is which cells count as having memory at all.
+#
+# This is our reading, not the paper's. The paper's claim (3) is that memory which has
+# decayed to zero cannot be learned back, and the runs above agree with it. They suggest a
+# second half: memory that exists only in exact arithmetic is not used either, so the
+# memory function is an upper bound on the memory a model can use. The memory of a
+# learned run is taken at its initial spectrum here (its exact memory function hardly
+# moves in training, as the table above shows); a frozen run's is exactly its own.
+
+# %% [markdown]
+# `sst report lra_main`, `sst report lra_ablation`, `sst report memory_horizon` and
+# `sst report memory_horizon_noise` (`--format md|json`) print the four tables from the
+# stored records.

@@ -156,3 +156,87 @@ def test_report_and_figure_from_an_empty_store(store):
     cells = [d for d in t.data if d["kind"] == "cell"]
     fig = plots_lra.fig_memory_horizon(cells, chance=0.125, band=0.2, scale="smoke")
     assert len(fig.axes) == 2
+
+
+# -- the memory read with noise (memory_noise records) ----------------------------------------
+
+def test_noisy_memory_config_errors():
+    from sst_core.spec.configs import NoisyMemoryConfig
+
+    for bad in [(), (1e-2, 1e-4), (0.0,), (1e-4, 1e-4), (True,), [1e-4]]:
+        with pytest.raises(ConfigError, match=r"NoisyMemoryConfig.noise=.* is not allowed: a "
+                                              r"non-empty tuple of increasing numbers"):
+            NoisyMemoryConfig(run=tiny(), noise=bad, profile="smoke")
+
+
+def test_run_memory_noise_reads_the_initial_spectrum_with_noise(one_thread):
+    import numpy as np
+
+    from sst_core.analysis.memory_noise import run_memory_noise
+    from sst_core.spec.configs import NoisyMemoryConfig
+    from sst_core.training.horizon import build_horizon_model, memory_at
+
+    # long steps (dt 0.5-1): a well-conditioned spectrum, whose tiny-noise memory is exact
+    run = tiny(H=3, N=6, dt_min=0.5, dt_max=1.0)
+    cfg = NoisyMemoryConfig(run=run, noise=(1e-10, 1e-4, 1e-1), profile="smoke")
+    out = run_memory_noise(cfg)
+    assert out["noise"] == [1e-10, 1e-4, 1e-1] and out["tau"] == 3 and out["length"] == 6
+    assert np.array(out["mf_tau_channels"]).shape == (3, 1, 3)  # levels, layers, channels
+    for level, channels in zip(out["mf_tau"], out["mf_tau_channels"]):
+        assert level[0] == pytest.approx(max(channels[0]), abs=1e-8)
+    sup = [level[0] for level in out["mf_tau"]]
+    assert sup[0] >= sup[1] >= sup[2] and sup[2] < sup[0]  # more noise, less memory
+    exact = memory_at(build_horizon_model(cfg.run), 6, 3)[0]
+    assert sup[0] == pytest.approx(exact, abs=1e-4)  # tiny noise: the exact memory function
+    frozen = run_memory_noise(dataclasses.replace(
+        cfg, run=dataclasses.replace(cfg.run, freeze_spectrum=True)))
+    assert frozen["mf_tau"] == out["mf_tau"]  # one seed, one initial spectrum
+
+
+def test_memory_noise_grid_reads_every_horizon_run():
+    for name in PROFILES:
+        P = PROFILES[name]
+        g = paper2.memory_noise_grid(P)
+        assert [c.run for c in g] == paper2.memory_horizon_grid(P)
+        assert {c.noise for c in g} == {paper2.MEMORY_NOISE} and {c.profile for c in g} == {name}
+
+
+def test_noise_report_from_constructed_records(store):
+    from scipy.stats import spearmanr
+
+    from sst_core.figures import lra as plots_lra
+
+    P = dataclasses.replace(PROFILES["smoke"], horizon_seeds=(0,))
+    n_levels = len(paper2.MEMORY_NOISE)
+    # exact memory 1 everywhere; read with noise it is high for inv and lin and falls to 0
+    # for the others, whose accuracy is at chance
+    good = {"inv": 0.9, "lin": 0.8}
+    for cfg in paper2.memory_horizon_grid(P):
+        acc = good.get(cfg.init, 0.13) - 0.01 * cfg.tau / 16
+        cached_run(cfg, _fake(cfg, acc, 1.0))
+    t0 = lra_reports.memory_horizon_noise(P)  # no noisy records yet
+    levels0 = [d for d in t0.data if d["kind"] == "level"]
+    assert levels0[0]["noise"] == 0.0 and levels0[0]["holds"] is False  # M = 1, at chance
+    assert levels0[0]["rho"] is None  # the exact memory is 1 in every cell: no ranking
+    assert all(d["n_cells"] == 0 and d["holds"] is None for d in levels0[1:])
+    assert t0.rows[1][2] == "—" and t0.rows[1][4] == "n/a"
+    for cfg in paper2.memory_noise_grid(P):
+        m = 0.95 if cfg.run.init in good else 0.01
+        cached_run(cfg, lambda c, m=m: {"mf_tau": [[m * 0.9 ** i] for i in range(n_levels)]})
+    t = lra_reports.memory_horizon_noise(P)
+    cells = [d for d in t.data if d["kind"] == "cell"]
+    levels = [d for d in t.data if d["kind"] == "level"]
+    assert len(cells) == 5 * 2 * len(P.horizon_taus) and len(levels) == 1 + n_levels
+    assert levels[0]["rho"] is None and levels[0]["n_live"] == len(cells)
+    assert sorted(levels[0]["live_failing"]) == sorted(
+        [c["init"], c["frozen"], c["tau"]] for c in cells if c["init"] not in good)
+    first = levels[1]
+    expect = spearmanr([c["memory"][first["noise"]] for c in cells],
+                       [c["acc_max"] for c in cells]).statistic
+    assert first["rho"] == pytest.approx(expect) and first["rho"] > 0.5
+    assert first["holds"] is True and first["n_live"] == 4 * len(P.horizon_taus)
+    assert t.rows[1][0] == f"M_δ[τ], δ = {paper2.MEMORY_NOISE[0]:g}" and t.rows[1][4] == "holds"
+    assert "smoke" in t.note and "none fitted" in t.note
+    fig = plots_lra.fig_memory_noise(cells, levels, 0.125, 0.2, "smoke")
+    assert len(fig.axes) == len(levels)
+    assert all(len(ax.collections) >= len(cells) for ax in fig.axes)

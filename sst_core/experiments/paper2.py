@@ -20,6 +20,7 @@ from sst_core.spec.configs import (
     LRAConfig,
     MemoryCurveConfig,
     MemoryHorizonConfig,
+    NoisyMemoryConfig,
     ReadoutGDConfig,
     SimulationCheckConfig,
 )
@@ -157,6 +158,19 @@ def memory_horizon_grid(P: Profile) -> list[MemoryHorizonConfig]:
                                 profile=P.name)
             for tau in P.horizon_taus for init in HORIZON_INITS for frozen in (False, True)
             for seed in P.horizon_seeds]
+
+
+# Noise levels of the memory read with noise: variances as fractions of the mean state
+# variance, from about float32's rounding of a sum of terms (1e-8) to 1% of the signal.
+MEMORY_NOISE = (1e-8, 1e-6, 1e-4, 1e-2)
+
+
+def memory_noise_grid(P: Profile) -> list[NoisyMemoryConfig]:
+    """``M_delta[tau]`` at every level of :data:`MEMORY_NOISE` for the initial spectrum of
+    every run of :func:`memory_horizon_grid` (learned and frozen alike, so that each cell of
+    the horizon table has its own)."""
+    return [NoisyMemoryConfig(run=c, noise=MEMORY_NOISE, profile=P.name)
+            for c in memory_horizon_grid(P)]
 
 
 def run_memory_curve(cfg) -> dict[str, Any]:

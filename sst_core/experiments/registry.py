@@ -158,6 +158,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Paper 2: delayed recall at lag tau, learned against frozen spectra"),),
         TORCH_STARTUP),
     Experiment(
+        "memory_noise", "sst_core.spec.configs:NoisyMemoryConfig",
+        "sst_core.analysis.memory_noise:run_memory_noise",
+        ("sst_core.analysis.memory_noise.run_memory_noise",),
+        (Grid("memory_horizon", f"{P2}:memory_noise_grid", ("p2_lra",),
+              "Paper 2: the memory of each delayed-recall run's spectrum read with noise"),),
+        TORCH_STARTUP),
+    Experiment(
         "memory_curve", "sst_core.spec.configs:MemoryCurveConfig", f"{P2}:run_memory_curve",
         (f"{P2}.run_memory_curve",),
         (Grid("memory", f"{P2}:memory_grid", ("p2_memory",),

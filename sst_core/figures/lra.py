@@ -139,6 +139,45 @@ def fig_memory_horizon(cells: Sequence[dict[str, Any]], chance: float, band: flo
     return fig
 
 
+def fig_memory_noise(cells: Sequence[dict[str, Any]], levels: Sequence[dict[str, Any]],
+                     chance: float, band: float, scale: str) -> plt.Figure:
+    """Delayed recall: best accuracy against the memory at the task's delay, one panel per
+    level of :func:`sst_core.reports.lra.memory_horizon_noise` (the exact memory function,
+    then read with more and more noise); one point per cell, coloured by spectrum, learned
+    filled and frozen hollow, the delay written beside it. ``cells`` and ``levels``: that
+    report's ``data`` entries of each kind."""
+    fig, axes = plt.subplots(1, len(levels), figsize=(2.6 * len(levels) + 0.6, 3.1),
+                             sharey=True, squeeze=False)
+    for ax, level in zip(axes[0], levels):
+        d = level["noise"]
+        for c in cells:
+            m = c["memory"].get(d)
+            if m is None:
+                continue
+            color = INIT_COLORS.get(c["init"], "k")
+            ax.scatter([max(m, MF_FLOOR)], [c["acc_max"]], s=14, color=color,
+                       facecolors="none" if c["frozen"] else color, lw=0.9)
+        ax.axhline(chance, color="0.4", lw=0.8)
+        ax.axhspan(0, band, color="0.85", alpha=0.5, lw=0)
+        ax.set_xscale("log")
+        ax.set_xlim(MF_FLOOR / 2, 2)
+        ax.set_ylim(0, 1.02)
+        rho = "—" if level["rho"] is None else f"{level['rho']:.2f}"
+        ax.set_title(("exact M[τ]" if d == 0 else f"noise δ = {d:g}") + f"; ρ = {rho}",
+                     fontsize=9)
+        ax.set_xlabel("memory at the delay")
+    axes[0][0].set_ylabel("best test accuracy")
+    for init, color in INIT_COLORS.items():
+        if any(c["init"] == init for c in cells):
+            axes[0][-1].scatter([], [], color=color, s=14, label=init)
+    if axes[0][-1].get_legend_handles_labels()[0]:
+        axes[0][-1].legend(fontsize=7, loc="upper left")
+    suptitle(fig, "Memory that exists only in exact arithmetic is not used: delayed recall "
+                  f"against the memory read with noise (filled learned, hollow frozen; {scale})")
+    fig.tight_layout()
+    return fig
+
+
 def fig_examples(listops_text: str, pathfinder_images: np.ndarray, pathfinder_labels: np.ndarray,
                  digits: np.ndarray, digit_labels: np.ndarray) -> plt.Figure:
     """What the generated tasks look like: Pathfinder images and digits (ListOps in the title)."""

@@ -71,8 +71,9 @@ from sst_core.theory.memory import (
 )
 
 __all__ = ["S4DKernel", "S4DLayer", "S4DModel", "frozen_share", "optimizer_groups",
-           "memory_functions", "supremum_memory_function", "INIT_KINDS", "DISCS", "NORMS",
-           "DECODERS", "ENCODERS", "ACTIVATIONS", "POSTACTS", "SPECTRUM_NAMES", "REAL_MAX"]
+           "memory_functions", "channel_spectra", "supremum_memory_function", "INIT_KINDS",
+           "DISCS", "NORMS", "DECODERS", "ENCODERS", "ACTIVATIONS", "POSTACTS",
+           "SPECTRUM_NAMES", "REAL_MAX"]
 
 DISCS = METHODS  # ("zoh", "bilinear")
 NORMS = ("batch", "layer")
@@ -492,6 +493,20 @@ def memory_functions(layer_or_kernel: nn.Module, T: int) -> np.ndarray:
         mu, _ = discretize(with_conjugates(Lambda_h), float(dt_h), kernel.disc)  # (N,)
         out.append(memory_function(mu, T))
     return np.stack(out)  # (H, T)
+
+
+def channel_spectra(layer: nn.Module) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per channel h of an S4D layer, its discrete spectrum and input factors ``(mu,
+    B_bar)``, each ``(N,)``: ``discretize(with_conjugates(Lambda_h), dt_h, disc)`` (B = 1 is
+    folded into C, so ``B_bar`` is the state's input gain)."""
+    if not isinstance(layer, S4DLayer):
+        raise ValueError(f"expected an S4DLayer, got {type(layer).__name__}")
+    kernel = layer.kernel
+    with torch.no_grad():
+        Lambda = kernel.Lambda.detach().cpu().to(torch.complex128).numpy()  # (H, N/2)
+        dt = kernel.dt.detach().cpu().double().numpy()  # (H,)
+    return [discretize(with_conjugates(L_h), float(dt_h), kernel.disc)
+            for L_h, dt_h in zip(Lambda, dt)]
 
 
 def supremum_memory_function(model: nn.Module, T: int) -> list[np.ndarray]:

@@ -137,6 +137,7 @@ REPORTS: dict[str, str] = {
     "lra_ablation": "sst_core.reports.lra:lra_ablation",
     "lra_claims": "sst_core.reports.lra:lra_claims",
     "memory_horizon": "sst_core.reports.lra:memory_horizon",
+    "memory_horizon_noise": "sst_core.reports.lra:memory_horizon_noise",
     "group_facts": "sst_core.reports.beyond:group_facts",
     "harder_groups": "sst_core.reports.beyond:harder_groups",
     "figure4_groups": "sst_core.reports.beyond:figure4_groups",

@@ -367,3 +367,77 @@ def memory_horizon(P: Profile, root=None) -> Table:
             f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")
     return Table("Memory horizon: delayed recall at lag τ, learned against frozen spectra",
                  cols, rows, note, ids, cells + claims)
+
+
+def memory_horizon_noise(P: Profile, root=None) -> Table:
+    """Does the memory read with noise say where delayed recall is learned?
+
+    For every cell of :func:`memory_horizon` (init x learned / frozen x tau) the best
+    accuracy over the seeds beside the memory at the task's delay at each *level*: the
+    exact memory function (level 0: the horizon records' ``mf_tau_before``) and
+    ``M_delta[tau]`` at each noise level of :data:`sst_core.experiments.paper2.MEMORY_NOISE`
+    (``memory_noise`` records: the same initial spectra read with noise of variance
+    ``delta`` times the mean state variance), each the largest over layers, channels and
+    seeds. Rows: the levels; per level the Spearman rank correlation between memory and
+    accuracy over the cells that have both, and the claim ``live_memory_is_used`` of
+    :func:`memory_horizon` with that memory in place of the exact one (every cell with
+    memory >= ``MF_LIVE`` above chance).
+
+    The levels are not fitted: all are shown, and none is picked. The memory of a learned
+    run is that of its initial spectrum here (its exact memory function moves little in
+    training: the horizon table shows before and after), a frozen run's is exactly its own.
+
+    ``data``: one ``kind: "cell"`` entry per cell with ``memory`` (level -> value or None)
+    and one ``kind: "level"`` entry per level (``rho``, ``n_cells``, ``n_live``,
+    ``live_failing``, ``holds``).
+    """
+    from scipy.stats import spearmanr
+
+    cfgs = paper2.memory_horizon_grid(P)
+    ok, ids, _ = group_records(cfgs, lambda c: (c.init, c.freeze_spectrum, c.tau), root)
+    noisy, nids, _ = group_records(paper2.memory_noise_grid(P), lambda c: (
+        c.run.init, c.run.freeze_spectrum, c.run.tau), root)
+    alphabet, n_test = cfgs[0].alphabet, cfgs[0].n_test
+    band = chance_band(alphabet, n_test)
+    levels = [0.0] + list(paper2.MEMORY_NOISE)
+    cells = []
+    for init in paper2.HORIZON_INITS:
+        for frozen in (False, True):
+            for tau in P.horizon_taus:
+                key = (init, frozen, tau)
+                runs, reads = ok.get(key, []), noisy.get(key, [])
+                if not runs:
+                    continue
+                memory = {0.0: max(max(r["metrics"]["mf_tau_before"]) for _, r in runs)}
+                for i, d in enumerate(paper2.MEMORY_NOISE):
+                    memory[d] = (max(max(r["metrics"]["mf_tau"][i]) for _, r in reads)
+                                 if reads else None)
+                cells.append({"kind": "cell", "init": init, "frozen": frozen, "tau": tau,
+                              "acc_max": max(r["metrics"]["test_accuracy"] for _, r in runs),
+                              "memory": memory, "n_noisy_seeds": len(reads)})
+    rows, level_data = [], []
+    for d in levels:
+        have = [c for c in cells if c["memory"][d] is not None]
+        xs, ys = [c["memory"][d] for c in have], [c["acc_max"] for c in have]
+        # undefined for fewer than 3 cells or a constant side (e.g. exact memory 1 everywhere)
+        rho = (float(spearmanr(xs, ys).statistic)
+               if len(have) >= 3 and len(set(xs)) > 1 and len(set(ys)) > 1 else None)
+        live = [c for c in have if c["memory"][d] >= MF_LIVE]
+        failing = [[c["init"], c["frozen"], c["tau"]] for c in live if c["acc_max"] <= band]
+        holds = (not failing) if live else None
+        level_data.append({"kind": "level", "noise": d, "rho": rho, "n_cells": len(have),
+                           "n_live": len(live), "live_failing": failing, "holds": holds})
+        rows.append(["exact M[τ]" if d == 0 else f"M_δ[τ], δ = {d:g}", len(have),
+                     "—" if rho is None else f"{rho:.2f}",
+                     f"{len(live) - len(failing)} / {len(live)}",
+                     "n/a" if holds is None else ("holds" if holds else "does not hold")])
+    cols = ["memory at the delay", "cells", "Spearman ρ (memory, best accuracy)",
+            f"cells with memory ≥ {MF_LIVE:g}: above chance", "live memory is used"]
+    note = ("The memory-horizon cells (spectrum × learned / frozen × τ) with the memory of "
+            "their initial spectrum at the task's delay, exactly and read with noise of "
+            "variance δ times the mean state variance (sst_core.theory.memory."
+            "memory_function_noisy; every level shown, none fitted), against the best "
+            f"accuracy over seeds. 'Above chance': accuracy > {band:.3f}. Scale: "
+            f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")
+    return Table("Memory read with noise against delayed-recall accuracy", cols, rows, note,
+                 ids + nids, cells + level_data)

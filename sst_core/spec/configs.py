@@ -386,6 +386,33 @@ class MemoryHorizonConfig:
         return 1.0 / self.alphabet
 
 
+@dataclass(frozen=True)
+class NoisyMemoryConfig:
+    """The memory function read with noise, ``M_delta[tau]``, of one memory-horizon run's
+    initial spectrum (``sst_core.analysis.memory_noise.run_memory_noise``; chapter "Frozen
+    versus learned spectra"): per layer, the largest over channels at the run's delay and
+    window, at each relative noise level of ``noise``
+    (``sst_core.theory.memory.memory_function_noisy``). Needs no training: the spectrum is
+    the one ``run`` starts from (and a frozen run keeps).
+    """
+
+    run: MemoryHorizonConfig
+    noise: tuple[float, ...]  # noise variances as fractions of the mean state variance
+    profile: str
+    experiment: str = "memory_noise"
+
+    def __post_init__(self) -> None:
+        import math
+
+        ok = (isinstance(self.noise, tuple) and self.noise
+              and all(isinstance(d, (int, float)) and not isinstance(d, bool)
+                      and math.isfinite(d) and 1e-12 <= d <= 1e6 for d in self.noise)
+              and list(self.noise) == sorted(set(self.noise)))
+        if not ok:
+            raise ConfigError(f"NoisyMemoryConfig.noise={self.noise!r} is not allowed: a "
+                              "non-empty tuple of increasing numbers in [1e-12, 1e6]")
+
+
 # discretisation steps of the chapter's scan (log-spaced, S4's default range 1e-3 .. 1e-1)
 DTS = (0.001, 0.003, 0.01, 0.03, 0.1)
 

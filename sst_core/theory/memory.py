@@ -514,6 +514,70 @@ def memory_function_svd(mu: Any, T: int, *, tol: float = DEFAULT_TOL) -> tuple[n
     return np.sum(np.abs(U[:, :rank]) ** 2, axis=1), rank
 
 
+def memory_function_noisy(mu: Any, T: int, taus: Any = None, *, noise: float,
+                          gain: Any = None, tol: float = DEFAULT_TOL) -> np.ndarray:
+    """The memory function when the state is read with noise: ``M_delta[tau]``.
+
+    Mode n of the state is ``z_t[n] = gain_n sum_{k < T} mu_n^k u_{t-k}`` (unit-variance
+    white input over a window of T delays; ``gain`` is the input factor ``B_bar``, default
+    1). For a conjugate-closed spectrum the state is the real one, ``[Re z; Im z]`` per
+    pair and ``Re z`` (and ``Im z`` if its gain is complex) per real eigenvalue, as in
+    ``vandermonde(real=True)``; otherwise it is the complex z, read by a complex readout.
+    The readout sees ``h_t + xi_t``, ``xi`` white with variance ``sigma^2 = noise * tr(G) /
+    n`` per coordinate (``noise`` times the mean variance of the n coordinates). The best
+    linear readout of ``u_{t-tau}`` then explains the fraction
+
+        M_delta[tau] = w_tau^H (G + sigma^2 I)^{-1} w_tau,    G = W W^H
+
+    of its variance, W (n, T) the impulse response of the state and ``w_tau`` its column
+    tau. As ``noise -> 0`` this is ``memory_function`` (which does not depend on the
+    gains); it falls as the noise grows, and keeps only the memory that well-conditioned
+    directions of G hold: a spectrum whose Vandermonde basis is ill-conditioned (real or
+    nearly parallel modes) can have ``M = 1`` exactly and ``M_delta`` near 0. The filter
+    ``lambda / (lambda + sigma^2)`` on each eigenvalue ``lambda`` of G is the one ridge
+    regression applies, and gradient descent on the readout stopped after about ``1 /
+    (eta sigma^2)`` steps applies nearly the same one (early stopping acts as ridge), so
+    ``M_delta`` is also a model of the memory that a readout can learn in a finite budget.
+
+    Eigenvalues closer than ``tol`` are merged as in ``memory_function`` (the first of a
+    group and its gain kept). Computed in float64 from the eigendecomposition of G; the
+    regularised inverse has condition number at most about ``n / noise``, so ``noise`` must
+    be in [1e-12, 1e6].
+    """
+    T = check_T(T)
+    delays, scalar = check_delays(taus, T)
+    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating)) \
+            or not 1e-12 <= float(noise) <= 1e6:
+        raise ValueError(f"noise={noise!r} must be a number in [1e-12, 1e6] (the noise "
+                         "variance as a fraction of the mean state variance)")
+    arr = _as_spectrum(mu)
+    g = np.ones(arr.shape, dtype=complex) if gain is None else np.asarray(gain, dtype=complex)
+    if g.shape != arr.shape or not np.all(np.isfinite(g)) or np.any(g == 0):
+        raise ValueError(f"gain must be finite, non-zero and of the spectrum's shape "
+                         f"{arr.shape}, got shape {g.shape}")
+    nodes = distinct_eigenvalues(arr, tol)
+    gains = g[[int(np.argmin(np.abs(arr - z))) for z in nodes]]  # the kept member's
+    k = np.arange(T)
+    if is_conjugate_closed(nodes, tol):
+        rows = []
+        for z, gz in zip(nodes, gains):
+            p = gz * z ** k  # (T,)
+            if z.imag > tol / 2 or (abs(z.imag) <= tol / 2 and abs(gz.imag) > 0):
+                rows += [p.real, p.imag]
+            elif abs(z.imag) <= tol / 2:
+                rows.append(p.real)  # (the member with Im < 0 of a pair adds nothing)
+        W = np.array(rows)  # (n, T), real
+    else:
+        W = gains[:, None] * nodes[:, None] ** k[None, :]  # (n, T), complex
+    G = W @ W.conj().T  # (n, n), Hermitian
+    lam, U = np.linalg.eigh(G)
+    sigma2 = float(noise) * float(np.trace(G).real) / W.shape[0]
+    proj = U.conj().T @ W[:, delays]  # (n, len(delays))
+    M = np.sum(np.abs(proj) ** 2 / (np.clip(lam, 0.0, None) + sigma2)[:, None], axis=0)
+    M = np.clip(np.real(M), 0.0, 1.0)
+    return float(M[0]) if scalar else M
+
+
 def memory_capacity(mu: Any, T: int, *, tol: float = DEFAULT_TOL) -> float:
     """MC = sum_{tau < T} M[tau], computed from the memory function (it equals rank V <= N)."""
     return float(np.sum(memory_function(mu, T, tol=tol)))

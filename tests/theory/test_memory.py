@@ -292,3 +292,93 @@ def test_bad_input_errors():
         mf.vandermonde([0.5 + 0.1j], 5, real=True)
     with pytest.raises(ValueError, match="experiment 'nope'"):
         experiments_runs.run(type("C", (), {"experiment": "nope"})())
+
+
+# -- the memory function read with noise -----------------------------------------------------
+
+def _pairs(kind: str, N: int, dt: float):
+    mu, gain = mf.discretize(mf.with_conjugates(mf.init_Lambda(kind, N)), dt)
+    return mu, gain
+
+
+def test_noisy_memory_tends_to_the_exact_one_and_ignores_gains_there():
+    mu, gain = _pairs("lin", 8, 0.5)  # well conditioned: 8 modes, 30 delays
+    exact = mf.memory_function(mu, 30)
+    assert np.allclose(mf.memory_function_noisy(mu, 30, noise=1e-12), exact, atol=1e-6)
+    assert np.allclose(mf.memory_function_noisy(mu, 30, noise=1e-12, gain=gain), exact,
+                       atol=1e-6)
+    # a real spectrum, stored with its conjugates, is merged like the exact one
+    real_mu, real_gain = _pairs("real", 4, 0.5)
+    assert np.allclose(mf.memory_function_noisy(real_mu, 12, noise=1e-12, gain=real_gain),
+                       mf.memory_function(real_mu, 12), atol=1e-6)
+
+
+def test_noisy_memory_falls_with_the_noise_and_loses_ill_conditioned_memory():
+    mu, gain = _pairs("real", 64, 0.1)  # 32 real modes, 27 delays: V V^H very ill-conditioned
+    levels = [1e-10, 1e-8, 1e-6, 1e-4, 1e-2, 1.0]
+    M = np.array([mf.memory_function_noisy(mu, 27, noise=d, gain=gain) for d in levels])
+    assert np.all(np.diff(M, axis=0) <= 1e-12)  # every delay, monotone in the noise
+    assert mf.memory_function(mu, 27, 10) > 0.99  # exact arithmetic remembers delay 10 ...
+    assert M[1, 10] < 0.5  # ... a noise floor of 1e-8 of the state variance does not
+    well, g_well = _pairs("lin", 64, 0.1)
+    assert mf.memory_function(well, 27, 10) > 0.99
+    assert mf.memory_function_noisy(well, 27, 10, noise=1e-8, gain=g_well) > 0.99
+
+
+def test_noisy_memory_at_large_noise_is_signal_over_noise():
+    mu, gain = _pairs("inv", 6, 0.2)
+    W = mf.vandermonde(mu, 20, real=True) * 1.0  # gains of 1: the real form's rows
+    sigma2 = 1e6 * np.trace(W @ W.T) / W.shape[0]
+    expect = np.sum(W ** 2, axis=0) / sigma2  # (G + s I)^-1 ~ I / s
+    got = mf.memory_function_noisy(mu, 20, noise=1e6)
+    assert np.allclose(got, expect, rtol=1e-5)
+
+
+def test_noisy_memory_agrees_with_a_noisy_simulation():
+    """Numeric twin: white input through the real state, white noise of the stated
+    variance added, the best least-squares readout of u_{t-tau}."""
+    mu, gain = _pairs("step", 6, 0.3)
+    T, noise, taus = 15, 1e-2, [0, 3, 8, 14]
+    lam, z = mu[:3], gain[:3]  # the members with Im > 0 (step: all complex but n = 0)
+    k = np.arange(T)
+    rows = []
+    for m, g in zip(lam, z):
+        p = g * m ** k
+        rows += [p.real] if abs(m.imag) < 1e-12 else [p.real, p.imag]
+    W = np.array(rows)  # (n, T)
+    rng = np.random.default_rng(0)
+    n = 200_000
+    u = rng.standard_normal(n + T - 1)
+    h = mf.simulate_states(W.T, u)[T - 1:]  # (n, rows)
+    sigma2 = noise * np.trace(W @ W.T) / W.shape[0]
+    h = h + rng.standard_normal(h.shape) * np.sqrt(sigma2)
+    t = np.arange(T - 1, u.size)
+    sim = []
+    for tau in taus:
+        y = u[t - tau]
+        w, *_ = np.linalg.lstsq(h, y, rcond=None)
+        sim.append(1 - np.mean((y - h @ w) ** 2) / np.mean(y ** 2))
+    got = mf.memory_function_noisy(mu, T, taus, noise=noise, gain=gain)
+    assert np.allclose(got, sim, atol=0.01)
+
+
+def test_noisy_memory_of_a_spectrum_that_is_not_conjugate_closed():
+    mu = np.array([0.9 * np.exp(0.3j), 0.5, 0.7 * np.exp(-1.1j)])
+    M = mf.memory_function_noisy(mu, 10, noise=1e-10)
+    assert np.allclose(M, mf.memory_function(mu, 10), atol=1e-6)
+    assert mf.memory_function_noisy(mu, 10, 0, noise=0.5) < M[0]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(noise=0.0), r"noise=0.0 must be a number in \[1e-12, 1e6\]"),
+    (dict(noise=-1), r"noise=-1 must be"),
+    (dict(noise=True), r"noise=True must be"),
+    (dict(noise="0.1"), r"noise='0.1' must be"),
+    (dict(noise=1e7), r"noise=10000000.0 must be"),
+    (dict(noise=0.1, gain=np.ones(3)), r"gain must be .* shape \(4,\), got shape \(3,\)"),
+    (dict(noise=0.1, gain=np.zeros(4)), r"gain must be finite, non-zero"),
+])
+def test_noisy_memory_bad_input(kw, match):
+    mu, _ = _pairs("inv", 4, 0.1)
+    with pytest.raises(ValueError, match=match):
+        mf.memory_function_noisy(mu, 10, **kw)
