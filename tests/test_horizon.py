@@ -237,6 +237,9 @@ def test_noise_report_from_constructed_records(store):
     assert first["holds"] is True and first["n_live"] == 4 * len(P.horizon_taus)
     assert t.rows[1][0] == f"M_δ[τ], δ = {paper2.MEMORY_NOISE[0]:g}" and t.rows[1][4] == "holds"
     assert "smoke" in t.note and "none fitted" in t.note
-    fig = plots_lra.fig_memory_noise(cells, levels, 0.125, 0.2, "smoke")
-    assert len(fig.axes) == len(levels)
-    assert all(len(ax.collections) >= len(cells) for ax in fig.axes)
+    fig = plots_lra.fig_memory_noise(cells, levels, 0.125, 0.2, "smoke", mf_live=0.5)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert len(panels) == len(levels) and len(fig.axes) == 6  # 2 rows of 3, legend apart
+    assert all(len(ax.collections) >= len(cells) for ax in panels)
+    legend = next(ax for ax in fig.axes if not ax.axison).get_legend()
+    assert [t.get_text() for t in legend.get_texts()][-2:] == ["learned", "frozen"]

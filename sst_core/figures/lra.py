@@ -140,38 +140,47 @@ def fig_memory_horizon(cells: Sequence[dict[str, Any]], chance: float, band: flo
 
 
 def fig_memory_noise(cells: Sequence[dict[str, Any]], levels: Sequence[dict[str, Any]],
-                     chance: float, band: float, scale: str) -> plt.Figure:
+                     chance: float, band: float, scale: str,
+                     mf_live: float | None = None) -> plt.Figure:
     """Delayed recall: best accuracy against the memory at the task's delay, one panel per
     level of :func:`sst_core.reports.lra.memory_horizon_noise` (the exact memory function,
-    then read with more and more noise); one point per cell, coloured by spectrum, learned
-    filled and frozen hollow, the delay written beside it. ``cells`` and ``levels``: that
-    report's ``data`` entries of each kind."""
-    fig, axes = plt.subplots(1, len(levels), figsize=(2.6 * len(levels) + 0.6, 3.1),
-                             sharey=True, squeeze=False)
-    for ax, level in zip(axes[0], levels):
+    then read with more and more noise; three panels a row, the legend in a spare one); one
+    point per cell, coloured by spectrum, learned filled and frozen hollow, on a linear
+    memory axis; ``mf_live``, the "memory present" threshold, is drawn if given. ``cells``
+    and ``levels``: that report's ``data`` entries of each kind."""
+    cols = min(3, max(1, len(levels)))
+    rows = -(-(len(levels) + 1) // cols)  # one more panel for the legend
+    fig, grid = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.9 * rows), squeeze=False)
+    axes, spare = grid.flat[:len(levels)], grid.flat[len(levels):]
+    for ax, level in zip(axes, levels):
         d = level["noise"]
         for c in cells:
             m = c["memory"].get(d)
             if m is None:
                 continue
             color = INIT_COLORS.get(c["init"], "k")
-            ax.scatter([max(m, MF_FLOOR)], [c["acc_max"]], s=14, color=color,
+            ax.scatter([m], [c["acc_max"]], s=14, color=color,
                        facecolors="none" if c["frozen"] else color, lw=0.9)
         ax.axhline(chance, color="0.4", lw=0.8)
         ax.axhspan(0, band, color="0.85", alpha=0.5, lw=0)
-        ax.set_xscale("log")
-        ax.set_xlim(MF_FLOOR / 2, 2)
+        if mf_live is not None:
+            ax.axvline(mf_live, color="0.4", lw=0.8, ls="--")
+        ax.set_xlim(-0.02, 1.02)
         ax.set_ylim(0, 1.02)
         rho = "—" if level["rho"] is None else f"{level['rho']:.2f}"
         ax.set_title(("exact M[τ]" if d == 0 else f"noise δ = {d:g}") + f"; ρ = {rho}",
                      fontsize=9)
         ax.set_xlabel("memory at the delay")
-    axes[0][0].set_ylabel("best test accuracy")
-    for init, color in INIT_COLORS.items():
-        if any(c["init"] == init for c in cells):
-            axes[0][-1].scatter([], [], color=color, s=14, label=init)
-    if axes[0][-1].get_legend_handles_labels()[0]:
-        axes[0][-1].legend(fontsize=7, loc="upper left")
+        ax.set_ylabel("best test accuracy")
+    for ax in spare:
+        ax.axis("off")
+    if len(spare):
+        for init, color in INIT_COLORS.items():
+            if any(c["init"] == init for c in cells):
+                spare[0].scatter([], [], color=color, s=14, label=init)
+        spare[0].scatter([], [], color="k", s=14, label="learned")
+        spare[0].scatter([], [], color="k", facecolors="none", s=14, label="frozen")
+        spare[0].legend(fontsize=8, loc="center", title="spectrum", title_fontsize=8)
     suptitle(fig, "Memory that exists only in exact arithmetic is not used: delayed recall "
                   f"against the memory read with noise (filled learned, hollow frozen; {scale})")
     fig.tight_layout()
