@@ -302,3 +302,17 @@ def test_the_selective_scan_source_counts_for_mamba_only():
     assert source in _reach("tracking", "mamba")
     assert source in _reach("tracking", "negative_mamba")
     assert source not in _reach("tracking", "tanh_rnn")
+
+
+def test_a_file_edited_after_import_is_detected_not_misread(load):
+    """inspect reads a function's source from its file at the line numbers of the code
+    that was loaded: after an edit that moves the definition, that is other code. The
+    walk says so instead of hashing it (a sweep worker loaded its code hours before)."""
+    from sst_core.store.codeversion import SourceChanged
+
+    folder = load(FILES)
+    entry = resolve(f"{PKG}.train.train")  # imported now
+    path = folder / PKG / "train.py"
+    path.write_text("# two lines\n# added above\n" + path.read_text())
+    with pytest.raises(SourceChanged, match=r"train.*no longer holds its definition"):
+        fingerprint([entry], package=PKG)

@@ -175,3 +175,67 @@ def test_a_record_is_stale_when_the_code_of_its_own_model_changed():
         "experiment": "tracking_spectra", "config": analysis,
         "code_hash": registry.code_hash("tracking_spectra", analysis)})
     assert not registry.is_stale_record({"experiment": "unit", "config": {}})
+
+
+def test_the_code_version_is_taken_before_the_run_not_after(tmp_path):
+    """A sweep's run may take hours while its source files are edited: the record must
+    name the code that was loaded when it started."""
+    order = []
+
+    def version():
+        order.append("hash")
+        return "v-at-start"
+
+    def fn(cfg):
+        order.append("run")
+        return {"y": 1}
+
+    rec = cached_run(Cfg(5), fn, root=tmp_path, code_version=version)
+    assert order == ["hash", "run"] and rec["code_hash"] == "v-at-start"
+
+
+def test_a_stack_takes_its_code_versions_before_training(tmp_path, monkeypatch):
+    from sst_core.experiments import runs
+    from sst_core.experiments.paper1 import table2_grid
+    from sst_core.spec.profiles import get_profile
+    from sst_core.training import stacked
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    order = []
+    monkeypatch.setattr(runs, "code_version",
+                        lambda cfg: lambda: order.append("hash") or f"h-{cfg.seed}")
+
+    def train(group, weights):
+        order.append("train")
+        return [{"m_p": None} for _ in group]
+
+    monkeypatch.setattr(stacked, "train_tracking_stacked", train)
+    group = [c for c in table2_grid(get_profile("smoke")) if c.model == "tanh_rnn"][:2]
+    records = runs.run_stack(group)
+    assert order == ["hash", "hash", "train"]
+    assert [r["code_hash"] for r in records] == [f"h-{c.seed}" for c in group]
+
+
+def test_warm_code_hashes_computes_one_hash_per_kind_of_run(monkeypatch):
+    from sst_core.experiments import runs
+    from sst_core.experiments.paper1 import table2_grid
+    from sst_core.spec.profiles import get_profile
+
+    monkeypatch.setattr(registry, "_code_hashes", {})
+    grid = table2_grid(get_profile("smoke"))
+    runs.warm_code_hashes(grid)
+    models = {c.model for c in grid}
+    assert set(registry._code_hashes) == {("tracking", m) for m in models}
+    assert all(isinstance(h, str) for h in registry._code_hashes.values())
+
+
+def test_a_source_edited_after_import_gives_an_unknown_code_hash(monkeypatch):
+    from sst_core.store import codeversion
+
+    def edited(*a, **k):
+        raise codeversion.SourceChanged("f: edited")
+
+    monkeypatch.setattr(registry, "_code_hashes", {})
+    monkeypatch.setattr(codeversion, "fingerprint", edited)
+    with pytest.warns(RuntimeWarning, match="code hash of lra runs unknown: f: edited"):
+        assert registry.code_hash("lra") is None

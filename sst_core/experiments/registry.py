@@ -255,7 +255,7 @@ CHAPTERS: tuple[str, ...] = tuple(dict.fromkeys(
 
 # -- code versions ----------------------------------------------------------------------------
 
-_code_hashes: dict[tuple[str, str | None], str] = {}
+_code_hashes: dict[tuple[str, str | None], str | None] = {}
 
 
 def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | None:
@@ -266,16 +266,27 @@ def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | No
     :data:`MODELS` adds the builders themselves: with the ``config`` of a run (a
     ``config_dict``), only the model it trains or analyses and its registry entry, so that
     adding or changing another model leaves its hash alone; without, every registered
-    model. Cached per process.
+    model. Cached per process (:func:`sst_core.experiments.runs.warm_code_hashes` fills the
+    cache when a process starts). None too when a source file the runs reach was edited
+    after this process imported it (:class:`~sst_core.store.codeversion.SourceChanged`,
+    with a warning): its records then say "code unknown" rather than name code they did
+    not run.
     """
     if experiment not in EXPERIMENTS:
         return None
     model = model_of(config) if MODELS in EXPERIMENTS[experiment].code_deps else None
     if (experiment, model) not in _code_hashes:
-        from sst_core.store.codeversion import fingerprint
+        from sst_core.store.codeversion import SourceChanged, fingerprint
 
         points, scope = code_scope(experiment, model)
-        _code_hashes[experiment, model] = fingerprint(points, **scope)
+        try:
+            _code_hashes[experiment, model] = fingerprint(points, **scope)
+        except SourceChanged as err:
+            import warnings
+
+            warnings.warn(f"code hash of {experiment} runs unknown: {err}", RuntimeWarning,
+                          stacklevel=2)
+            _code_hashes[experiment, model] = None
     return _code_hashes[experiment, model]
 
 

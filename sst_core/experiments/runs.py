@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from sst_core.experiments import progress
-from sst_core.experiments.registry import code_hash, get_experiment, resolve, runner
+from sst_core.experiments.registry import (
+    code_hash,
+    get_experiment,
+    model_of,
+    resolve,
+    runner,
+)
 from sst_core.spec.configs import TrackingConfig, config_dict
 from sst_core.store.records import cached_run
 from sst_core.store.records import needs_run as stored_needs_run
@@ -21,6 +27,21 @@ from sst_core.store.records import needs_run as stored_needs_run
 def code_version(cfg: Any):
     """A zero-argument callable giving the code hash of ``cfg``'s run (computed when asked)."""
     return lambda: code_hash(cfg.experiment, config_dict(cfg))
+
+
+def warm_code_hashes(cfgs: Any) -> None:
+    """Compute, in this process and now, the code hash of every kind of run in ``cfgs``
+    (one per experiment and model: :func:`code_hash` caches them per process). The walk
+    imports every module the runs reach, so a process that does this when it starts
+    stamps its records with the code it has loaded, even if the source files are edited
+    while it works (a sweep worker runs for hours)."""
+    seen = set()
+    for cfg in cfgs:
+        d = config_dict(cfg)
+        key = (cfg.experiment, model_of(d))
+        if key not in seen:
+            seen.add(key)
+            code_hash(cfg.experiment, d)
 
 
 def run(cfg: Any, **kw: Any) -> dict[str, Any]:
@@ -170,6 +191,7 @@ def run_stack(group) -> list[dict[str, Any]]:
     if startup is not None:
         startup()
     startup_s = round(time.perf_counter() - start, 4)
+    hashes = [code_version(c)() for c in group]  # of the code about to run (cached_run)
     start = time.perf_counter()
     outcomes = train_tracking_stacked(group, [artifact_path(c, ".pt") for c in group])
     wall = time.perf_counter() - start
@@ -177,13 +199,13 @@ def run_stack(group) -> list[dict[str, Any]]:
                       "wall_time": "wall_time_s is the whole stack's"},
             "startup_s": startup_s}
     records = []
-    for cfg, out in zip(group, outcomes):
+    for cfg, out, code in zip(group, outcomes, hashes):
         if isinstance(out, Exception):
             records.append(store_record(cfg, "failed", f"{type(out).__name__}: {out}",
                                         getattr(out, "metrics", {}) or {}, wall,
                                         traceback_tail=[f"{type(out).__name__}: {out}"],
-                                        extra=info, code_hash=code_version(cfg)()))
+                                        extra=info, code_hash=code))
         else:
             records.append(store_record(cfg, "ok", None, out, wall, extra=info,
-                                        code_hash=code_version(cfg)()))
+                                        code_hash=code))
     return records

@@ -51,6 +51,12 @@ PACKAGE = "sst_core"
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+class SourceChanged(RuntimeError):
+    """The source file of a function was edited after this process imported it (its line
+    numbers no longer point at its definition), so no fingerprint of the code it runs can
+    be read from the file."""
+
+
 def fingerprint(entry_points: Iterable[Any], package: str = PACKAGE, *,
                 exclude: Collection[str] = (),
                 narrow: Mapping[str, Collection[Any]] | None = None) -> str:
@@ -144,6 +150,14 @@ def _summary(obj: Any) -> tuple[str, frozenset[str]]:
         return ast.dump(tree), frozenset(_names(tree))
     code = obj.__code__
     tree = None if code.co_name == "<lambda>" else _parse(code)
+    if tree is not None:
+        first = tree.body[0] if tree.body else None
+        if not (isinstance(first, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and first.name == code.co_name):
+            raise SourceChanged(
+                f"{_qualname(obj)}: {code.co_filename} line {code.co_firstlineno} no longer "
+                "holds its definition: the file was edited after this process imported it, "
+                "so its source there is not the code that runs")
     names = set() if tree is None else _names(tree)
     for c in _code_objects(code):
         names.update(c.co_names)

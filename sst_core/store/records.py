@@ -203,7 +203,9 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
     ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
     ``fn`` returns a JSON-ready dict of metrics. See the module docstring for failures.
     ``code_version()`` gives the fingerprint of the code the run depends on (stored as
-    ``code_hash``; asked only when needed); ``retry_stale``: also recompute a record whose
+    ``code_hash``; asked only when needed, and before the run starts: the fingerprint reads
+    the source files, which may be edited while a long run goes on, so asked afterwards it
+    could describe code the process never ran); ``retry_stale``: also recompute a record whose
     ``code_hash`` differs from it; ``artifacts``: suffixes of files (e.g. ``".pt"``, the
     weights) an ``ok`` record is unusable without (:func:`artifact_path`): the run is
     computed again when one is missing; ``startup()``: the one-time start-up of a
@@ -231,6 +233,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         start = time.perf_counter()
         startup()
         extra = {"startup_s": round(time.perf_counter() - start, 4)}
+    code_hash = code_version() if code_version else None  # the code about to run
     start = time.perf_counter()
     tb = None
     try:
@@ -240,8 +243,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         metrics = getattr(err, "metrics", {}) or {}
         tb = traceback.format_exc().splitlines()[-3:]
     return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
-                        traceback_tail=tb, root=root, extra=extra,
-                        code_hash=code_version() if code_version else None)
+                        traceback_tail=tb, root=root, extra=extra, code_hash=code_hash)
 
 
 def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | None) -> bool:
