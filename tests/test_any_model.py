@@ -31,7 +31,8 @@ from sst_core.store.codec import encode_floats
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 SMALL = dict(n_samples=64, rollout=100, t0=30, perturb_steps=30, n_perturb=16, n_words=4)
-CURVES = ("R", "M", "q", "q_sqrt", "q_U", "q_U_perp", "q_U_identity", "q_U_perp_identity")
+CURVES = ("R", "M", "q", "q_sqrt", "q_median", "q_U", "q_U_perp", "q_U_identity",
+          "q_U_perp_identity")
 
 
 # -- constructed maps --------------------------------------------------------------------------
@@ -294,7 +295,8 @@ def test_diagnose_outputs_are_pinned(store, name):
     want = PINNED[name]
     assert list(m) == ["model", "is_affine", "m_p", "training_run", "T_cross", "T_cross_1",
                        "T_cross_sqrt", "T_cross_sqrt_1", "failure_mode", "q_at_m_p",
-                       "q_sqrt_at_m_p", "R", "M", "q", "q_sqrt", "q_U", "q_U_perp",
+                       "q_sqrt_at_m_p", "q_median_at_m_p", "R", "M", "q", "q_sqrt",
+                       "q_median", "q_U", "q_U_perp",
                        "q_U_identity", "q_U_perp_identity", "dim_U_readout", "recovery",
                        "recovery_t0", "theorem1"]
     assert m["model"] == name and m["recovery_t0"] == 20 and m["m_p"] is None

@@ -433,3 +433,27 @@ def test_the_functions_leave_their_inputs_alone():
     dg.T_cross(q)
     for a, b in zip((h, s, W, Q, q), before):
         assert np.array_equal(a, b)
+
+
+def test_median_ratio_against_a_plain_loop_and_a_heavy_tail():
+    """q_median(t) = median_i ||W (h - c_g)||^2 / M(t), checked with explicit loops; a few
+    far-out samples move the paper's q (mean spread) and hardly the median."""
+    rng = np.random.default_rng(0)
+    b, L, d, n_g = 41, 3, 4, 3
+    s = rng.integers(0, n_g, (b, L))
+    s[:n_g, :] = np.arange(n_g)[:, None]  # every class at every time
+    h = rng.standard_normal((b, L, d)) + 3.0 * s[..., None]
+    W = rng.standard_normal((2, d))
+    got = dg.median_ratio(h, s, W_out=W, n_g=n_g)
+    for t in range(L):
+        hw = h[:, t] @ W.T
+        c = np.stack([hw[s[:, t] == g].mean(0) for g in range(n_g)])
+        spread = [float(np.sum((hw[i] - c[s[i, t]]) ** 2)) for i in range(b)]
+        M = min(float(np.sum((c[i] - c[j]) ** 2)) for i in range(n_g) for j in range(i + 1, n_g))
+        assert got[t] == pytest.approx(np.median(spread) / M, rel=1e-12)
+    tail = h.copy()
+    tail[-2:, :, :] *= 1e3  # two words far out
+    q_mean = dg.distinguishability(tail, s, W_out=W, n_g=n_g).q
+    q_med = dg.median_ratio(tail, s, W_out=W, n_g=n_g)
+    assert np.all(q_mean > 10 * q_med)
+    assert np.isnan(dg.median_ratio(h[:, :1], np.zeros((b, 1), int), n_g=n_g)[0])  # one class

@@ -54,7 +54,7 @@ from sst_core.groups import Group, get_group
 from sst_core.tasks.tracking import vocabulary
 
 __all__ = [
-    "Distinguishability", "centroids", "distinguishability", "T_cross",
+    "Distinguishability", "centroids", "distinguishability", "median_ratio", "T_cross",
     "projector", "q_split", "state_basis", "token_ids", "state_trajectory", "perturbation_recovery",
     "state_preserving_words",
     "failure_mode", "label_free_states", "LABEL_FREE_METHODS", "DIRECTIONS", "LAYERS",
@@ -230,6 +230,28 @@ def distinguishability(h, states, W_out=None, n_g: int | None = None) -> Disting
     M = _min_gap(c, present)  # (L,)
     q, q_sqrt = _ratios(R, M)
     return Distinguishability(R=R, M=M, q=q, q_sqrt=q_sqrt)
+
+
+def median_ratio(h, states, W_out=None, n_g: int | None = None) -> np.ndarray:
+    """``q_median(t) = median_i ||W (h_t^i - c_{g_t^i}(t))||^2 / M(t)``, ``(L,)``: the
+    distinguishability ratio with the within-class spread taken as the *median* over the
+    b samples instead of their mean (:func:`distinguishability`'s ``R``).
+
+    Our variant, not the paper's. A state that grows along the words (an affine cell with
+    transitions of modulus above 1) spreads its classes with a heavy tail: a few samples far
+    out make the mean spread, and so ``q``, many times what most samples show, while
+    decoding, which fails one sample at a time, follows the typical sample. Arguments and
+    NaN / inf conventions as in :func:`distinguishability`.
+    """
+    h = _hidden(h)
+    s, n_g = _states(states, h.shape, n_g)
+    W = _readout(W_out, h.shape[2])
+    hw = h if W is None else h @ W.T  # (b, L, k)
+    c, present = centroids(hw, s, n_g)  # (L, n_g, k)
+    r = _residuals(hw, s, c)  # (b, L, k)
+    spread = np.median(np.einsum("blk,blk->bl", r, r), axis=0)  # (L,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return spread / _min_gap(c, present)
 
 
 # -- without the oracle: labels from the hidden states alone ------------------------------

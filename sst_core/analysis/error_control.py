@@ -6,6 +6,8 @@ its training run (:func:`sst_core.analysis.trackers.load_tracker`; a missing tra
 - ``R``, ``M``, ``q`` and ``q_sqrt`` at every length up to ``rollout`` in the readout space
   (the vector ``W_out`` reads, with ``W = W_out``), ``T_cross`` for tau = 1/2 and 1 in both
   conventions, ``q`` at ``m_p``, and the failure mode ("saturation", "climb" or "none");
+  also ``q_median`` (our variant: the spread as the median over words, not the mean,
+  :func:`sst_core.analysis.diagnostics.median_ratio`) and its value at ``m_p``;
 - ``q_U`` and ``q_U_perp`` with U spanned by the readout centroids at the training length,
   read through ``W_out`` (the reference's definition) and without it (``W = I``);
 - perturbation recovery ``||e_t|| / ||e_0||`` after a perturbation of the recurrent state
@@ -70,6 +72,7 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
         centroids,
         distinguishability,
         failure_mode,
+        median_ratio,
         perturbation_recovery,
         q_split,
         state_basis,
@@ -87,6 +90,7 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
     h = readout_states(model, words)  # (b, L, d)
     W = model.W_out.weight.detach().double().numpy()  # (n_g, d)
     dist = distinguishability(h, groups_t, W_out=W, n_g=n_g)
+    q_median = median_ratio(h, groups_t, W_out=W, n_g=n_g)  # (L,), our variant
     c_ref, present_ref = centroids(h[:, t_ref - 1:t_ref], groups_t[:, t_ref - 1:t_ref], n_g)
     Q_read = symbolic_basis(c_ref[0], present_ref[0])  # (d, r)
     q_U, q_U_perp = q_split(h, groups_t, Q_read, W_out=W, n_g=n_g)
@@ -134,7 +138,7 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
         "T_cross_sqrt": T_cross(dist.q_sqrt, tau),
         "T_cross_sqrt_1": T_cross(dist.q_sqrt, 1.0),
         "failure_mode": failure_mode(q, tau, t_train=t_train),
-        "R": dist.R, "M": dist.M, "q": q, "q_sqrt": dist.q_sqrt,
+        "R": dist.R, "M": dist.M, "q": q, "q_sqrt": dist.q_sqrt, "q_median": q_median,
         "q_U": q_U, "q_U_perp": q_U_perp, "q_U_identity": q_U_I, "q_U_perp_identity": q_U_perp_I,
         "dim_U_readout": int(Q_read.shape[1]),
         "recovery": recovery,
@@ -144,7 +148,8 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
 
 
 # keys of error_control_measures whose float arrays a record stores encoded
-CURVES = ("R", "M", "q", "q_sqrt", "q_U", "q_U_perp", "q_U_identity", "q_U_perp_identity")
+CURVES = ("R", "M", "q", "q_sqrt", "q_median", "q_U", "q_U_perp", "q_U_identity",
+          "q_U_perp_identity")
 
 
 def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
@@ -176,6 +181,7 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
                                "failure_mode")},
         "q_at_m_p": at_m_p(out["q"]),
         "q_sqrt_at_m_p": at_m_p(out["q_sqrt"]),
+        "q_median_at_m_p": at_m_p(out["q_median"]),
         **{k: encode_floats(out[k]) for k in CURVES},
         "dim_U_readout": out["dim_U_readout"],
         "recovery": {k: encode_floats(v) for k, v in out["recovery"].items()},
