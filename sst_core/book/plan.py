@@ -95,7 +95,7 @@ class CostTable:
     """The compute of stored runs, pooled by :func:`cost_key` (per profile)."""
 
     def __init__(self) -> None:
-        self._by = defaultdict(list)  # (profile, level, key prefix) -> [seconds]
+        self._by = defaultdict(list)  # (profile, a prefix of the cost key) -> [seconds]
         self._seen: set[tuple[str, str]] = set()  # (profile, run id) already counted
 
     def add(self, profile: str, record: dict[str, Any]) -> float:
