@@ -258,8 +258,8 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # few words far out can make $R$ many times what most words show, while decoding fails one
 # word at a time. With the spread taken as the *median* over words instead (our variant,
 # `sst_core.analysis.diagnostics.median_ratio`; not the paper's definition, and added after
-# the paper's $q$ at $m_p$ came out at 4 to 14 on our first `standard` runs, so it is a
-# proposal checked on the data that prompted it) the same statistic is
+# the paper's $q$ at $m_p$ came out several times the paper's value on our first `standard`
+# runs, so it is a proposal checked on the data that prompted it) the same statistic is
 # {glue:text}`dg_f4_q_med`. Both are shown; the table's $T_{\text{cross}}$ and $r$ use the
 # paper's $q$.
 #
