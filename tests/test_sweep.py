@@ -356,6 +356,27 @@ def test_best_prefers_paper_then_standard_then_quick(root):
     assert params.settings("p1_table3", "best").name == "paper"
 
 
+def test_under_way_names_a_larger_profile_with_some_of_its_records(root):
+    from sst_core.experiments.paper1 import table3_grid
+
+    standard, paper = (table3_grid(get_profile(n)) for n in ("standard", "paper"))
+    assert params.under_way("p1_table3", "quick") is None  # nothing stored
+    cached_run(standard[0], lambda c: {"m_p": None})
+    w = params.under_way("p1_table3", "quick")
+    assert (w.profile.name, w.stored, w.total) == ("standard", 1, len(standard))
+    assert f"1 of its {len(standard)} runs are stored" in w.sentence("quick")
+    assert params.under_way("p1_table3", "smoke").profile.name == "standard"
+    assert params.under_way("p1_table3", "standard") is None  # not larger than itself
+    cached_run(paper[0], lambda c: {"m_p": None})  # the larger one comes first
+    assert params.under_way("p1_table3", "quick").profile.name == "paper"
+    assert params.under_way("p1_table3", "standard").profile.name == "paper"
+    assert params.under_way("p1_table3", "paper") is None
+    for cfg in paper[1:]:  # complete: not under way any more
+        cached_run(cfg, lambda c: {"m_p": None})
+    assert params.under_way("p1_table3", "quick").profile.name == "standard"
+    assert params.under_way("bench", "quick") is None  # reads no sweep
+
+
 def test_best_counts_records_without_hashing_code_or_importing_torch(root, monkeypatch):
     """Choosing a chapter's profile reads record files only: code versions are `sst
     status`'s business, and torch is not needed to count files."""

@@ -7,7 +7,8 @@ unknown parameter or a wrongly typed one, naming what is allowed.
 
 ``best`` picks per chapter the largest profile whose records are all stored, counting
 record files only (:func:`chapter_coverage`): it never fingerprints code (staleness is
-``sst status``'s business) and never trains.
+``sst status``'s business) and never trains. :func:`under_way` names a larger profile
+whose sweep of a chapter has begun, so that the page can show its records so far.
 """
 from __future__ import annotations
 
@@ -75,6 +76,35 @@ def best_profile(notebook: str) -> tuple[str, str]:
     shown = ", ".join(f"`{n}` {h} of {k}" for n, h, k in counts)
     return "quick", (f"best available: no larger profile's records cover this chapter "
                      f"({shown} stored), so this page shows `quick`")
+
+
+@dataclasses.dataclass(frozen=True)
+class UnderWay:
+    """A larger profile's sweep of a chapter that has begun but not finished."""
+
+    profile: Profile
+    stored: int  # runs of the chapter with a stored record under ``profile``
+    total: int  # runs the chapter reads under ``profile``
+
+    def sentence(self, shown: str) -> str:
+        return (f"The `{self.profile.name}` sweep of this chapter is under way: {self.stored} of "
+                f"its {self.total} runs are stored (the page above shows `{shown}`, which "
+                f"`best` takes until all of them are). Below, the same tables read only those "
+                f"records: a cell appears as soon as one of its runs is stored, and the rest "
+                f"say missing. Nothing is trained for them.")
+
+
+def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay | None:
+    """The sweep of ``notebook`` under a profile larger than ``shown`` that has some but not
+    all of its records stored: the first such of :data:`BEST_ORDER` (larger first; only
+    those before ``shown`` when ``shown`` is one of them). None when there is none, or the
+    chapter reads no sweep. Counts record files as :func:`chapter_coverage` does."""
+    larger = BEST_ORDER[:BEST_ORDER.index(shown)] if shown in BEST_ORDER else BEST_ORDER
+    for name in larger:
+        have, need = chapter_coverage(notebook, name, root)
+        if 0 < have < need:
+            return UnderWay(get_profile(name), have, need)
+    return None
 
 
 def _field_types() -> dict[str, type]:
