@@ -42,6 +42,7 @@ from myst_nb import glue
 
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
 from sst_core.reports import error_control as ec
 
@@ -179,20 +180,15 @@ glue("dg_before_n", len(before), display=False)
 fig3 = [best[k] for k in paper1.FIGURE3_MODELS if k in best]
 fig = plots_error.fig_q_split(fig3, SCALE)
 plt.show()
-at_mp = {}
-for r in fig3:
-    m = r["metrics"]
-    t = min(m["m_p"] or 60, len(m["q"]))
-    at_mp[r["config"]["run"]["model"]] = (m["q"][t - 1], m["q_U"][t - 1], m["q_U_perp"][t - 1])
+at_mp = ec.split_at_m_p(fig3)
 rows = ["| model | t | q | q_U (through W_out) | q_U_perp (through W_out) |", "|---|---|---|---|---|"]
-for k, (q_, qu, qp) in at_mp.items():
-    t = min(best[k]["metrics"]["m_p"] or 60, len(best[k]["metrics"]["q"]))
-    rows.append(f"| {k} | {t} | {q_:.3g} | {qu:.3g} | {qp:.3g} |")
+for k, a in at_mp.items():
+    rows.append(f"| {k} | {a['t']} | {a['q']:.3g} | {a['q_U']:.3g} | {a['q_U_perp']:.3g} |")
 display(Markdown("\n".join(rows)))
 sentences = []
 for k in ("tanh_rnn", "state_gated_rnn"):
     if k in at_mp:
-        q_, qu, qp = at_mp[k]
+        q_, qu, qp = (at_mp[k][c] for c in ("q", "q_U", "q_U_perp"))
         text = f"for `{k}`, `q_U` is {'below' if qu < qp else 'above'} `q_U_perp`"
         if qu > q_ and qp > q_:
             text += " and both exceed `q` (the readout cancels most of the spread)"
@@ -272,3 +268,25 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 #
 # `sst report diagnostics`, `sst report figure4` and `sst report corollary1` print these
 # tables from the stored records.
+
+# %% [markdown]
+# ### The larger sweep so far
+#
+# The CPU-scale `standard` sweep runs over many sessions, and `best` shows it only once every
+# run is stored. Until then, Figure 4's table from its stored runs alone:
+
+# %%
+so_far = params.under_way("p1_diagnostics", P.name)
+so_far_text = "No larger profile's sweep of this chapter is under way."
+if so_far:
+    display(ec.figure4_table(so_far.profile))
+    stale = sum(is_stale_record(r) for r in ec.diagnostic_records(so_far.profile, which="figure4"))
+    so_far_text = so_far.sentence(P.name) + (
+        f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "
+        "diagnostics code (`sst status` calls them stale) and wait to be computed again; "
+        "that change stores the curves at fewer times and leaves every number of this table "
+        "as it was." if stale else "")
+glue("dg_so_far", Markdown(so_far_text), display=False)
+
+# %% [markdown]
+# {glue:md}`dg_so_far`

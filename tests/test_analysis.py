@@ -9,6 +9,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.reports import error_control as ec
 from sst_core.spec.configs import DiagnosticsConfig, TrackingConfig
 from sst_core.spec.profiles import PROFILES
+from sst_core.store import codec
 from sst_core.store.records import artifact_path
 
 
@@ -33,8 +34,9 @@ def test_diagnose_end_to_end_records_every_quantity(store, one_thread):
     rec = experiments_runs.run(cfg)
     assert rec["status"] == "ok", rec.get("reason")
     m = rec["metrics"]
+    assert m["curve_t"] == codec.curve_times(80).tolist()  # dense, then log-spaced
     for key in ("R", "M", "q", "q_sqrt", "q_U", "q_U_perp"):
-        assert len(m[key]) == 80
+        assert len(m[key]) == len(m["curve_t"])
     assert m["q"][0] < 1e-20  # after one token the state is a function of that token: R(1) = 0
     assert len(m["recovery"]["random"]) == len(m["recovery"]["U"]) == 30
     assert m["is_affine"] and m["theorem1"]["applies"] and 1 <= m["theorem1"]["dim_U"] <= 5

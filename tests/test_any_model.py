@@ -26,7 +26,7 @@ from sst_core.groups import get_group
 from sst_core.models import build
 from sst_core.models.torch_rnn import torch_module
 from sst_core.spec.configs import DiagnosticsConfig, TrackingConfig
-from sst_core.store.codec import encode_floats
+from sst_core.store.codec import curve_value, encode_curve, encode_floats, stored_curve
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -240,7 +240,8 @@ def any_options(cfg: DiagnosticsConfig) -> dict:
 
 
 def encoded(out: dict) -> dict:
-    return {**{k: encode_floats(out[k]) for k in CURVES},
+    """The curves and recovery of ``out`` as a record stores them."""
+    return {**{k: encode_curve(out[k]) for k in CURVES},
             "recovery": {k: encode_floats(v) for k, v in out["recovery"].items()}}
 
 
@@ -295,14 +296,19 @@ def test_diagnose_outputs_are_pinned(store, name):
     want = PINNED[name]
     assert list(m) == ["model", "is_affine", "m_p", "training_run", "T_cross", "T_cross_1",
                        "T_cross_sqrt", "T_cross_sqrt_1", "failure_mode", "q_at_m_p",
-                       "q_sqrt_at_m_p", "q_median_at_m_p", "R", "M", "q", "q_sqrt",
+                       "q_sqrt_at_m_p", "q_median_at_m_p", "curve_t", "R", "M", "q", "q_sqrt",
                        "q_median", "q_U", "q_U_perp",
                        "q_U_identity", "q_U_perp_identity", "dim_U_readout", "recovery",
                        "recovery_t0", "theorem1"]
     assert m["model"] == name and m["recovery_t0"] == 20 and m["m_p"] is None
     for k in ("T_cross", "failure_mode", "dim_U_readout"):
         assert m[k] == want[k], k
-    got = {"q9": m["q"][9], "q79": m["q"][79], "M59": m["M"][59], "qU30": m["q_U"][30],
+    def at(key, t):  # the stored curve at time t (on the stored grid: exact)
+        times, y = stored_curve(m, key)
+        assert t in times
+        return curve_value(times, y, t)
+
+    got = {"q9": at("q", 10), "q79": at("q", 80), "M59": at("M", 60), "qU30": at("q_U", 31),
            "rec_random": m["recovery"]["random"][-1], "rec_U": m["recovery"]["U"][-1],
            "deviation": m["theorem1"]["deviation"], "gain": m["theorem1"]["gain"]}
     for k, v in got.items():

@@ -10,6 +10,7 @@ import pytest
 from sst_core.analysis import label_free as lf
 from sst_core.experiments import runs
 from sst_core.spec import profiles
+from sst_core.store import codec
 
 
 def test_drift_fit_recovers_the_crossing_of_a_linear_spread():
@@ -89,8 +90,13 @@ def test_run_label_free_smoke(tmp_path, monkeypatch):
     assert rec["status"] == "ok"
     m = rec["metrics"]
     json.dumps(m)
-    assert set(m["q"]) == set(lf.LABELINGS) and len(m["q"]["oracle"]) == cfg.rollout
-    assert len(m["decoded_accuracy"]) == cfg.rollout
+    # stored at the curve times and the clusters' grid, so the clusters' curve keeps its points
+    t = np.union1d(codec.curve_times(cfg.rollout), lf.cluster_times(cfg.t_obs, cfg.rollout))
+    assert m["curve_t"] == t.tolist() and set(m["q"]) == set(lf.LABELINGS)
+    assert all(len(q) == t.size for q in m["q"].values())
+    assert len(m["decoded_accuracy"]) == t.size
+    on_grid = np.isin(t, m["cluster_times"])
+    assert np.isfinite(codec.read_curve(m["q"]["clusters"], t)[1][on_grid][1:]).all()
     assert set(m["warning"]["decoded"]) == set(lf.WARNING_FITS)
 
 

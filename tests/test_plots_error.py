@@ -4,10 +4,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import Table  # noqa: E402
+from sst_core.reports import error_control as ec  # noqa: E402
+from sst_core.store import codec  # noqa: E402
 
 
 def record(model, affine, m_p=200, T_cross=120, L=300):
@@ -18,7 +21,7 @@ def record(model, affine, m_p=200, T_cross=120, L=300):
             "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross, "q": q,
                         "q_sqrt": list(np.sqrt(q)), "q_U": q, "q_U_perp": [None] + q[1:],
                         "q_U_identity": q, "q_U_perp_identity": q,
-                        "failure_mode": "climb", "q_at_m_p": q[m_p - 1],
+                        "failure_mode": "climb", "q_at_m_p": q[m_p - 1] if m_p else None,
                         "recovery": {"random": [1.0] * 50, "U": list(0.9 ** np.arange(50))},
                         "recovery_t0": 30}}
 
@@ -48,3 +51,33 @@ def test_markdown_table_escapes_pipes_in_headers_and_cells():
     lines = [line for line in t.to_markdown().splitlines() if line.startswith("|")]
     assert lines[0] == "| ‖a‖ | \\|b\\| |"
     assert all(line.count(" | ") == 1 for line in lines if not line.startswith("|-"))
+
+
+def stored(rec):
+    """``rec`` as a record stores it: its curves at the times of ``codec.curve_times``."""
+    m = dict(rec["metrics"])
+    L = len(m["q"])
+    for k in ("q", "q_sqrt", "q_U", "q_U_perp", "q_U_identity", "q_U_perp_identity"):
+        m[k] = codec.encode_curve(codec.decode_floats(m[k]))
+    m["curve_t"] = codec.curve_times(L).tolist()
+    return {**rec, "metrics": m}
+
+
+def test_figures_and_figure3_values_read_curves_at_their_stored_times():
+    full = [record("mamba", True, m_p=200, T_cross=117),
+            record("tanh_rnn", False, m_p=None, T_cross=None)]
+    recs = [stored(r) for r in full]
+    assert len(recs[0]["metrics"]["q"]) < 300
+    for fig in (plots_error.fig_q_trajectories(recs, "s"), plots_error.fig_q_split(recs, "s")):
+        plots.png(fig)
+    # the T_cross marker sits on the curve (q = 0.002 t: log-log interpolation is exact)
+    ax = plots_error.fig_q_trajectories(recs[:1], "s").axes[0]
+    marker = [ln for ln in ax.get_lines() if ln.get_marker() == "o"][0]
+    assert marker.get_ydata()[0] == pytest.approx(0.002 * 117)
+    # Figure 3's values at m_p (or 60 for a model that fails there) equal the full curves'
+    for r_full, got in zip(full, ec.split_at_m_p(recs).values()):
+        t = r_full["metrics"]["m_p"] or 60
+        assert got["t"] == t and got["q"] == pytest.approx(r_full["metrics"]["q"][t - 1])
+        assert got["q_U"] == pytest.approx(r_full["metrics"]["q_U"][t - 1])
+    assert ec.split_at_m_p(full) == ec.split_at_m_p(recs)  # records written before the grid
+    plt.close("all")

@@ -23,7 +23,9 @@ its training run (:func:`sst_core.analysis.trackers.load_tracker`; a missing tra
 
 The measuring is :func:`error_control_measures`, which takes any model with the face of
 :mod:`sst_core.models.base`, a group and held-out words; :func:`diagnose` adds what only a
-training record knows (``m_p``, the run) and encodes the curves for the record, and
+training record knows (``m_p``, the run) and encodes the curves for the record (at the
+times ``curve_t``, :func:`sst_core.store.codec.curve_times`: dense early, log-spaced later;
+everything that needs every t is computed first), and
 :func:`sst_core.analysis.any_model.diagnose_any` runs the same core on a model the registry
 does not have (a ``step(h, x)``, a raw ``nn.GRU`` / ``nn.LSTM``).
 """
@@ -35,7 +37,7 @@ import numpy as np
 
 from sst_core.analysis.trackers import held_out_words, load_tracker, readout_states
 from sst_core.spec.configs import DiagnosticsConfig
-from sst_core.store.codec import decode_floats, encode_floats
+from sst_core.store.codec import curve_times, encode_curve, encode_floats, stored_curve
 
 
 def check_times(t_ref: int, t0: int, rollout: int) -> None:
@@ -147,7 +149,8 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
     }
 
 
-# keys of error_control_measures whose float arrays a record stores encoded
+# keys of error_control_measures whose float arrays a record stores, at the times
+# ``curve_t`` (sst_core.store.codec.curve_times of the rollout)
 CURVES = ("R", "M", "q", "q_sqrt", "q_median", "q_U", "q_U_perp", "q_U_identity",
           "q_U_perp_identity")
 
@@ -182,7 +185,8 @@ def diagnose(cfg: DiagnosticsConfig) -> dict[str, Any]:
         "q_at_m_p": at_m_p(out["q"]),
         "q_sqrt_at_m_p": at_m_p(out["q_sqrt"]),
         "q_median_at_m_p": at_m_p(out["q_median"]),
-        **{k: encode_floats(out[k]) for k in CURVES},
+        "curve_t": curve_times(len(out["q"])).tolist(),
+        **{k: encode_curve(out[k]) for k in CURVES},
         "dim_U_readout": out["dim_U_readout"],
         "recovery": {k: encode_floats(v) for k, v in out["recovery"].items()},
         "recovery_t0": out["recovery_t0"],
@@ -203,9 +207,9 @@ def corollary1_prediction(metrics: dict[str, Any], window: tuple[int, int] = (10
     """
     from sst_core.theory.error_control import corollary1_fit
 
-    q_U = decode_floats(metrics["q_U"])
-    M = decode_floats(metrics["M"])
-    fit = corollary1_fit(q_U * M, M, tau, window)  # R_U(t) = q_U(t) M(t)
+    t, q_U = stored_curve(metrics, "q_U")
+    M = stored_curve(metrics, "M")[1]
+    fit = corollary1_fit(q_U * M, M, tau, window, t=t)  # R_U(t) = q_U(t) M(t)
     if fit is None:
         return {"T_pred": None, "drift": None, "offset": None, "M": None}
     T_pred = fit["T_pred"]

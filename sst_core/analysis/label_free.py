@@ -33,7 +33,7 @@ import numpy as np
 
 from sst_core.analysis.diagnostics import T_cross, distinguishability, label_free_states
 from sst_core.spec.configs import LabelFreeConfig
-from sst_core.store.codec import decode_floats, encode_floats
+from sst_core.store.codec import curve_times, encode_curve, read_curve
 
 LABELINGS = ("oracle", "decoded", "clusters")
 WARNING_FITS = ("drift", "power")
@@ -140,6 +140,7 @@ def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
         warnings_[name] = online_warning(R, M, cfg.tau, window,
                                          clip=(float(cfg.t_obs), 10.0 * cfg.rollout))
     decoded_acc = (labels["decoded"] == states).mean(axis=0)  # (L,)
+    stored_t = np.union1d(curve_times(cfg.rollout), times)
     return {
         "model": model.name,
         "group": run_cfg.group,
@@ -147,10 +148,12 @@ def run_label_free(cfg: LabelFreeConfig) -> dict[str, Any]:
         "m_p": m_p,
         "training_run": rec["run_id"],
         "tau": cfg.tau,
-        "q": {k: encode_floats(v) for k, v in curves.items()},
+        # every curve at the stored times plus the clusters' grid (where theirs exists)
+        "curve_t": stored_t.tolist(),
+        "q": {k: encode_curve(v, stored_t) for k, v in curves.items()},
         "T_cross": crossings,
         "warning": warnings_,
-        "decoded_accuracy": encode_floats(decoded_acc, 4),
+        "decoded_accuracy": encode_curve(decoded_acc, stored_t, 4),
         "cluster_times": times.tolist(),
         "cluster_fit_words": min(CLUSTER_FIT_WORDS, cfg.n_samples),
     }
@@ -187,7 +190,8 @@ def crossing_agreement(records: list[dict], method: str, tol: float = 0.25) -> d
         and np.ptp(y) > 0 else None
     q_rs = []
     for m in records:
-        o, f = decode_floats(m["q"]["oracle"]), decode_floats(m["q"][method])
+        o = read_curve(m["q"]["oracle"], m.get("curve_t"))[1]
+        f = read_curve(m["q"][method], m.get("curve_t"))[1]
         ok = np.isfinite(o) & np.isfinite(f) & (o > 0) & (f > 0)
         if ok.sum() >= 3 and np.ptp(np.log(o[ok])) > 0 and np.ptp(np.log(f[ok])) > 0:
             q_rs.append(float(scipy.stats.pearsonr(np.log(o[ok]), np.log(f[ok])).statistic))

@@ -193,15 +193,16 @@ def exact_tracker_grid(P) -> list[ExactTrackerConfig]:
 
 def entry_point_metrics(out: dict) -> dict:
     """What a record keeps of :func:`sst_core.analysis.any_model.diagnose_any`'s result: the
-    crossing times, failure mode, curves (encoded), recovery, Theorem 1's check (without the
-    per-word list), the affinity check and Corollary 1's prediction."""
+    crossing times, failure mode, curves (at the times ``curve_t``), recovery, Theorem 1's
+    check (without the per-word list), the affinity check and Corollary 1's prediction."""
     from sst_core.analysis.error_control import CURVES, corollary1_prediction
-    from sst_core.store.codec import encode_floats
+    from sst_core.store.codec import curve_times, encode_curve, encode_floats
 
     metrics = {
         **{k: out[k] for k in ("T_cross", "T_cross_1", "failure_mode", "is_affine",
                                "is_affine_source", "state_size", "dim_U_readout")},
-        **{k: encode_floats(out[k]) for k in CURVES},
+        "curve_t": curve_times(len(out["q"])).tolist(),
+        **{k: encode_curve(out[k]) for k in CURVES},
         "recovery": {k: encode_floats(v) for k, v in out["recovery"].items()},
         "theorem1": {k: v for k, v in out["theorem1"].items() if k != "per_word"},
         "affine_estimate": out["affine_estimate"]["max_relative_difference"],

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import suptitle
-from sst_core.store.codec import decode_floats
+from sst_core.store.codec import decode_floats, read_curve, stored_curve
 
 _COLOURS = {"oracle": "k", "decoded": "C0", "clusters": "C1"}
 
@@ -33,8 +33,7 @@ def fig_label_free_curves(records: Sequence[dict[str, Any]], scale: str,
     for ax, r in zip(axes.flat, recs):
         m = r["metrics"]
         for name, q in m["q"].items():
-            y = decode_floats(q)
-            t = np.arange(1, y.size + 1)
+            t, y = read_curve(q, m.get("curve_t"))
             ok = np.isfinite(y)  # the clusters' q exists on a grid of times only
             ax.plot(t[ok], y[ok], color=_COLOURS.get(name), lw=1.2,
                     ls="-" if name == "oracle" else "--", label=name)
@@ -119,8 +118,8 @@ def fig_q_recovery(records: Sequence[dict[str, Any]], scale: str, solid: Sequenc
         m = r["metrics"]
         name = r["config"]["run"]["model"]
         ls = "-" if name in solid else "--"
-        q = decode_floats(m["q"])
-        ax.plot(np.arange(1, q.size + 1), q, ls=ls, color=f"C{i % 10}", label=name)
+        t, q = stored_curve(m, "q")
+        ax.plot(t, q, ls=ls, color=f"C{i % 10}", label=name)
         rec = decode_floats(m["recovery"]["U"])
         bx.plot(np.arange(rec.size), rec, ls=ls, color=f"C{i % 10}", label=name)
     ax.axhline(tau, color="grey", lw=0.8, ls=":")

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import suptitle
-from sst_core.store.codec import decode_floats
+from sst_core.store.codec import curve_value, decode_floats, stored_curve
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -53,19 +53,19 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], scale: str, tau: float
                              sharey=True)
     for ax, r in zip(axes.flat, records):
         m = r["metrics"]
-        q = decode_floats(m["q"])
-        t = np.arange(1, q.size + 1)
+        t, q = stored_curve(m, "q")
         # q(1) = 0 for every model (one token fixes the state): start at t = 2
         ax.plot(t[1:], q[1:], color="C0", lw=1.2, label="q = R/M")
-        ax.plot(t[1:], decode_floats(m["q_sqrt"])[1:], color="C2", lw=1.0, alpha=0.8,
+        ax.plot(t[1:], stored_curve(m, "q_sqrt")[1][1:], color="C2", lw=1.0, alpha=0.8,
                 label=r"$\sqrt{R}/\sqrt{M}$")
         ax.axhline(tau, color="k", lw=0.8, ls="--")
         ax.axhline(1.0, color="grey", lw=0.8, ls=":")
         if m["T_cross"] is not None:
-            ax.plot([m["T_cross"]], [q[m["T_cross"] - 1]], "o", color="C3",
+            ax.plot([m["T_cross"]], [curve_value(t, q, m["T_cross"])], "o", color="C3",
                     label=f"T_cross = {m['T_cross']}")
-        if m["m_p"] is not None and m["m_p"] <= q.size:
-            ax.plot([m["m_p"]], [q[m["m_p"] - 1]], "v", color="k", label=f"m_p = {m['m_p']}")
+        if m["m_p"] is not None and m["m_p"] <= t[-1]:
+            ax.plot([m["m_p"]], [curve_value(t, q, m["m_p"])], "v", color="k",
+                    label=f"m_p = {m['m_p']}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(f"{_label(r)}: {m['failure_mode']}", fontsize=9)
@@ -96,12 +96,11 @@ def fig_q_split(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         for i, (ku, kp, what) in enumerate([("q_U", "q_U_perp", "through W_out"),
                                             ("q_U_identity", "q_U_perp_identity", "W = I")][:rows]):
             ax = axes[i][j]
-            qu, qp = decode_floats(m[ku]), decode_floats(m[kp])
+            (t, qu), qp = stored_curve(m, ku), stored_curve(m, kp)[1]
             qu[0] = qp[0] = np.nan  # t = 1: zero spread by construction
-            t = np.arange(1, qu.size + 1)
             ax.plot(t, qu, color="C3", lw=1.3, label=r"$q_U$")
             ax.plot(t, qp, color="C0", lw=1.3, label=r"$q_{U^\perp}$")
-            if m["m_p"] is not None and m["m_p"] <= qu.size:
+            if m["m_p"] is not None and m["m_p"] <= t[-1]:
                 ax.axvline(m["m_p"], color="k", lw=0.8, ls=":", label=f"m_p = {m['m_p']}")
             ax.set_xscale("log")
             ax.set_yscale("log")

@@ -610,7 +610,7 @@ def torch_module_check(P: Profile, root=None) -> Table:
     """The trained torch GRU / LSTM trackers diagnosed twice: as registry models
     (:func:`sst_core.analysis.error_control.diagnose`) and as the plain torch modules inside
     them (:func:`sst_core.analysis.any_model.diagnose_any`), side by side."""
-    from sst_core.store.codec import decode_floats
+    from sst_core.store.codec import stored_curve
 
     cfgs = beyond.torch_module_grid(P)
     plain = {json_key(r["config"]["run"]): r for r in stored_records(cfgs, root)}
@@ -627,7 +627,10 @@ def torch_module_check(P: Profile, root=None) -> Table:
             data.append({"model": c.run.model, "status": "missing"})
             continue
         ma, mb = a["metrics"], b["metrics"]
-        qa, qb = decode_floats(ma["q"]), decode_floats(mb["q"])
+        (ta, qa), (tb, qb) = stored_curve(ma, "q"), stored_curve(mb, "q")
+        if not np.array_equal(ta, tb):
+            raise ValueError(f"records {a['run_id']} and {b['run_id']} store q(t) at "
+                             "different times")
         finite = np.isfinite(qa) & np.isfinite(qb)
         rel = (float(np.max(np.abs(qa[finite] - qb[finite])) / max(np.max(np.abs(qa[finite])), 1e-300))
                if finite.any() else None)

@@ -4,6 +4,7 @@
   words restricted to U: ``||(J - I) Q||`` and ``||Q^T J Q||``, beside the class;
 - ``diagnostics``: T_cross (both conventions and thresholds), m_p, q at m_p, the failure
   mode, and the recovery of a perturbation, per model;
+- ``split_at_m_p``: Figure 3's q, q_U and q_U_perp at m_p, per model;
 - ``figure4``: the correlation of log T_cross with log m_p over the selected affine runs,
   and the bootstrap interval of q at m_p, beside the paper's numbers.
 """
@@ -48,6 +49,22 @@ def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         return cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
 
     return best_per_cell(records, label)
+
+
+def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str, dict[str, Any]]:
+    """Figure 3's three ratios read at each record's ``m_p`` (at ``fallback``, the training
+    length, for a model that fails there; at most the rollout): model -> ``{"t", "q",
+    "q_U", "q_U_perp"}`` (through ``W_out``)."""
+    from sst_core.store.codec import curve_value, stored_curve
+
+    out = {}
+    for r in records:
+        m = r["metrics"]
+        t_q, q = stored_curve(m, "q")
+        t = min(m["m_p"] or fallback, int(t_q[-1]))
+        out[r["config"]["run"]["model"]] = {
+            "t": t, **{k: curve_value(*stored_curve(m, k), t) for k in ("q", "q_U", "q_U_perp")}}
+    return out
 
 
 def theorem1_table(P: Profile, root=None) -> Table:

@@ -566,7 +566,7 @@ def predicted_T_cross(M: float, eta_bar_W_norm: float, tau: float = 0.5, e0: flo
 
 
 def corollary1_fit(R: Any, M: Any, tau: float = 0.5, window: tuple[int, int] = (10, 120),
-                   keep: Any = None) -> dict[str, Any] | None:
+                   keep: Any = None, t: Any = None) -> dict[str, Any] | None:
     """Corollary 1's crossing time fitted to measured curves (squared convention).
 
     A constant drift along U makes the spread grow linearly, ``sqrt(R(t)) = a + b t`` with
@@ -584,8 +584,10 @@ def corollary1_fit(R: Any, M: Any, tau: float = 0.5, window: tuple[int, int] = (
         R, M: ``(L,)`` curves, index ``i`` is time ``t = i + 1``: the spread (``R_U(t)``
             for Corollary 1; the label-free warning passes ``R(t)``) and the separation
             (squared norms, as in q).
-        window: ``(lo, hi)``, 1-based and inclusive (``hi`` clipped to L).
+        window: ``(lo, hi)``, 1-based and inclusive (``hi`` clipped to the last time).
         keep: optional ``(L,)`` bool mask of further points to use.
+        t: optional ``(L,)`` times of the points (1-based, increasing), for a curve stored
+            at some times only (:func:`sst_core.store.codec.curve_times`); default 1..L.
 
     The points are those of the window where ``R`` and ``M`` are finite, ``M > 0`` and
     ``keep`` holds. Returns None with fewer than 3 of them, else ``T_pred`` (None when the
@@ -593,9 +595,11 @@ def corollary1_fit(R: Any, M: Any, tau: float = 0.5, window: tuple[int, int] = (
     """
     R, M = np.asarray(R, dtype=float), np.asarray(M, dtype=float)
     lo, hi = window
-    t = np.arange(1, R.size + 1)
+    t = np.arange(1, R.size + 1) if t is None else np.asarray(t, dtype=float)
+    if t.shape != R.shape or M.shape != R.shape:
+        raise ValueError(f"R, M and t must have one shape; got {R.shape}, {M.shape}, {t.shape}")
     with np.errstate(invalid="ignore"):
-        sel = (t >= lo) & (t <= min(hi, R.size)) & np.isfinite(R) & np.isfinite(M) & (M > 0)
+        sel = (t >= lo) & (t <= hi) & np.isfinite(R) & np.isfinite(M) & (M > 0)
     if keep is not None:
         sel &= np.asarray(keep, dtype=bool)
     if sel.sum() < 3:

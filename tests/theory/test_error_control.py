@@ -296,6 +296,26 @@ def test_corollary1_fit_recovers_a_constructed_drift():
     assert neg["T_pred"] == pytest.approx((np.sqrt(tau) + 0.05) / 0.01)
 
 
+def test_corollary1_fit_on_a_curve_stored_at_some_times():
+    """A curve kept at the records' times (dense, then log-spaced) with its times gives the
+    fit of the full curve on those points; without them its positions would be misread."""
+    from sst_core.store.codec import curve_times
+
+    t = np.arange(1, 1001)
+    R = (0.05 + 0.01 * t) ** 2 * (1 + 0.05 * np.sin(t))  # not exactly linear: points matter
+    M = np.full(1000, 4.0)
+    ts = curve_times(1000)
+    keep = np.isin(t, ts)
+    full = ec.corollary1_fit(R, M, 0.5, (10, 400), keep=keep)
+    stored = ec.corollary1_fit(R[ts - 1], M[ts - 1], 0.5, (10, 400), t=ts)
+    for k in ("drift", "offset", "T_pred", "M"):
+        assert stored[k] == pytest.approx(full[k], rel=1e-12), k
+    assert ec.corollary1_fit(R[ts - 1], M[ts - 1], 0.5, (10, 400))["drift"] != \
+        pytest.approx(full["drift"], rel=1e-3)
+    with pytest.raises(ValueError, match="one shape"):
+        ec.corollary1_fit(R, M, 0.5, t=ts)
+
+
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="'sq'.*unsquared, squared"):
         ec.predicted_T_cross(1.0, 0.1, convention="sq")
