@@ -186,6 +186,23 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # pair) are our proposals, and $m_p$ uses the paper's wording ("largest length with at least
 # 90%") although the record also keeps the stricter all-shorter-lengths reading.
 
+# %% [markdown]
+# ### The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then its stored runs are shown here as they are.
+
+# %%
+so_far = params.under_way("p1_table2", P.name)
+glue("t2_so_far", Markdown(so_far.sentence(P.name) if so_far else
+                           "No larger profile's sweep of this chapter is under way."),
+     display=False)
+if so_far:
+    display(table2(so_far.profile))
+
+# %% [markdown]
+# {glue:md}`t2_so_far`
+
 # %%
 fig = plots.fig_accuracy_vs_length(best_runs(records), paper1.TABLE2_GROUPS,
                                    P.scale("track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))

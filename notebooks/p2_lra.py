@@ -37,7 +37,7 @@ if P.chosen_because:
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.experiments import paper2
@@ -167,6 +167,25 @@ glue("lra_claim_counts", ", ".join(
 # %% [markdown]
 # Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:
 # {glue:text}`lra_claim_counts`.
+
+# %% [markdown]
+# ### The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then its stored runs are shown here as they are: the
+# main table and the claims, each read from the `standard` records alone.
+
+# %%
+so_far = params.under_way("p2_lra", P.name)
+glue("lra_so_far", Markdown(so_far.sentence(P.name) if so_far else
+                            "No larger profile's sweep of this chapter is under way."),
+     display=False)
+if so_far:
+    display(lra_reports.lra_main(so_far.profile))
+    display(lra_reports.lra_claims(so_far.profile))
+
+# %% [markdown]
+# {glue:md}`lra_so_far`
 
 # %% [markdown]
 # ## Ablation: does the initial spectrum decide?
