@@ -125,6 +125,45 @@ def test_a_missing_run_is_priced_from_the_runs_most_like_it():
     assert costs.estimate("quick", t3) == (None, False)  # other profiles are not pooled
 
 
+def test_a_price_from_other_models_is_scaled_by_their_step_times(root):
+    """The newest benchmark record's throughput rows scale a price taken from another
+    model's runs: training rows for training runs, evaluation rows for analyses."""
+    import json
+    from dataclasses import replace
+
+    from sst_core.experiments.paper1 import diagnostics_config
+
+    bench = root / "bench"
+    bench.mkdir()
+
+    def bench_record(name, made, rows):
+        entries = [{"name": f"throughput_{m.split('[')[0]}_{kind}", "model": m, "ours_s": t}
+                   for m, kind, t in rows] + [{"name": "tanh_rnn_train_d64", "model": "tanh_rnn",
+                                               "ours_s": 99.0}]
+        (bench / name).write_text(json.dumps({"experiment": "bench", "entries": entries,
+                                              "created_utc": made}))
+
+    bench_record("cpu-b.json", "2026-01-01", [("mamba", "train_L60", 100.0)])  # older: not read
+    bench_record("cpu-a.json", "2026-02-01", [("rnn_phi[tanh]", "train_L60", 0.01),
+                                ("mamba", "train_L60", 0.04), ("mamba", "eval_L1000", 0.3),
+                                ("tanh_rnn", "eval_L1000", 0.1)])
+    steps = plan.step_times(root)
+    assert steps == {("train", "rnn_phi"): 0.01, ("train", "mamba"): 0.04,
+                     ("eval", "mamba"): 0.3, ("eval", "tanh_rnn"): 0.1}
+    P = get_profile("smoke")
+    t3 = table3_grid(P)[0]  # an rnn_phi run
+    costs = plan.CostTable(steps)
+    costs.add("smoke", _record(t3, 10.0, "a"))
+    assert costs.estimate("smoke", replace(t3, model="mamba", phi=None)) == \
+        (pytest.approx(40.0), True)
+    assert costs.estimate("smoke", replace(t3, model="aussm", phi=None)) == (10.0, True)
+    diag = diagnostics_config(P, replace(t3, model="tanh_rnn", phi=None))
+    costs.add("smoke", _record(diag, 6.0, "d"))
+    mamba_diag = diagnostics_config(P, replace(t3, model="mamba", phi=None))
+    assert costs.estimate("smoke", mamba_diag) == (pytest.approx(18.0), True)
+    assert plan.step_times(root / "nowhere") == {}
+
+
 def test_chapters_pool_their_stored_runs_and_the_total_counts_a_shared_run_once(root,
                                                                                 monkeypatch):
     P = get_profile("smoke")

@@ -7,9 +7,12 @@ profile that are stored, missing and stale (made by another version of the code,
 missing ones need. A missing run is estimated by the mean compute (a stacked run's share
 of its stack) of the stored runs most like it (:func:`cost_key`): the same experiment,
 model and task or group; else the same experiment and model; else the same experiment
-(other models: a rough figure); a run with none of these has no estimate and is counted
-apart. A sweep often mixes experiments (a diagnostics sweep trains the trackers it then
-diagnoses), so one mean per sweep would price a diagnosis like a training run. The stored
+(other models: a rough figure, each stored run's compute scaled by the ratio of the two
+models' step times in the newest benchmark record, :func:`step_times`, where it has both:
+a training step at length 60 for a training run, an evaluation at length 1000 for an
+analysis); a run with none of these has no estimate and is counted apart. A sweep often
+mixes experiments (a diagnostics sweep trains the trackers it then diagnoses), so one mean
+per sweep would price a diagnosis like a training run. The stored
 runs of every chapter being planned are pooled. Reads record files only; never trains and
 never imports torch.
 """
@@ -91,12 +94,45 @@ def cost_key(cfg: Any) -> tuple[str, str | None, str | None]:
     return (c.get("experiment"), model, task)
 
 
-class CostTable:
-    """The compute of stored runs, pooled by :func:`cost_key` (per profile)."""
+def step_times(root: Path | None = None) -> dict[tuple[str, str], float]:
+    """``(kind, model) -> seconds`` of one step of each model in the newest benchmark
+    record that times them (its ``throughput_<model>_train_L60`` rows: kind ``train``;
+    ``..._eval_L1000``: kind ``eval``); empty without one. A row's model ``rnn_phi[tanh]``
+    is filed under ``rnn_phi``."""
+    from sst_core.bench.records import load_records
 
-    def __init__(self) -> None:
-        self._by = defaultdict(list)  # (profile, a prefix of the cost key) -> [seconds]
+    try:
+        records = load_records(root)
+    except (OSError, ValueError, KeyError):  # no benchmark records, or not readable ones
+        return {}
+    for record in reversed(records):  # newest first
+        out = {}
+        for e in record["entries"]:
+            name, model, t = e.get("name", ""), e.get("model"), e.get("ours_s")
+            kind = ("train" if name.endswith("_train_L60") else
+                    "eval" if name.endswith("_eval_L1000") else None)
+            if name.startswith("throughput_") and kind and model and t:
+                out[(kind, model.split("[")[0])] = float(t)
+        if out:
+            return out
+    return {}
+
+
+def _step_kind(cfg: Any) -> str:
+    """``eval`` for an analysis (its config names the run it reads), else ``train``."""
+    c = config_dict(cfg) if is_dataclass(cfg) else cfg
+    return "eval" if isinstance(c.get("run"), dict) else "train"
+
+
+class CostTable:
+    """The compute of stored runs, pooled by :func:`cost_key` (per profile); ``steps``: the
+    models' step times (:func:`step_times`) that scale a price taken from other models."""
+
+    def __init__(self, steps: dict[tuple[str, str], float] | None = None) -> None:
+        self._by = defaultdict(list)  # (profile, cost key or its first two) -> [seconds]
+        self._models = defaultdict(list)  # (profile, experiment) -> [(seconds, model)]
         self._seen: set[tuple[str, str]] = set()  # (profile, run id) already counted
+        self.steps = steps or {}
 
     def add(self, profile: str, record: dict[str, Any]) -> float:
         cost = _run_cost(record)
@@ -104,19 +140,28 @@ class CostTable:
         if (profile, run_id) not in self._seen:
             self._seen.add((profile, run_id))
             key = cost_key(record["config"])
-            for level in (3, 2, 1):
+            for level in (3, 2):
                 self._by[(profile, key[:level])].append(cost)
+            self._models[(profile, key[0])].append((cost, key[1]))
         return cost
 
     def estimate(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
         """The mean compute of the stored runs most like ``cfg`` (the module docstring), and
         whether it comes from other models' runs only."""
         key = cost_key(cfg)
-        for level in (3, 2, 1):
+        for level in (3, 2):
             costs = self._by.get((profile, key[:level]))
             if costs:
-                return sum(costs) / len(costs), level == 1 and key[1] is not None
-        return None, False
+                return sum(costs) / len(costs), False
+        runs = self._models.get((profile, key[0]))
+        if not runs:
+            return None, False
+        kind = _step_kind(cfg)  # one experiment's runs are all of one kind
+        mine = self.steps.get((kind, key[1]))
+        scaled = [c * mine / self.steps[(kind, m)] for c, m in runs
+                  if mine and (kind, m) in self.steps]
+        costs = scaled or [c for c, _ in runs]
+        return sum(costs) / len(costs), key[1] is not None
 
 
 def collect(notebook: str, profile: str, root: Path | None = None,
@@ -167,7 +212,7 @@ def estimate(plan: ChapterPlan, missing: list[Any], costs: CostTable) -> Chapter
 def chapter_plan(notebook: str, profile: str, root: Path | None = None,
                  costs: CostTable | None = None) -> ChapterPlan:
     """The plan of one chapter under ``profile`` (``best``: the one it would pick)."""
-    costs = CostTable() if costs is None else costs
+    costs = CostTable(step_times(root)) if costs is None else costs
     return estimate(*collect(notebook, profile, root, costs), costs)
 
 
@@ -175,7 +220,7 @@ def book_plan(notebooks: list[str], profile: str, root: Path | None = None
               ) -> list[ChapterPlan]:
     """The plan of every chapter in ``notebooks`` (book order) under ``profile``, each
     missing run priced from the stored runs of all of them."""
-    costs = CostTable()
+    costs = CostTable(step_times(root))
     collected = [collect(nb, profile, root, costs) for nb in notebooks]
     return [estimate(p, missing, costs) for p, missing in collected]
 
@@ -184,7 +229,8 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
     lines = [f"sst book --plan, profile {profile}: per chapter, the profile it runs at, its "
              "runs stored / total, missing and stale, and the compute the missing ones need "
              "(mean compute of the stored runs of the same experiment and model, else of the "
-             "same experiment, under that profile)", ""]
+             "same experiment scaled by the models' step times in the newest benchmark "
+             "record, under that profile)", ""]
     lines += [p.line() for p in plans]
     runs: dict[str, float | None] = {}
     for p in plans:  # a run that several chapters read counts once
