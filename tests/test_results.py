@@ -140,6 +140,19 @@ def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
     assert not list(path.parent.glob("*.tmp"))
 
 
+def test_record_text_reads_back_equal_with_scalar_lists_on_one_line():
+    record = {"b": [1.5, None, float("nan"), -2e-30, True, "x]\"{y"], "a": {"c": [[1, 2], [3]],
+              "e": [], "d": [{"k": [0.25, 0.5]}], "s": "nonce:0", "n": 3}, "z": (4, 5)}
+    text = store_records.record_text(record)
+    back = json.loads(text)
+    assert json.dumps(back, sort_keys=True) == json.dumps(
+        {**record, "z": [4, 5]}, sort_keys=True)  # NaN included (as JSON's NaN)
+    lines = text.splitlines()
+    assert ' "b": [1.5, null, NaN, -2e-30, true, "x]\\"{y"],' in lines
+    assert '    "k": [0.25, 0.5]' in lines and '   [1, 2],' in lines and '  "e": [],' in lines
+    assert list(back) == sorted(back) and text.endswith("}\n")
+
+
 def test_every_code_dependency_exists_and_changes_the_hash(monkeypatch):
     """The entry points behind each experiment's code hash exist (a rename would otherwise
     hide stale records), and the hash follows them."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 import traceback
@@ -93,10 +94,31 @@ def record_path(cfg: Any, root: Path | None = None) -> Path:
     return (root or results_dir()) / cfg.profile / cfg.experiment / f"{config_hash(cfg)}.json"
 
 
+def record_text(record: dict[str, Any]) -> str:
+    """The JSON text of a record: keys sorted, one field per line, and every list of
+    numbers, strings or nulls on one line (a curve of 1,000 values is then one line, not
+    1,000: a third less to store and to read). ``json.loads`` gives ``record`` back."""
+    nonce = os.urandom(6).hex()
+    flat: list[str] = []
+
+    def mark(o: Any) -> Any:  # a list of scalars -> a placeholder string
+        if isinstance(o, dict):
+            return {k: mark(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            if o and all(v is None or isinstance(v, (bool, int, float, str)) for v in o):
+                flat.append(json.dumps(list(o), allow_nan=True))
+                return f"{nonce}:{len(flat) - 1}"
+            return [mark(v) for v in o]
+        return o
+
+    text = json.dumps(mark(record), indent=1, sort_keys=True, allow_nan=True)
+    return re.sub(f'"{nonce}:([0-9]+)"', lambda m: flat[int(m.group(1))], text) + "\n"
+
+
 def write_atomic(path: Path, record: dict[str, Any]) -> None:
-    """Write JSON to ``path`` through a temporary file and ``os.replace``."""
-    text = json.dumps(record, indent=1, sort_keys=True, allow_nan=True) + "\n"
-    write_bytes_atomic(path, text.encode())
+    """Write a record's JSON (:func:`record_text`) to ``path`` through a temporary file and
+    ``os.replace``."""
+    write_bytes_atomic(path, record_text(record).encode())
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
