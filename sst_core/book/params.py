@@ -89,7 +89,7 @@ class UnderWay:
     def sentence(self, shown: str) -> str:
         return (f"The `{self.profile.name}` sweep of this chapter is under way: {self.stored} of "
                 f"its {self.total} runs are stored (the page above shows `{shown}`, which "
-                f"`best` takes until all of them are). Below, the same tables read only those "
+                f"`best` takes until all of them are). This section's tables read only those "
                 f"records: a cell appears as soon as one of its runs is stored, and the rest "
                 f"say missing. Nothing is trained for them.")
 
