@@ -12,9 +12,11 @@
 # Every number in this book comes from a run record under `results/`. This page, generated
 # from those records when the book was built, says for each chapter which profile it shows
 # (with `best`: the largest profile whose records cover the whole chapter, so that nothing
-# is retrained), how many runs and how much compute stand behind it, and when its records
-# were made. `sst book --plan` prints the same before a build, with the compute the missing
-# runs would need.
+# is retrained), how many runs and how much compute stand behind it, when its records
+# were made, and how far a larger profile's sweep of it has got (the chapters of Table 2, of
+# the LRA experiments and of the error-control diagnostics then also show the tables of those
+# records so far). `sst book --plan` prints the same before a build, with the compute the
+# missing runs would need.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, the one the book is built with (best: per chapter).

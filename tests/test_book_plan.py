@@ -70,6 +70,12 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     text = plan.status_markdown(plans)
     assert f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} | " in text
     assert "| bench | `smoke` | computed on the page |" in text
+    assert p.under_way is None and text.splitlines()[2].endswith(" | — |")
+    standard = table3_grid(get_profile("standard"))
+    cached_run(standard[0], lambda c: {"m_p": None})  # the larger sweep has begun
+    p = plan.book_plan(["p1_table3"], "smoke")[0]
+    assert p.under_way == ("standard", 1, len(standard))
+    assert f"| `standard`: 1 of {len(standard)} runs stored |" in plan.status_markdown([p])
 
 
 def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, capsys):

@@ -55,6 +55,8 @@ class ChapterPlan:
     compute_s: float = 0.0  # compute of the stored runs (a stack's shared by its runs)
     made_first: str | None = None  # created_utc of the oldest stored record
     made_last: str | None = None  # and of the newest
+    under_way: tuple[str, int, int] | None = None  # a larger profile's sweep begun:
+    # (profile, stored, total), :func:`sst_core.book.params.under_way`
 
     def line(self) -> str:
         if not self.total:
@@ -194,6 +196,9 @@ def collect(notebook: str, profile: str, root: Path | None = None,
                 plan.made_first = min(plan.made_first or made, made)
                 plan.made_last = max(plan.made_last or made, made)
     plan.missing = len(missing)
+    if plan.total:
+        w = book_params.under_way(notebook, name, root)
+        plan.under_way = None if w is None else (w.profile.name, w.stored, w.total)
     return plan, missing
 
 
@@ -248,15 +253,18 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
 
 def status_markdown(plans: list[ChapterPlan]) -> str:
     """The book's status page: per chapter, the profile it shows and why, the runs and
-    compute behind it and when its records were made."""
+    compute behind it, when its records were made, and a larger profile's sweep that is
+    under way (its records so far)."""
     lines = ["| chapter | profile shown | runs stored / read | compute behind it | "
-             "records made (UTC) |", "|---|---|---|---|---|"]
+             "records made (UTC) | larger sweep under way |", "|---|---|---|---|---|---|"]
     for p in plans:
         if not p.total:
-            lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — |")
+            lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — | — |")
             continue
         made = ("—" if p.made_first is None else
                 f"{p.made_first[:16].replace('T', ' ')} to {p.made_last[:16].replace('T', ' ')}")
+        way = "—" if p.under_way is None else \
+            f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"
         lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total} | "
-                     f"{_hours(p.compute_s)} | {made} |")
+                     f"{_hours(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)
