@@ -7,7 +7,7 @@
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
               [--size small|full] [--threads N] [--out FILE] [--record]
     sst sweep EXPERIMENT [--profile P] [--workers N|auto] [--executor local|ray] [--address A]
-              [--retry-failed] [--retry-stale] [--stack K]
+              [--retry-failed] [--retry-stale] [--stack K] [--threads N] [--no-wait]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
@@ -171,6 +171,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="recompute records made by an older version of their code")
     swp.add_argument("--stack", type=_positive_int, default=None,
                      help="tracking runs trained as one stack; None: the profile's track_stack")
+    swp.add_argument("--threads", type=_positive_int, default=None,
+                     help="torch threads per worker; None: cpu_count // workers (auto: 1)")
+    swp.add_argument("--no-wait", action="store_true",
+                     help="leave the runs another running sweep holds to it (and the "
+                     "experiment's later phases) instead of waiting for them: for two sweeps "
+                     "side by side, each with --workers 1 --threads 1, in different orders")
 
     sta = command("status", help="runs done, missing, failed and stale per experiment")
     sta.add_argument("--profile", type=_profile, default="quick",
@@ -283,12 +289,17 @@ def _sweep(args: argparse.Namespace) -> int:
             total, todo = runner.plan(name, args.profile, args.retry_failed, args.retry_stale)
             layout = ("workers auto: one per core, 1 thread each" if args.workers is None
                       else f"{args.workers} worker(s)")
+            if args.threads is not None:
+                layout += f", {args.threads} torch thread(s) each"
+            if args.no_wait:
+                layout += ", leaving runs another sweep holds to it"
             print(f"sst sweep {name}: profile {args.profile}, {total} runs, {todo} to compute "
                   f"(executor {args.executor}, {layout})", flush=True)
             result = runner.sweep(name, args.profile, workers=args.workers,
                                  executor=args.executor, address=args.address,
                                  retry_failed=args.retry_failed, retry_stale=args.retry_stale,
-                                 stack=args.stack,
+                                 stack=args.stack, threads=args.threads,
+                                 wait=not args.no_wait,
                                  progress=lambda o: print(" ".join(f"{k}:{v}" for k, v in
                                                                    o.items()), flush=True),
                                  report=lambda msg: print(f"sst sweep: {msg}", file=sys.stderr,

@@ -452,8 +452,38 @@ def test_a_sweep_without_workers_uses_the_rule_and_an_explicit_count_is_kept(roo
     seen.clear()
     runner.sweep("table2", "smoke", workers=1, stack=1)
     assert seen == [(n, 1, os.cpu_count() or 1)]
-    with pytest.raises(ValueError, match="positive int or None"):
+    seen.clear()
+    runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)  # two sweeps side by side
+    runner.sweep("table2", "smoke", workers=None, threads=3, stack=1)
+    assert seen == [(n, 1, 1), (n, runner.choose_layout(n)[0], 3)]
+    with pytest.raises(ValueError, match="workers must be a positive int or None"):
         runner.sweep("table2", "smoke", workers=0)
+    with pytest.raises(ValueError, match="threads must be a positive int or None"):
+        runner.sweep("table2", "smoke", threads=0)
+
+
+def test_without_waiting_a_held_run_is_left_to_its_holder_with_the_later_phases(root,
+                                                                                  monkeypatch):
+    """``wait=False``: a run another live sweep holds is neither waited for nor computed,
+    and the phases after it (which may need it) are left too; the rest is computed."""
+    first, later = [_cfg(seed=0), _cfg(seed=1)], [_cfg(seed=2)]
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [first, later])
+    other = sweep_claims.Claim(first[1])  # a live holder: this process
+    assert other.acquire()
+    said = []
+    try:
+        result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1, wait=False,
+                              report=said.append)
+    finally:
+        other.release()
+    assert result.outcomes == {config_hash(first[0]): "computed",
+                               config_hash(first[1]): "claimed"}
+    assert load_record(record_path(first[0]))["status"] == "ok"
+    assert not record_path(first[1]).exists() and not record_path(later[0]).exists()
+    assert said == ["1 runs of table2 are held by another sweep: left to it, with the "
+                    "experiment's later phases"]
+    again = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1, wait=False)
+    assert again.count("computed") == 2 and again.count("stored") == 1  # released: done now
 
 
 def test_cli_workers_default_is_auto(root, monkeypatch, capsys):
@@ -464,6 +494,15 @@ def test_cli_workers_default_is_auto(root, monkeypatch, capsys):
     assert "workers auto" in capsys.readouterr().out
     assert cli.main(["sweep", "table2", "--profile", "smoke", "--workers", "2"]) == 0
     assert calls == [None, 2]
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(
+        (kw["workers"], kw["threads"], kw["wait"])) or runner.SweepResult(name, profile))
+    assert cli.main(["sweep", "table2", "--profile", "smoke", "--workers", "1", "--threads",
+                     "1", "--no-wait"]) == 0
+    assert "1 worker(s), 1 torch thread(s) each, leaving runs another sweep holds to it" \
+        in capsys.readouterr().out
+    assert calls[-1] == (1, 1, False)
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "table2", "--threads", "0"])
     with pytest.raises(SystemExit):
         cli.main(["sweep", "table2", "--workers", "many"])
 

@@ -16,7 +16,11 @@ Safe to kill at any moment, SIGKILL included, and to rerun:
   checks again that the run still has no record, so a run finished by someone else in
   between is not done twice;
 - a run another worker holds is waited for: the sweep ends when the phase's every run
-  has a record (taking over the runs whose claims went stale meanwhile);
+  has a record (taking over the runs whose claims went stale meanwhile); with
+  ``wait=False`` (``--no-wait``) such runs are left to their holder and the sweep goes
+  on without the experiment's later phases, so that two sweeps side by side (one per
+  core, each running the experiments in its own order) never idle at the end of an
+  experiment, where one worker of a pool waits for the last task of the other;
 - failed runs stay recorded as failed; ``retry_failed`` computes them again.
 
 Executors: ``local`` runs tasks in a process pool (``workers`` processes, each with
@@ -292,13 +296,16 @@ def plan(experiment: str, profile: str, retry_failed: bool = False,
 
 def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str = "local",
           address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
-          stack: int | None = None,
+          stack: int | None = None, threads: int | None = None, wait: bool = True,
           root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None,
           report: Callable[[str], None] | None = None) -> SweepResult:
     """Compute every missing run of ``experiment`` under ``profile``; see the module doc.
     ``workers``: processes (local) or concurrent tasks (ray); None (``sst sweep``'s
     default, ``--workers auto``): :func:`choose_layout` for each batch of tasks; 1 (this
-    function's default): every task in this process.
+    function's default): every task in this process. ``threads``: torch threads per
+    worker (None: the layout's, or ``cpu_count // workers``). ``wait``: wait for the runs
+    another sweep holds (the module docstring); False: leave them to it (their outcome
+    stays ``claimed``) and skip the experiment's phases after the first that has such runs.
 
     A record file that cannot be used (truncated, not JSON, a field missing or of the
     wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
@@ -310,9 +317,9 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     P = get_profile(profile)
     if executor not in EXECUTORS:
         raise ValueError(f"unknown executor {executor!r}; allowed: {', '.join(EXECUTORS)}")
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
-                                or workers < 1):
-        raise ValueError(f"workers must be a positive int or None (auto), got {workers!r}")
+    for name, n in (("workers", workers), ("threads", threads)):
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise ValueError(f"{name} must be a positive int or None (auto), got {n!r}")
     root_s = str(Path(root) if root else results_dir())
     os.environ["SST_RESULTS_DIR"] = root_s  # the parent reads records from there too
     result = SweepResult(experiment, profile)
@@ -338,15 +345,18 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
                 drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
         while todo:
             tasks = tasks_of(todo, P.track_stack if stack is None else stack)
-            w, threads = (choose_layout(len(tasks)) if workers is None
-                          else (workers, _threads_per_worker(workers)))
+            w, t = (choose_layout(len(tasks)) if workers is None
+                    else (workers, _threads_per_worker(workers)))
+            t = t if threads is None else threads
             if executor == "local":
-                _local(tasks, w, retry, root_s, note, artifacts, threads)
+                _local(tasks, w, retry, root_s, note, artifacts, t)
             else:
-                _ray(tasks, w, retry, root_s, note, address, artifacts, threads)
+                _ray(tasks, w, retry, root_s, note, address, artifacts, t)
             # runs another worker held: wait until it finishes them (their records appear)
             # or its claim goes stale, then take over what is still missing
             todo = [c for c in todo if result.outcomes.get(config_hash(c)) == "claimed"]
+            if not wait:
+                return
             while todo and any(claim_path(c).exists() and not is_stale(claim_path(c))
                                for c in todo):
                 time.sleep(POLL_S)
@@ -355,6 +365,11 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
     for cfgs in phases(experiment, P):
         compute(cfgs)
+        held = [c for c in cfgs if result.outcomes.get(config_hash(c)) == "claimed"]
+        if held:  # (only without waiting): the later phases need these runs
+            say(f"{len(held)} runs of {experiment} are held by another sweep: left to it, "
+                "with the experiment's later phases")
+            break
         lost = [c for c in cfgs if result.outcomes.get(config_hash(c)) == "tracker_missing"]
         if not lost:
             continue
