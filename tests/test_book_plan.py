@@ -35,7 +35,11 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     assert (p.profile, p.why, p.total, p.stored, p.missing, p.stale) == \
         ("smoke", "the book was built with profile `smoke`", len(grid), len(grid) - 2, 2, 1)
     assert p.estimate_s == pytest.approx(20.0)
-    assert "2 missing, 1 stale: about 0 min to compute" in p.line()
+    assert "2 missing, 1 stale: about 0 min to compute; the stale ones about 0 min more " \
+        "with --retry-stale" in p.line()
+    assert list(p.stale_s.values()) == [10.0]  # what the stale run took: its recompute
+    twice = plan.plan_text([p, p], "smoke")  # a run two chapters read counts once
+    assert "1 different stale runs, about 0 min to recompute with --retry-stale" in twice
 
 
 def test_no_stored_run_means_no_estimate_and_best_says_why(root):

@@ -3,8 +3,9 @@
 Per chapter of ``_toc.yml``: the profile it would run at (for ``best``, the profile
 :func:`sst_core.book.params.best_profile` picks, and why), the runs it reads under that
 profile that are stored, missing and stale (made by another version of the code,
-:func:`sst_core.experiments.registry.is_stale_record`), and an estimate of the compute the
-missing ones need. A missing run is estimated by the mean compute (a stacked run's share
+:func:`sst_core.experiments.registry.is_stale_record`), an estimate of the compute the
+missing ones need, and the compute the stale ones took (what ``sst sweep --retry-stale``
+spends on them again). A missing run is estimated by the mean compute (a stacked run's share
 of its stack) of the stored runs most like it (:func:`cost_key`): the same experiment,
 model and task or group; else the same experiment and model; else the same experiment
 (other models: a rough figure, each stored run's compute scaled by the ratio of the two
@@ -53,6 +54,8 @@ class ChapterPlan:
     priced: dict[str, float | None] = field(default_factory=dict, repr=False)
     sweeps: list[str] = field(default_factory=list)
     compute_s: float = 0.0  # compute of the stored runs (a stack's shared by its runs)
+    # run id -> the stored compute of each stale run (recomputed by --retry-stale)
+    stale_s: dict[str, float] = field(default_factory=dict, repr=False)
     made_first: str | None = None  # created_utc of the oldest stored record
     made_last: str | None = None  # and of the newest
     under_way: tuple[str, int, int] | None = None  # a larger profile's sweep begun:
@@ -66,8 +69,10 @@ class ChapterPlan:
                "compute unknown (no stored run of its experiments to time)"
                if self.estimate_s is None else f"about {_hours(self.estimate_s)} to compute"
                + _notes(self.rough, self.unestimated))
+        again = (f"; the stale ones about {_hours(sum(self.stale_s.values()))} more with "
+                 "--retry-stale" if self.stale else "")
         return (f"{self.notebook:<20} {self.profile:<8} {self.stored}/{self.total} stored, "
-                f"{self.missing} missing, {self.stale} stale: {est}")
+                f"{self.missing} missing, {self.stale} stale: {est}{again}")
 
 
 def _notes(rough: int, unestimated: int) -> str:
@@ -189,8 +194,11 @@ def collect(notebook: str, profile: str, root: Path | None = None,
                 missing.append(cfg)
                 continue
             plan.stored += 1
-            plan.stale += is_stale_record(record)
-            plan.compute_s += costs.add(name, record)
+            cost = costs.add(name, record)
+            plan.compute_s += cost
+            if is_stale_record(record):
+                plan.stale += 1
+                plan.stale_s[config_hash(cfg)] = cost
             made = record.get("created_utc")
             if made:
                 plan.made_first = min(plan.made_first or made, made)
@@ -238,13 +246,17 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
              "record, under that profile)", ""]
     lines += [p.line() for p in plans]
     runs: dict[str, float | None] = {}
+    stale: dict[str, float] = {}
     for p in plans:  # a run that several chapters read counts once
         runs.update(p.priced)
+        stale.update(p.stale_s)
     known = [k for k in runs.values() if k is not None]
     lines += ["", f"in all: {len(runs)} different runs missing; about "
               f"{_hours(sum(known))} of compute where it can be estimated"
               + (f", {len(runs) - len(known)} runs without an estimate"
-                 if len(known) < len(runs) else "")]
+                 if len(known) < len(runs) else "")
+              + (f"; {len(stale)} different stale runs, about {_hours(sum(stale.values()))} "
+                 "to recompute with --retry-stale" if stale else "")]
     whys = [f"  {p.notebook}: {p.why}" for p in plans if profile == book_params.BEST and p.total]
     if whys:
         lines += ["", "why each profile:"] + whys
