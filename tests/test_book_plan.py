@@ -171,6 +171,16 @@ def test_a_price_from_other_models_is_scaled_by_their_step_times(root):
     costs.add("smoke", _record(diag, 6.0, "d"))
     mamba_diag = diagnostics_config(P, replace(t3, model="mamba", phi=None))
     assert costs.estimate("smoke", mamba_diag) == (pytest.approx(18.0), True)
+    # an analysis of an experiment with no stored run: the same model's analyses of other
+    # experiments, else theirs of other models scaled by the evaluation steps; a training
+    # run of such an experiment has no price
+    from sst_core.spec.configs import LabelFreeConfig
+
+    tanh_run = replace(t3, model="tanh_rnn", phi=None)
+    assert costs.estimate("smoke", LabelFreeConfig(run=tanh_run, n_samples=8)) == (6.0, True)
+    assert costs.estimate("smoke", LabelFreeConfig(run=replace(tanh_run, model="mamba"),
+                                                   n_samples=8)) == (pytest.approx(18.0), True)
+    assert costs.estimate("smoke", replace(t3, experiment="elsewhere")) == (None, False)
     assert plan.step_times(root / "nowhere") == {}
 
 
@@ -185,7 +195,7 @@ def test_chapters_pool_their_stored_runs_and_the_total_counts_a_shared_run_once(
     t2, t3 = plans
     assert t2.stored == 0 and t2.estimate_s == pytest.approx(60.0 * t2.missing)
     assert t2.rough == t2.missing  # Table 2 has no rnn_phi: every run is priced roughly
-    assert "priced from other models' runs" in t2.line()
+    assert "priced roughly, from other models' or experiments' runs" in t2.line()
     twice = plan.book_plan(["p1_table3", "p1_table3"], "smoke")
     text = plan.plan_text(twice, "smoke")
     assert f"in all: {twice[0].missing} different runs missing" in text

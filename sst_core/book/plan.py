@@ -11,7 +11,9 @@ model and task or group; else the same experiment and model; else the same exper
 (other models: a rough figure, each stored run's compute scaled by the ratio of the two
 models' step times in the newest benchmark record, :func:`step_times`, where it has both:
 a training step at length 60 for a training run, an evaluation at length 1000 for an
-analysis); a run with none of these has no estimate and is counted apart. A sweep often
+analysis); for an analysis of an experiment with no stored run, the stored analyses of
+the same model in other experiments (another rough figure; else theirs of other models,
+scaled as above); a run with none of these has no estimate and is counted apart. A sweep often
 mixes experiments (a diagnostics sweep trains the trackers it then diagnoses), so one mean
 per sweep would price a diagnosis like a training run. The stored
 runs of every chapter being planned are pooled. Reads record files only; never trains and
@@ -48,7 +50,7 @@ class ChapterPlan:
     stale: int = 0
     estimate_s: float | None = 0.0  # compute of the missing runs; None: no stored run to time
     unestimated: int = 0  # missing runs with no stored run of their experiment to time
-    rough: int = 0  # missing runs priced from other models' runs of their experiment
+    rough: int = 0  # missing runs priced from other models' (or experiments') runs
     # run id -> the estimate of each missing run (None: none), so that totals over several
     # chapters count a run they share once
     priced: dict[str, float | None] = field(default_factory=dict, repr=False)
@@ -76,7 +78,8 @@ class ChapterPlan:
 
 
 def _notes(rough: int, unestimated: int) -> str:
-    notes = ([f"{rough} of them priced from other models' runs"] if rough else []) + \
+    notes = ([f"{rough} of them priced roughly, from other models' or experiments' runs"]
+             if rough else []) + \
         ([f"{unestimated} more runs without an estimate"] if unestimated else [])
     return f" ({'; '.join(notes)})" if notes else ""
 
@@ -138,6 +141,7 @@ class CostTable:
     def __init__(self, steps: dict[tuple[str, str], float] | None = None) -> None:
         self._by = defaultdict(list)  # (profile, cost key or its first two) -> [seconds]
         self._models = defaultdict(list)  # (profile, experiment) -> [(seconds, model)]
+        self._analyses = defaultdict(list)  # profile -> [(seconds, model)] of analyses
         self._seen: set[tuple[str, str]] = set()  # (profile, run id) already counted
         self.steps = steps or {}
 
@@ -150,6 +154,8 @@ class CostTable:
             for level in (3, 2):
                 self._by[(profile, key[:level])].append(cost)
             self._models[(profile, key[0])].append((cost, key[1]))
+            if _step_kind(record["config"]) == "eval":
+                self._analyses[profile].append((cost, key[1]))
         return cost
 
     def estimate(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
@@ -160,10 +166,15 @@ class CostTable:
             costs = self._by.get((profile, key[:level]))
             if costs:
                 return sum(costs) / len(costs), False
+        kind = _step_kind(cfg)  # one experiment's runs are all of one kind
         runs = self._models.get((profile, key[0]))
+        if not runs and kind == "eval":  # no analysis of this experiment stored: others'
+            runs = self._analyses.get(profile)
+            same = [(c, m) for c, m in runs or () if m == key[1] and m is not None]
+            if same:
+                return sum(c for c, _ in same) / len(same), True
         if not runs:
             return None, False
-        kind = _step_kind(cfg)  # one experiment's runs are all of one kind
         mine = self.steps.get((kind, key[1]))
         scaled = [c * mine / self.steps[(kind, m)] for c, m in runs
                   if mine and (kind, m) in self.steps]
@@ -243,7 +254,8 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
              "runs stored / total, missing and stale, and the compute the missing ones need "
              "(mean compute of the stored runs of the same experiment and model, else of the "
              "same experiment scaled by the models' step times in the newest benchmark "
-             "record, under that profile)", ""]
+             "record, else, for an analysis, of other experiments' analyses, under that "
+             "profile)", ""]
     lines += [p.line() for p in plans]
     runs: dict[str, float | None] = {}
     stale: dict[str, float] = {}
