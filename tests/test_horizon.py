@@ -145,6 +145,26 @@ def test_report_from_constructed_records(store):
     assert c2["dead_memory_stays_at_chance"]["failing"] == [["random", False, 16]]
     assert c2["dead_memory_is_not_learned"]["holds"] is False
 
+    # a run whose memory function cannot be computed is recorded as failed: its cell says
+    # how many of its runs it rests on, and the note gives the reason
+    cfg = next(c for c in paper2.memory_horizon_grid(P)
+               if (c.init, c.tau, c.freeze_spectrum, c.seed) == ("inv", 4, False, 1))
+    record_path(cfg).unlink()
+
+    def ill_conditioned(c):
+        raise ArithmeticError("memory function did not converge up to 2000 digits")
+
+    cached_run(cfg, ill_conditioned)
+    t3 = lra_reports.memory_horizon(P)
+    assert t3.rows[0][2] == "0.900; MF 0.5 → 0.75 (1 of 2 runs; 1 failed)"
+    assert t3.rows[0][3] == "0.300 / 0.300; MF 0.05 → 0.075"  # all its runs ok: no note
+    cell = next(d for d in t3.data if d["kind"] == "cell" and (d["init"], d["frozen"], d["tau"])
+                == ("inv", False, 4))
+    assert (cell["n_ok"], cell["n_failed"]) == (1, 1)
+    assert len(cell["failure_reasons"]) == 1 and "2000 digits" in cell["failure_reasons"][0]
+    assert "Failed (1): " in t3.note and "did not converge up to 2000 digits" in t3.note
+    assert "Failed" not in t2.note
+
 
 def test_report_and_figure_from_an_empty_store(store):
     from sst_core.figures import lra as plots_lra

@@ -32,3 +32,10 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
 def test_unknown_report():
     with pytest.raises(ValueError, match=r"'tabel2'.*groups"):
         reports.get_report("tabel2")
+
+
+def test_runs_note_says_what_a_cell_rests_on_only_when_some_runs_are_not_ok():
+    assert reports.runs_note({"ok": 3, "failed": 0, "missing": 0}) == ""
+    assert reports.runs_note({"ok": 1, "failed": 2, "missing": 0}) == " (1 of 3 runs; 2 failed)"
+    assert reports.runs_note({"ok": 0, "failed": 1, "missing": 5}) == \
+        " (0 of 6 runs; 1 failed, 5 missing)"

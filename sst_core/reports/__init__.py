@@ -92,12 +92,14 @@ def stored_records(cfgs, root: Path | None = None) -> list[dict[str, Any]]:
     return [rec for rec in (stored_record(cfg, root) for cfg in cfgs) if rec is not None]
 
 
-def group_records(cfgs, key, root: Path | None = None):
+def group_records(cfgs, key, root: Path | None = None,
+                  reasons: dict[Any, list[str]] | None = None):
     """Stored records of ``cfgs`` grouped by ``key(cfg)``, for a table's cells.
 
     Returns ``(ok, ids, status)``: ``ok[k]`` lists ``(cfg, record)`` of the runs that
     succeeded, ``ids`` every stored run id, ``status[k]`` counts ``ok``, ``failed`` and
-    ``missing`` runs of the cell.
+    ``missing`` runs of the cell. ``reasons``, if given, gets ``reasons[k]``: the reason
+    each failed run of the cell gives.
     """
     from collections import defaultdict
 
@@ -114,7 +116,19 @@ def group_records(cfgs, key, root: Path | None = None):
         ids.append(rec["run_id"])
         if rec["status"] == "ok":
             ok[k].append((cfg, rec))
+        elif reasons is not None:
+            reasons.setdefault(k, []).append(str(rec.get("reason")))
     return ok, ids, status
+
+
+def runs_note(st: dict[str, int]) -> str:
+    """What a cell of ``status`` counts (:func:`group_records`) says beside its values when
+    not all of its runs are ok: `` (2 of 3 runs; 1 failed)``; else nothing."""
+    n = st["ok"] + st["failed"] + st["missing"]
+    if st["ok"] == n:
+        return ""
+    lost = [f"{st[k]} {k}" for k in ("failed", "missing") if st[k]]
+    return f" ({st['ok']} of {n} runs; {', '.join(lost)})"
 
 
 # report name -> "module:function"; the function takes a Profile and returns a Table.

@@ -8,8 +8,10 @@ at a reduced scale is not expected to match; the comparison that carries over is
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from sst_core.experiments import paper2
-from sst_core.reports import Table, group_records
+from sst_core.reports import Table, group_records, runs_note
 from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
@@ -57,7 +59,7 @@ def lra_main(P: Profile, root=None) -> Table:
         for init, frozen in combos:
             key = (task, init, frozen)
             paper = paper_values.LRA_MAIN.get((published, init, frozen)) if published else None
-            row.append(_both(acc.get(key, []), paper))
+            row.append(_both(acc.get(key, []), paper) + runs_note(status[key]))
             data.append({"task": task, "stands_for": published, "init": init, "frozen": frozen,
                          "accuracies": acc.get(key, []), "n_runs": status[key]["ok"] + status[key]["failed"],
                          "n_failed": status[key]["failed"], "n_missing": status[key]["missing"],
@@ -90,7 +92,7 @@ def lra_ablation(P: Profile, root=None) -> Table:
                 key = (task, init, frozen)
                 published = paper_values.LRA_COUNTERPART.get(task)
                 paper = paper_values.LRA_ABLATION.get((published, init, frozen)) if published else None
-                row.append(_both(acc.get(key, []), paper))
+                row.append(_both(acc.get(key, []), paper) + runs_note(status[key]))
                 data.append({"task": task, "init": init, "frozen": frozen,
                              "accuracies": acc.get(key, []),
                              "n_runs": status[key]["ok"] + status[key]["failed"],
@@ -322,7 +324,9 @@ def memory_horizon(P: Profile, root=None) -> Table:
     - ``frozen_memory_unchanged``: every frozen run's MF(tau) after equals before exactly.
     """
     cfgs = paper2.memory_horizon_grid(P)
-    ok, ids, status = group_records(cfgs, lambda c: (c.init, c.freeze_spectrum, c.tau), root)
+    reasons: dict = {}
+    ok, ids, status = group_records(cfgs, lambda c: (c.init, c.freeze_spectrum, c.tau), root,
+                                    reasons)
     alphabet, n_test = cfgs[0].alphabet, cfgs[0].n_test
     chance, band = 1.0 / alphabet, chance_band(alphabet, n_test)
     cells, rows = [], []
@@ -345,13 +349,16 @@ def memory_horizon(P: Profile, root=None) -> Table:
                         "mf_after": max(after) if after else None,
                         "mf_before_runs": before, "mf_after_runs": after,
                         "at_chance": (max(accs) <= band) if accs else None,
-                        "n_ok": st["ok"], "n_failed": st["failed"], "n_missing": st["missing"]}
+                        "n_ok": st["ok"], "n_failed": st["failed"], "n_missing": st["missing"],
+                        "failure_reasons": reasons.get(key, [])}
                 cells.append(cell)
                 if state != "ok":
                     row.append(state)
                 else:
-                    row.append(f"{_cell(accs)}; MF {cell['mf_before']:.2g} → {cell['mf_after']:.2g}")
+                    row.append(f"{_cell(accs)}; MF {cell['mf_before']:.2g} → "
+                               f"{cell['mf_after']:.2g}{runs_note(st)}")
             rows.append(row)
+    failures = Counter(r for rs in reasons.values() for r in rs)
     claims = _horizon_claims(cells, band)
     cols = ["spectrum", "mode"] + [f"τ = {tau}: accuracy max / min; MF(τ) init → trained"
                                    for tau in P.horizon_taus]
@@ -363,7 +370,9 @@ def memory_horizon(P: Profile, root=None) -> Table:
             f"{CHANCE_SIGMAS:g} binomial sd over {n_test} test sequences). Accuracy: final "
             f"test accuracy, max / min over seeds {P.horizon_seeds}. MF(τ): supremum over channels "
             f"of the memory function at delay τ (window L), largest over seeds; 'MF ~ 0' means "
-            f"below {MF_ZERO:g}. Claims: {verdicts}. Scale: "
+            f"below {MF_ZERO:g}. Claims: {verdicts}. "
+            + "".join(f"Failed ({n}): {reason}. " for reason, n in sorted(failures.items()))
+            + "Scale: "
             f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")
     return Table("Memory horizon: delayed recall at lag τ, learned against frozen spectra",
                  cols, rows, note, ids, cells + claims)
