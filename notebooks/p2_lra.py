@@ -173,7 +173,8 @@ glue("lra_claim_counts", ", ".join(
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
 # only once every run is stored. Until then its stored runs are shown here as they are: the
-# main table and the claims, each read from the `standard` records alone.
+# main table, the claims, the ablation and the memory-horizon tables and figure (the
+# sections below), each read from the `standard` records alone.
 
 # %%
 so_far = params.under_way("p2_lra", P.name)
@@ -183,6 +184,17 @@ glue("lra_so_far", Markdown(so_far.sentence(P.name) if so_far else
 if so_far:
     display(lra_reports.lra_main(so_far.profile))
     display(lra_reports.lra_claims(so_far.profile))
+    display(lra_reports.lra_ablation(so_far.profile))
+    so_far_horizon = lra_reports.memory_horizon(so_far.profile)
+    display(so_far_horizon)
+    so_far_cfg = paper2.memory_horizon_grid(so_far.profile)[0]
+    fig = plots_lra.fig_memory_horizon(
+        [d for d in so_far_horizon.data if d["kind"] == "cell"], so_far_cfg.chance,
+        lra_reports.chance_band(so_far_cfg.alphabet, so_far_cfg.n_test),
+        so_far.profile.scale("horizon_N", "horizon_H", "horizon_steps"),
+        mf_zero=lra_reports.MF_ZERO)
+    plt.show()
+    display(lra_reports.memory_horizon_noise(so_far.profile))
 
 # %% [markdown]
 # {glue:md}`lra_so_far`
