@@ -42,6 +42,7 @@ from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.models import REGISTRY, build, expected_affine
+from sst_core.reports import stored_records
 from sst_core.reports.paper1 import (
     agreement_counts,
     best_runs,
@@ -190,7 +191,10 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then its stored runs are shown here as they are.
+# only once every run is stored. Until then its stored runs are shown here as they are:
+# Table 2, the accuracy against length of each cell's best run, the spread over each
+# cell's grid and where training stops (the sections below), from the `standard` records
+# alone.
 
 # %%
 so_far = params.under_way("p1_table2", P.name)
@@ -199,6 +203,13 @@ glue("t2_so_far", Markdown(so_far.sentence(P.name) if so_far else
      display=False)
 if so_far:
     display(table2(so_far.profile))
+    fig = plots.fig_accuracy_vs_length(
+        best_runs(stored_records(paper1.table2_grid(so_far.profile))), paper1.TABLE2_GROUPS,
+        so_far.profile.scale("track_d_model", "track_d_states", "track_rnn_widths",
+                             "track_max_steps"))
+    plt.show()
+    display(table2_spread(so_far.profile))
+    display(table2_checkpoints(so_far.profile))
 
 # %% [markdown]
 # {glue:md}`t2_so_far`
