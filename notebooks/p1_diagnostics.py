@@ -273,13 +273,19 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep runs over many sessions, and `best` shows it only once every
-# run is stored. Until then, Figure 4's table from its stored runs alone:
+# run is stored. Until then, Figure 4's table and scatter from its stored runs alone:
 
 # %%
 so_far = params.under_way("p1_diagnostics", P.name)
 so_far_text = "No larger profile's sweep of this chapter is under way."
 if so_far:
     display(ec.figure4_table(so_far.profile))
+    so_far_f4 = paper1.figure4_selection(ec.diagnostic_records(so_far.profile, which="figure4"))
+    fig = plots_error.fig_tcross_vs_mp(
+        so_far_f4, ec.figure4_stats(so_far_f4),
+        so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
+                             "track_rnn_widths", "track_max_steps"))
+    plt.show()
     stale = sum(is_stale_record(r) for r in ec.diagnostic_records(so_far.profile, which="figure4"))
     so_far_text = so_far.sentence(P.name) + (
         f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "

@@ -81,3 +81,24 @@ def test_figures_and_figure3_values_read_curves_at_their_stored_times():
         assert got["q_U"] == pytest.approx(r_full["metrics"]["q_U"][t - 1])
     assert ec.split_at_m_p(full) == ec.split_at_m_p(recs)  # records written before the grid
     plt.close("all")
+
+
+def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
+    """Within about a decade, a log axis would label its minor ticks in scientific
+    notation, which overlap: Figure 4 labels 1-2-3-5 ticks in plain numbers instead, and
+    its paper numbers come from paper_values."""
+    from sst_core.spec.paper_values import FIGURE4
+
+    recs = [record("mamba", True, m_p=m, T_cross=t, L=1000)
+            for m, t in ((60, 40), (200, 90), (600, 300))]
+    stats = {"r": 0.9, "p": 0.01, "n": 3, "q_median": 1.0, "q_lo": 0.9, "q_hi": 1.1}
+    fig = plots_error.fig_tcross_vs_mp(recs, stats, "profile `quick`")
+    ax, bx = fig.axes
+    fig.canvas.draw()
+    xs = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert xs and all(s.replace(".", "").isdigit() for s in xs)  # plain numbers
+    assert {"100", "200", "300", "500"} <= set(xs)
+    assert all(not t.get_text() for t in ax.xaxis.get_minorticklabels())
+    assert f"r = {FIGURE4['r']}, n = {FIGURE4['n']}" in ax.get_title()
+    assert any(str(FIGURE4["q_median"]) in t.get_text() for t in bx.get_legend().get_texts())
+    plt.close("all")

@@ -22,6 +22,26 @@ def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
     fig.suptitle(textwrap.fill(text, width), fontsize=fontsize)
 
 
+def plain_log_ticks(ax: plt.Axes, which: str = "xy") -> None:
+    """Ticks of a log axis at 1, 2, 3 and 5 times the powers of ten in its view, labelled
+    as plain numbers, and no minor labels: a log axis spanning about one decade otherwise
+    labels its minor ticks in scientific notation, and they overlap. Call it once the
+    data are drawn (it reads the view limits)."""
+    import math
+
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    for name in which:
+        axis, (lo, hi) = ((ax.xaxis, ax.get_xlim()) if name == "x" else
+                          (ax.yaxis, ax.get_ylim()))
+        ticks = [m * 10.0 ** e for e in range(math.floor(math.log10(lo)),
+                                              math.ceil(math.log10(hi)) + 1)
+                 for m in (1, 2, 3, 5) if lo <= m * 10.0 ** e <= hi]
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+
+
 def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
     """Cayley tables side by side: cell (a, b) shows a*b, coloured by element."""
     fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.4), squeeze=False)

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sst_core.figures.common import suptitle
+from sst_core.figures.common import plain_log_ticks, suptitle
+from sst_core.spec.paper_values import FIGURE4 as PAPER
 from sst_core.store.codec import curve_value, decode_floats, stored_curve
 
 
@@ -134,9 +135,10 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     r_text = f"no correlation: {stats.get('why_no_r', 'too few runs')}, n = {stats.get('n', 0)}" \
         if stats.get("r") is None else \
         f"r = {stats['r']:.3f}, p = {stats['p']:.2g}, n = {stats['n']}"
-    ax.set_title(r_text + "  (paper: r = 0.869, n = 113)", fontsize=9)
+    ax.set_title(r_text + f"  (paper: r = {PAPER['r']}, n = {PAPER['n']})", fontsize=9)
     if records:
         ax.legend(fontsize=7, loc="best")
+        plain_log_ticks(ax)
     else:
         ax.text(0.5, 0.5, "no run qualifies at this scale", ha="center", va="center",
                 transform=ax.transAxes)
@@ -146,7 +148,8 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     if stats.get("q_median") is not None:
         bx.axvline(stats["q_median"], color="C3", lw=1.2, label=f"median {stats['q_median']:.2f}")
         bx.axvspan(stats["q_lo"], stats["q_hi"], color="C3", alpha=0.15, label="bootstrap 95%")
-    bx.axvline(0.91, color="k", lw=1.0, ls="--", label="paper: 0.91 [0.83, 1.07]")
+    bx.axvline(PAPER["q_median"], color="k", lw=1.0, ls="--",
+               label=f"paper: {PAPER['q_median']} [{PAPER['q_lo']}, {PAPER['q_hi']}]")
     bx.set_xlabel("q at m_p")
     bx.set_ylabel("runs")
     bx.legend(fontsize=7)

@@ -16,9 +16,10 @@ import numpy as np
 
 from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.select import best_per_cell, run_config
+from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
-PAPER_FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
+PAPER_FIGURE4 = paper_values.FIGURE4
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:

@@ -33,6 +33,10 @@ TABLE3: dict[str, int | None] = {
     "identity": FAIL, "layernorm": FAIL, "sphere": FAIL,
 }
 
+# Paper 1, Figure 4: log T_cross against log m_p over the affine S3 models it selects, and
+# q at m_p (median, bootstrap 95% interval). Source: reference section 9 (Figure 4's row).
+FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
+
 # Paper 2, main table: test accuracy (max, min) over 6 seeds by (LRA task, init, frozen).
 # Source: the secondary Summary (reference section 12.1); "S4 official" from state-spaces/s4.
 LRA_TASK_NAMES = ("ListOps", "Text", "Retrieval", "Image", "Pathfinder", "Path-X")
@@ -79,6 +83,7 @@ LRA_COUNTERPART = {"listops": "ListOps", "pathfinder": "Pathfinder", "digits": "
 SOURCES = {
     "TABLE2": "arXiv 2605.07755 Table 2, via the secondary Review and Summary (reference 8.1)",
     "TABLE3": "arXiv 2605.07755 Table 3, via the secondary Summary (reference 8.2)",
+    "FIGURE4": "arXiv 2605.07755 Figure 4 and its text, via the reference's results table",
     "LRA_MAIN": "arXiv 2510.00563 main table, via the secondary Summary (reference 12.1)",
     "LRA_ABLATION": "arXiv 2510.00563 ablation, via the secondary Summary (reference 12.2)",
 }
