@@ -102,3 +102,22 @@ def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
     assert f"r = {FIGURE4['r']}, n = {FIGURE4['n']}" in ax.get_title()
     assert any(str(FIGURE4["q_median"]) in t.get_text() for t in bx.get_legend().get_texts())
     plt.close("all")
+
+
+def test_the_beyond_chapters_log_scatters_have_plain_labels():
+    """The online warning's and Figure 4's placement panels span about a decade too."""
+    from sst_core.figures import beyond as plots_beyond
+
+    errors = [{"method": "decoded", "fit": "power", "n": 3,
+               "per_model": [{"m_p": m, "raw": 0.8 * m, "loo": 1.1 * m} for m in (60, 200, 600)]}]
+    bg = [record("mamba", True, m_p=m, T_cross=t, L=1000) for m, t in ((60, 40), (300, 90))]
+    hi = [record("deltanet", True, m_p=500, T_cross=200, L=1000)]
+    for fig in (plots_beyond.fig_warning(errors, "profile `quick`"),
+                plots_beyond.fig_figure4_placement(bg, hi, "profile `quick`")):
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+            assert labels and all(s.replace(".", "").isdigit() for s in labels)
+            assert all(not t.get_text() for t in axis.get_minorticklabels())
+    plt.close("all")

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sst_core.figures.common import suptitle
+from sst_core.figures.common import plain_log_ticks, suptitle
 from sst_core.store.codec import decode_floats, read_curve, stored_curve
 
 _COLOURS = {"oracle": "k", "decoded": "C0", "clusters": "C1"}
@@ -99,6 +99,7 @@ def fig_warning(errors: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
         ax.plot(lim, lim, color="grey", lw=0.8, ls=":")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_ticks(ax)  # about a decade: minor labels would overlap
         ax.set_xlabel("measured m_p")
         ax.set_title(f"{e['method']} labels, {e['fit']} fit (n = {e['n']})", fontsize=9)
     axes[0][0].set_ylabel("predicted from t <= 60")
@@ -162,6 +163,7 @@ def fig_figure4_placement(background: Sequence[dict[str, Any]],
         ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls=":", label="T_cross = m_p")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        plain_log_ticks(ax)
         ax.legend(fontsize=7, loc="best")
     else:
         ax.text(0.5, 0.5, "no run with both m_p and T_cross at this scale", ha="center",
