@@ -274,5 +274,23 @@ glue("th1_sd_names", ", ".join(d["model"] for d in sdep) or "none", display=Fals
 display(reports.corollary1_table(P))
 
 # %% [markdown]
+# ### The larger sweep so far
+#
+# The CPU-scale `standard` sweep of these runs goes on over many sessions, and `best` shows
+# it only once every run is stored. Until then, both tables from its stored runs alone:
+
+# %%
+so_far = params.under_way("p1_theory", P.name)
+glue("th_so_far", Markdown(so_far.sentence(P.name) if so_far else
+                           "No larger profile's sweep of this chapter is under way."),
+     display=False)
+if so_far:
+    display(reports.theorem1_table(so_far.profile))
+    display(reports.corollary1_table(so_far.profile))
+
+# %% [markdown]
+# {glue:md}`th_so_far`
+
+# %% [markdown]
 # `sst report theorem1` and `sst report corollary1` print these tables from the stored
 # records.
