@@ -277,7 +277,7 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 
 # %%
 so_far = params.under_way("p1_diagnostics", P.name)
-so_far_text = "No larger profile's sweep of this chapter is under way."
+so_far_text = params.under_way_text(so_far, P.name)
 if so_far:
     display(ec.figure4_table(so_far.profile))
     so_far_f4 = paper1.figure4_selection(ec.diagnostic_records(so_far.profile, which="figure4"))
@@ -287,7 +287,7 @@ if so_far:
                              "track_rnn_widths", "track_max_steps"))
     plt.show()
     stale = sum(is_stale_record(r) for r in ec.diagnostic_records(so_far.profile, which="figure4"))
-    so_far_text = so_far.sentence(P.name) + (
+    so_far_text += (
         f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "
         "diagnostics code (`sst status` calls them stale) and wait to be computed again; "
         "that change stores the curves at fewer times and leaves every number of this table "

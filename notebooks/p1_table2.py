@@ -198,9 +198,7 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 
 # %%
 so_far = params.under_way("p1_table2", P.name)
-glue("t2_so_far", Markdown(so_far.sentence(P.name) if so_far else
-                           "No larger profile's sweep of this chapter is under way."),
-     display=False)
+glue("t2_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
 if so_far:
     display(table2(so_far.profile))
     fig = plots.fig_accuracy_vs_length(

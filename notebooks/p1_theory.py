@@ -281,9 +281,7 @@ display(reports.corollary1_table(P))
 
 # %%
 so_far = params.under_way("p1_theory", P.name)
-glue("th_so_far", Markdown(so_far.sentence(P.name) if so_far else
-                           "No larger profile's sweep of this chapter is under way."),
-     display=False)
+glue("th_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
 if so_far:
     display(reports.theorem1_table(so_far.profile))
     display(reports.corollary1_table(so_far.profile))

@@ -178,9 +178,7 @@ glue("lra_claim_counts", ", ".join(
 
 # %%
 so_far = params.under_way("p2_lra", P.name)
-glue("lra_so_far", Markdown(so_far.sentence(P.name) if so_far else
-                            "No larger profile's sweep of this chapter is under way."),
-     display=False)
+glue("lra_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
 if so_far:
     display(lra_reports.lra_main(so_far.profile))
     display(lra_reports.lra_claims(so_far.profile))

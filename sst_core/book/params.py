@@ -94,6 +94,12 @@ class UnderWay:
                 f"say missing. Nothing is trained for them.")
 
 
+def under_way_text(way: UnderWay | None, shown: str) -> str:
+    """What a chapter's "larger sweep so far" section says: ``way``'s
+    :meth:`UnderWay.sentence`, or that no larger sweep is under way."""
+    return way.sentence(shown) if way else "No larger profile's sweep of this chapter is under way."
+
+
 def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay | None:
     """The sweep of ``notebook`` under a profile larger than ``shown`` that has some but not
     all of its records stored: the first such of :data:`BEST_ORDER` (larger first; only
