@@ -45,7 +45,7 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
 def test_no_stored_run_means_no_estimate_and_best_says_why(root):
     p = plan.chapter_plan("p1_table3", "best")
     assert p.profile == "quick" and p.stored == 0 and p.missing == p.total > 0
-    assert p.estimate_s is None and "compute unknown" in p.line()
+    assert p.estimate_s is None and "compute unknown" in p.line() and "README" in p.line()
     assert "`standard` 0 of" in p.why
     bench = plan.chapter_plan("bench", "smoke")
     assert bench.total == 0 and "reads no sweep" in bench.line()

@@ -68,7 +68,8 @@ class ChapterPlan:
             return (f"{self.notebook:<20} {self.profile:<8} computes in the notebook itself "
                     "(reads no sweep)")
         est = ("nothing to compute" if not self.missing else
-               "compute unknown (no stored run of its experiments to time)"
+               "compute unknown (no stored run of its experiments to time; the README gives "
+               "measured times per profile)"
                if self.estimate_s is None else f"about {_hours(self.estimate_s)} to compute"
                + _notes(self.rough, self.unestimated))
         again = (f"; the stale ones about {_hours(sum(self.stale_s.values()))} more with "
