@@ -465,6 +465,32 @@ def test_a_sweep_without_workers_uses_the_rule_and_an_explicit_count_is_kept(roo
         runner.sweep("table2", "smoke", threads=0)
 
 
+def test_waiting_for_a_held_run_goes_on_to_the_later_phases(root, monkeypatch):
+    """The default: a run another live sweep holds is waited for; once its holder stores
+    it, the later phases run here."""
+    import threading
+
+    first, later = [_cfg(seed=0), _cfg(seed=1)], [_cfg(seed=2)]
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [first, later])
+    monkeypatch.setattr(runner, "POLL_S", 0.05)
+    other = sweep_claims.Claim(first[1])
+    assert other.acquire()
+
+    def holder_finishes() -> None:  # once the sweep has gone past first[0] to wait
+        while not record_path(first[0]).exists():
+            time.sleep(0.02)
+        time.sleep(0.5)
+        cached_run(first[1], lambda cfg: {"x": 1})
+        other.release()
+
+    thread = threading.Thread(target=holder_finishes)
+    thread.start()
+    result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)
+    thread.join()
+    assert load_record(record_path(later[0]))["status"] == "ok"
+    assert result.outcomes[config_hash(later[0])] == "computed"
+
+
 def test_without_waiting_a_held_run_is_left_to_its_holder_with_the_later_phases(root,
                                                                                   monkeypatch):
     """``wait=False``: a run another live sweep holds is neither waited for nor computed,

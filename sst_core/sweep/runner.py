@@ -19,8 +19,8 @@ Safe to kill at any moment, SIGKILL included, and to rerun:
   has a record (taking over the runs whose claims went stale meanwhile); with
   ``wait=False`` (``--no-wait``) such runs are left to their holder and the sweep goes
   on without the experiment's later phases, so that two sweeps side by side (one per
-  core, each running the experiments in its own order) never idle at the end of an
-  experiment, where one worker of a pool waits for the last task of the other;
+  core, going through the same experiments) never idle at the end of an experiment,
+  where one worker of a pool waits for the last task of the other;
 - failed runs stay recorded as failed; ``retry_failed`` computes them again.
 
 Executors: ``local`` runs tasks in a process pool (``workers`` processes, each with
@@ -365,8 +365,11 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
     for cfgs in phases(experiment, P):
         compute(cfgs)
-        held = [c for c in cfgs if result.outcomes.get(config_hash(c)) == "claimed"]
-        if held:  # (only without waiting): the later phases need these runs
+        # without waiting: runs left to another sweep, which the later phases may need
+        # (waiting, a run another sweep finished keeps its outcome "claimed" too)
+        held = [] if wait else [c for c in cfgs
+                                if result.outcomes.get(config_hash(c)) == "claimed"]
+        if held:
             say(f"{len(held)} runs of {experiment} are held by another sweep: left to it, "
                 "with the experiment's later phases")
             break
