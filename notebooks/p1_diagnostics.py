@@ -280,13 +280,14 @@ so_far = params.under_way("p1_diagnostics", P.name)
 so_far_text = params.under_way_text(so_far, P.name)
 if so_far:
     display(ec.figure4_table(so_far.profile))
-    so_far_f4 = paper1.figure4_selection(ec.diagnostic_records(so_far.profile, which="figure4"))
+    so_far_diag = ec.diagnostic_records(so_far.profile, which="figure4")
+    so_far_f4 = paper1.figure4_selection(so_far_diag)
     fig = plots_error.fig_tcross_vs_mp(
         so_far_f4, ec.figure4_stats(so_far_f4),
         so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                              "track_rnn_widths", "track_max_steps"))
     plt.show()
-    stale = sum(is_stale_record(r) for r in ec.diagnostic_records(so_far.profile, which="figure4"))
+    stale = sum(is_stale_record(r) for r in so_far_diag)
     so_far_text += (
         f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "
         "diagnostics code (`sst status` calls them stale) and wait to be computed again; "
