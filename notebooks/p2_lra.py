@@ -231,7 +231,8 @@ plt.show()
 gain = []
 for r in records:
     c, mm = r["config"], r["metrics"]
-    if r["status"] == "ok" and not c["freeze_spectrum"] and mm.get("sup_mf_before"):
+    if (r["status"] == "ok" and not c["freeze_spectrum"] and mm.get("sup_mf_before")
+            and mm.get("sup_mf_after")):  # None: not computable after training
         before = np.sum([np.sum(x) for x in mm["sup_mf_before"]])
         after = np.sum([np.sum(x) for x in mm["sup_mf_after"]])
         gain.append(after / before if before else np.nan)

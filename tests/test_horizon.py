@@ -165,6 +165,47 @@ def test_report_from_constructed_records(store):
     assert "Failed (1): " in t3.note and "did not converge up to 2000 digits" in t3.note
     assert "Failed" not in t2.note
 
+    # a run that kept its accuracy but whose trained memory could not be computed
+    # (mf_tau_after None): the cell says so, the claim about trained memory skips it
+    for cfg in paper2.memory_horizon_grid(P):
+        if (cfg.init, cfg.tau, cfg.freeze_spectrum) == ("random", 16, False):
+            record_path(cfg).unlink()
+            cached_run(cfg, lambda c: {"test_accuracy": 0.12, "mf_tau_before": [1e-6],
+                                       "mf_tau_after": None, "mf_after_error": "ArithmeticError"})
+    t4 = lra_reports.memory_horizon(P)
+    cell = next(d for d in t4.data if d["kind"] == "cell" and (d["init"], d["frozen"], d["tau"])
+                == ("random", False, 16))
+    assert cell["status"] == "ok" and cell["mf_after"] is None and cell["mf_after_runs"] == []
+    row = next(r for r in t4.rows if r[:2] == [lra_reports.INIT_NAMES["random"], "learned"])
+    assert row[3] == "0.120 / 0.120; MF 1e-06 → not computable"
+    c4 = {d["claim"]: d for d in t4.data if d["kind"] == "claim"}
+    assert c4["dead_memory_stays_at_chance"]["holds"] is True
+    assert c4["dead_memory_is_not_learned"]["n_cells"] == 0
+    assert c4["dead_memory_is_not_learned"]["holds"] is None
+    plots_lra.fig_memory_horizon([d for d in t4.data if d["kind"] == "cell"], 0.125, band,
+                                 "smoke", mf_zero=lra_reports.MF_ZERO)
+
+
+def test_memory_after_training_that_cannot_be_computed_keeps_the_run(store, monkeypatch,
+                                                                     one_thread):
+    from sst_core.training import horizon
+
+    calls = []
+
+    def second_call_fails(model, T):
+        calls.append(T)
+        if len(calls) == 2:  # after training
+            raise ArithmeticError("memory function did not converge up to 2000 digits")
+        return real(model, T)
+
+    real = horizon.supremum_memory_function
+    monkeypatch.setattr(horizon, "supremum_memory_function", second_call_fails)
+    m = horizon.train_memory_horizon(tiny())
+    assert len(calls) == 2 and 0.0 <= m["test_accuracy"] <= 1.0
+    assert m["mf_tau_after"] is None and len(m["mf_tau_before"]) == 1
+    assert m["mf_after_error"] == ("ArithmeticError: memory function did not converge up to "
+                                   "2000 digits")
+
 
 def test_report_and_figure_from_an_empty_store(store):
     from sst_core.figures import lra as plots_lra

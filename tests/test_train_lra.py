@@ -85,6 +85,32 @@ def test_training_records_curves_and_frozen_spectra_keep_their_memory(store, one
     assert learned["chance_accuracy"] == pytest.approx(np.bincount(y).max() / len(y))
 
 
+def test_memory_after_training_that_cannot_be_computed_keeps_the_run(store, monkeypatch,
+                                                                     one_thread):
+    from sst_core.figures import lra as plots_lra
+    from sst_core.training import lra
+
+    calls = []
+
+    def second_call_fails(model, T):
+        calls.append(T)
+        if len(calls) == 2:  # after training
+            raise ArithmeticError("memory function did not converge up to 2000 digits")
+        return real(model, T)
+
+    real = lra.supremum_memory_function
+    monkeypatch.setattr(lra, "supremum_memory_function", second_call_fails)
+    cfg = tiny()
+    rec = cached_run(cfg, train_lra)
+    m = rec["metrics"]
+    assert rec["status"] == "ok" and len(calls) == 2 and 0.0 <= m["test_accuracy"] <= 1.0
+    assert m["sup_mf_after"] is None and len(m["sup_mf_before"]) == 1
+    assert "did not converge" in m["mf_after_error"]
+    fig = plots_lra.fig_sup_mf([rec], "listops", "smoke")
+    assert "not computable" in fig.axes[0].get_title()
+    assert len(fig.axes[0].get_lines()) == 1  # at init only
+
+
 def test_divergence_is_recorded_as_failed(store, monkeypatch, one_thread):
     real = torch.nn.CrossEntropyLoss
 

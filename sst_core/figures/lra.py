@@ -60,14 +60,19 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.
         ax.axis("off")
     for ax, init, r in zip(axes.flat, inits, records):
         m = r["metrics"]
-        for k, (before, after) in enumerate(zip(m["sup_mf_before"], m["sup_mf_after"])):
+        afters = m["sup_mf_after"] or [None] * len(m["sup_mf_before"])  # None: not computed
+        for k, (before, after) in enumerate(zip(m["sup_mf_before"], afters)):
             tau = np.arange(len(before))
             ax.plot(tau, before, color=f"C{k}", ls=":", lw=1.0)
-            ax.plot(tau, after, color=f"C{k}", lw=1.3, label=f"layer {k + 1}")
+            if after is not None:
+                ax.plot(tau, after, color=f"C{k}", lw=1.3, label=f"layer {k + 1}")
         ax.set_xscale("symlog", linthresh=1)
-        ax.set_title(f"{init}: dotted = init, solid = trained", fontsize=9)
+        ax.set_title(f"{init}: dotted = init, solid = trained"
+                     + ("" if m["sup_mf_after"] else " (not computable: see mf_after_error)"),
+                     fontsize=9)
         ax.set_xlabel("delay tau")
-        ax.legend(fontsize=7)
+        if m["sup_mf_after"]:
+            ax.legend(fontsize=7)
     for row in axes:
         row[0].set_ylabel("sup over channels of M[tau]")
     suptitle(fig, f"Training does not create memory: supremum memory function per layer, "
@@ -111,9 +116,10 @@ def fig_memory_horizon(cells: Sequence[dict[str, Any]], chance: float, band: flo
         if start:
             ax_mf.plot([c["tau"] for c in start], [max(c["mf_before"], MF_FLOOR) for c in start],
                        color=color, ls=":", marker="x", ms=3, lw=1.0)
-        if by_mode[False]:
-            ax_mf.plot([c["tau"] for c in by_mode[False]],
-                       [max(c["mf_after"], MF_FLOOR) for c in by_mode[False]], color=color,
+        trained = [c for c in by_mode[False] if c["mf_after"] is not None]  # None: not computable
+        if trained:
+            ax_mf.plot([c["tau"] for c in trained],
+                       [max(c["mf_after"], MF_FLOOR) for c in trained], color=color,
                        marker="o", ms=3, lw=1.3, label=f"{init} trained")
     ax_acc.axhline(chance, color="0.4", lw=0.8)
     ax_acc.axhspan(0, band, color="0.85", alpha=0.5, lw=0)

@@ -200,7 +200,8 @@ def lra_claims(P: Profile, root=None) -> Table:
         growth = []
         for r in every:
             m = r["metrics"]
-            if not r["config"]["freeze_spectrum"] and m.get("sup_mf_before"):
+            if (not r["config"]["freeze_spectrum"] and m.get("sup_mf_before")
+                    and m.get("sup_mf_after")):  # None: not computable after training
                 before = float(np.sum([np.sum(x) for x in m["sup_mf_before"]]))
                 after = float(np.sum([np.sum(x) for x in m["sup_mf_after"]]))
                 if before > 0:
@@ -282,7 +283,7 @@ def _horizon_claims(cells: list[dict], band: float) -> list[dict]:
          dead, lambda c: c["acc_max"] <= band),
         ("dead_memory_is_not_learned",
          f"learned cells with MF(tau) < {MF_ZERO:g} at init: MF(tau) < {MF_ZERO:g} after",
-         dead, lambda c: c["mf_after"] < MF_ZERO),
+         [c for c in dead if c["mf_after"] is not None], lambda c: c["mf_after"] < MF_ZERO),
         ("live_memory_is_used",
          f"cells with MF(tau) >= {MF_LIVE:g} at init: best accuracy > {band:.3f}",
          live, lambda c: c["acc_max"] > band),
@@ -338,7 +339,8 @@ def memory_horizon(P: Profile, root=None) -> Table:
                 runs = ok.get(key, [])
                 accs = [rec["metrics"]["test_accuracy"] for _, rec in runs]
                 before = [max(rec["metrics"]["mf_tau_before"]) for _, rec in runs]
-                after = [max(rec["metrics"]["mf_tau_after"]) for _, rec in runs]
+                after = [max(rec["metrics"]["mf_tau_after"]) for _, rec in runs
+                         if rec["metrics"]["mf_tau_after"] is not None]  # None: not computable
                 st = status[key]
                 state = "ok" if runs else ("failed" if st["failed"] else "missing")
                 cell = {"kind": "cell", "init": init, "frozen": frozen, "tau": tau,
@@ -355,8 +357,10 @@ def memory_horizon(P: Profile, root=None) -> Table:
                 if state != "ok":
                     row.append(state)
                 else:
+                    after_text = ("not computable" if cell["mf_after"] is None
+                                  else f"{cell['mf_after']:.2g}")
                     row.append(f"{_cell(accs)}; MF {cell['mf_before']:.2g} → "
-                               f"{cell['mf_after']:.2g}{runs_note(st)}")
+                               f"{after_text}{runs_note(st)}")
             rows.append(row)
     failures = Counter(r for rs in reasons.values() for r in rs)
     claims = _horizon_claims(cells, band)

@@ -38,7 +38,11 @@ projector itself is well defined; only the Vandermonde basis is bad. So:
 2. only two columns of P are needed, P[:, 0] and P[:, T-1] (two solves). They are
    evaluated at all T delays in exact fixed-point integer arithmetic (Python integers,
    vectorised over the eigenvalues with numpy object arrays), because the coefficients
-   G^{-1} v are huge and cancel: float64 would lose everything here;
+   G^{-1} v are huge and cancel: float64 would lose everything here. The fixed point
+   carries as many bits as the working precision (3.33 per digit, at least 100) beyond
+   the coefficients' size: where M[0] or M[T-1] is within 1e-70 of 1 (fast-decaying
+   eigenvalues, or a real eigenvalue split into a nearly coincident pair), step 3 divides
+   sums of that size, and a fixed 100 bits failed the sum rule at every precision;
 3. every diagonal entry then follows from a Christoffel-Darboux-type identity. Removing
    the first or the last sample from the window is a rank-one downdate of G, and the
    window [1, T) is the window [0, T-1) shifted by one step, so
@@ -331,7 +335,8 @@ class _Core:
             self.diag_ends = [float(mp.re(mp.fsum(mp.conj(mi ** j) * c for mi, c in zip(m, x))))
                               for j, x in zip(cols[:2], coeffs[:2])]
             cmax = max(abs(c) for x in coeffs for c in x)
-            bits = max(64, int(mp.log(cmax * N + 1, 2))) + 100
+            # fraction bits: as many as the working precision (see the module docstring)
+            bits = max(64, int(mp.log(cmax * N + 1, 2))) + max(100, int(3.33 * dps))
             self.columns = self._evaluate(m, coeffs, bits)  # (T, len(cols))
         return None if self._verify() else 2 * dps
 

@@ -33,7 +33,7 @@ from torch import nn
 
 from sst_core.models.s4 import S4DModel, optimizer_groups, supremum_memory_function
 from sst_core.tasks.delayed_recall import generate
-from sst_core.training.lra import cosine_warmup, default_device
+from sst_core.training.lra import cosine_warmup, default_device, diagnose_after_training
 from sst_core.training.tracking import optimizer_step
 
 
@@ -102,7 +102,7 @@ def train_memory_horizon(cfg) -> dict[str, Any]:
             window = []
     train_time = time.perf_counter() - start
     model = model.cpu()
-    mf_after = memory_at(model, L, cfg.tau)
+    mf_after, mf_error = diagnose_after_training(memory_at, model, L, cfg.tau)
     return {
         "test_accuracy": curves["test_accuracy"][-1],
         "test_loss": curves["test_loss"][-1],
@@ -111,7 +111,8 @@ def train_memory_horizon(cfg) -> dict[str, Any]:
         "length": L,
         "curves": curves,
         "mf_tau_before": mf_before,  # per layer: sup over channels of M[tau], window L
-        "mf_tau_after": mf_after,
+        "mf_tau_after": mf_after,  # None when it could not be computed (mf_after_error)
+        "mf_after_error": mf_error,
         "frozen_share": float(model.frozen_share),
         "n_trainable": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "steps": cfg.steps,

@@ -80,6 +80,17 @@ def _sup_mf(model: S4DModel, T: int) -> list[list[float]]:
     return [np.round(m, 6).tolist() for m in supremum_memory_function(model, T)]
 
 
+def diagnose_after_training(diagnostic, *args) -> tuple[Any, str | None]:
+    """``(diagnostic(*args), None)``, or ``(None, reason)`` when the memory function of a
+    trained spectrum cannot be computed (``ArithmeticError``: no convergence within the
+    precision limit), so that the run keeps its accuracy and the record says why the
+    memory after training is missing."""
+    try:
+        return diagnostic(*args), None
+    except ArithmeticError as err:
+        return None, f"{type(err).__name__}: {err}"
+
+
 def train_lra(cfg) -> dict[str, Any]:
     """Train one S4D model on one task (an ``LRAConfig``); see the module docstring."""
     device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
@@ -127,7 +138,8 @@ def train_lra(cfg) -> dict[str, Any]:
             best = (val["accuracy"], epoch)
     train_time = time.perf_counter() - start
     model = model.cpu()
-    mf_after = _sup_mf(model, cfg.mf_T) if cfg.mf_T else None
+    mf_after, mf_error = (diagnose_after_training(_sup_mf, model, cfg.mf_T) if cfg.mf_T
+                          else (None, None))
     n_trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     # a frozen spectrum lives in buffers: count it, so n_params is the same model either way
     n_frozen_spectrum = sum(b.numel() for name, b in model.named_buffers()
@@ -144,6 +156,7 @@ def train_lra(cfg) -> dict[str, Any]:
         "curves": curves,
         "sup_mf_before": mf_before,
         "sup_mf_after": mf_after,
+        "mf_after_error": mf_error,
         "frozen_share": float(model.frozen_share),
         "n_params": n_params,
         "n_trainable": n_trainable,

@@ -32,6 +32,35 @@ def test_memory_function_against_100_digits(name, mu, T):
     assert np.max(np.abs(got - ref)) <= 1e-12, name  # what the method actually achieves
 
 
+def split_real_spectrum(N, dt, eps, seed=0):
+    """S4D-Real after training: each real eigenvalue has picked up a small imaginary part,
+    so its conjugate is a distinct, nearly coincident eigenvalue (rank N, not N/2)."""
+    Lambda = mf.init_Lambda("real", N)
+    rng = np.random.default_rng(seed)
+    mu, _ = mf.discretize(mf.with_conjugates(Lambda + 1j * eps * rng.standard_normal(N // 2)),
+                          dt, "zoh")
+    return mu
+
+
+def test_memory_of_a_split_real_spectrum_converges_and_is_exact():
+    # dt = 0.1: nodes down to exp(-3.2), M[0] within 1e-70 of 1. The projector columns must
+    # then be evaluated with as many bits as the precision asks for; with a fixed 100 bits the
+    # sum rule failed at every precision (the learned S4D-Real runs of LRA at N=64, T=1024)
+    mu = split_real_spectrum(64, 0.1, 1e-3)
+    T = 1024
+    info = mf.memory_function_info(mu, T)
+    assert info["rank"] == 64 and info["dps"] <= 600
+    assert info["memory"].sum() == pytest.approx(64, abs=1e-9)
+    taus = [0, 1, 5, 10, 100, 512, T - 1]
+    ref = mf.memory_function_reference(mu, T, taus, dps=400)
+    assert np.max(np.abs(info["memory"][taus] - ref)) <= 1e-12
+    # the limit of a vanishing split is continuous (confluent), not the merged spectrum
+    tiny_split = mf.memory_function(split_real_spectrum(64, 0.1, 1e-7), T, taus)
+    assert np.max(np.abs(tiny_split - info["memory"][taus])) <= 1e-6
+    merged = mf.memory_function(split_real_spectrum(64, 0.1, 0.0), T, taus)
+    assert np.max(np.abs(merged - info["memory"][taus])) > 0.1
+
+
 def test_float64_svd_route_fails_where_ours_does_not():
     mu = mf.spectrum("lin", 64, 1e-3)
     M_svd, rank = mf.memory_function_svd(mu, 256)
