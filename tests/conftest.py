@@ -20,3 +20,24 @@ def two_threads():
     torch.set_num_threads(2)
     yield
     torch.set_num_threads(n)
+
+
+
+@pytest.fixture
+def fail_on_second_call(monkeypatch):
+    """``patch(module, name, error)``: replace the function ``module.name`` (for this test)
+    by one that raises ``error`` on its second call and calls the original otherwise;
+    returns the list of the calls' arguments. For a diagnostic computed before and after
+    training that fails only after it."""
+    def patch(module, name, error):
+        real, calls = getattr(module, name), []
+
+        def wrapper(*args):
+            calls.append(args)
+            if len(calls) == 2:
+                raise error
+            return real(*args)
+
+        monkeypatch.setattr(module, name, wrapper)
+        return calls
+    return patch

@@ -186,20 +186,13 @@ def test_report_from_constructed_records(store):
                                  "smoke", mf_zero=lra_reports.MF_ZERO)
 
 
-def test_memory_after_training_that_cannot_be_computed_keeps_the_run(store, monkeypatch,
-                                                                     one_thread):
+def test_memory_after_training_that_cannot_be_computed_keeps_the_run(
+        store, fail_on_second_call, one_thread):
     from sst_core.training import horizon
 
-    calls = []
-
-    def second_call_fails(model, T):
-        calls.append(T)
-        if len(calls) == 2:  # after training
-            raise ArithmeticError("memory function did not converge up to 2000 digits")
-        return real(model, T)
-
-    real = horizon.supremum_memory_function
-    monkeypatch.setattr(horizon, "supremum_memory_function", second_call_fails)
+    calls = fail_on_second_call(  # after training
+        horizon, "supremum_memory_function",
+        ArithmeticError("memory function did not converge up to 2000 digits"))
     m = horizon.train_memory_horizon(tiny())
     assert len(calls) == 2 and 0.0 <= m["test_accuracy"] <= 1.0
     assert m["mf_tau_after"] is None and len(m["mf_tau_before"]) == 1

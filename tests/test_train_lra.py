@@ -85,21 +85,14 @@ def test_training_records_curves_and_frozen_spectra_keep_their_memory(store, one
     assert learned["chance_accuracy"] == pytest.approx(np.bincount(y).max() / len(y))
 
 
-def test_memory_after_training_that_cannot_be_computed_keeps_the_run(store, monkeypatch,
-                                                                     one_thread):
+def test_memory_after_training_that_cannot_be_computed_keeps_the_run(
+        store, fail_on_second_call, one_thread):
     from sst_core.figures import lra as plots_lra
     from sst_core.training import lra
 
-    calls = []
-
-    def second_call_fails(model, T):
-        calls.append(T)
-        if len(calls) == 2:  # after training
-            raise ArithmeticError("memory function did not converge up to 2000 digits")
-        return real(model, T)
-
-    real = lra.supremum_memory_function
-    monkeypatch.setattr(lra, "supremum_memory_function", second_call_fails)
+    calls = fail_on_second_call(  # after training
+        lra, "supremum_memory_function",
+        ArithmeticError("memory function did not converge up to 2000 digits"))
     cfg = tiny()
     rec = cached_run(cfg, train_lra)
     m = rec["metrics"]
