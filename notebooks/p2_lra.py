@@ -228,15 +228,8 @@ display(lra_reports.lra_ablation(P))
 task = P.lra_tasks[0]
 fig = plots_lra.fig_sup_mf(lra_reports.sup_mf_runs(records, task), task, SCALE)
 plt.show()
-gain = []
-for r in records:
-    c, mm = r["config"], r["metrics"]
-    if (r["status"] == "ok" and not c["freeze_spectrum"] and mm.get("sup_mf_before")
-            and mm.get("sup_mf_after")):  # None: not computable after training
-        before = np.sum([np.sum(x) for x in mm["sup_mf_before"]])
-        after = np.sum([np.sum(x) for x in mm["sup_mf_after"]])
-        gain.append(after / before if before else np.nan)
-glue("lra_mf_gain", float(np.nanmedian(gain)) if gain else float("nan"), display=False)
+gain = lra_reports.mf_growth_ratios(records)
+glue("lra_mf_gain", float(np.median(gain)) if gain else float("nan"), display=False)
 
 # %% [markdown]
 # Summed over delays and layers, the learned runs end with {glue:text}`lra_mf_gain:.2f` times

@@ -270,6 +270,21 @@ def test_the_claims_report_on_constructed_records(store):
     assert "—" in t.rows[1]
 
 
+def test_memory_growth_ratios_skip_frozen_failed_and_uncomputable_runs():
+    def rec(before, after, frozen=False, status="ok"):
+        return {"status": status, "config": {"freeze_spectrum": frozen},
+                "metrics": {"sup_mf_before": before, "sup_mf_after": after}}
+
+    records = [rec([[1.0, 0.5]], [[1.0, 1.0]]),  # 2.0 / 1.5
+               rec([[2.0], [1.0]], [[1.5], [1.5]]),  # summed over layers: 3.0 / 3.0
+               rec([[1.0]], [[5.0]], frozen=True),  # frozen: its memory cannot change
+               rec([[1.0]], None),  # not computable after training
+               rec([[0.0]], [[1.0]]),  # no memory at initialisation
+               rec([[1.0]], [[9.0]], status="failed")]
+    assert lra_reports.mf_growth_ratios(records) == pytest.approx([2.0 / 1.5, 1.0])
+    assert lra_reports.mf_growth_ratios([]) == []
+
+
 def test_claims_are_not_judged_on_a_task_at_chance(store):
     P = PROFILES["smoke"]
     for cfg in paper2.lra_main_grid(P, tasks=("digits",)):

@@ -9,6 +9,7 @@ at a reduced scale is not expected to match; the comparison that carries over is
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records, runs_note
@@ -145,6 +146,25 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
+def mf_growth_ratios(records: list[dict[str, Any]]) -> list[float]:
+    """Per learned-spectrum ``ok`` run of ``records``: its supremum memory function summed
+    over delays and layers after training over the same sum at initialisation (claim 3 of
+    :func:`lra_claims`). Runs whose memory after training was not computable (``None``)
+    and runs with no memory at initialisation are left out."""
+    import numpy as np
+
+    out = []
+    for r in records:
+        m = r["metrics"]
+        if (r["status"] == "ok" and not r["config"]["freeze_spectrum"]
+                and m.get("sup_mf_before") and m.get("sup_mf_after")):
+            before = float(np.sum([np.sum(x) for x in m["sup_mf_before"]]))
+            after = float(np.sum([np.sum(x) for x in m["sup_mf_after"]]))
+            if before > 0:
+                out.append(after / before)
+    return out
+
+
 def _verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("holds" if ok else "does not hold")
 
@@ -164,8 +184,6 @@ def lra_claims(P: Profile, root=None) -> Table:
        within :data:`LOSS_NEAR_MIN` of its minimum is earlier frozen than learned (S4D-Inv
        and S4D-Lin runs).
     """
-    import numpy as np
-
     cfgs = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)
                               + paper2.lra_probe_grid(P)))
     ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
@@ -197,16 +215,7 @@ def lra_claims(P: Profile, root=None) -> Table:
             gap = {f: max(acc[("inv", f)]) - max(max(acc[(i, f)]) for i in UNSTRUCTURED)
                    for f in (False, True)}
             c2 = gap[False] > 0 and gap[True] > gap[False]
-        growth = []
-        for r in every:
-            m = r["metrics"]
-            if (not r["config"]["freeze_spectrum"] and m.get("sup_mf_before")
-                    and m.get("sup_mf_after")):  # None: not computable after training
-                before = float(np.sum([np.sum(x) for x in m["sup_mf_before"]]))
-                after = float(np.sum([np.sum(x) for x in m["sup_mf_after"]]))
-                if before > 0:
-                    growth.append(after / before)
-        mf_growth = _median(growth)
+        mf_growth = _median(mf_growth_ratios(every))
         c3 = None if mf_growth is None else mf_growth < MF_GROWTH_LIMIT
         conv = {f: _median([e for i in paper2.LRA_MAIN_INITS for r in recs.get((task, i, f), [])
                             if (e := _epochs_to_converge(r["metrics"]["curves"])) is not None])
