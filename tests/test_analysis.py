@@ -150,6 +150,55 @@ def test_figure4_counts_architectures_and_the_spread_over_word_samples():
     assert ec.resample_spread(sel, [])["T_cross"]["n"] == 0
 
 
+def test_figure4_grows_by_seeds_in_the_cells_whose_runs_learn(store):
+    from dataclasses import replace
+
+    from sst_core.store.records import RunFailed, cached_run, record_path
+
+    P = replace(PROFILES["smoke"], fig4_lrs=(0.001, 0.003), fig4_growth_seeds=(7, 8))
+    base = paper1.figure4_runs(P)
+    assert paper1.figure4_growth_runs(P) == []  # nothing stored: nothing grows
+
+    def first(model):
+        return next(c for c in base if c.model == model)
+
+    def diverge(cfg):
+        raise RunFailed("loss became nan at step 2")
+
+    cached_run(first("token_gated_rnn"), lambda c: {"m_p": 100})  # passes 60: its cell grows
+    cached_run(first("mamba"), lambda c: {"m_p": None})  # fails at 60
+    cached_run(first("aussm"), diverge)  # a failed run
+    unreadable = record_path(first("negative_mamba"))
+    unreadable.parent.mkdir(parents=True, exist_ok=True)
+    unreadable.write_text("{")  # a truncated record
+    assert paper1.figure4_growth_cells(P) == [("token_gated_rnn", 1)]
+
+    grown = paper1.figure4_growth_runs(P)
+    cell = [c for c in base if c.model == "token_gated_rnn"]
+    assert len(cell) == 2  # both learning rates
+    assert len(grown) == len(set(grown)) == 2 * len(cell) and {c.seed for c in grown} == {7, 8}
+    assert {replace(c, seed=0) for c in grown} == {replace(c, seed=0) for c in cell}
+    assert not set(grown) & set(base)
+    assert paper1.figure4_population(P) == base + grown
+    # the grown runs are trained and analysed, but not repeated on other word samples
+    diag_runs = {c.run for c in paper1.diagnostics_grid(P)}
+    assert set(grown) <= diag_runs and set(grown) <= set(paper1.figure4_sweep(P))
+    assert not {c.run for c in paper1.resample_grid(P)} & set(grown)
+    # a root passed explicitly is the one read; a profile without growth seeds never grows
+    assert paper1.figure4_growth_runs(P, root=store / "elsewhere") == []
+    assert paper1.figure4_growth_runs(replace(P, fig4_growth_seeds=())) == []
+
+    table = ec.figure4_table(P)
+    growth = table.data[0]["growth"]
+    assert growth["cells"] == ["token_gated_rnn"] and growth["runs"] == len(grown)
+    assert growth["seeds"] == [7, 8] and growth["rule"] == paper1.FIGURE4_GROWTH_RULE
+    row = next(r for r in table.rows if r[0].startswith("cells grown"))
+    assert row == ["cells grown (seeds 7, 8)", f"token_gated_rnn: {len(grown)} runs added", "—"]
+    assert "Growth: " in table.note and "fig4_growth_seeds=(7, 8)" in table.note
+    assert not any(r[0].startswith("cells grown") for r in
+                   ec.figure4_table(replace(P, fig4_growth_seeds=())).rows)
+
+
 def test_the_resample_grid_repeats_figure4_on_other_words():
     from dataclasses import replace
 

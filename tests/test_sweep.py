@@ -515,6 +515,32 @@ def test_without_waiting_a_held_run_is_left_to_its_holder_with_the_later_phases(
     assert again.count("computed") == 2 and again.count("stored") == 1  # released: done now
 
 
+def test_grid_rounds_give_each_config_once_and_what_a_grid_gains_afterwards(monkeypatch):
+    a, b, c, d, e = (_cfg(seed=k) for k in range(5))
+    calls = []
+
+    def grid(experiment, P):  # the second reading has gained d (a tracker) and e
+        calls.append(experiment)
+        return [[a, b], [c]] if len(calls) == 1 else [[a, b, d], [c, e]]
+
+    monkeypatch.setattr(runner, "phases", grid)
+    rounds = list(runner.grid_rounds("table2", get_profile("smoke")))
+    assert rounds == [[a, b], [c], [d], [e]] and len(calls) == 3
+
+
+def test_a_grid_that_grows_with_its_records_is_done_in_one_sweep(root, monkeypatch):
+    """Figure 4's sweep grows once records of its cells are stored: the same ``sst sweep``
+    computes the runs it gains."""
+    first, gained = _cfg(seed=0), _cfg(seed=1)
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [
+        [first] + ([gained] if record_path(first).exists() else [])])
+    result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)
+    assert result.outcomes == {config_hash(first): "computed", config_hash(gained): "computed"}
+    assert load_record(record_path(gained))["status"] == "ok"
+    again = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)
+    assert again.count("computed") == 0 and again.count("stored") == 2
+
+
 def test_cli_workers_default_is_auto(root, monkeypatch, capsys):
     calls = []
     monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(kw["workers"])

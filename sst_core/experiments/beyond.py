@@ -17,7 +17,9 @@ The training runs are ordinary ``tracking`` configs, so a run shared with Paper 
 chapters (every S3 run here) is trained once and read by both. The new runs take a subset
 of Table 2's grid (:func:`beyond_profile`: the profile's ``beyond_*`` depths, sizes and
 schedules; Table 2's learning rates and seeds), so that they fit the profile's budget;
-Figure 4 on S3 keeps Paper 1's full sweep.
+Figure 4 on S3 keeps Paper 1's full sweep, without the growth of Paper 1's Figure 4
+(:func:`sst_core.experiments.paper1.figure4_growth_runs`), so that S3 and A5 are compared
+on one rule.
 """
 from __future__ import annotations
 

@@ -174,22 +174,85 @@ def figure4_runs(P) -> list[TrackingConfig]:
     return out
 
 
+FIGURE4_GROWTH_RULE = ("the sweep grows by seeds: every run of a cell (model, depth) in which "
+                       "at least one stored run of the sweep passes the training length is "
+                       "repeated with each seed of fig4_growth_seeds, because the grid alone "
+                       "gives far fewer qualifying runs than the paper's 113; a cell none of "
+                       "whose runs passes could add no qualifying run and does not grow")
+
+
+def figure4_growth_cells(P, root=None) -> list[tuple[str, int]]:
+    """The cells ``(model, n_layers)`` of :func:`figure4_runs` that grow
+    (:data:`FIGURE4_GROWTH_RULE`): those with a stored ``ok`` training record whose
+    ``m_p`` is not None (it passes the training length), read from ``root`` (default: the
+    results folder). Empty where ``P.fig4_growth_seeds`` is. A missing or unusable record
+    counts as not passing: the sweep computes it, and the cell grows once it passes."""
+    from sst_core.store.records import RecordError, load_record, record_path
+
+    if not P.fig4_growth_seeds:
+        return []
+    cells: list[tuple[str, int]] = []
+    for c in figure4_runs(P):
+        cell = (c.model, c.n_layers)
+        if cell in cells:
+            continue
+        path = record_path(c, root)
+        try:
+            record = load_record(path) if path.is_file() else None
+        except RecordError:
+            record = None
+        if record is not None and record["status"] == "ok" and \
+                record["metrics"].get("m_p") is not None:
+            cells.append(cell)
+    return cells
+
+
+def figure4_growth_runs(P, root=None) -> list[TrackingConfig]:
+    """The runs :data:`FIGURE4_GROWTH_RULE` adds: every run of :func:`figure4_runs` in a
+    growing cell (:func:`figure4_growth_cells`) again with each seed of
+    ``P.fig4_growth_seeds`` (no run twice, none of the sweep's own). The list grows as the
+    sweep's records are stored: ``sst sweep`` reads its grid again after each round."""
+    from dataclasses import replace
+
+    cells = set(figure4_growth_cells(P, root))
+    base = figure4_runs(P)
+    known = set(base)
+    out = []
+    for c in base:
+        if (c.model, c.n_layers) not in cells:
+            continue
+        for s in P.fig4_growth_seeds:
+            cfg = replace(c, seed=s)
+            if cfg not in known:
+                known.add(cfg)
+                out.append(cfg)
+    return out
+
+
+def figure4_population(P, root=None) -> list[TrackingConfig]:
+    """Every affine S3 run Figure 4 selects from: :func:`figure4_runs` and its growth
+    (:func:`figure4_growth_runs`)."""
+    return figure4_runs(P) + figure4_growth_runs(P, root)
+
+
 def figure4_sweep(P) -> list[TrackingConfig]:
     """Every training run the Figure 4 analysis reads: Table 2's S3 runs of every model and
-    the affine sweep of :func:`figure4_runs` (no run twice)."""
-    return list(dict.fromkeys(s3_runs(P) + figure4_runs(P)))
+    the affine sweep of :func:`figure4_population` (no run twice)."""
+    return list(dict.fromkeys(s3_runs(P) + figure4_population(P)))
 
 
 def diagnostics_grid(P) -> list[DiagnosticsConfig]:
-    """Every diagnostics run of the chapter: Table 2's S3 runs and the Figure 4 sweep, and
-    the Figure 4 sweep's again on the word samples ``P.diag_resample_seeds``."""
-    runs = list(dict.fromkeys(s3_runs(P) + figure4_runs(P)))
+    """Every diagnostics run of the chapter: Table 2's S3 runs and the Figure 4 sweep with
+    its growth, and the Figure 4 sweep's (:func:`figure4_runs`) again on the word samples
+    ``P.diag_resample_seeds``."""
+    runs = list(dict.fromkeys(s3_runs(P) + figure4_population(P)))
     return [diagnostics_config(P, c) for c in runs] + resample_grid(P)
 
 
 def resample_grid(P) -> list[DiagnosticsConfig]:
     """Figure 4's diagnostics on further held-out word samples (``P.diag_resample_seeds``):
-    how much T_cross and q move when only the words change."""
+    how much T_cross and q move when only the words change; on the sweep's own runs
+    (:func:`figure4_runs`), not on its growth."""
     from dataclasses import replace
 
     return [replace(diagnostics_config(P, c), seed=s)
@@ -197,9 +260,9 @@ def resample_grid(P) -> list[DiagnosticsConfig]:
 
 
 FIGURE4_RULE = ("affine models on S3 (Table 2's grid plus the Figure 4 learning rates and "
-                "seeds), both depths where the profile has them, keeping the runs that pass at "
-                "the training length (m_p >= 60) and whose q(t) crosses tau = 1/2 within the "
-                "rollout (a defined T_cross)")
+                "seeds, and the growth of the cells that learn), both depths where the profile "
+                "has them, keeping the runs that pass at the training length (m_p >= 60) and "
+                "whose q(t) crosses tau = 1/2 within the rollout (a defined T_cross)")
 
 
 def figure4_selection(records: list[dict]) -> list[dict]:

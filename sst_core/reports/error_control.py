@@ -27,7 +27,7 @@ def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[s
     from sst_core.experiments.paper1 import (
         diagnostics_config,
         diagnostics_grid,
-        figure4_runs,
+        figure4_population,
         s3_runs,
     )
 
@@ -36,7 +36,7 @@ def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[s
     elif which == "s3":
         cfgs = [diagnostics_config(P, c) for c in s3_runs(P)]
     elif which == "figure4":
-        cfgs = [diagnostics_config(P, c) for c in figure4_runs(P)]
+        cfgs = [diagnostics_config(P, c) for c in figure4_population(P, root)]
     else:
         raise ValueError(f"unknown record set {which!r}; allowed: all, s3, figure4")
     return stored_records(cfgs, root)
@@ -153,7 +153,10 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
 
 def figure4_table(P: Profile, root=None) -> Table:
     from sst_core.experiments.paper1 import (
+        FIGURE4_GROWTH_RULE,
         FIGURE4_RULE,
+        figure4_growth_cells,
+        figure4_growth_runs,
         figure4_selection,
         resample_grid,
     )
@@ -180,10 +183,19 @@ def figure4_table(P: Profile, root=None) -> Table:
             "squared gap between class centroids; the variant takes the median spread over "
             "the words instead (sst_core.analysis.diagnostics.median_ratio), which a heavy "
             "tail of far-out words does not dominate. "
-            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'diag_samples', 'track_max_steps')}.")
+            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
     counts = architecture_counts(selected)
     rows.append(["selected runs per architecture",
                  ", ".join(f"{k} {v}" for k, v in counts.items()) or "—", "—"])
+    cells = figure4_growth_cells(P, root)
+    growth = {"seeds": list(P.fig4_growth_seeds), "rule": FIGURE4_GROWTH_RULE,
+              "cells": [f"{m}" + (f" L{d}" if d > 1 else "") for m, d in cells],
+              "runs": len(figure4_growth_runs(P, root))}
+    if P.fig4_growth_seeds:
+        rows.append(["cells grown (seeds " + ", ".join(map(str, P.fig4_growth_seeds)) + ")",
+                     (", ".join(growth["cells"]) + f": {growth['runs']} runs added")
+                     if cells else "none yet", "—"])
+        note = note.replace("Bootstrap:", f"Growth: {FIGURE4_GROWTH_RULE}. Bootstrap:", 1)
     spread = resample_spread(selected, stored_records(resample_grid(P), root))
     for key, what in (("T_cross", "T_cross"), ("q_at_m_p", "q at m_p")):
         sp = spread[key]
@@ -194,7 +206,7 @@ def figure4_table(P: Profile, root=None) -> Table:
              f"(seeds {', '.join(map(str, P.diag_resample_seeds)) or 'none at this profile'}); "
              "factor = max(a/b, b/a) between the two estimates.")
     data = [{**s, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
-             "per_architecture": counts, "resample": spread}]
+             "per_architecture": counts, "resample": spread, "growth": growth}]
     return Table("Figure 4: T_cross predicts m_p", cols, rows, note,
                  [r["run_id"] for r in selected], data)
 

@@ -65,6 +65,10 @@ class Profile:
     diag_rollout: int  # length of those words (the paper: 1000)
     fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
     fig4_seeds: tuple[int, ...]  # seeds of that sweep
+    # seeds added to the cells (model, depth) of that sweep in which some stored run passes
+    # the training length, so that enough runs qualify for Figure 4
+    # (sst_core.experiments.paper1.figure4_growth_runs); empty: the sweep does not grow
+    fig4_growth_seeds: tuple[int, ...]
     # seeds of further held-out word samples on which Figure 4's diagnostics are repeated
     # (the spread of T_cross and q over word samples; empty: none)
     diag_resample_seeds: tuple[int, ...]
@@ -149,6 +153,7 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=100,
         fig4_lrs=(0.001,),
         fig4_seeds=(0,),
+        fig4_growth_seeds=(),
         diag_resample_seeds=(1,),
         beyond_depths=(1,),
         beyond_d_states=(8,),
@@ -211,6 +216,7 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=1000,
         fig4_lrs=(0.003, 0.01, 0.03),
         fig4_seeds=(0,),
+        fig4_growth_seeds=(),
         diag_resample_seeds=(),
         beyond_depths=(1,),
         beyond_d_states=(16,),
@@ -279,6 +285,7 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=1000,
         fig4_lrs=(0.001, 0.003),
         fig4_seeds=(0, 1, 2),
+        fig4_growth_seeds=(3, 4, 5),
         diag_resample_seeds=(1,),
         beyond_depths=(1,),
         beyond_d_states=(16,),
@@ -343,6 +350,7 @@ PROFILES: dict[str, Profile] = {
         diag_rollout=1000,
         fig4_lrs=(0.0001, 0.0005, 0.001),
         fig4_seeds=(0, 1, 2),
+        fig4_growth_seeds=(),
         diag_resample_seeds=(1,),
         beyond_depths=(1, 2),
         beyond_d_states=(32, 64, 128),

@@ -4,7 +4,10 @@ A *sweep* computes every run of its grids (:data:`sst_core.experiments.registry.
 under a profile) that has no stored record. Its unit of work is a *task*: one config, or a stack of tracking configs that
 differ only in seed and learning rate (:mod:`sst_core.training.stacked`, ``P.track_stack`` at a
 time). Some experiments come in *phases* (the diagnostics need their trained trackers
-first); a phase starts when the previous one is done.
+first); a phase starts when the previous one is done. A grid that depends on stored
+records (Figure 4's sweep grows in the cells whose runs learn) is read again when its
+phases are done, and the runs it has gained are computed in another round
+(:func:`grid_rounds`).
 
 Safe to kill at any moment, SIGKILL included, and to rerun:
 
@@ -55,7 +58,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from sst_core.experiments.registry import model_of, phases
 from sst_core.experiments.runs import needs_run
@@ -294,6 +297,24 @@ def plan(experiment: str, profile: str, retry_failed: bool = False,
                           for c in cfgs)
 
 
+def grid_rounds(experiment: str, P) -> Iterator[list[Any]]:
+    """The phases of ``experiment`` under ``P`` (:func:`~sst_core.experiments.registry.phases`),
+    then, as long as its grid has grown, the phases of the configs it did not hold before:
+    a grid can depend on stored records (Figure 4's sweep grows in the cells whose runs
+    learn, :func:`sst_core.experiments.paper1.figure4_growth_runs`), so it is read again
+    once the consumer has computed what was yielded. Each config once (by run id)."""
+    seen: set[str] = set()
+    while True:
+        rounds = [[c for c in cfgs if config_hash(c) not in seen]
+                  for cfgs in phases(experiment, P)]
+        rounds = [cfgs for cfgs in rounds if cfgs]
+        if not rounds:
+            return
+        for cfgs in rounds:
+            seen.update(config_hash(c) for c in cfgs)
+            yield cfgs
+
+
 def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str = "local",
           address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
           stack: int | None = None, threads: int | None = None, wait: bool = True,
@@ -363,7 +384,7 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
             todo = [c for c in todo if needs_run(c, retry_failed=retry_failed,
                                                  retry_stale=retry_stale, artifacts=artifacts)]
 
-    for cfgs in phases(experiment, P):
+    for cfgs in grid_rounds(experiment, P):
         compute(cfgs)
         # without waiting: runs left to another sweep, which the later phases may need
         # (waiting, a run another sweep finished keeps its outcome "claimed" too)
