@@ -75,8 +75,8 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str, scale: str) -> plt.
             ax.legend(fontsize=7)
     for row in axes:
         row[0].set_ylabel("sup over channels of M[tau]")
-    suptitle(fig, f"Training does not create memory: supremum memory function per layer, "
-                  f"task {task} ({scale})")
+    suptitle(fig, f"Does training create memory? Supremum memory function per layer at "
+                  f"initialisation and after training, task {task} ({scale})")
     fig.tight_layout()
     return fig
 
@@ -139,8 +139,8 @@ def fig_memory_horizon(cells: Sequence[dict[str, Any]], chance: float, band: flo
     for ax in (ax_acc, ax_mf):
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
-    suptitle(fig, f"Memory that is gone at lag tau is not learned back: delayed recall, "
-                  f"learned (solid) against frozen (dashed) spectra ({scale})")
+    suptitle(fig, f"Delayed recall against the delay tau, learned (solid) against frozen "
+                  f"(dashed) spectra, beside the memory function at tau ({scale})")
     fig.tight_layout()
     return fig
 
@@ -187,7 +187,7 @@ def fig_memory_noise(cells: Sequence[dict[str, Any]], levels: Sequence[dict[str,
         spare[0].scatter([], [], color="k", s=14, label="learned")
         spare[0].scatter([], [], color="k", facecolors="none", s=14, label="frozen")
         spare[0].legend(fontsize=8, loc="center", title="spectrum", title_fontsize=8)
-    suptitle(fig, "Memory that exists only in exact arithmetic is not used: delayed recall "
+    suptitle(fig, "Is memory that only exact arithmetic can read used? Delayed recall "
                   f"against the memory read with noise (filled learned, hollow frozen; {scale})")
     fig.tight_layout()
     return fig
