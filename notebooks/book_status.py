@@ -15,7 +15,8 @@
 # is retrained), how many runs and how much compute stand behind it, when its records
 # were made, and how far a larger profile's sweep of it has got (the chapters of Table 2, of
 # the LRA experiments and of the error-control diagnostics then also show the tables of those
-# records so far). `sst book --plan` prints the same before a build, with the compute the
+# records so far), or that it is complete where the book was built at a smaller profile than
+# `best` would choose. `sst book --plan` prints the same before a build, with the compute the
 # missing runs would need.
 
 # %% tags=["parameters", "remove-cell"]

@@ -78,8 +78,15 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     standard = table3_grid(get_profile("standard"))
     cached_run(standard[0], lambda c: {"m_p": None})  # the larger sweep has begun
     p = plan.book_plan(["p1_table3"], "smoke")[0]
-    assert p.under_way == ("standard", 1, len(standard))
+    assert p.under_way == ("standard", 1, len(standard)) and p.larger_complete is None
     assert f"| `standard`: 1 of {len(standard)} runs stored |" in plan.status_markdown([p])
+    for cfg in standard[1:]:  # complete: what `best` shows, said as such on a smaller build
+        cached_run(cfg, lambda c: {"m_p": None})
+    p = plan.book_plan(["p1_table3"], "smoke")[0]
+    assert p.under_way is None and p.larger_complete == ("standard", len(standard))
+    assert (f"| `standard`: all {len(standard)} runs stored (`best` shows it) |"
+            in plan.status_markdown([p]))
+    assert plan.book_plan(["p1_table3"], "standard")[0].larger_complete is None
 
 
 def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, capsys):

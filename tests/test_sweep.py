@@ -378,6 +378,9 @@ def test_under_way_names_a_larger_profile_with_some_of_its_records(root):
         cached_run(cfg, lambda c: {"m_p": None})
     assert params.under_way("p1_table3", "quick").profile.name == "standard"
     assert params.under_way("bench", "quick") is None  # reads no sweep
+    assert params.complete_larger("p1_table3", "quick") == ("paper", len(paper))
+    assert params.complete_larger("p1_table3", "paper") is None  # not larger than itself
+    assert params.complete_larger("bench", "quick") is None
 
 
 def test_best_counts_records_without_hashing_code_or_importing_torch(root, monkeypatch):

@@ -113,6 +113,18 @@ def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay |
     return None
 
 
+def complete_larger(notebook: str, shown: str, root: Path | None = None) -> tuple[str, int] | None:
+    """``(profile, runs)`` of the first profile of :data:`BEST_ORDER` larger than ``shown``
+    whose records cover the whole chapter (what ``best`` would show, where a build was
+    asked for ``shown``); None when there is none, or the chapter reads no sweep."""
+    larger = BEST_ORDER[:BEST_ORDER.index(shown)] if shown in BEST_ORDER else BEST_ORDER
+    for name in larger:
+        have, need = chapter_coverage(notebook, name, root)
+        if need and have == need:
+            return name, need
+    return None
+
+
 def _field_types() -> dict[str, type]:
     hints = typing.get_type_hints(Profile)
     return {f.name: hints[f.name] for f in fields(Profile)}

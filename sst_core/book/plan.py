@@ -62,6 +62,9 @@ class ChapterPlan:
     made_last: str | None = None  # and of the newest
     under_way: tuple[str, int, int] | None = None  # a larger profile's sweep begun:
     # (profile, stored, total), :func:`sst_core.book.params.under_way`
+    # a larger profile whose records cover the chapter (profile, runs), where the plan is for
+    # a smaller one: :func:`sst_core.book.params.complete_larger`
+    larger_complete: tuple[str, int] | None = None
 
     def line(self) -> str:
         if not self.total:
@@ -219,6 +222,7 @@ def collect(notebook: str, profile: str, root: Path | None = None,
     if plan.total:
         w = book_params.under_way(notebook, name, root)
         plan.under_way = None if w is None else (w.profile.name, w.stored, w.total)
+        plan.larger_complete = book_params.complete_larger(notebook, name, root)
     return plan, missing
 
 
@@ -279,17 +283,21 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
 def status_markdown(plans: list[ChapterPlan]) -> str:
     """The book's status page: per chapter, the profile it shows and why, the runs and
     compute behind it, when its records were made, and a larger profile's sweep that is
-    under way (its records so far)."""
+    under way (its records so far) or complete (what ``best`` would show)."""
     lines = ["| chapter | profile shown | runs stored / read | compute behind it | "
-             "records made (UTC) | larger sweep under way |", "|---|---|---|---|---|---|"]
+             "records made (UTC) | larger profile's sweep |", "|---|---|---|---|---|---|"]
     for p in plans:
         if not p.total:
             lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — | — |")
             continue
         made = ("—" if p.made_first is None else
                 f"{p.made_first[:16].replace('T', ' ')} to {p.made_last[:16].replace('T', ' ')}")
-        way = "—" if p.under_way is None else \
-            f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"
+        ways = ([f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"]
+                if p.under_way else [])
+        if p.larger_complete:
+            ways.append(f"`{p.larger_complete[0]}`: all {p.larger_complete[1]} runs stored "
+                        "(`best` shows it)")
+        way = "; ".join(ways) or "—"
         lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total} | "
                      f"{_hours(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)
