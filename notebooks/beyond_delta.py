@@ -306,3 +306,19 @@ glue("de_drift", ", ".join(f"{d['group']} rotated by {d['drift']}: T_cross {d['T
 # Products of reflections realise every finite group in some dimension (each is a group of
 # permutations, and a transposition is a reflection), which is why the Householder models
 # can extrapolate where the diagonal ones cannot.
+
+# %% [markdown]
+# ## The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then, the two tables above from its stored runs alone:
+
+# %%
+so_far = params.under_way("beyond_delta", P.name)
+if so_far:
+    display(rb.delta(so_far.profile))
+    display(rb.delta_lens(so_far.profile))
+glue("dd_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+
+# %% [markdown]
+# {glue:md}`dd_so_far`
