@@ -43,7 +43,7 @@ print(P.banner(*KNOBS))
 
 # %%
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.experiments import beyond, paper1
@@ -171,3 +171,20 @@ plt.show()
 # $m_p$ all sit on one evaluated length, is no evidence either way. The paper profile's records
 # (`sst sweep figure4_a5 --profile paper`) are what settles it; the `best` build of this book
 # shows them once they are stored.
+
+# %% [markdown]
+# ## The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then, the harder-groups table and Figure 4 on both
+# groups from its stored runs alone:
+
+# %%
+so_far = params.under_way("beyond_groups", P.name)
+if so_far:
+    display(rb.harder_groups(so_far.profile))
+    display(rb.figure4_groups(so_far.profile))
+glue("dhg_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+
+# %% [markdown]
+# {glue:md}`dhg_so_far`

@@ -58,7 +58,7 @@ print(P.banner(*KNOBS))
 
 # %%
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.analysis.label_free import warning_errors
@@ -142,3 +142,20 @@ glue("lf_best", "none (no tracker passes the training length at this scale)" if 
 # trackers that pass the training length (a tracker that fails at 60 needs no warning) and
 # against $m_p$ measured on a grid of lengths (60, 100, ..., 1000), so an error below one
 # grid step cannot be seen and $m_p = 1000$ is censored (the model may go further).
+
+# %% [markdown]
+# ## The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then, the oracle against label-free table and the
+# online warning from its stored runs alone:
+
+# %%
+so_far = params.under_way("beyond_label_free", P.name)
+if so_far:
+    display(rb.label_free(so_far.profile))
+    display(rb.label_free_warning(so_far.profile))
+glue("dlf_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+
+# %% [markdown]
+# {glue:md}`dlf_so_far`

@@ -181,3 +181,18 @@ else:
 # contracting correction, since errors that grow slowly do no harm inside the training
 # length. That is the same reason the paper gives for why affine models look fine at 60
 # and fail later, and it applies to the block that was meant to fix it.
+
+# %% [markdown]
+# ## The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then, the semi-affine table from its stored runs alone:
+
+# %%
+so_far = params.under_way("beyond_semi_affine", P.name)
+if so_far:
+    display(rb.semi_affine(so_far.profile))
+glue("dsa_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+
+# %% [markdown]
+# {glue:md}`dsa_so_far`

@@ -52,7 +52,7 @@ print(P.banner(*KNOBS))
 
 # %%
 import matplotlib.pyplot as plt
-from IPython.display import display
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.experiments import beyond
@@ -138,3 +138,20 @@ glue("sp_verdict", verdict, display=False)
 # of the readout, not of the eigenvalues. The distinguishability ratio measures exactly that
 # growth, so one expects $T_{\text{cross}}$ ({glue:text}`sp_rho_T_cross`) to predict $m_p$
 # better than any summary of the spectrum; measured: {glue:text}`sp_verdict`.
+
+# %% [markdown]
+# ## The larger sweep so far
+#
+# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
+# only once every run is stored. Until then, the spectra table and the predictors of m_p from
+# its stored runs alone:
+
+# %%
+so_far = params.under_way("beyond_spectra", P.name)
+if so_far:
+    display(rb.spectra(so_far.profile))
+    display(rb.spectra_predictors(so_far.profile))
+glue("dsp_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+
+# %% [markdown]
+# {glue:md}`dsp_so_far`
