@@ -311,7 +311,8 @@ glue("de_drift", ", ".join(f"{d['group']} rotated by {d['drift']}: T_cross {d['T
 # ## The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then, the two tables above from its stored runs alone:
+# only once every run is stored. While it is under way, this section shows the two tables
+# above from its stored runs alone (the sentence at its end says whether it is):
 
 # %%
 so_far = params.under_way("beyond_delta", P.name)

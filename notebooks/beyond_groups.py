@@ -176,8 +176,9 @@ plt.show()
 # ## The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then, the harder-groups table and Figure 4 on both
-# groups from its stored runs alone:
+# only once every run is stored. While it is under way, this section shows the harder-groups
+# table and Figure 4 on both groups from its stored runs alone (the sentence at its end says
+# whether it is):
 
 # %%
 so_far = params.under_way("beyond_groups", P.name)

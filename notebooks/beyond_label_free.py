@@ -147,8 +147,9 @@ glue("lf_best", "none (no tracker passes the training length at this scale)" if 
 # ## The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then, the oracle against label-free table and the
-# online warning from its stored runs alone:
+# only once every run is stored. While it is under way, this section shows the oracle against
+# label-free table and the online warning from its stored runs alone (the sentence at its end
+# says whether it is):
 
 # %%
 so_far = params.under_way("beyond_label_free", P.name)

@@ -186,7 +186,8 @@ else:
 # ## The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then, the semi-affine table from its stored runs alone:
+# only once every run is stored. While it is under way, this section shows the semi-affine
+# table from its stored runs alone (the sentence at its end says whether it is):
 
 # %%
 so_far = params.under_way("beyond_semi_affine", P.name)

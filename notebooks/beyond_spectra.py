@@ -143,8 +143,9 @@ glue("sp_verdict", verdict, display=False)
 # ## The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then, the spectra table and the predictors of m_p from
-# its stored runs alone:
+# only once every run is stored. While it is under way, this section shows the spectra table
+# and the predictors of m_p from its stored runs alone (the sentence at its end says whether
+# it is):
 
 # %%
 so_far = params.under_way("beyond_spectra", P.name)

@@ -281,7 +281,8 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep runs over many sessions, and `best` shows it only once every
-# run is stored. Until then, Figure 4's table and scatter from its stored runs alone:
+# run is stored. While it is under way, this section shows Figure 4's table and scatter from
+# its stored runs alone (the sentence at its end says whether it is):
 
 # %%
 so_far = params.under_way("p1_diagnostics", P.name)

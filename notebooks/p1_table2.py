@@ -191,10 +191,11 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then its stored runs are shown here as they are:
+# only once every run is stored. While it is under way, its stored runs are shown here as
+# they are:
 # Table 2, the accuracy against length of each cell's best run, the spread over each
 # cell's grid and where training stops (the sections below), from the `standard` records
-# alone.
+# alone. The sentence at the end of this section says whether it is.
 
 # %%
 so_far = params.under_way("p1_table2", P.name)

@@ -277,7 +277,8 @@ display(reports.corollary1_table(P))
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep of these runs goes on over many sessions, and `best` shows
-# it only once every run is stored. Until then, both tables from its stored runs alone:
+# it only once every run is stored. While it is under way, this section shows both tables from
+# its stored runs alone (the sentence at its end says whether it is):
 
 # %%
 so_far = params.under_way("p1_theory", P.name)

@@ -72,7 +72,7 @@ from sst_core.tasks.images import digits_images
 # %%
 glue("lra_pf_difficulty", f'"{P.lra_pathfinder_difficulty}"', display=False)
 glue("lra_probe_text", (
-    f"At `{P.name}` Pathfinder runs only as a probe (learned S4D-Inv, seeds "
+    f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
     f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the profile's "
     "budget, and the probe says whether the task is learned at this scale at all (the "
     "claims table below)." if "pathfinder" in P.lra_probe_tasks else ""), display=False)
@@ -172,9 +172,11 @@ glue("lra_claim_counts", ", ".join(
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. Until then its stored runs are shown here as they are: the
+# only once every run is stored. While it is under way, its stored runs are shown here as
+# they are: the
 # main table, the claims, the ablation and the memory-horizon tables and figure (the
 # sections below), each read from the `standard` records alone.
+# The sentence at the end of this section says whether it is.
 
 # %%
 so_far = params.under_way("p2_lra", P.name)

@@ -97,7 +97,10 @@ class UnderWay:
 def under_way_text(way: UnderWay | None, shown: str) -> str:
     """What a chapter's "larger sweep so far" section says: ``way``'s
     :meth:`UnderWay.sentence`, or that no larger sweep is under way."""
-    return way.sentence(shown) if way else "No larger profile's sweep of this chapter is under way."
+    if way:
+        return way.sentence(shown)
+    return (f"No larger profile's sweep of this chapter is under way: the page above shows "
+            f"`{shown}`, and this section has nothing to add to it.")
 
 
 def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay | None:
