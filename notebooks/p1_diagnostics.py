@@ -274,15 +274,42 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # prints does not match its own $r$ and $n$ (a two-sided test with $r = 0.869$, $n = 113$
 # gives about $10^{-35}$), so we compare $r$ and the interval, not $p$.
 #
-# `sst report diagnostics`, `sst report figure4` and `sst report corollary1` print these
-# tables from the stored records.
+# `sst report diagnostics`, `sst report figure4`, `sst report corollary1` and `sst report
+# crossing` print these tables from the stored records.
+
+# %% [markdown]
+# ### Does crossing mean failing?
+#
+# Figure 4 reads $T_{\text{cross}}$ for affine models only. $R$ is a mean over words while
+# decoding succeeds or fails one word at a time (and through the readout, not by the nearest
+# centroid), so $q \ge \tau$ is a warning, not a proof of failure. The state-dependent
+# trackers test the warning from the other side: among their $S_3$ runs that track to the
+# longest evaluated length, how many have a $T_{\text{cross}}$ all the same?
+
+# %%
+crossing = ec.crossing_table(P)
+display(crossing)
+cross_all = crossing.data[-1]
+glue("dg_cross_text", (
+    f"{cross_all['crossing']} of the {cross_all['reach']} state-dependent runs that reach "
+    f"length {max(P.track_eval_lengths)} have q crossing 1/2 within the rollout, and in "
+    f"{cross_all['median_crossing']} of those the median-spread variant crosses too"
+    if cross_all["reach"] else "no state-dependent run reaches the longest length at this "
+    "profile"), display=False)
+
+# %% [markdown]
+# At this scale {glue:text}`dg_cross_text`. A crossing without failure is what a ratio of means
+# allows: a few far-out words, or a direction the readout ignores, raise $R$ without one word
+# being decoded wrongly. Figure 4's claim is about affine models, which nothing stops from
+# spreading inside $U$ (Theorem 1).
 
 # %% [markdown]
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep runs over many sessions, and `best` shows it only once every
-# run is stored. While it is under way, this section shows Figure 4's table and scatter from
-# its stored runs alone (the sentence at its end says whether it is):
+# run is stored. While it is under way, this section shows Figure 4's table and scatter and the
+# crossing table of the state-dependent runs from its stored runs alone (the sentence at its end
+# says whether it is):
 
 # %%
 so_far = params.under_way("p1_diagnostics", P.name)
@@ -296,6 +323,7 @@ if so_far:
         so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                              "track_rnn_widths", "track_max_steps"))
     plt.show()
+    display(ec.crossing_table(so_far.profile))
     stale = sum(is_stale_record(r) for r in so_far_diag)
     so_far_text += (
         f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "

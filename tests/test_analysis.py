@@ -150,6 +150,42 @@ def test_figure4_counts_architectures_and_the_spread_over_word_samples():
     assert ec.resample_spread(sel, [])["T_cross"]["n"] == 0
 
 
+def test_crossing_without_failure_counts_state_dependent_runs_that_cross_but_track():
+    def sd(model, m_p, T_cross, q_med=None, layers=1, status="ok"):
+        r = _fake(model, m_p, T_cross, None, affine=False, status=status)
+        r["config"]["run"]["n_layers"] = layers
+        if q_med is not None:  # every t stored: t = 1 .. len
+            r["metrics"]["q_median"] = q_med
+        return r
+
+    recs = [sd("tanh_rnn", 1000, None, [0.1, 0.2]),  # tracks, never crosses
+            sd("tanh_rnn", 1000, 4, [0.1, 0.6, 0.2]),  # crosses; its median variant too
+            sd("tanh_rnn", 1000, 7, [0.1, 0.3, 0.4]),  # crosses; the median stays below
+            sd("tanh_rnn", 300, 2, [0.9]),  # crosses and fails early: not counted as such
+            sd("tanh_rnn", 1000, 9),  # an older record without q_median
+            sd("tanh_rnn", 1000, 5, [0.7], layers=2),
+            sd("tanh_rnn", 1000, 5, [0.7], status="failed"),  # not ok: ignored
+            _fake("mamba", 1000, 30, 0.9)]  # affine: ignored
+    out = ec.crossing_without_failure(recs, 1000)
+    assert list(out) == ["tanh_rnn", "tanh_rnn L2"]
+    assert out["tanh_rnn"] == {"runs": 5, "reach": 4, "crossing": 3, "T_cross": [4, 7, 9],
+                               "median_crossing": 1, "no_median": 1}
+    assert out["tanh_rnn L2"] == {"runs": 1, "reach": 1, "crossing": 1, "T_cross": [5],
+                                  "median_crossing": 1, "no_median": 0}
+    assert ec.crossing_without_failure(recs[-1:], 1000) == {}
+
+
+def test_crossing_table_reads_the_stored_s3_diagnostics(store):
+    from sst_core.reports import get_report
+
+    P = PROFILES["smoke"]
+    table = get_report("crossing")(P)
+    assert table.rows == [] and table.data == [{"model": "all", "runs": 0, "reach": 0,
+                                                "crossing": 0, "median_crossing": 0,
+                                                "no_median": 0}]
+    assert "State-dependent S3 runs only" in table.note and "smoke" in table.note
+
+
 def test_figure4_grows_by_seeds_in_the_cells_whose_runs_learn(store):
     from dataclasses import replace
 
