@@ -167,6 +167,28 @@ glue("lra_claim_counts", ", ".join(
 # %% [markdown]
 # Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:
 # {glue:text}`lra_claim_counts`.
+#
+# A task near chance is either too hard for the model or too small a sample of itself. The
+# training curves of the learned S4D-Inv runs tell the two apart: a model that cannot learn
+# the rule keeps a high train loss, one that memorises its training set drives the train
+# loss down while the test loss, after its minimum, climbs.
+
+# %%
+fit = lra_reports.lra_fit(P)
+display(fit)
+overfitting = [d for d in fit.data if d["runs"] and d["overfit"] * 2 > d["runs"]]
+glue("lra_fit_text", (
+    "Most learned S4D-Inv runs overfit on " + "; ".join(
+        f"{d['task']}: {d['overfit']} of {d['runs']} runs (train loss "
+        f"{d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
+        f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
+        for d in overfitting) + "."
+    if overfitting else "By this rule no task's runs mostly overfit."), display=False)
+
+# %% [markdown]
+# {glue:text}`lra_fit_text` Where they do, the training set, not the number of epochs,
+# limits what the task shows at this scale: LRA trains on 96,000 to 160,000 examples per
+# task, and more epochs on the same examples would mostly memorise them further.
 
 # %% [markdown]
 # ### The larger sweep so far
@@ -184,6 +206,7 @@ glue("lra_so_far", Markdown(params.under_way_text(so_far, P.name)), display=Fals
 if so_far:
     display(lra_reports.lra_main(so_far.profile))
     display(lra_reports.lra_claims(so_far.profile))
+    display(lra_reports.lra_fit(so_far.profile))
     display(lra_reports.lra_ablation(so_far.profile))
     so_far_horizon = lra_reports.memory_horizon(so_far.profile)
     display(so_far_horizon)

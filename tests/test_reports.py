@@ -39,3 +39,24 @@ def test_runs_note_says_what_a_cell_rests_on_only_when_some_runs_are_not_ok():
     assert reports.runs_note({"ok": 1, "failed": 2, "missing": 0}) == " (1 of 3 runs; 2 failed)"
     assert reports.runs_note({"ok": 0, "failed": 1, "missing": 5}) == \
         " (0 of 6 runs; 1 failed, 5 missing)"
+
+
+def test_fit_curves_tells_memorising_from_not_learning():
+    from sst_core.reports.lra import OVERFIT_RISE, fit_curves
+
+    def rec(train, test, status="ok"):
+        return {"status": status, "metrics": {"curves": {
+            "epoch": list(range(1, len(train) + 1)), "train_loss": train, "test_loss": test}}}
+
+    memorises = rec([0.7, 0.5, 0.2], [0.69, 0.8, 1.2])  # test loss climbs after epoch 1
+    learns = rec([0.7, 0.4, 0.2], [0.6, 0.3, 0.25])
+    stuck = rec([0.7, 0.69, 0.69], [0.69, 0.69, 0.7])  # train loss does not fall: no overfit
+    edge = rec([0.7, 0.6], [0.5, 0.5 * (1 + OVERFIT_RISE)])  # exactly at the limit: not over
+    f = fit_curves([memorises, learns, stuck, edge, rec([1.0], [9.0], status="failed")])
+    assert f["runs"] == 4 and f["overfit"] == 1
+    assert f["train_first"] == pytest.approx(0.7) and f["train_last"] == pytest.approx(0.4)
+    assert f["test_min"] == pytest.approx((0.5 + 0.69) / 2)  # medians of 0.69, 0.25, 0.69, 0.5
+    assert f["test_min_epoch"] == pytest.approx(1.0) and f["test_last"] == pytest.approx(0.625)
+    assert fit_curves([]) == {"runs": 0, "train_first": None, "train_last": None,
+                              "test_min": None, "test_min_epoch": None, "test_last": None,
+                              "overfit": 0}

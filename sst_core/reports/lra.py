@@ -169,6 +169,64 @@ def _verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("holds" if ok else "does not hold")
 
 
+# "overfits": the last epoch's test loss is this much (relative) above the run's smallest
+# while the train loss still fell over the run; one rule for every task
+OVERFIT_RISE = 0.10
+
+
+def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How the ``ok`` runs of ``records`` (LRA records of one cell) fit: the medians over
+    runs of the train loss at the first and last epoch, of the smallest test loss, the
+    epoch it is reached at and the last epoch's test loss, and how many runs overfit (last
+    test loss more than :data:`OVERFIT_RISE` above its smallest while the train loss
+    fell). Medians are None without runs."""
+    runs = [r["metrics"]["curves"] for r in records if r["status"] == "ok"]
+    first, last, low, at, end = [], [], [], [], []
+    overfit = 0
+    for c in runs:
+        train, test = c["train_loss"], c["test_loss"]  # (epochs,) each
+        i = min(range(len(test)), key=test.__getitem__)
+        first.append(train[0])
+        last.append(train[-1])
+        low.append(test[i])
+        at.append(c["epoch"][i])
+        end.append(test[-1])
+        overfit += test[-1] > (1 + OVERFIT_RISE) * test[i] and train[-1] < train[0]
+    return {"runs": len(runs), "train_first": _median(first), "train_last": _median(last),
+            "test_min": _median(low), "test_min_epoch": _median(at), "test_last": _median(end),
+            "overfit": overfit}
+
+
+def lra_fit(P: Profile, root=None) -> Table:
+    """Per task, how the learned S4D-Inv runs fit (:func:`fit_curves`): whether the
+    training set, not the epochs, limits what a stand-in task shows at this scale."""
+    cfgs = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_probe_grid(P)))
+    ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
+    cols = ["task", "training examples", "runs", "train loss: first → last epoch",
+            "test loss: smallest (epoch) → last epoch", "runs that overfit"]
+    rows, data = [], []
+    for task in P.lra_tasks + tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks):
+        recs = [rec for _, rec in ok.get((task, "inv", False), [])]
+        f = fit_curves(recs)
+        n_train = _median([r["metrics"]["task"]["n_train"] for r in recs
+                           if (r["metrics"].get("task") or {}).get("n_train")])
+        if f["runs"]:
+            rows.append([task, "—" if n_train is None else f"{n_train:,.0f}", f["runs"],
+                         f"{f['train_first']:.3f} → {f['train_last']:.3f}",
+                         f"{f['test_min']:.3f} ({f['test_min_epoch']:g}) → {f['test_last']:.3f}",
+                         f"{f['overfit']} of {f['runs']}"])
+        else:
+            rows.append([task, "—", 0, "—", "—", "—"])
+        data.append({"task": task, "n_train": n_train, **f})
+    note = ("Learned S4D-Inv runs of each task (main table and probes), medians over their "
+            f"seeds. A run overfits when its last epoch's test loss is more than "
+            f"{OVERFIT_RISE:.0%} above its smallest while its train loss fell. The accuracies "
+            "of the other tables are read at the epoch of best validation accuracy. Scale: "
+            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
+    return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
+                 ids, data)
+
+
 def lra_claims(P: Profile, root=None) -> Table:
     """Per task: chance (the test set's most frequent class), the margin the learned
     S4D-Inv model reaches over it, and whether each of the paper's claims holds here:
