@@ -207,3 +207,43 @@ def test_the_longest_stall_of_a_run_that_learned():
     out = longest_stall(runs)
     assert out == {"steps": 2500, "run_id": "b", "model": "tanh_rnn", "length": 2, "runs": 2}
     assert longest_stall([])["steps"] is None
+
+
+def test_where_table2_differs_and_what_may_explain_it(tmp_path, P):
+    from sst_core.reports.paper1 import disagreement_reasons, table2_disagreements
+
+    # paper: aussm C2 L1 1000, mamba3 C6 L1 100, simple_aussm C2 L1 300, mamba S3 L1 fail
+    P = replace(P, width_d_models=(P.track_d_model, 64), width_seeds=(0,), track_lrs=(1e-3,),
+                track_seeds=(0, 1))
+    values = {("aussm", "C2", 0): 200, ("aussm", "C2", 1): 100,  # below the paper's 1000
+              ("mamba3", "C6", 0): 1000, ("mamba3", "C6", 1): 60,  # 100 inside our range
+              ("simple_aussm", "C2", 0): 300,  # agrees: not listed
+              ("mamba", "S3", 0): 100}  # above the paper's fail, fail not in range
+    for cfg in paper1.table2_grid(P, groups=("C2", "C6", "S3")):
+        key = (cfg.model, cfg.group, cfg.seed)
+        if key in values and cfg.n_layers == 1:
+            cached_run(cfg, fake(values[key]), root=tmp_path)
+    for cfg in paper1.width_grid(P):  # the width ablation: aussm C2 reaches 700 at 64
+        if cfg.model == "aussm" and cfg.group == "C2" and cfg.d_model == 64:
+            cached_run(cfg, fake(700), root=tmp_path)
+    t = table2_disagreements(P, root=tmp_path)
+    by = {(d["model"], d["group"]): d for d in t.data}
+    assert set(by) == {("aussm", "C2"), ("mamba3", "C6"), ("mamba", "S3")}
+    lower = by["aussm", "C2"]
+    assert lower["m_p"] == 200 and lower["paper"] == 1000 and not lower["inside_grid"]
+    assert [by[k]["direction"] for k in (("aussm", "C2"), ("mamba3", "C6"), ("mamba", "S3"))] \
+        == ["lower", "higher", "higher"]
+    assert lower["reasons"][0].startswith(f"2 runs per cell at d_model {P.track_d_model}, "
+                                          "the paper 81 at d_model 698")
+    assert "the width ablation reaches 700 at d_model 64" in lower["reasons"]
+    higher = by["mamba3", "C6"]
+    assert higher["inside_grid"] and "(median 1000)" in higher["reasons"][0]  # median of 2: upper
+    assert "beats the paper's best of 81" in higher["reasons"][1]
+    assert not by["mamba", "S3"]["inside_grid"]  # fail is below every run of the cell
+    assert len(t.rows) == 3 and t.rows[0][0] == "mamba S3 L1"  # table order: models first
+    # a proposed definition says so; the RNN family's width is its hidden width
+    cell = {"model": "token_gated_rnn", "m_p": 100, "paper": 700, "n_runs": 4,
+            "grid": {"n": 4, "median": 100, "min": 60, "max": 100}}
+    reasons = disagreement_reasons(cell, P)
+    assert reasons[0].startswith("4 runs per cell at hidden width")
+    assert reasons[-1] == "the model's definition is our proposal"

@@ -27,6 +27,12 @@ for _model, _rows in _T2.items():
             if _value != "-":
                 TABLE2[(_model, _group, _depth)] = _value
 
+# Paper 1's Table 2 protocol as far as it is known (reference, "Training protocol"):
+# parameter-matched models at d_model 698, and the best of a grid of 3 state sizes x 3
+# learning rates x 3 schedulers x 3 seeds per cell.
+TABLE2_D_MODEL = 698
+TABLE2_RUNS_PER_CELL = 81
+
 # Paper 1, Table 3: m_p on S3 with one layer, h = phi(W_h h + W_x e(x) + b). Source: Summary.
 TABLE3: dict[str, int | None] = {
     "tanh": 1000, "relu": 1000, "groupsort2": 1000, "max": 1000, "min": 1000,
@@ -83,6 +89,8 @@ LRA_COUNTERPART = {"listops": "ListOps", "pathfinder": "Pathfinder", "digits": "
 SOURCES = {
     "TABLE2": "arXiv 2605.07755 Table 2, via the secondary Review and Summary (reference 8.1)",
     "TABLE3": "arXiv 2605.07755 Table 3, via the secondary Summary (reference 8.2)",
+    "TABLE2_D_MODEL": "arXiv 2605.07755 Appendix C ('parameter-budget matched'), reference 6.4",
+    "TABLE2_RUNS_PER_CELL": "arXiv 2605.07755 Appendix C, Table 4 (grouping presumed), reference 6.4",
     "FIGURE4": "arXiv 2605.07755 Figure 4 and its text, via the reference's results table",
     "LRA_MAIN": "arXiv 2510.00563 main table, via the secondary Summary (reference 12.1)",
     "LRA_ABLATION": "arXiv 2510.00563 ablation, via the secondary Summary (reference 12.2)",
