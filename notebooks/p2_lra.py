@@ -179,16 +179,37 @@ display(fit)
 overfitting = [d for d in fit.data if d["runs"] and d["overfit"] * 2 > d["runs"]]
 glue("lra_fit_text", (
     "Most learned S4D-Inv runs overfit on " + "; ".join(
-        f"{d['task']}: {d['overfit']} of {d['runs']} runs (train loss "
-        f"{d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
+        f"{d['task']} with {d['n_train']:,.0f} examples: {d['overfit']} of {d['runs']} runs "
+        f"(train loss {d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
         f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
         for d in overfitting) + "."
     if overfitting else "By this rule no task's runs mostly overfit."), display=False)
+probe_text = []
+for d in fit.data:
+    if d["n_train_asked"] == P.lra_n_train:
+        continue
+    base = next((b for b in fit.data if b["task"] == d["task"] and b["runs"]
+                 and b["n_train_asked"] == P.lra_n_train), None)
+    if not d["runs"]:
+        probe_text.append(f"the {d['task']} data probe ({d['n_train_asked']:,} examples) has no "
+                          "stored run yet")
+        continue
+    probe_text.append(
+        f"with {d['n_train']:,.0f} examples {d['task']} reaches {d['best_test_accuracy']:.3f} "
+        f"against chance {d['chance']:.3f}"
+        + (f" ({base['best_test_accuracy']:.3f} with {base['n_train']:,.0f})" if base else "")
+        + (", and still overfits" if d["overfit"] else ", without overfitting"))
+glue("lra_data_probe_text", (
+    "Data probes (learned S4D-Inv, seed " + str(P.lra_seeds[0]) + "): "
+    + "; ".join(probe_text) + "." if probe_text else "This profile runs no data probe."),
+    display=False)
 
 # %% [markdown]
 # {glue:text}`lra_fit_text` Where they do, the training set, not the number of epochs,
 # limits what the task shows at this scale: LRA trains on 96,000 to 160,000 examples per
-# task, and more epochs on the same examples would mostly memorise them further.
+# task, and more epochs on the same examples would mostly memorise them further. The data
+# probes test that directly, with the same model and epochs on a larger training set:
+# {glue:text}`lra_data_probe_text`
 
 # %% [markdown]
 # ### The larger sweep so far

@@ -314,3 +314,33 @@ def test_probe_tasks_show_their_margin_and_no_claims(store):
     row = next(r for r in t.rows if r[0].startswith("pathfinder"))
     assert row[0].endswith("[probe]") and row[4] == "probe only (learned S4D-Inv)"
     assert {c.difficulty for c in paper2.lra_probe_grid(PROFILES["standard"])} == {"easy"}
+
+
+def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_shows_both(store):
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_probe_tasks=(),
+                            lra_data_probe_tasks=("listops",), lra_data_probe_factor=3,
+                            lra_seeds=(4, 5))
+    (probe,) = paper2.lra_data_probe_grid(P)
+    base = next(c for c in paper2.lra_main_grid(P) if c.init == "inv"
+                and not c.freeze_spectrum and c.seed == 4)
+    assert (probe.task, probe.init, probe.freeze_spectrum, probe.seed) == ("listops", "inv",
+                                                                          False, 4)
+    assert probe.n_train == 3 * P.lra_n_train and probe == dataclasses.replace(
+        base, n_train=probe.n_train)  # everything else as the main table's run
+    assert paper2.lra_data_probe_grid(dataclasses.replace(P, lra_data_probe_tasks=())) == []
+
+    def fake(acc, test_loss):
+        return lambda c: {"test_accuracy": acc, "chance_accuracy": 0.2,
+                          "task": {"n_test": 100, "n_train": c.n_train},
+                          "curves": {"epoch": [1, 2], "train_loss": [2.0, 1.0],
+                                     "test_loss": test_loss}}
+    cached_run(base, fake(0.3, [1.5, 1.9]))  # memorises: test loss climbs
+    t = lra_reports.lra_fit(P)
+    rows = {(d["task"], d["n_train_asked"]): d for d in t.data}
+    assert rows["listops", P.lra_n_train]["overfit"] == 1
+    assert rows["listops", probe.n_train]["runs"] == 0  # the probe is not stored yet
+    assert t.rows[-1][3] == "missing"
+    cached_run(probe, fake(0.6, [1.2, 1.1]))
+    d = next(x for x in lra_reports.lra_fit(P).data if x["n_train_asked"] == probe.n_train)
+    assert d["runs"] == 1 and d["overfit"] == 0 and d["n_train"] == probe.n_train
+    assert d["best_test_accuracy"] == pytest.approx(0.6) and d["chance"] == pytest.approx(0.2)

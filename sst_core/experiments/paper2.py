@@ -145,6 +145,17 @@ def lra_probe_grid(P) -> list[LRAConfig]:
             for seed in P.lra_seeds[:2]]
 
 
+def lra_data_probe_grid(P) -> list[LRAConfig]:
+    """The data probes: learned S4D-Inv on each of ``P.lra_data_probe_tasks`` with
+    ``P.lra_data_probe_factor`` times the profile's training examples, the first seed (a
+    task whose runs memorise their training set: does more data lift it?)."""
+    from dataclasses import replace
+
+    return [replace(_lra(P, t, "inv", False, P.lra_seeds[0]),
+                    n_train=P.lra_data_probe_factor * P.lra_n_train)
+            for t in P.lra_data_probe_tasks]
+
+
 HORIZON_INITS = ("inv", "lin", "real", "random", "step")  # every kind of init_Lambda
 
 

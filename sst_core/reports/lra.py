@@ -198,30 +198,46 @@ def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def lra_fit(P: Profile, root=None) -> Table:
-    """Per task, how the learned S4D-Inv runs fit (:func:`fit_curves`): whether the
-    training set, not the epochs, limits what a stand-in task shows at this scale."""
-    cfgs = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_probe_grid(P)))
-    ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
-    cols = ["task", "training examples", "runs", "train loss: first → last epoch",
-            "test loss: smallest (epoch) → last epoch", "runs that overfit"]
+    """Per task and training-set size, how the learned S4D-Inv runs fit
+    (:func:`fit_curves`) and the best test accuracy they reach beside chance: whether the
+    training set, not the epochs, limits what a stand-in task shows at this scale. The
+    data probes (:func:`sst_core.experiments.paper2.lra_data_probe_grid`) add a row with
+    more training examples for their tasks."""
+    cfgs = [c for c in dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_probe_grid(P)
+                                     + paper2.lra_data_probe_grid(P))
+            if c.init == "inv" and not c.freeze_spectrum]
+    ok, ids, status = group_records(cfgs, lambda c: (c.task, c.n_train), root)
+    cols = ["task", "training examples", "runs", "best test accuracy (chance)",
+            "train loss: first → last epoch", "test loss: smallest (epoch) → last epoch",
+            "runs that overfit"]
     rows, data = [], []
-    for task in P.lra_tasks + tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks):
-        recs = [rec for _, rec in ok.get((task, "inv", False), [])]
+    for task, size in dict.fromkeys((c.task, c.n_train) for c in cfgs):
+        recs = [rec for _, rec in ok.get((task, size), [])]
         f = fit_curves(recs)
         n_train = _median([r["metrics"]["task"]["n_train"] for r in recs
                            if (r["metrics"].get("task") or {}).get("n_train")])
+        best = max((r["metrics"]["test_accuracy"] for r in recs), default=None)
+        chance = _median([r["metrics"]["chance_accuracy"] for r in recs
+                          if r["metrics"].get("chance_accuracy") is not None])
+        st = status.get((task, size), {})
         if f["runs"]:
             rows.append([task, "—" if n_train is None else f"{n_train:,.0f}", f["runs"],
+                         f"{best:.3f} ({'—' if chance is None else f'{chance:.3f}'})",
                          f"{f['train_first']:.3f} → {f['train_last']:.3f}",
                          f"{f['test_min']:.3f} ({f['test_min_epoch']:g}) → {f['test_last']:.3f}",
                          f"{f['overfit']} of {f['runs']}"])
         else:
-            rows.append([task, "—", 0, "—", "—", "—"])
-        data.append({"task": task, "n_train": n_train, **f})
-    note = ("Learned S4D-Inv runs of each task (main table and probes), medians over their "
-            f"seeds. A run overfits when its last epoch's test loss is more than "
-            f"{OVERFIT_RISE:.0%} above its smallest while its train loss fell. The accuracies "
-            "of the other tables are read at the epoch of best validation accuracy. Scale: "
+            what = "missing" if st.get("missing") else "failed"
+            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—"])
+        data.append({"task": task, "n_train_asked": size, "n_train": n_train,
+                     "best_test_accuracy": best, "chance": chance, **f})
+    note = ("Learned S4D-Inv runs of each task (main table, probes and data probes: "
+            f"{P.lra_data_probe_factor} times the training examples on "
+            f"{', '.join(P.lra_data_probe_tasks) or 'no task'}, seed {P.lra_seeds[0]}), "
+            "medians over their seeds; the training examples are those the task has (digits "
+            "has fewer than the profile asks). A run overfits when its last epoch's test "
+            f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
+            "fell. Test accuracy is read at the epoch of best validation accuracy. Scale: "
             f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)

@@ -95,6 +95,10 @@ class Profile:
     # tasks run only as a learnability probe (learned S4D-Inv, the first two seeds): the
     # full grid of such a task does not fit the profile's budget
     lra_probe_tasks: tuple[str, ...]
+    # data probes: learned S4D-Inv, first seed, on these tasks with lra_data_probe_factor x
+    # lra_n_train training examples (does more data lift a task that overfits its set?)
+    lra_data_probe_tasks: tuple[str, ...]
+    lra_data_probe_factor: int
     # the memory-horizon task of the same chapter (delayed recall at lag tau; seeds: lra_seeds)
     horizon_taus: tuple[int, ...]  # delays tau of the label, short to long
     horizon_N: int  # state size N (real dimension)
@@ -173,6 +177,8 @@ PROFILES: dict[str, Profile] = {
         lra_mf_T=64,
         lra_pathfinder_difficulty="hard",
         lra_probe_tasks=(),
+        lra_data_probe_tasks=("pathfinder",),
+        lra_data_probe_factor=2,
         horizon_taus=(4, 16),
         horizon_N=4,
         horizon_H=4,
@@ -236,6 +242,8 @@ PROFILES: dict[str, Profile] = {
         lra_mf_T=256,
         lra_pathfinder_difficulty="hard",
         lra_probe_tasks=(),
+        lra_data_probe_tasks=(),
+        lra_data_probe_factor=1,
         horizon_taus=(10, 100, 300, 1000),
         horizon_N=32,
         horizon_H=16,
@@ -308,6 +316,8 @@ PROFILES: dict[str, Profile] = {
         lra_mf_T=1024,
         lra_pathfinder_difficulty="easy",
         lra_probe_tasks=("pathfinder",),
+        lra_data_probe_tasks=("pathfinder",),
+        lra_data_probe_factor=4,
         horizon_taus=(10, 30, 100, 300, 1000, 2000),
         horizon_N=64,
         horizon_H=16,
@@ -370,6 +380,8 @@ PROFILES: dict[str, Profile] = {
         lra_mf_T=4096,
         lra_pathfinder_difficulty="hard",
         lra_probe_tasks=(),
+        lra_data_probe_tasks=(),
+        lra_data_probe_factor=1,
         horizon_taus=(10, 30, 100, 300, 1000, 2000, 4000),
         horizon_N=64,
         horizon_H=64,
