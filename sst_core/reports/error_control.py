@@ -333,5 +333,7 @@ def crossing_table(P: Profile, root=None) -> Table:
             f"tracks at length {longest}; q_median is our median-spread variant, checked at its "
             "stored times. Scale: "
             f"{P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_rnn_widths', 'track_max_steps')}.")
+    ids = [r["run_id"] for r in records
+           if r["status"] == "ok" and not r["metrics"]["is_affine"]]
     return Table("Does crossing mean failing? q against m_p for the state-dependent trackers",
-                 cols, rows, note, [], data)
+                 cols, rows, note, ids, data)
