@@ -182,7 +182,10 @@ glue("lra_fit_text", (
         f"{d['task']} with {d['n_train']:,.0f} examples: {d['overfit']} of {d['runs']} runs "
         f"(train loss {d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
         f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
-        for d in overfitting) + "."
+        for d in overfitting) + ". Where they do, the training set, not the number of "
+    "epochs, limits what the task shows at this scale: LRA trains on 96,000 to 160,000 "
+    "examples per task, and more epochs on the same examples would mostly memorise them "
+    "further."
     if overfitting else "By this rule no task's runs mostly overfit."), display=False)
 probe_text = []
 for d in fit.data:
@@ -205,11 +208,8 @@ glue("lra_data_probe_text", (
     display=False)
 
 # %% [markdown]
-# {glue:text}`lra_fit_text` Where they do, the training set, not the number of epochs,
-# limits what the task shows at this scale: LRA trains on 96,000 to 160,000 examples per
-# task, and more epochs on the same examples would mostly memorise them further. The data
-# probes test that directly, with the same model and epochs on a larger training set:
-# {glue:text}`lra_data_probe_text`
+# {glue:text}`lra_fit_text` The data probes test that directly, with the same model and
+# epochs on a larger training set: {glue:text}`lra_data_probe_text`
 
 # %% [markdown]
 # ### The larger sweep so far

@@ -368,7 +368,8 @@ def test_under_way_names_a_larger_profile_with_some_of_its_records(root):
     assert params.under_way_text(w, "quick") == w.sentence("quick")
     assert params.under_way_text(None, "standard") == (
         "No larger profile's sweep of this chapter is under way: the page above shows "
-        "`standard`, and this section has nothing to add to it.")
+        "`standard`, and this section has nothing to add to it (where a larger profile's "
+        "records are complete, `best` shows them; the status page says which).")
     assert params.under_way("p1_table3", "smoke").profile.name == "standard"
     assert params.under_way("p1_table3", "standard") is None  # not larger than itself
     cached_run(paper[0], lambda c: {"m_p": None})  # the larger one comes first

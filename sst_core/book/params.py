@@ -100,7 +100,8 @@ def under_way_text(way: UnderWay | None, shown: str) -> str:
     if way:
         return way.sentence(shown)
     return (f"No larger profile's sweep of this chapter is under way: the page above shows "
-            f"`{shown}`, and this section has nothing to add to it.")
+            f"`{shown}`, and this section has nothing to add to it (where a larger profile's "
+            "records are complete, `best` shows them; the status page says which).")
 
 
 def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay | None:
