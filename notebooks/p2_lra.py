@@ -112,7 +112,9 @@ glue("lra_frozen_share_paper", 100 * big.frozen_share, display=False)
 main_cfgs = paper2.lra_main_grid(P)
 abl_cfgs = paper2.lra_ablation_grid(P)
 records = experiments_runs.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs
-                                                     + paper2.lra_probe_grid(P))), desc="LRA")
+                                                     + paper2.lra_probe_grid(P)
+                                                     + paper2.lra_data_probe_grid(P))),
+                                   desc="LRA")
 failed = [r for r in records if r["status"] != "ok"]
 for r in failed:
     print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")
@@ -209,7 +211,7 @@ glue("lra_data_probe_text", (
 
 # %% [markdown]
 # {glue:text}`lra_fit_text` The data probes test that directly, with the same model and
-# epochs on a larger training set: {glue:text}`lra_data_probe_text`
+# epochs on a larger training set. {glue:text}`lra_data_probe_text`
 
 # %% [markdown]
 # ### The larger sweep so far

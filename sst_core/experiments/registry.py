@@ -148,6 +148,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("lra", f"{P2}:lra_ablation_grid", ("p2_lra",),
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
          Grid("lra", f"{P2}:lra_probe_grid", ("p2_lra",),
+              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
+         Grid("lra", f"{P2}:lra_data_probe_grid", ("p2_lra",),
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)")),
         TORCH_STARTUP),
     Experiment(
