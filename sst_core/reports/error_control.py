@@ -286,15 +286,15 @@ def crossing_without_failure(records: list[dict[str, Any]], longest: int) -> dic
     are counted apart in ``no_median``). A crossing without failure shows that q, a ratio
     of means, is not a per-word bound: Figure 4 reads it for affine models only."""
     from sst_core.analysis.diagnostics import T_cross
+    from sst_core.reports.paper1 import run_label
     from sst_core.store.codec import stored_curve
 
     out: dict[str, dict[str, Any]] = {}
     for r in records:
         if r["status"] != "ok" or r["metrics"]["is_affine"]:
             continue
-        m, cfg = r["metrics"], run_config(r)
-        label = cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
-        row = out.setdefault(label, {"runs": 0, "reach": 0, "crossing": 0, "T_cross": [],
+        m = r["metrics"]
+        row = out.setdefault(run_label(run_config(r)), {"runs": 0, "reach": 0, "crossing": 0, "T_cross": [],
                                      "median_crossing": 0, "no_median": 0})
         row["runs"] += 1
         if m["m_p"] != longest:
@@ -307,7 +307,7 @@ def crossing_without_failure(records: list[dict[str, Any]], longest: int) -> dic
         if "q_median" not in m:
             row["no_median"] += 1
             continue
-        t, q_med = stored_curve(m, "q_median")  # (n_stored,) each
+        _, q_med = stored_curve(m, "q_median")  # (n_stored,) at the stored times
         row["median_crossing"] += T_cross(q_med, r["config"]["tau"]) is not None
     return dict(sorted(out.items()))
 
