@@ -274,8 +274,30 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # prints does not match its own $r$ and $n$ (a two-sided test with $r = 0.869$, $n = 113$
 # gives about $10^{-35}$), so we compare $r$ and the interval, not $p$.
 #
-# `sst report diagnostics`, `sst report figure4`, `sst report corollary1` and `sst report
-# crossing` print these tables from the stored records.
+# `sst report diagnostics`, `sst report figure4`, `sst report figure4_within`, `sst report
+# corollary1` and `sst report crossing` print these tables from the stored records.
+
+# %% [markdown]
+# ### Within an architecture, or only between architectures?
+#
+# A correlation over runs of several architectures can come from the architectures alone:
+# if each architecture's runs sit in a cluster at its own $T_{\text{cross}}$ and $m_p$, the
+# clusters line up and $r$ is large even when, among the runs of one architecture,
+# $T_{\text{cross}}$ says nothing about $m_p$. The paper reports only the pooled $r$. The
+# stronger reading of its claim, that $T_{\text{cross}}$ predicts *where a given model
+# fails*, needs the correlation within architectures: each run's $\log T_{\text{cross}}$
+# and $\log m_p$ taken relative to its architecture's means.
+
+# %%
+within = ec.figure4_within_table(P)
+display(within)
+glue("dg_f4_within", ec.figure4_within_text(within.data), display=False)
+
+# %% [markdown]
+# At this scale {glue:text}`dg_f4_within`. Where the within-architecture $r$ is about as
+# large as the pooled one, $T_{\text{cross}}$ tracks $m_p$ from run to run and not only from
+# architecture to architecture; a between-architecture $r$ needs at least three
+# architectures with qualifying runs.
 
 # %% [markdown]
 # ### Does crossing mean failing?
@@ -307,9 +329,9 @@ glue("dg_cross_text", (
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep runs over many sessions, and `best` shows it only once every
-# run is stored. While it is under way, this section shows Figure 4's table and scatter and the
-# crossing table of the state-dependent runs from its stored runs alone (the sentence at its end
-# says whether it is):
+# run is stored. While it is under way, this section shows Figure 4's table and scatter, its
+# correlation within and between architectures, and the crossing table of the state-dependent
+# runs from its stored runs alone (the sentence at its end says whether it is):
 
 # %%
 so_far = params.under_way("p1_diagnostics", P.name)
@@ -323,6 +345,7 @@ if so_far:
         so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                              "track_rnn_widths", "track_max_steps"))
     plt.show()
+    display(ec.figure4_within_table(so_far.profile))
     display(ec.crossing_table(so_far.profile))
     stale = sum(is_stale_record(r) for r in so_far_diag)
     so_far_text += (

@@ -150,6 +150,37 @@ def test_figure4_counts_architectures_and_the_spread_over_word_samples():
     assert ec.resample_spread(sel, [])["T_cross"]["n"] == 0
 
 
+def test_figure4_within_separates_architectures_from_runs():
+    """Two architectures: within each, T_cross rises with m_p; between them it falls, so
+    the pooled r over all runs is small while the within-architecture r is large."""
+    recs = []
+    for k, (T, m) in enumerate([(10, 600), (12, 700), (15, 800), (18, 900),
+                                (100, 100), (120, 150), (150, 200), (180, 300)]):
+        r = _fake("mamba" if k < 4 else "aussm", m, T, 0.9)
+        r["run_id"] = f"run{k}"
+        recs.append(r)
+    rows = ec.figure4_within(recs)
+    kinds = [(d["kind"], d["label"]) for d in rows]
+    assert kinds == [("architecture", "aussm"), ("architecture", "mamba"),
+                     ("within", "within architectures (pooled)"),
+                     ("between", "between architectures (geometric means)"),
+                     ("all", "all selected runs (Figure 4's r)")]
+    by = {d["kind"]: d for d in rows}
+    assert rows[0]["n"] == 4 and rows[0]["m_p_values"] == [100, 150, 200, 300]
+    assert rows[0]["r"] > 0.9 and rows[1]["r"] > 0.9
+    assert by["within"]["r"] > 0.9 and by["within"]["groups"] == 2 and by["within"]["n"] == 8
+    assert by["all"]["r"] == pytest.approx(ec.figure4_stats(recs, n_boot=10)["r"])
+    assert by["all"]["r"] < 0
+    # two architectures are two points: no correlation between them, and the reason given
+    assert by["between"]["r"] is None and "at least 3" in by["between"]["why_no_r"]
+    text = ec.figure4_within_text(rows)
+    assert text.startswith(f"within architectures r = {by['within']['r']:.3f}")
+    assert "over 8 runs of 2 architectures" in text and "undefined over 2 points" in text
+    assert "nothing to take apart" in ec.figure4_within_text(ec.figure4_within([]))
+    one_m_p = ec.figure4_within([_fake("mamba", 100, 10 + k, 0.9) for k in range(3)])
+    assert one_m_p[0]["r"] is None and "same" in one_m_p[0]["why_no_r"]
+
+
 def test_crossing_without_failure_counts_state_dependent_runs_that_cross_but_track():
     def sd(model, m_p, T_cross, q_med=None, layers=1, status="ok"):
         r = _fake(model, m_p, T_cross, None, affine=False, status=status)

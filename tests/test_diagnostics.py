@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.stats as scipy_stats
 import torch
 
 from sst_core.analysis import clusters, stats
@@ -279,6 +280,58 @@ def test_loglog_pearson_power_law():
     assert res["n"] == 5 and res["r"] == pytest.approx(1.0) and res["p"] < 1e-6
     with pytest.raises(ValueError, match="at least 3"):
         stats.loglog_pearson([10, None, 30], [1, 2, np.nan])
+
+
+def _partial_r_by_regression(x, y, groups):
+    """Plain reference: the coefficient test of log x in the least-squares fit of log y on
+    log x and one indicator per group, and the correlation of the two logs' residuals on
+    the indicators."""
+    lx, ly = np.log(x), np.log(y)
+    names = sorted(set(groups))
+    G = np.array([[g == k for k in names] for g in groups], dtype=float)  # (n, g)
+    resid = [v - G @ np.linalg.lstsq(G, v, rcond=None)[0] for v in (lx, ly)]
+    r = np.corrcoef(*resid)[0, 1]
+    X = np.column_stack([lx, G])  # (n, 1 + g)
+    beta, *_ = np.linalg.lstsq(X, ly, rcond=None)
+    df = len(x) - X.shape[1]
+    s2 = np.sum((ly - X @ beta) ** 2) / df
+    se = np.sqrt(s2 * np.linalg.inv(X.T @ X)[0, 0])
+    p = 2 * scipy_stats.t.sf(abs(beta[0] / se), df)
+    return r, p, df
+
+
+def test_loglog_within_pearson_matches_the_regression_with_group_indicators():
+    rng = np.random.default_rng(0)
+    groups = ["a"] * 7 + ["b"] * 5 + ["c"] * 9 + ["d"]  # a group of one adds nothing
+    n = len(groups)
+    shift = {"a": 0.0, "b": 2.0, "c": -1.0, "d": 0.5}
+    lx = rng.normal(size=n) + np.array([shift[g] for g in groups])
+    ly = 0.6 * lx + rng.normal(scale=0.5, size=n) - 3 * np.array([shift[g] for g in groups])
+    res = stats.loglog_within_pearson(np.exp(lx), np.exp(ly), groups)
+    r, p, df = _partial_r_by_regression(np.exp(lx), np.exp(ly), groups)
+    assert res["n"] == n and res["groups"] == 4 and res["df"] == df == n - 4 - 1
+    assert res["r"] == pytest.approx(r, abs=1e-12) and res["p"] == pytest.approx(p, rel=1e-9)
+    # Simpson: each group rises, but the groups' levels fall against each other
+    x = [1, 2, 3, 10, 20, 30, 100, 200, 300]
+    y = [900, 1000, 1100, 90, 100, 110, 9, 10, 11]
+    g = ["u"] * 3 + ["v"] * 3 + ["w"] * 3
+    assert stats.loglog_pearson(x, y)["r"] < -0.9
+    assert stats.loglog_within_pearson(x, y, g)["r"] > 0.99
+    # None / NaN pairs are dropped, as by loglog_pearson
+    again = stats.loglog_within_pearson(x + [None, 5.0], y + [3.0, np.nan], g + ["u", "v"])
+    assert again["n"] == 9 and again["r"] == pytest.approx(
+        stats.loglog_within_pearson(x, y, g)["r"])
+
+
+def test_loglog_within_pearson_bad_inputs():
+    with pytest.raises(ValueError, match="more runs than groups"):
+        stats.loglog_within_pearson([1, 2, 3], [1, 2, 3], ["a", "a", "b"])
+    with pytest.raises(ValueError, match="does not vary within"):
+        stats.loglog_within_pearson([1, 2, 3, 4, 5], [7, 7, 8, 8, 8], list("aabbb"))
+    with pytest.raises(ValueError, match="differ in length"):
+        stats.loglog_within_pearson([1, 2], [1, 2], ["a"])
+    with pytest.raises(ValueError, match="> 0"):
+        stats.loglog_within_pearson([1, 2, 0, 4], [1, 2, 3, 4], list("aabb"))
 
 
 def test_bad_inputs():

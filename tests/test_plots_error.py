@@ -104,6 +104,21 @@ def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
     plt.close("all")
 
 
+def test_figure4_shows_each_architecture_with_a_colour_per_model_and_a_marker_per_depth():
+    recs = [record("mamba", True, m_p=100, T_cross=50), record("mamba", True, m_p=200, T_cross=80),
+            record("aussm", True, m_p=300, T_cross=90)]
+    recs[1]["config"]["run"]["n_layers"] = 2
+    fig = plots_error.fig_tcross_vs_mp(recs, {"r": None, "n": 3}, "s")
+    ax = fig.axes[0]
+    points = {c.get_label(): c for c in ax.collections}
+    assert set(points) == {"aussm", "mamba", "mamba L2"}
+    colour = {k: tuple(c.get_facecolor()[0]) for k, c in points.items()}
+    assert colour["mamba"] == colour["mamba L2"] != colour["aussm"]
+    paths = {k: c.get_paths()[0].vertices.shape for k, c in points.items()}
+    assert paths["mamba"] == paths["aussm"] != paths["mamba L2"]  # circle vs triangle
+    plt.close("all")
+
+
 def test_the_beyond_chapters_log_scatters_have_plain_labels():
     """The online warning's and Figure 4's placement panels span about a decade too."""
     from sst_core.figures import beyond as plots_beyond

@@ -1,4 +1,5 @@
-"""Statistics over runs: a percentile bootstrap and the log-log correlation of Figure 4."""
+"""Statistics over runs: a percentile bootstrap and the log-log correlations of Figure 4
+(over all runs, and within groups of runs such as architectures)."""
 from __future__ import annotations
 
 from typing import Callable
@@ -6,7 +7,7 @@ from typing import Callable
 import numpy as np
 import scipy.stats
 
-__all__ = ["bootstrap_ci", "loglog_pearson"]
+__all__ = ["bootstrap_ci", "loglog_pearson", "loglog_within_pearson"]
 
 
 def _vector(x, name: str) -> np.ndarray:
@@ -63,11 +64,7 @@ def loglog_pearson(T_cross, m_p) -> dict[str, float]:
     a, b = list(T_cross), list(m_p)
     if len(a) != len(b):
         raise ValueError(f"T_cross and m_p differ in length: {len(a)} vs {len(b)}")
-
-    def missing(v) -> bool:
-        return v is None or (isinstance(v, (float, np.floating)) and np.isnan(v))
-
-    pairs = [(float(u), float(v)) for u, v in zip(a, b) if not (missing(u) or missing(v))]
+    pairs = [(float(u), float(v)) for u, v in zip(a, b) if not (_missing(u) or _missing(v))]
     if len(pairs) < 3:
         raise ValueError(f"loglog_pearson needs at least 3 (T_cross, m_p) pairs without "
                          f"None/NaN, got {len(pairs)} of {len(a)}")
@@ -77,3 +74,56 @@ def loglog_pearson(T_cross, m_p) -> dict[str, float]:
         raise ValueError(f"T_cross and m_p must be > 0 to take logs, got {bad[:5]}")
     res = scipy.stats.pearsonr(np.log(x), np.log(y))
     return {"r": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, (float, np.floating)) and np.isnan(v))
+
+
+def loglog_within_pearson(T_cross, m_p, groups) -> dict[str, float]:
+    """Pearson ``r`` of ``log T_cross`` and ``log m_p`` *within* groups of runs (e.g.
+    architectures): each log minus the mean of its group, then correlated. This is the
+    partial correlation given group membership, so differences between the groups' levels
+    (which alone can make the correlation over all runs large) do not enter it.
+
+    Pairs where either value is None or NaN are dropped; the rest must be > 0. ``p``: the
+    two-sided test of ``t = r sqrt(df / (1 - r^2))`` with ``df = n - g - 1`` degrees of
+    freedom (``g`` groups, each of which spends one on its mean; a group of one run adds
+    nothing). Returns ``{"r", "p", "n", "groups", "df"}``; raises ValueError when
+    ``df < 1`` or when, within the groups, either log does not vary.
+    """
+    a, b, c = list(T_cross), list(m_p), list(groups)
+    if not len(a) == len(b) == len(c):
+        raise ValueError(f"T_cross, m_p and groups differ in length: {len(a)}, {len(b)}, "
+                         f"{len(c)}")
+    keep = [(float(u), float(v), g) for u, v, g in zip(a, b, c)
+            if not (_missing(u) or _missing(v))]
+    x = np.array([k[0] for k in keep])  # (n,)
+    y = np.array([k[1] for k in keep])  # (n,)
+    if (x <= 0).any() or (y <= 0).any():
+        bad = x[x <= 0].tolist() + y[y <= 0].tolist()
+        raise ValueError(f"T_cross and m_p must be > 0 to take logs, got {bad[:5]}")
+    labels = [k[2] for k in keep]
+    names = list(dict.fromkeys(labels))
+    n, g = len(keep), len(names)
+    df = n - g - 1
+    if df < 1:
+        raise ValueError(f"a within-group correlation needs more runs than groups + 1, got "
+                         f"{n} runs in {g} groups")
+    idx = np.array([names.index(k) for k in labels])  # (n,) group of each run
+    rx, ry = np.log(x), np.log(y)
+    for j in range(g):
+        rows = idx == j
+        rx[rows] -= rx[rows].mean()
+        ry[rows] -= ry[rows].mean()
+    sx, sy = float(rx @ rx), float(ry @ ry)
+    if sx <= 1e-24 or sy <= 1e-24:
+        raise ValueError("log T_cross or log m_p does not vary within any group: no "
+                         "within-group correlation")
+    r = float(np.clip((rx @ ry) / np.sqrt(sx * sy), -1.0, 1.0))
+    if abs(r) == 1.0:
+        p = 0.0
+    else:
+        t = r * np.sqrt(df / (1.0 - r * r))
+        p = float(2 * scipy.stats.t.sf(abs(t), df))
+    return {"r": r, "p": p, "n": n, "groups": g, "df": df}

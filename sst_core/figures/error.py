@@ -17,9 +17,10 @@ from sst_core.store.codec import curve_value, decode_floats, stored_curve
 
 
 def _label(r: dict[str, Any]) -> str:
-    cfg = r["config"]["run"]
-    label = cfg.get("phi") or cfg["model"]
-    return label + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
+    """A diagnostics record's architecture: model (or phi), L2 for two layers."""
+    from sst_core.reports.paper1 import run_label
+
+    return run_label(r["config"]["run"])
 
 
 def _style(r: dict[str, Any]) -> dict[str, Any]:
@@ -119,11 +120,14 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any], s
     """Figure 4: log T_cross against log m_p over the selected affine runs on ``group``
     (the paper's: S3), and q at m_p."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.0))
+    # one colour per model, one marker per depth: an architecture is a (model, depth)
     models = sorted({r["config"]["run"]["model"] for r in records})
-    for i, model in enumerate(models):
-        sel = [r["metrics"] for r in records if r["config"]["run"]["model"] == model]
-        ax.scatter([m["m_p"] for m in sel], [m["T_cross"] for m in sel], s=18, color=f"C{i}",
-                   label=model)
+    for label in sorted({_label(r) for r in records}):
+        sel = [r for r in records if _label(r) == label]
+        run = sel[0]["config"]["run"]
+        ax.scatter([r["metrics"]["m_p"] for r in sel], [r["metrics"]["T_cross"] for r in sel],
+                   s=18, color=f"C{models.index(run['model']) % 10}",
+                   marker="o" if run["n_layers"] == 1 else "^", label=label)
     if records:
         lo = min(min(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)
         hi = max(max(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)

@@ -147,6 +147,7 @@ REPORTS: dict[str, str] = {
     "theorem1": "sst_core.reports.error_control:theorem1_table",
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",
+    "figure4_within": "sst_core.reports.error_control:figure4_within_table",
     "corollary1": "sst_core.reports.error_control:corollary1_table",
     "crossing": "sst_core.reports.error_control:crossing_table",
     "lra_main": "sst_core.reports.lra:lra_main",

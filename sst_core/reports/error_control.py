@@ -6,7 +6,9 @@
   mode, and the recovery of a perturbation, per model;
 - ``split_at_m_p``: Figure 3's q, q_U and q_U_perp at m_p, per model;
 - ``figure4``: the correlation of log T_cross with log m_p over the selected affine runs,
-  and the bootstrap interval of q at m_p, beside the paper's numbers.
+  and the bootstrap interval of q at m_p, beside the paper's numbers;
+- ``figure4_within``: that correlation per architecture, within architectures and between
+  them.
 """
 from __future__ import annotations
 
@@ -45,11 +47,7 @@ def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[s
 def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The best run of each (model, depth), labelled ``model`` or ``model L2``: the largest
     m_p, ties by :func:`sst_core.reports.select.best_per_cell`'s rule (Table 2's)."""
-    def label(r: dict[str, Any]) -> str:
-        cfg = run_config(r)
-        return cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
-
-    return best_per_cell(records, label)
+    return best_per_cell(records, architecture)
 
 
 def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str, dict[str, Any]]:
@@ -211,15 +209,107 @@ def figure4_table(P: Profile, root=None) -> Table:
                  [r["run_id"] for r in selected], data)
 
 
+def architecture(record: dict[str, Any]) -> str:
+    """The architecture of a diagnostics record's run: model, ``L2`` for two layers."""
+    from sst_core.reports.paper1 import run_label
+
+    return run_label(run_config(record))
+
+
 def architecture_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     """How many of ``records`` each architecture (model, ``L2`` for two layers) holds."""
     from collections import Counter
 
-    def label(r: dict[str, Any]) -> str:
-        cfg = run_config(r)
-        return cfg["model"] + (f" L{cfg['n_layers']}" if cfg["n_layers"] > 1 else "")
+    return dict(sorted(Counter(architecture(r) for r in records).items()))
 
-    return dict(sorted(Counter(label(r) for r in records).items()))
+
+def figure4_within(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Figure 4's correlation taken apart: per architecture, pooled within architectures
+    (:func:`~sst_core.analysis.stats.loglog_within_pearson`), between the architectures'
+    geometric means, and over all ``records`` (Figure 4's r). One dict per row: ``kind``
+    (architecture | within | between | all), ``label``, ``n`` (runs, or architectures for
+    ``between``), ``r``, ``p`` (None where undefined, ``why_no_r`` says why), and for an
+    architecture its distinct m_p values and the medians of T_cross and m_p."""
+    from sst_core.analysis.stats import loglog_pearson, loglog_within_pearson
+
+    def corr(fn, *args) -> dict[str, Any]:
+        try:
+            out = fn(*args)
+        except ValueError as err:
+            return {"r": None, "p": None, "why_no_r": str(err)}
+        return {"r": out["r"], "p": out["p"]}
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        groups.setdefault(architecture(r), []).append(r)
+    rows = []
+    means_T, means_m = [], []
+    for label, recs in sorted(groups.items()):
+        T = [r["metrics"]["T_cross"] for r in recs]
+        m = [r["metrics"]["m_p"] for r in recs]
+        row = {"kind": "architecture", "label": label, "n": len(recs),
+               "m_p_values": sorted(set(m)), "T_cross_median": float(np.median(T)),
+               "m_p_median": float(np.median(m))}
+        if len(set(m)) < 2 or len(set(T)) < 2:
+            row.update(r=None, p=None, why_no_r="T_cross or m_p is the same for every run")
+        else:
+            row.update(corr(loglog_pearson, T, m))
+        rows.append(row)
+        means_T.append(float(np.exp(np.mean(np.log(T)))))
+        means_m.append(float(np.exp(np.mean(np.log(m)))))
+    T_all = [r["metrics"]["T_cross"] for r in records]
+    m_all = [r["metrics"]["m_p"] for r in records]
+    rows.append({"kind": "within", "label": "within architectures (pooled)",
+                 "n": len(records), "groups": len(groups),
+                 **corr(loglog_within_pearson, T_all, m_all, [architecture(r) for r in records])})
+    rows.append({"kind": "between", "label": "between architectures (geometric means)",
+                 "n": len(groups), **corr(loglog_pearson, means_T, means_m)})
+    rows.append({"kind": "all", "label": "all selected runs (Figure 4's r)", "n": len(records),
+                 **corr(loglog_pearson, T_all, m_all)})
+    return rows
+
+
+def figure4_within_text(rows: list[dict[str, Any]]) -> str:
+    """A sentence of :func:`figure4_within`'s pooled rows, for the chapter's prose."""
+    by = {d["kind"]: d for d in rows}
+
+    def r_of(d: dict[str, Any]) -> str:
+        return "undefined" if d["r"] is None else f"r = {d['r']:.3f} (p = {d['p']:.2g})"
+
+    if by["all"]["n"] == 0:
+        return "no run qualifies for Figure 4, so there is nothing to take apart"
+    return (f"within architectures {r_of(by['within'])} over {by['within']['n']} runs of "
+            f"{by['within']['groups']} architectures, between the architectures' geometric "
+            f"means {r_of(by['between'])} over {by['between']['n']} points, and over all "
+            f"runs {r_of(by['all'])}")
+
+
+def figure4_within_table(P: Profile, root=None) -> Table:
+    """:func:`figure4_within` of Figure 4's selected runs under ``P``."""
+    from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection
+
+    selected = figure4_selection(diagnostic_records(P, root, "figure4"))
+    data = figure4_within(selected)
+    cols = ["architecture, or how runs are pooled", "n", "distinct m_p", "median T_cross", "median m_p",
+            "r (log T_cross, log m_p)", "p"]
+    rows = []
+    for d in data:
+        rows.append([d["label"], d["n"],
+                     len(d["m_p_values"]) if d["kind"] == "architecture" else "—",
+                     format_value(d.get("T_cross_median")), format_value(d.get("m_p_median")),
+                     format_value(d["r"]), format_value(d["p"], ".2g")])
+    note = ("Figure 4's correlation over all selected runs can come from differences between "
+            "architectures alone (each architecture a cluster of runs at its own T_cross and "
+            "m_p). Within architectures: each run's log T_cross and log m_p minus its "
+            "architecture's means, then correlated (the partial correlation given the "
+            "architecture; p from a t test with n - g - 1 degrees of freedom for g "
+            "architectures). Between: the architectures' geometric means, one point each. "
+            "Per architecture: r where both T_cross and m_p vary (m_p takes only the evaluated "
+            "lengths). '—': undefined. "
+            f"Selection rule: {FIGURE4_RULE}. "
+            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
+    return Table("Figure 4 within and between architectures", cols, rows, note,
+                 [r["run_id"] for r in selected], data)
 
 
 def resample_spread(selected: list[dict[str, Any]], resampled: list[dict[str, Any]]
