@@ -94,7 +94,8 @@ display(Markdown("\n".join(rows)))
 # - **Width and schedule**: the paper reports a parameter-matched $d_{\text{model}} = 698$ and
 #   three unnamed learning-rate schedulers. We use one width per profile (at this profile
 #   {glue:text}`t2_width`; `standard` takes 32, planned as the widest at which its grid
-#   fits a 2-core CPU in about 12 hours, measured since at about 30 for all of paper 1) and
+#   would fit a 2-core CPU in about 12 hours, far less than its runs took: {doc}`book_status`
+#   gives the compute behind each chapter) and
 #   the schedules {glue:text}`t2_schedules` as an axis of the grid
 #   (cosine: $\mathrm{lr}_t = \mathrm{lr}\,(1 + \cos(\pi t / T_{\max}))/2$ over the
 #   step budget $T_{\max}$); the width ablation below asks whether the width explains what
