@@ -10,7 +10,7 @@
 # # Harder groups: A4, A5 and C2 x S3
 #
 # The error-control paper {cite}`chung2026errorcontrol` trains on $C_2$, $C_6$ and $S_3$ and
-# tests its crossing-time law (Figure 4, $r = 0.87$) on $S_3$ only. $S_3$ is small and
+# tests its crossing-time law (Figure 4) on $S_3$ only. $S_3$ is small and
 # solvable: a network can track it with a cyclic part ($C_3$) and a sign. This chapter asks
 # the two questions the paper leaves open. Do the two classes still split the same way on
 # harder groups: the alternating groups $A_4$ and $A_5$ (the smallest group that is not
@@ -52,6 +52,7 @@ from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
 from sst_core.reports import paper1 as rp1
+from sst_core.spec import paper_values
 
 # %% [markdown]
 # ## The groups
@@ -151,6 +152,8 @@ stats = {d["group"]: d for d in f4.data}
 for g in beyond.FIGURE4_GROUPS:
     glue(f"f4_{g}_n", stats[g]["n"], display=False)
     glue(f"f4_{g}_r", "no r" if stats[g]["r"] is None else f"r = {stats[g]['r']:.2f}", display=False)
+glue("f4_paper", f"r = {paper_values.FIGURE4['r']} rests on {paper_values.FIGURE4['n']}",
+     display=False)
 
 # %%
 from sst_core.experiments.paper1 import figure4_selection
@@ -163,8 +166,8 @@ plt.show()
 # ## Does the correlation hold?
 #
 # On $S_3$, {glue:text}`f4_S3_n:d` runs qualify ({glue:text}`f4_S3_r`); on $A_5$,
-# {glue:text}`f4_A5_n:d` ({glue:text}`f4_A5_r`). The paper's $r = 0.87$ rests on 113
-# $S_3$ runs at the paper's scale. Two things decide whether the law can even be tested on
+# {glue:text}`f4_A5_n:d` ({glue:text}`f4_A5_r`). The paper's {glue:text}`f4_paper` $S_3$
+# runs at the paper's scale. Two things decide whether the law can even be tested on
 # $A_5$: enough affine runs must *pass* the training length (otherwise there is no $m_p$ to
 # predict), and their $q(t)$ must cross $1/2$ within the rollout. Where either fails the table
 # says so instead of printing an $r$; a correlation from a handful of runs, or from runs whose

@@ -40,11 +40,13 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from sst_core.analysis.stats import pearson_p_value
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
 from sst_core.reports import error_control as ec
+from sst_core.spec import paper_values
 
 # %% [markdown]
 # ## What is measured
@@ -208,13 +210,27 @@ glue("dg_f3_text", Markdown("; ".join(sentences) if sentences
 # paper's "$q_U$ stays suppressed" for the state-dependent models holds here only where $q_U$
 # is below $q_{U^\perp}$; the bottom row shows where the spread actually is.
 
+# %% tags=["remove-cell"]
+# the paper's Figure 4 numbers, for the prose (spec.paper_values)
+PAPER_F4 = paper_values.FIGURE4
+glue("dg_paper_f4", f"r = {PAPER_F4['r']} over {PAPER_F4['n']} models, p = {PAPER_F4['p']:.2g}",
+     display=False)
+glue("dg_paper_q", f"median {PAPER_F4['q_median']}, bootstrap 95% interval "
+     f"[{PAPER_F4['q_lo']}, {PAPER_F4['q_hi']}]", display=False)
+glue("dg_paper_q_short", f"{PAPER_F4['q_median']} [{PAPER_F4['q_lo']}, {PAPER_F4['q_hi']}]",
+     display=False)
+glue("dg_paper_n", PAPER_F4["n"], display=False)
+glue("dg_paper_d_model", paper_values.TABLE2_D_MODEL, display=False)
+glue("dg_paper_p_check", f"p = {pearson_p_value(PAPER_F4['r'], PAPER_F4['n'] - 2):.1g}",
+     display=False)
+
 # %% [markdown]
 # ## Figure 4: $T_{\text{cross}}$ predicts $m_p$
 #
 # Over many affine $S_3$ runs the paper finds $\log T_{\text{cross}}$ and $\log m_p$ strongly
-# correlated ($r = 0.869$ over 113 models, $p = 6.9 \times 10^{-34}$) and $q$ at $m_p$ near 1
-# (median 0.91, bootstrap 95% interval $[0.83, 1.07]$): the practical decoding threshold is
-# about 1, not the $1/2$ of the bound. The paper does not say how its 113 models were
+# correlated ({glue:text}`dg_paper_f4`) and $q$ at $m_p$ near 1
+# ({glue:text}`dg_paper_q`): the practical decoding threshold is
+# about 1, not the $1/2$ of the bound. The paper does not say how its {glue:text}`dg_paper_n:d` models were
 # chosen; our rule is stated under the table and counted. Where the grid alone gives fewer
 # qualifying runs than that, the sweep grows by seeds only, in every cell (model, depth)
 # where some run passes the training length, the same for every such cell; a rule fixed
@@ -257,7 +273,7 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 # to set beside the spread over runs.
 #
 # The median over runs of $q$ at $m_p$, with its bootstrap 95% interval, is
-# {glue:text}`dg_f4_q` (paper: 0.91 [0.83, 1.07]). $R$ is a *mean* over words of the squared
+# {glue:text}`dg_f4_q` (paper: {glue:text}`dg_paper_q_short`). $R$ is a *mean* over words of the squared
 # spread, and a state that grows along the words spreads its classes with a heavy tail: a
 # few words far out can make $R$ many times what most words show, while decoding fails one
 # word at a time. With the spread taken as the *median* over words instead (our variant,
@@ -269,10 +285,10 @@ glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"
 #
 # **Why it may differ from the paper.** Our affine
 # models are small, and many fail $S_3$ already at length 60 and so cannot enter the figure;
-# the paper's 113 models come from a grid of about a thousand runs at
-# $d_{\text{model}} = 698$ and a selection rule it does not state. The $p$-value the paper
-# prints does not match its own $r$ and $n$ (a two-sided test with $r = 0.869$, $n = 113$
-# gives about $10^{-35}$), so we compare $r$ and the interval, not $p$.
+# the paper's {glue:text}`dg_paper_n:d` models come from a grid of about a thousand runs at
+# $d_{\text{model}}$ = {glue:text}`dg_paper_d_model:d` and a selection rule it does not state.
+# The $p$-value the paper prints does not match its own $r$ and $n$ (a two-sided test with
+# them gives {glue:text}`dg_paper_p_check`), so we compare $r$ and the interval, not $p$.
 #
 # `sst report diagnostics`, `sst report figure4`, `sst report figure4_within`, `sst report
 # corollary1` and `sst report crossing` print these tables from the stored records.

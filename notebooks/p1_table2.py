@@ -53,6 +53,8 @@ from sst_core.reports.paper1 import (
     table2_spread,
     width_ablation,
 )
+from sst_core.spec import paper_values
+from sst_core.spec.profiles import get_profile
 
 # %% [markdown]
 # ## The architectures
@@ -67,6 +69,9 @@ from sst_core.reports.paper1 import (
 
 # %%
 glue("t2_width", f"d_model = {P.track_d_model}", display=False)
+glue("t2_standard_width", get_profile("standard").track_d_model, display=False)
+glue("t2_paper_d_model", paper_values.TABLE2_D_MODEL, display=False)  # the paper's width
+glue("t2_paper_runs", paper_values.TABLE2_RUNS_PER_CELL, display=False)  # its runs per cell
 glue("t2_schedules", " and ".join(P.track_schedules), display=False)
 rows = ["| model | class | recurrence (per layer) | parameters at this scale |", "|---|---|---|---|"]
 for name in paper1.TABLE2_MODELS:
@@ -91,9 +96,10 @@ display(Markdown("\n".join(rows)))
 #   published value.
 # - **Tokens** are the identity plus the group's generators (for $S_3$: $e$, $(0\,1)$,
 #   $(0\,1\,2)$); the paper's token sets (its Appendix G) are not public.
-# - **Width and schedule**: the paper reports a parameter-matched $d_{\text{model}} = 698$ and
+# - **Width and schedule**: the paper reports a parameter-matched $d_{\text{model}}$ =
+#   {glue:text}`t2_paper_d_model:d` and
 #   three unnamed learning-rate schedulers. We use one width per profile (at this profile
-#   {glue:text}`t2_width`; `standard` takes 32, planned as the widest at which its grid
+#   {glue:text}`t2_width`; `standard` takes {glue:text}`t2_standard_width:d`, planned as the widest at which its grid
 #   would fit a 2-core CPU in about 12 hours, far less than its runs took: {doc}`book_status`
 #   gives the compute behind each chapter) and
 #   the schedules {glue:text}`t2_schedules` as an axis of the grid
@@ -180,8 +186,9 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # eigenvalue: Mamba's transitions lie in $(0, 1)$ and cannot do it, Negative Mamba's lie in
 # $(-1, 1)$ and can.
 #
-# **Why our numbers may differ.** The paper selects the best of 81 runs per cell (three
-# widths, three learning rates, three schedulers, three seeds) at $d_{\text{model}} = 698$;
+# **Why our numbers may differ.** The paper selects the best of {glue:text}`t2_paper_runs:d`
+# runs per cell (three widths, three learning rates, three schedulers, three seeds) at
+# $d_{\text{model}}$ = {glue:text}`t2_paper_d_model:d`;
 # this profile runs {glue:text}`t2_per_cell` runs per cell at $d_{\text{model}}$ =
 # {glue:text}`t2_d_model`, so a model that needs a lucky seed or a long plateau (the tanh RNN's learning is a sudden jump, sometimes
 # after thousands of steps) can show a shorter $m_p$ here. The token sets, the exact
@@ -253,7 +260,8 @@ display(table2_spread(P))
 # %% [markdown]
 # ## Width ablation
 #
-# The paper's models are parameter-matched at $d_{\text{model}} = 698$, ours are much
+# The paper's models are parameter-matched at $d_{\text{model}}$ =
+# {glue:text}`t2_paper_d_model:d`, ours are much
 # narrower. Does the gap to the paper close with width? AUSSM, Negative Mamba and Mamba-3
 # (the SSM families with published values of 100 or more on the abelian groups) are
 # trained on $C_2$ and $C_6$ at several widths with the same protocol.

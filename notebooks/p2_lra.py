@@ -256,12 +256,16 @@ if so_far:
 #
 # The ablation's four eigenvalue types are random, *linear*, step and S4D-Inv. Its "linear"
 # is the spectrum with roots only on the real axis (the ablation's own description), not
-# S4D-Lin: the published learned "linear" Pathfinder cell (0.797 / 0.754) is far from the
-# main table's learned S4D-Lin (0.896 / 0.865). It runs here as `real`, and the paper's
-# "linear" numbers stand beside it.
+# S4D-Lin: the published learned "linear" Pathfinder cell ({glue:text}`lra_paper_real_pf`)
+# is far from the main table's learned S4D-Lin ({glue:text}`lra_paper_lin_pf`). It runs
+# here as `real`, and the paper's "linear" numbers stand beside it.
 
 # %%
 display(lra_reports.lra_ablation(P))
+glue("lra_paper_real_pf", "{:.3f} / {:.3f}".format(
+    *paper_values.LRA_ABLATION[("Pathfinder", "real", False)]), display=False)  # (max, min)
+glue("lra_paper_lin_pf", "{:.3f} / {:.3f}".format(
+    *paper_values.LRA_MAIN[("Pathfinder", "lin", False)]), display=False)
 
 # %% [markdown]
 # The paper's ablation says that a spectrum that starts with short memory (random, linear or

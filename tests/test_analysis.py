@@ -179,6 +179,7 @@ def test_figure4_within_separates_architectures_from_runs():
     assert "nothing to take apart" in ec.figure4_within_text(ec.figure4_within([]))
     one_m_p = ec.figure4_within([_fake("mamba", 100, 10 + k, 0.9) for k in range(3)])
     assert one_m_p[0]["r"] is None and "same" in one_m_p[0]["why_no_r"]
+    assert one_m_p[-1]["r"] is None and "same" in one_m_p[-1]["why_no_r"]  # not NaN
 
 
 def test_crossing_without_failure_counts_state_dependent_runs_that_cross_but_track():

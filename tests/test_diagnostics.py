@@ -280,6 +280,8 @@ def test_loglog_pearson_power_law():
     assert res["n"] == 5 and res["r"] == pytest.approx(1.0) and res["p"] < 1e-6
     with pytest.raises(ValueError, match="at least 3"):
         stats.loglog_pearson([10, None, 30], [1, 2, np.nan])
+    with pytest.raises(ValueError, match="same for every pair"):
+        stats.loglog_pearson([10, 20, 30], [100, 100, 100])
 
 
 def _partial_r_by_regression(x, y, groups):
@@ -321,6 +323,20 @@ def test_loglog_within_pearson_matches_the_regression_with_group_indicators():
     again = stats.loglog_within_pearson(x + [None, 5.0], y + [3.0, np.nan], g + ["u", "v"])
     assert again["n"] == 9 and again["r"] == pytest.approx(
         stats.loglog_within_pearson(x, y, g)["r"])
+
+
+def test_pearson_p_value_is_scipys():
+    rng = np.random.default_rng(1)
+    for n in (4, 30, 113):
+        x = rng.normal(size=n)
+        y = 0.3 * x + rng.normal(size=n)
+        res = scipy_stats.pearsonr(x, y)
+        assert stats.pearson_p_value(float(res.statistic), n - 2) == pytest.approx(
+            res.pvalue, rel=1e-9)
+    assert stats.pearson_p_value(1.0, 5) == 0.0
+    for r, df in ((1.5, 5), (0.5, 0), (0.5, 2.0)):
+        with pytest.raises(ValueError, match="must"):
+            stats.pearson_p_value(r, df)
 
 
 def test_loglog_within_pearson_bad_inputs():

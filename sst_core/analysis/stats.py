@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 import scipy.stats
 
-__all__ = ["bootstrap_ci", "loglog_pearson", "loglog_within_pearson"]
+__all__ = ["bootstrap_ci", "loglog_pearson", "loglog_within_pearson", "pearson_p_value"]
 
 
 def _vector(x, name: str) -> np.ndarray:
@@ -59,7 +59,7 @@ def loglog_pearson(T_cross, m_p) -> dict[str, float]:
 
     Pairs where either value is None or NaN are dropped; the rest must be > 0. Returns
     ``{"r": r, "p": p, "n": n}`` (``scipy.stats.pearsonr``); raises ValueError when fewer
-    than 3 pairs remain.
+    than 3 pairs remain or either value is the same for all of them.
     """
     a, b = list(T_cross), list(m_p)
     if len(a) != len(b):
@@ -72,7 +72,11 @@ def loglog_pearson(T_cross, m_p) -> dict[str, float]:
     if (x <= 0).any() or (y <= 0).any():
         bad = x[x <= 0].tolist() + y[y <= 0].tolist()
         raise ValueError(f"T_cross and m_p must be > 0 to take logs, got {bad[:5]}")
-    res = scipy.stats.pearsonr(np.log(x), np.log(y))
+    lx, ly = np.log(x), np.log(y)
+    if np.ptp(lx) == 0 or np.ptp(ly) == 0:
+        raise ValueError("T_cross or m_p is the same for every pair: the correlation is "
+                         "undefined")
+    res = scipy.stats.pearsonr(lx, ly)
     return {"r": float(res.statistic), "p": float(res.pvalue), "n": len(pairs)}
 
 
@@ -121,9 +125,18 @@ def loglog_within_pearson(T_cross, m_p, groups) -> dict[str, float]:
         raise ValueError("log T_cross or log m_p does not vary within any group: no "
                          "within-group correlation")
     r = float(np.clip((rx @ ry) / np.sqrt(sx * sy), -1.0, 1.0))
+    return {"r": r, "p": pearson_p_value(r, df), "n": n, "groups": g, "df": df}
+
+
+def pearson_p_value(r: float, df: int) -> float:
+    """Two-sided p-value of a Pearson correlation ``r`` with ``df`` degrees of freedom
+    (``n - 2`` for ``n`` pairs): ``t = r sqrt(df / (1 - r^2))`` against Student's t, what
+    ``scipy.stats.pearsonr`` reports; 0 for ``|r| = 1``."""
+    if not -1.0 <= r <= 1.0:
+        raise ValueError(f"r must lie in [-1, 1], got {r!r}")
+    if isinstance(df, bool) or not isinstance(df, (int, np.integer)) or df < 1:
+        raise ValueError(f"df must be an int >= 1, got {df!r}")
     if abs(r) == 1.0:
-        p = 0.0
-    else:
-        t = r * np.sqrt(df / (1.0 - r * r))
-        p = float(2 * scipy.stats.t.sf(abs(t), df))
-    return {"r": r, "p": p, "n": n, "groups": g, "df": df}
+        return 0.0
+    t = r * np.sqrt(df / (1.0 - r * r))
+    return float(2 * scipy.stats.t.sf(abs(t), df))
