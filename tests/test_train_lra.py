@@ -294,7 +294,8 @@ def test_claims_are_not_judged_on_a_task_at_chance(store):
     d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "digits")
     assert d["above_chance"] is False and d["frozen_as_good"] is None
     row = next(r for r in lra_reports.lra_claims(P).rows if r[0].startswith("digits"))
-    assert row[3].endswith("(at chance)") and row[4].startswith("not judged")
+    assert row[3].endswith("(at chance)") and row[5].startswith("not judged")
+    assert row[4] == "—" and d["data_probe"] is None  # no data probe of digits here
 
 
 def test_probe_tasks_show_their_margin_and_no_claims(store):
@@ -312,7 +313,7 @@ def test_probe_tasks_show_their_margin_and_no_claims(store):
     assert d["probe"] and d["above_chance"] and d["margin"] == pytest.approx(0.4)
     assert d["frozen_as_good"] is None
     row = next(r for r in t.rows if r[0].startswith("pathfinder"))
-    assert row[0].endswith("[probe]") and row[4] == "probe only (learned S4D-Inv)"
+    assert row[0].endswith("[probe]") and row[5] == "probe only (learned S4D-Inv)"
     assert {c.difficulty for c in paper2.lra_probe_grid(PROFILES["standard"])} == {"easy"}
 
 
@@ -344,3 +345,15 @@ def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_sho
     d = next(x for x in lra_reports.lra_fit(P).data if x["n_train_asked"] == probe.n_train)
     assert d["runs"] == 1 and d["overfit"] == 0 and d["n_train"] == probe.n_train
     assert d["best_test_accuracy"] == pytest.approx(0.6) and d["chance"] == pytest.approx(0.2)
+    # the claims table shows the probe beside the task's main runs, and judges on those
+    claims = lra_reports.lra_claims(P)
+    c = next(x for x in claims.data if x["task"] == "listops")
+    assert c["data_probe"] == {"best": pytest.approx(0.6), "n_train": probe.n_train,
+                               "chance": pytest.approx(0.2), "above_chance": True}
+    assert c["learned_inv_best"] == pytest.approx(0.3)  # the main run, not the probe
+    row = next(r for r in claims.rows if r[0].startswith("listops"))
+    assert row[4] == f"0.600 with {probe.n_train:,} examples (chance 0.200)"
+    assert lra_reports.margin_text(claims.data) == (
+        f"listops: chance 0.200, learned S4D-Inv 0.300 (+0.100), and 0.600 with "
+        f"{probe.n_train:,} training examples (chance 0.200)")
+    assert lra_reports.margin_text([]) == "no task has runs yet"

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from sst_core.experiments import paper2
-from sst_core.reports import Table, group_records, runs_note
+from sst_core.reports import Table, group_records, runs_note, stored_records
 from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
@@ -243,6 +243,32 @@ def lra_fit(P: Profile, root=None) -> Table:
                  ids, data)
 
 
+def _chance(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """The chance accuracy of ``records``' test set (median over them) and the highest
+    accuracy still "at chance": chance + CHANCE_SIGMAS binomial standard deviations."""
+    chance = _median([r["metrics"]["chance_accuracy"] for r in records
+                      if r["metrics"].get("chance_accuracy") is not None])
+    n_test = _median([r["metrics"]["task"]["n_test"] for r in records
+                      if (r["metrics"].get("task") or {}).get("n_test")])
+    band = (None if chance is None or not n_test else
+            chance + CHANCE_SIGMAS * (chance * (1 - chance) / n_test) ** 0.5)
+    return chance, band
+
+
+def _data_probe(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The best ok data-probe run of a task: its test accuracy, training examples, chance
+    and whether it is above chance (:func:`_chance`); None without one."""
+    done = [r for r in records if r["status"] == "ok"]
+    if not done:
+        return None
+    best = max(done, key=lambda r: r["metrics"]["test_accuracy"])
+    chance, band = _chance(done)
+    acc = best["metrics"]["test_accuracy"]
+    n_train = (best["metrics"].get("task") or {}).get("n_train", best["config"]["n_train"])
+    return {"best": acc, "n_train": n_train, "chance": chance,
+            "above_chance": None if band is None else acc > band}
+
+
 def lra_claims(P: Profile, root=None) -> Table:
     """Per task: chance (the test set's most frequent class), the margin the learned
     S4D-Inv model reaches over it, and whether each of the paper's claims holds here:
@@ -262,7 +288,7 @@ def lra_claims(P: Profile, root=None) -> Table:
                               + paper2.lra_probe_grid(P)))
     ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
     cols = ["task (stands for)", "chance", "learned S4D-Inv (best)", "margin",
-            "1: frozen ≥ learned, no wider", "2: unstructured worse, most when frozen",
+            "with more data (data probe)", "1: frozen ≥ learned, no wider", "2: unstructured worse, most when frozen",
             "3: memory not extended", "4: frozen converges faster"]
     rows, data = [], []
     for task in P.lra_tasks + tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks):
@@ -270,15 +296,12 @@ def lra_claims(P: Profile, root=None) -> Table:
         recs = {k: [rec for _, rec in v] for k, v in ok.items() if k[0] == task}
         acc = {k[1:]: [r["metrics"]["test_accuracy"] for r in v] for k, v in recs.items()}
         every = [r for v in recs.values() for r in v]
-        chance = _median([r["metrics"]["chance_accuracy"] for r in every
-                          if r["metrics"].get("chance_accuracy") is not None])
+        chance, band = _chance(every)
         best_inv = max(acc.get(("inv", False), []), default=None)
         margin = None if best_inv is None or chance is None else best_inv - chance
-        n_test = _median([r["metrics"]["task"]["n_test"] for r in every
-                          if (r["metrics"].get("task") or {}).get("n_test")])
-        band = (None if chance is None or not n_test else
-                chance + CHANCE_SIGMAS * (chance * (1 - chance) / n_test) ** 0.5)
         learned = None if band is None or best_inv is None else best_inv > band
+        more = _data_probe(stored_records([c for c in paper2.lra_data_probe_grid(P)
+                                           if c.task == task], root))
         c1 = None
         pairs = [(acc.get((i, False)), acc.get((i, True))) for i in paper2.LRA_MAIN_INITS]
         if all(lo and fr for lo, fr in pairs):
@@ -310,7 +333,11 @@ def lra_claims(P: Profile, root=None) -> Table:
                      "—" if chance is None else f"{chance:.3f}",
                      "—" if best_inv is None else f"{best_inv:.3f}",
                      "—" if margin is None else f"{margin:+.3f}" + ("" if learned else
-                                                                    " (at chance)")]
+                                                                    " (at chance)"),
+                     "—" if more is None else
+                     f"{more['best']:.3f} with {more['n_train']:,} examples (chance "
+                     f"{more['chance']:.3f}" + ("" if more["above_chance"] else ", at chance")
+                     + ")"]
                     + verdicts)
         data.append({"task": task, "stands_for": published, "chance": chance,
                      "learned_inv_best": best_inv, "margin": margin, "chance_band": band,
@@ -318,13 +345,17 @@ def lra_claims(P: Profile, root=None) -> Table:
                      "frozen_as_good": c1, "unstructured_worse": c2,
                      "memory_not_extended": c3, "mf_growth_median": mf_growth,
                      "frozen_converges_faster": c4, "epochs_to_converge": {
-                         "learned": conv[False], "frozen": conv[True]}})
+                         "learned": conv[False], "frozen": conv[True]},
+                     "data_probe": more})
     note = ("Chance: the accuracy of answering the test set's most frequent class; a task "
             f"counts as learned when the best learned S4D-Inv run is above chance + "
             f"{CHANCE_SIGMAS:g} binomial standard deviations of the test set, and the claims "
             "are judged only on learned tasks. [probe]: a task of which only learned S4D-Inv "
             f"runs (seeds {P.lra_seeds[:2]}) are made, to see whether it is learned at this "
-            "scale at all; its full grid would not fit the profile's budget. Claims as "
+            "scale at all; its full grid would not fit the profile's budget. With more data: "
+            f"learned S4D-Inv on {P.lra_data_probe_factor} times the training examples (seed "
+            f"{P.lra_seeds[0]}, the data probe), where the profile has one for the task; the "
+            "claims are judged on the main runs only. Claims as "
             "in the paper, tested on the runs of the main table and the ablation: (1) best "
             "frozen ≥ best learned for S4D-Inv and S4D-Lin, with a max - min spread over seeds "
             "no wider; (2) the best S4D-Inv run beats the best random, real-axis and step run, "
@@ -334,6 +365,23 @@ def lra_claims(P: Profile, root=None) -> Table:
             "frozen than learned. '—': runs missing. "
             f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
+
+
+def margin_text(rows: list[dict[str, Any]]) -> str:
+    """A sentence of :func:`lra_claims`'s chance and margin per task with runs, and the
+    data probe's accuracy where a task has one."""
+    parts = []
+    for d in rows:
+        if d["margin"] is None:
+            continue
+        text = (f"{d['task']}: chance {d['chance']:.3f}, learned S4D-Inv "
+                f"{d['learned_inv_best']:.3f} ({d['margin']:+.3f})")
+        more = d.get("data_probe")
+        if more is not None:
+            text += (f", and {more['best']:.3f} with {more['n_train']:,} training examples "
+                     f"(chance {more['chance']:.3f})")
+        parts.append(text)
+    return "; ".join(parts) or "no task has runs yet"
 
 
 # -- the memory-horizon task (delayed recall at lag tau) ----------------------------------
