@@ -47,6 +47,8 @@ from sst_core.reports.paper1 import (
     agreement_counts,
     best_runs,
     longest_stall,
+    retrain_noise,
+    retrain_text,
     table2,
     table2_checkpoints,
     table2_disagreements,
@@ -216,14 +218,31 @@ glue("t2_differs_higher", sum(d["direction"] == "higher" for d in differs.data),
 # and the paper's value lies inside our grid's range in {glue:text}`t2_differs_inside:d`.
 
 # %% [markdown]
+# ### How far does one run move when it is trained again?
+#
+# A cell's value is the best of its runs, and a single run is not exactly reproducible:
+# trained again by the same code on the same config (same seed and words), it can differ in
+# float rounding, which training amplifies. The sweep trains a run again only when its
+# weights are lost (an analysis needs them), and then keeps the record it replaces; each such
+# pair measures the noise of one run, a floor under any difference between two cells.
+
+# %%
+noise = retrain_noise(P)
+display(noise)
+glue("t2_retrain_text", retrain_text(noise.data), display=False)
+
+# %% [markdown]
+# At this profile {glue:text}`t2_retrain_text`.
+
+# %% [markdown]
 # ### The larger sweep so far
 #
 # The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
 # only once every run is stored. While it is under way, its stored runs are shown here as
 # they are:
-# Table 2, the accuracy against length of each cell's best run, the spread over each
-# cell's grid and where training stops (the sections below), from the `standard` records
-# alone. The sentence at the end of this section says whether it is.
+# Table 2, the accuracy against length of each cell's best run, the cells that differ, how
+# far a run trained again moved, the spread over each cell's grid and where training stops
+# (the sections below), from the `standard` records alone. The sentence at the end of this section says whether it is.
 
 # %%
 so_far = params.under_way("p1_table2", P.name)
@@ -236,6 +255,7 @@ if so_far:
                              "track_max_steps"))
     plt.show()
     display(table2_disagreements(so_far.profile))
+    display(retrain_noise(so_far.profile))
     display(table2_spread(so_far.profile))
     display(table2_checkpoints(so_far.profile))
 

@@ -283,7 +283,7 @@ def test_truncated_weights_are_retrained_and_the_sweep_goes_on(root, monkeypatch
 def test_a_tracker_without_weights_is_retrained(root, monkeypatch):
     tracker = paper1.s3_runs(SMOKE)[0]
     analysis = paper1.diagnostics_config(SMOKE, tracker)
-    run(tracker)
+    before = run(tracker)
     artifact_path(tracker, ".pt").unlink()
     monkeypatch.setattr(runner, "phases", lambda name, P: [[tracker], [analysis]])
     said = []
@@ -291,6 +291,13 @@ def test_a_tracker_without_weights_is_retrained(root, monkeypatch):
     assert any("is missing" in m and str(artifact_path(tracker, ".pt")) in m for m in said)
     assert result.outcomes[config_hash(analysis)] == "computed"
     assert artifact_path(tracker, ".pt").exists()
+    # the record it replaced is kept beside the new one, and committed with it
+    from sst_core.store.replaced import replaced_files, replaced_records
+
+    (kept,) = replaced_records(tracker)
+    assert kept["created_utc"] == before["created_utc"]
+    assert load_record(record_path(tracker))["created_utc"] != before["created_utc"]
+    assert set(replaced_files(tracker)) <= set(sweep_status.committed_files("smoke"))
 
 
 # -- wall_time_s measures the run only ---------------------------------------------------------

@@ -247,3 +247,40 @@ def test_where_table2_differs_and_what_may_explain_it(tmp_path, P):
     reasons = disagreement_reasons(cell, P)
     assert reasons[0].startswith("4 runs per cell at hidden width")
     assert reasons[-1] == "the model's definition is our proposal"
+
+
+def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_path, P):
+    from sst_core.reports.paper1 import retrain_noise
+    from sst_core.store.records import record_path
+    from sst_core.store.replaced import keep_replaced, replaced_folder
+
+    grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("S3",))[:4]
+    before, after = (200, 300, None, 1000), (200, 600, 60, 1000)
+    for cfg, a, b in zip(grid, before, after):
+        cached_run(cfg, lambda c, m=b: {"m_p": m, "eval": {}, "steps": 100}, root=tmp_path)
+        current = json.loads(record_path(cfg, tmp_path).read_text())
+        old = {**current, "created_utc": "2026-01-01T00:00:00+00:00",
+               "metrics": {**current["metrics"], "m_p": a, "steps": 90 if a is None else 100}}
+        folder = replaced_folder(cfg, tmp_path)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{current['run_id']}.20260101000000.json").write_text(json.dumps(old))
+    # not pairs: a record another version of the code made, and the stored record itself
+    other = json.loads(record_path(grid[3], tmp_path).read_text())
+    (replaced_folder(grid[3], tmp_path) / f"{other['run_id']}.1.json").write_text(
+        json.dumps({**other, "created_utc": "2025", "code_hash": "another",
+                    "metrics": {**other["metrics"], "m_p": 60}}))
+    keep_replaced(grid[3], tmp_path)  # kept before a recomputation that has not happened
+    t = retrain_noise(P, root=tmp_path)
+    (cell, total) = t.data
+    assert cell == total | {"group": "S3", "label": "tanh_rnn"}
+    assert cell["n"] == 4 and cell["same_steps"] == 3 and cell["same_m_p"] == 2
+    assert cell["one_apart"] == 1 and cell["further"] == 1  # fail -> 60; 300 -> 600
+    assert cell["largest"] == {"before": 300, "after": 600, "lengths_apart": 3}
+    assert t.rows[0][-1] == "300 → 600"
+    assert "replaced" in t.note and "smoke" in t.note
+    from sst_core.reports.paper1 import retrain_text
+
+    assert retrain_text(t.data) == ("of the 4 runs trained again, m_p stayed the same in 2, "
+                                    "moved by one evaluated length in 1 and further in 1 (the "
+                                    "largest move: 300 → 600, tanh_rnn on S3)")
+    assert retrain_text([]) == "no run has been trained twice at this profile"

@@ -126,6 +126,24 @@ def test_iter_records_skips_damaged(tmp_path):
     assert [r["config"]["x"] for r in recs] == [1]
 
 
+def test_a_replaced_record_is_kept_once_and_no_reader_counts_it(tmp_path):
+    from sst_core.store.replaced import keep_replaced, replaced_files, replaced_records
+
+    assert keep_replaced(Cfg(1), tmp_path) is None  # nothing stored: nothing to keep
+    rec = cached_run(Cfg(1), Counter(), root=tmp_path)
+    kept = keep_replaced(Cfg(1), tmp_path)
+    stamp = "".join(ch for ch in rec["created_utc"] if ch.isdigit())
+    assert kept == tmp_path / "smoke" / "unit" / "replaced" / f"{rec['run_id']}.{stamp}.json"
+    assert json.loads(kept.read_text()) == rec
+    assert keep_replaced(Cfg(1), tmp_path) == kept and replaced_files(Cfg(1), tmp_path) == [kept]
+    assert replaced_records(Cfg(1), tmp_path) == [rec]
+    assert replaced_records(Cfg(2), tmp_path) == []
+    assert [r["run_id"] for r in store_records.iter_records("unit", "smoke", root=tmp_path)] \
+        == [rec["run_id"]]  # the folder's own records only
+    store_records.record_path(Cfg(1), tmp_path).write_text("{")
+    assert keep_replaced(Cfg(1), tmp_path) is None  # an unusable record is not kept
+
+
 def test_interrupted_write_keeps_old_record(tmp_path, monkeypatch):
     path = tmp_path / "a" / "r.json"
     store_records.write_atomic(path, {"v": 1})

@@ -143,6 +143,7 @@ REPORTS: dict[str, str] = {
     "table2_checkpoints": "sst_core.reports.paper1:table2_checkpoints",
     "table2_spread": "sst_core.reports.paper1:table2_spread",
     "table2_disagreements": "sst_core.reports.paper1:table2_disagreements",
+    "retrain_noise": "sst_core.reports.paper1:retrain_noise",
     "width_ablation": "sst_core.reports.paper1:width_ablation",
     "theorem1": "sst_core.reports.error_control:theorem1_table",
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",

@@ -270,6 +270,102 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
 
 
+def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
+    """Every pair (a replaced record, the record that replaced it) of the tracking runs
+    ``cfgs`` that one version of the code made twice (same ``code_hash``;
+    :mod:`sst_core.store.replaced`): the run's label, group and seed, m_p and the stopping
+    step of each, and how many evaluated lengths apart the two m_p are (a failure counts
+    as one length below the shortest)."""
+    from sst_core.reports import stored_record
+    from sst_core.store.replaced import replaced_records
+
+    out = []
+    for cfg in cfgs:
+        old = [r for r in replaced_records(cfg, root) if r["status"] == "ok"]
+        new = stored_record(cfg, root) if old else None
+        if new is None or new["status"] != "ok":
+            continue
+        grid = [None, *sorted(cfg.eval_lengths)]
+        for r in old:
+            # another version of the code, or the stored record itself (kept before a
+            # recomputation that has not finished yet)
+            if (r.get("code_hash") != new.get("code_hash")
+                    or r.get("created_utc") == new.get("created_utc")):
+                continue
+            a, b = r["metrics"]["m_p"], new["metrics"]["m_p"]
+            out.append({"label": run_label(new["config"]), "group": cfg.group,
+                        "seed": cfg.seed, "m_p_before": a, "m_p_after": b,
+                        "steps_before": r["metrics"].get("steps"),
+                        "steps_after": new["metrics"].get("steps"),
+                        "lengths_apart": abs(grid.index(a) - grid.index(b))
+                        if a in grid and b in grid else None})
+    return out
+
+
+def retrain_noise(P: Profile, root=None) -> Table:
+    """How far one run moves when the same code trains the same config again: the Table 2
+    and Figure 4 runs whose weights were lost and which the sweep trained again
+    (:func:`retrain_pairs`), per group and architecture."""
+    from sst_core.experiments.registry import sweep_configs
+    from sst_core.spec.configs import TrackingConfig
+
+    seen: set[str] = set()
+    cfgs = [c for sweep in ("table2", "figure4") for c in sweep_configs(sweep, P, seen)
+            if isinstance(c, TrackingConfig)]
+    pairs = retrain_pairs(cfgs, root)
+    cols = ["group", "architecture", "trained again", "same stopping step", "same m_p",
+            "one length apart", "further apart", "largest move"]
+    rows, data = [], []
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for d in pairs:
+        cells.setdefault((d["group"], d["label"]), []).append(d)
+    for key in sorted(cells) + [("all", "all")]:
+        ds = pairs if key == ("all", "all") else cells[key]
+        if not ds:
+            continue
+        apart = [d["lengths_apart"] for d in ds if d["lengths_apart"] is not None]
+        worst = max(ds, key=lambda d: d["lengths_apart"] or 0)
+        row = {"group": key[0], "label": key[1], "n": len(ds),
+               "same_steps": sum(d["steps_before"] == d["steps_after"] for d in ds),
+               "same_m_p": sum(x == 0 for x in apart), "one_apart": sum(x == 1 for x in apart),
+               "further": sum(x > 1 for x in apart),
+               "largest": {"before": worst["m_p_before"], "after": worst["m_p_after"],
+                           "lengths_apart": worst["lengths_apart"]}}
+        data.append(row)
+        rows.append([row["group"], row["label"], row["n"], row["same_steps"], row["same_m_p"],
+                     row["one_apart"], row["further"],
+                     "—" if not worst["lengths_apart"] else
+                     f"{fmt(worst['m_p_before'])} → {fmt(worst['m_p_after'])}"])
+    note = ("Runs trained twice by the same code on the same config (same seed, words and "
+            "settings, one torch thread, on machines of the same kind in different sessions): "
+            "when a tracker's weights are lost, the sweep trains it again for the analyses "
+            "that read it and keeps the record it replaces (results/<profile>/tracking/"
+            "replaced/). What can differ is float rounding (the processor's vector code, the "
+            "order of a sum in a matrix product), which training can amplify; how far m_p "
+            "moves between the two is the noise of a single run, a floor under every "
+            "comparison of two cells. Lengths apart: steps on the evaluated lengths, 'fail' "
+            "one below the shortest; a row only where runs were trained again. "
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_max_steps')}.")
+    return Table("How far one run moves when it is trained again", cols, rows, note,
+                 [], data)
+
+
+def retrain_text(rows: list[dict[str, Any]]) -> str:
+    """A sentence of :func:`retrain_noise`'s rows, for the chapter's prose."""
+    total = next((d for d in rows if d["group"] == "all"), None)
+    if total is None:
+        return "no run has been trained twice at this profile"
+    worst = max((d for d in rows if d["group"] != "all"),
+                key=lambda d: d["largest"]["lengths_apart"] or 0)
+    text = (f"of the {total['n']} runs trained again, m_p stayed the same in "
+            f"{total['same_m_p']}, moved by one evaluated length in {total['one_apart']} and "
+            f"further in {total['further']}")
+    if worst["largest"]["lengths_apart"]:
+        text += (f" (the largest move: {fmt(worst['largest']['before'])} → "
+                 f"{fmt(worst['largest']['after'])}, {worst['label']} on {worst['group']})")
+    return text
+
+
 # Models whose definition no source gives, so that the book implements the reference's
 # proposal (their modules say which): Simple AUSSM, and the token- / state-gated pair
 PROPOSED_DEFINITIONS = ("simple_aussm", "token_gated_rnn", "state_gated_rnn")

@@ -70,6 +70,7 @@ from sst_core.store.records import (
     record_problem,
     results_dir,
 )
+from sst_core.store.replaced import keep_replaced
 from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
 
 POLL_S = 1.0  # how often a sweep looks at runs another worker holds
@@ -332,8 +333,9 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
     (default: a :class:`~sst_core.store.records.RecordWarning`) and computed again. An
     analysis whose tracker's weights are missing or unreadable (``TrackerMissing``) is
-    named too: the unusable weights are moved aside (``<run-id>.pt.unusable``), that
-    training run is trained again and the analysis computed; the other runs go on.
+    named too: the unusable weights are moved aside (``<run-id>.pt.unusable``), the
+    training record is kept (:func:`sst_core.store.replaced.keep_replaced`), that training
+    run is trained again and the analysis computed; the other runs go on.
     """
     P = get_profile(profile)
     if executor not in EXECUTORS:
@@ -399,6 +401,7 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
             continue
         trackers = list(dict.fromkeys(c.run for c in lost))
         for t in trackers:
+            keep_replaced(t)  # its record is about to be replaced: kept, not lost
             weights = artifact_path(t, ".pt")
             what = (f"training run {config_hash(t)} ({t.model} on {t.group}, profile "
                     f"{t.profile})")

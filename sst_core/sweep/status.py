@@ -17,6 +17,7 @@ from sst_core.store.records import (
     record_path,
     run_compute_s,
 )
+from sst_core.store.replaced import replaced_files
 from sst_core.sweep.claims import claim_path, is_stale
 
 
@@ -89,8 +90,8 @@ def status_markdown(rows: list[Status], profile: str) -> str:
 
 def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     """The files of ``profile``'s stored runs that belong in the repository: every record
-    (``.json``), and the weights (``.pt``) of the trained trackers that an analysis of a
-    sweep reads (the diagnostics, label-free and spectra runs); the other trackers'
+    (``.json``) and the records it replaced (:mod:`sst_core.store.replaced`), and the
+    weights (``.pt``) of the trained trackers that an analysis of a sweep reads (the diagnostics, label-free and spectra runs); the other trackers'
     weights stay local, so that the committed results stay small."""
     P = get_profile(profile)
     files: dict[Path, None] = {}
@@ -100,6 +101,7 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
                 path = record_path(cfg, root)
                 if path.exists():
                     files[path] = None
+                    files.update(dict.fromkeys(replaced_files(cfg, root)))
                 run = getattr(cfg, "run", None)
                 if run is not None and artifact_path(run, ".pt", root).exists():
                     files[artifact_path(run, ".pt", root)] = None
