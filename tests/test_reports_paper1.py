@@ -283,4 +283,4 @@ def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_
     assert retrain_text(t.data) == ("of the 4 runs trained again, m_p stayed the same in 2, "
                                     "moved by one evaluated length in 1 and further in 1 (the "
                                     "largest move: 300 → 600, tanh_rnn on S3)")
-    assert retrain_text([]) == "no run has been trained twice at this profile"
+    assert retrain_text([]) == "no run has been trained twice"

@@ -126,6 +126,19 @@ def test_iter_records_skips_damaged(tmp_path):
     assert [r["config"]["x"] for r in recs] == [1]
 
 
+def test_records_name_the_processor_and_its_vector_instructions(tmp_path):
+    from sst_core.store.provenance import cpu_info
+
+    rec = cached_run(Cfg(9), Counter(), root=tmp_path)
+    assert set(rec["host"]["cpu"]) == {"model", "simd"}
+    text = ("processor\t: 0\nmodel name\t: Some CPU @ 2GHz\nflags\t\t: fpu sse2 avx2 fma\n"
+            "processor\t: 1\nmodel name\t: Other\nflags\t\t: avx512f\n")
+    assert cpu_info(text) == {"model": "Some CPU @ 2GHz", "simd": ["avx2", "fma"]}
+    arm = "processor\t: 0\nFeatures\t: fp asimd evtstrm\nHardware\t: BCM2835\n"
+    assert cpu_info(arm) == {"model": "BCM2835", "simd": ["asimd"]}
+    assert cpu_info("") == {"model": "unknown", "simd": []}
+
+
 def test_a_replaced_record_is_kept_once_and_no_reader_counts_it(tmp_path):
     from sst_core.store.replaced import keep_replaced, replaced_files, replaced_records
 

@@ -339,9 +339,10 @@ def retrain_noise(P: Profile, root=None) -> Table:
     note = ("Runs trained twice by the same code on the same config (same seed, words and "
             "settings, one torch thread, on machines of the same kind in different sessions): "
             "when a tracker's weights are lost, the sweep trains it again for the analyses "
-            "that read it and keeps the record it replaces (results/<profile>/tracking/"
-            "replaced/). What can differ is float rounding (the processor's vector code, the "
-            "order of a sum in a matrix product), which training can amplify; how far m_p "
+            "that read it and keeps the record it replaces (`results/PROFILE/tracking/"
+            "replaced/`). What can differ is float rounding (the processor's vector code, the "
+            "order of a sum in a matrix product; records name the processor in "
+            "`host.cpu`), which training can amplify; how far m_p "
             "moves between the two is the noise of a single run, a floor under every "
             "comparison of two cells. Lengths apart: steps on the evaluated lengths, 'fail' "
             "one below the shortest; a row only where runs were trained again. "
@@ -354,7 +355,7 @@ def retrain_text(rows: list[dict[str, Any]]) -> str:
     """A sentence of :func:`retrain_noise`'s rows, for the chapter's prose."""
     total = next((d for d in rows if d["group"] == "all"), None)
     if total is None:
-        return "no run has been trained twice at this profile"
+        return "no run has been trained twice"
     worst = max((d for d in rows if d["group"] != "all"),
                 key=lambda d: d["largest"]["lengths_apart"] or 0)
     text = (f"of the {total['n']} runs trained again, m_p stayed the same in "

@@ -47,8 +47,32 @@ def current_device() -> str:
     return "cpu"
 
 
+# the processor's widest vector instructions decide how the C loops (built with
+# -march=native) and the BLAS round: two machines of one name can round differently
+SIMD_FLAGS = ("avx512f", "avx2", "fma", "neon", "asimd")
+
+
+def cpu_info(cpuinfo: str | None = None) -> dict[str, Any]:
+    """The processor's model name and which of :data:`SIMD_FLAGS` it has (from
+    ``/proc/cpuinfo`` where there is one, else ``platform.processor()`` and no flags)."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            return {"model": platform.processor() or "unknown", "simd": []}
+    model, flags = "unknown", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key in ("model name", "hardware") and model == "unknown":
+            model = value.strip()
+        elif key in ("flags", "features") and not flags:
+            flags = set(value.split())
+    return {"model": model, "simd": [f for f in SIMD_FLAGS if f in flags]}
+
+
 def host_info() -> dict[str, Any]:
-    host = {"machine": platform.machine(), "cpus": os.cpu_count()}
+    host = {"machine": platform.machine(), "cpus": os.cpu_count(), "cpu": cpu_info()}
     if "torch" in sys.modules:  # threads change float summation order, hence results
         host["torch_threads"] = sys.modules["torch"].get_num_threads()
     native = sys.modules.get("sst_core.ops.native")
