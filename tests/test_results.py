@@ -139,6 +139,26 @@ def test_records_name_the_processor_and_its_vector_instructions(tmp_path):
     assert cpu_info("") == {"model": "unknown", "simd": []}
 
 
+def test_the_commit_check_takes_no_lock_on_the_repository(monkeypatch, tmp_path):
+    """A record's git_commit runs git status while the user may be committing: with
+    --no-optional-locks it never writes .git/index.lock, which a killed status would leave."""
+    import subprocess
+
+    from sst_core.store import provenance
+
+    calls = []
+    real = subprocess.run
+
+    def spy(cmd, *a, **kw):
+        calls.append(cmd)
+        return real(cmd, *a, **kw)
+
+    monkeypatch.setattr(provenance.subprocess, "run", spy)
+    provenance.git_commit(store_records.project_root())
+    assert len(calls) == 2 and all(c[:2] == ["git", "--no-optional-locks"] for c in calls)
+    assert provenance.git_commit(tmp_path) == "unknown"  # not a repository
+
+
 def test_a_replaced_record_is_kept_once_and_no_reader_counts_it(tmp_path):
     from sst_core.store.replaced import keep_replaced, replaced_files, replaced_records
 

@@ -13,10 +13,16 @@ VERSIONED = ("sst-core", "torch", "numpy", "scipy", "sympy")
 
 
 def git_commit(where: Path) -> str:
+    """The commit checked out at ``where``, ``+dirty`` when tracked files differ from it,
+    or ``unknown``. ``--no-optional-locks``: ``git status`` would otherwise refresh the
+    index under ``.git/index.lock``, and a status killed by the timeout (a busy machine)
+    would leave that lock behind, so that every later ``git add`` and ``git commit`` of
+    the user fails until it is removed by hand."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+        out = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=where,
+                             capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain",
+                                "--untracked-files=no"],
                                cwd=where, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
