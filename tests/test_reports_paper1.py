@@ -247,6 +247,13 @@ def test_where_table2_differs_and_what_may_explain_it(tmp_path, P):
     reasons = disagreement_reasons(cell, P)
     assert reasons[0].startswith("4 runs per cell at hidden width")
     assert reasons[-1] == "the model's definition is our proposal"
+    # runs of the architecture that moved when trained again say how noisy one run is
+    noisy = disagreement_reasons(cell, P, noise={"n": 5, "moved": 3, "max_apart": 2})
+    assert noisy[:-1] == reasons[:-1] + [
+        "trained again by the same code, 3 of 5 runs of this architecture on this group "
+        "(Table 2's or Figure 4's) moved m_p, by up to 2 evaluated lengths: one run's m_p "
+        "is that noisy"]
+    assert disagreement_reasons(cell, P, noise={"n": 5, "moved": 0, "max_apart": 0}) == reasons
 
 
 def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_path, P):

@@ -302,17 +302,21 @@ def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
     return out
 
 
-def retrain_noise(P: Profile, root=None) -> Table:
-    """How far one run moves when the same code trains the same config again: the Table 2
-    and Figure 4 runs whose weights were lost and which the sweep trained again
-    (:func:`retrain_pairs`), per group and architecture."""
+def tracking_runs(P: Profile) -> list[Any]:
+    """The training runs of Table 2 and of the Figure 4 sweep under ``P``, each once."""
     from sst_core.experiments.registry import sweep_configs
     from sst_core.spec.configs import TrackingConfig
 
     seen: set[str] = set()
-    cfgs = [c for sweep in ("table2", "figure4") for c in sweep_configs(sweep, P, seen)
+    return [c for sweep in ("table2", "figure4") for c in sweep_configs(sweep, P, seen)
             if isinstance(c, TrackingConfig)]
-    pairs = retrain_pairs(cfgs, root)
+
+
+def retrain_noise(P: Profile, root=None) -> Table:
+    """How far one run moves when the same code trains the same config again: the Table 2
+    and Figure 4 runs whose weights were lost and which the sweep trained again
+    (:func:`retrain_pairs`), per group and architecture."""
+    pairs = retrain_pairs(tracking_runs(P), root)
     cols = ["group", "architecture", "trained again", "same stopping step", "same m_p",
             "one length apart", "further apart", "largest move"]
     rows, data = [], []
@@ -378,14 +382,16 @@ def _within(value: int | None, lo: int | None, hi: int | None) -> bool:
 
 
 def disagreement_reasons(cell: dict[str, Any], P: Profile,
-                         wider: dict[int, int | None] | None = None) -> list[str]:
+                         wider: dict[int, int | None] | None = None,
+                         noise: dict[str, int] | None = None) -> list[str]:
     """What may explain a Table 2 cell (a row of :func:`table2`'s data) that differs from
     the paper, from facts about the runs and the paper's protocol: whether
     the paper's value lies inside the m_p range over the cell's grid; for a lower m_p, the
     grid and width against the paper's and the best m_p the width ablation found at larger
     widths (``wider``: d_model -> m_p, where it has the cell); for a higher one, that our
-    best run beats the best of the paper's larger grid; and a model definition that is our
-    proposal."""
+    best run beats the best of the paper's larger grid; how far the cell's runs moved when
+    trained again (``noise``: ``n`` pairs, ``moved``, ``max_apart`` evaluated lengths, from
+    :func:`retrain_pairs`); and a model definition that is our proposal."""
     from sst_core.models.registry import REGISTRY
 
     ours, paper, grid = cell["m_p"], cell["paper"], cell["grid"]
@@ -407,6 +413,11 @@ def disagreement_reasons(cell: dict[str, Any], P: Profile,
         out.append(f"our best of {runs} beats the paper's best of "
                    f"{paper_values.TABLE2_RUNS_PER_CELL}, which a larger grid alone would not "
                    "explain: the protocols differ (width, stopping rule, curriculum or tokens)")
+    if noise and noise["moved"]:
+        out.append(f"trained again by the same code, {noise['moved']} of {noise['n']} runs of "
+                   f"this architecture on this group (Table 2's or Figure 4's) moved m_p, by "
+                   f"up to {noise['max_apart']} evaluated length"
+                   f"{'s' if noise['max_apart'] != 1 else ''}: one run's m_p is that noisy")
     if cell["model"] in PROPOSED_DEFINITIONS:
         out.append("the model's definition is our proposal")
     return out
@@ -421,13 +432,22 @@ def table2_disagreements(P: Profile, root=None) -> Table:
     for d in (width.data if width else []):
         if d["status"] == "ok":
             wider.setdefault((d["model"], d["group"]), {})[d["d_model"]] = d["m_p"]
+    noise: dict[tuple[str, str], dict[str, int]] = {}
+    for pair in retrain_pairs(tracking_runs(P), root):  # the architecture's runs
+        n = noise.setdefault((pair["group"], pair["label"]), {"n": 0, "moved": 0,
+                                                              "max_apart": 0})
+        n["n"] += 1
+        n["moved"] += bool(pair["lengths_apart"])
+        n["max_apart"] = max(n["max_apart"], pair["lengths_apart"] or 0)
     cols = ["cell", "ours", "paper", "our grid: median [lowest–highest]", "what may explain it"]
     rows, data = [], []
     for d in t2.data:
         if d["agreement"] != "differ" or d["status"] not in ("ok", "fail"):
             continue
+        label = run_label({"model": d["model"], "n_layers": d["n_layers"]})
         reasons = disagreement_reasons(d, P, wider.get((d["model"], d["group"]))
-                                       if d["n_layers"] == 1 else None)
+                                       if d["n_layers"] == 1 else None,
+                                       noise.get((d["group"], label)))
         g = d["grid"]
         rows.append([f"{d['model']} {d['group']} L{d['n_layers']}", fmt(d["m_p"]),
                      fmt(d["paper"]), f"{fmt(g['median'])} [{fmt(g['min'])}–{fmt(g['max'])}]",
