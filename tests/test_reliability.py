@@ -294,9 +294,8 @@ def test_a_tracker_without_weights_is_retrained(root, monkeypatch):
     # the record it replaced is kept beside the new one, and committed with it
     from sst_core.store.replaced import replaced_files, replaced_records
 
-    (kept,) = replaced_records(tracker)
-    assert kept["created_utc"] == before["created_utc"]
-    assert load_record(record_path(tracker))["created_utc"] != before["created_utc"]
+    assert result.outcomes[config_hash(tracker)] == "computed"  # trained again
+    assert replaced_records(tracker) == [before]  # (a smoke run can end within its second)
     assert set(replaced_files(tracker)) <= set(sweep_status.committed_files("smoke"))
 
 
