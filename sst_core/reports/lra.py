@@ -250,9 +250,7 @@ def _chance(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
                       if r["metrics"].get("chance_accuracy") is not None])
     n_test = _median([r["metrics"]["task"]["n_test"] for r in records
                       if (r["metrics"].get("task") or {}).get("n_test")])
-    band = (None if chance is None or not n_test else
-            chance + CHANCE_SIGMAS * (chance * (1 - chance) / n_test) ** 0.5)
-    return chance, band
+    return chance, (None if chance is None or not n_test else at_chance(chance, n_test))
 
 
 def _data_probe(records: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -399,7 +397,12 @@ def chance_band(alphabet: int, n_test: int) -> float:
     """The highest test accuracy still "at chance": ``p + 3 sqrt(p (1 - p) / n_test)``
     with ``p = 1 / alphabet`` (a predictor that does not see the target scores above it
     with probability about 0.1%)."""
-    p = 1.0 / alphabet
+    return at_chance(1.0 / alphabet, n_test)
+
+
+def at_chance(p: float, n_test: int) -> float:
+    """The highest test accuracy a predictor of accuracy ``p`` reaches by luck on ``n_test``
+    examples: ``p + CHANCE_SIGMAS sqrt(p (1 - p) / n_test)``."""
     return p + CHANCE_SIGMAS * (p * (1 - p) / n_test) ** 0.5
 
 

@@ -27,13 +27,20 @@ def fmt(m_p: int | None) -> str:
     return "fail" if m_p is None else str(m_p)
 
 
+def lengths_apart(a: int | None, b: int | None, lengths: Sequence[int]) -> int | None:
+    """How many evaluated lengths two m_p are apart ('fail', None, one below the shortest);
+    None when either is not an evaluated length."""
+    grid = [None, *sorted(lengths)]
+    return abs(grid.index(a) - grid.index(b)) if a in grid and b in grid else None
+
+
 def agreement(ours: int | None, paper: Any, lengths: Sequence[int]) -> str:
     if paper == "missing":
         return "not reported"
     if ours == paper:
         return "agree"
-    grid = [None, *sorted(lengths)]
-    if ours in grid and paper in grid and abs(grid.index(ours) - grid.index(paper)) <= 1:
+    apart = lengths_apart(ours, paper, lengths)
+    if apart is not None and apart <= 1:
         return "close"
     return "differ"
 
@@ -285,7 +292,6 @@ def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
         new = stored_record(cfg, root) if old else None
         if new is None or new["status"] != "ok":
             continue
-        grid = [None, *sorted(cfg.eval_lengths)]
         for r in old:
             # another version of the code, or the stored record itself (kept before a
             # recomputation that has not finished yet)
@@ -297,8 +303,7 @@ def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
                         "seed": cfg.seed, "m_p_before": a, "m_p_after": b,
                         "steps_before": r["metrics"].get("steps"),
                         "steps_after": new["metrics"].get("steps"),
-                        "lengths_apart": abs(grid.index(a) - grid.index(b))
-                        if a in grid and b in grid else None})
+                        "lengths_apart": lengths_apart(a, b, cfg.eval_lengths)})
     return out
 
 
