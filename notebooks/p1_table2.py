@@ -224,7 +224,10 @@ glue("t2_differs_higher", sum(d["direction"] == "higher" for d in differs.data),
 # trained again by the same code on the same config (same seed and words), it can differ in
 # float rounding, which training amplifies. The sweep trains a run again only when its
 # weights are lost (an analysis needs them), and then keeps the record it replaces; each such
-# pair measures the noise of one run, a floor under any difference between two cells.
+# pair measures the noise of one run, a floor under any difference between two cells. The last
+# column is the yardstick: how far apart the m_p of two seeds (another initialisation and
+# other words) of the same setting are. Where training the same seed again moves m_p about as
+# often and as far, the seed explains little of a cell's spread: each run is one draw of it.
 
 # %%
 noise = retrain_noise(P)

@@ -283,11 +283,32 @@ def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_
     assert cell["n"] == 4 and cell["same_steps"] == 3 and cell["same_m_p"] == 2
     assert cell["one_apart"] == 1 and cell["further"] == 1  # fail -> 60; 300 -> 600
     assert cell["largest"] == {"before": 300, "after": 600, "lengths_apart": 3}
-    assert t.rows[0][-1] == "300 → 600"
+    assert t.rows[0][-2] == "300 → 600"
     assert "replaced" in t.note and "smoke" in t.note
+    # the yardstick: the two seeds of each setting (lr 1e-3: 200 and 600; lr 1e-4: fail and
+    # 1000), from the stored records
+    assert cell["seed_pairs"] == {"n": 2, "same": 0, "one": 0, "further": 2}
+    assert t.rows[0][-1] == "0 / 0 / 100 % of 2"
     from sst_core.reports.paper1 import retrain_text
 
     assert retrain_text(t.data) == ("of the 4 runs trained again, m_p stayed the same in 2, "
                                     "moved by one evaluated length in 1 and further in 1 (the "
-                                    "largest move: 300 → 600, tanh_rnn on S3)")
+                                    "largest move: 300 → 600, tanh_rnn on S3). For comparison, "
+                                    "two seeds of the same setting of these architectures have "
+                                    "the same m_p in 0 % of 2 pairs, one length apart in 0 % and "
+                                    "further in 100 % (trained again: 50 %, 25 % and 25 %)")
     assert retrain_text([]) == "no run has been trained twice"
+
+
+def test_seed_pairs_compare_the_seeds_of_one_setting(tmp_path, P):
+    from sst_core.reports.paper1 import seed_pairs, shares
+
+    grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("S3",))[:4]
+    # lr 1e-3: seeds 0 and 1 at 300 and 400 (one length apart); lr 1e-4: seed 0 fails to
+    # learn (m_p None, a length below 60), seed 1 diverged (not an ok run: no pair)
+    for cfg, m_p in zip(grid, (300, 400, None, "diverge")):
+        cached_run(cfg, fake(m_p), root=tmp_path)
+    assert seed_pairs(grid, tmp_path) == {("S3", "tanh_rnn"): [1]}
+    assert seed_pairs(grid[2:], tmp_path) == {}
+    assert shares([0, 1, 1, 3]) == "25 / 50 / 25 % of 4"
+    assert shares([]) == "—"

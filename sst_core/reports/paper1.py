@@ -307,6 +307,42 @@ def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
     return out
 
 
+def seed_pairs(cfgs, root=None) -> dict[tuple[str, str], list[int]]:
+    """How many evaluated lengths apart the m_p of two seeds of one setting are: every pair
+    of stored ``ok`` records of the tracking runs ``cfgs`` whose configs differ only in the
+    seed (its initialisation and words), by ``(group, label)``; the yardstick beside
+    :func:`retrain_pairs`."""
+    from itertools import combinations
+
+    from sst_core.reports import stored_records
+    from sst_core.reports.select import grid_point
+
+    points: dict[str, list[dict[str, Any]]] = {}
+    for rec in stored_records(cfgs, root):
+        if rec["status"] == "ok":
+            points.setdefault(grid_point(rec), []).append(rec)
+    out: dict[tuple[str, str], list[int]] = {}
+    for recs in points.values():
+        if len(recs) < 2:
+            continue
+        cfg = recs[0]["config"]
+        apart = [lengths_apart(a["metrics"]["m_p"], b["metrics"]["m_p"], cfg["eval_lengths"])
+                 for a, b in combinations(recs, 2)]
+        out.setdefault((cfg["group"], run_label(cfg)), []).extend(
+            x for x in apart if x is not None)
+    return out
+
+
+def shares(apart: Sequence[int]) -> str:
+    """``same / one / further`` apart as percentages of ``apart``, with its size."""
+    n = len(apart)
+    if not n:
+        return "—"
+    same, one = sum(x == 0 for x in apart), sum(x == 1 for x in apart)
+    return (f"{100 * same / n:.0f} / {100 * one / n:.0f} / {100 * (n - same - one) / n:.0f}"
+            f" % of {n}")
+
+
 def tracking_runs(P: Profile) -> list[Any]:
     """The training runs of Table 2 and of the Figure 4 sweep under ``P``, each once."""
     from sst_core.experiments.registry import sweep_configs
@@ -321,9 +357,12 @@ def retrain_noise(P: Profile, root=None) -> Table:
     """How far one run moves when the same code trains the same config again: the Table 2
     and Figure 4 runs whose weights were lost and which the sweep trained again
     (:func:`retrain_pairs`), per group and architecture."""
-    pairs = retrain_pairs(tracking_runs(P), root)
+    runs = tracking_runs(P)
+    pairs = retrain_pairs(runs, root)
+    seeds = seed_pairs(runs, root) if pairs else {}
     cols = ["group", "architecture", "trained again", "same stopping step", "same m_p",
-            "one length apart", "further apart", "largest move"]
+            "one length apart", "further apart", "largest move",
+            "two seeds: same / one / further apart"]
     rows, data = [], []
     cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for d in pairs:
@@ -334,17 +373,23 @@ def retrain_noise(P: Profile, root=None) -> Table:
             continue
         apart = [d["lengths_apart"] for d in ds if d["lengths_apart"] is not None]
         worst = max(ds, key=lambda d: d["lengths_apart"] or 0)
+        between = ([x for k in cells for x in seeds.get(k, [])] if key == ("all", "all")
+                   else seeds.get(key, []))
         row = {"group": key[0], "label": key[1], "n": len(ds),
                "same_steps": sum(d["steps_before"] == d["steps_after"] for d in ds),
                "same_m_p": sum(x == 0 for x in apart), "one_apart": sum(x == 1 for x in apart),
                "further": sum(x > 1 for x in apart),
                "largest": {"before": worst["m_p_before"], "after": worst["m_p_after"],
-                           "lengths_apart": worst["lengths_apart"]}}
+                           "lengths_apart": worst["lengths_apart"]},
+               "seed_pairs": {"n": len(between), "same": sum(x == 0 for x in between),
+                              "one": sum(x == 1 for x in between),
+                              "further": sum(x > 1 for x in between)}}
         data.append(row)
         rows.append([row["group"], row["label"], row["n"], row["same_steps"], row["same_m_p"],
                      row["one_apart"], row["further"],
                      "—" if not worst["lengths_apart"] else
-                     f"{fmt(worst['m_p_before'])} → {fmt(worst['m_p_after'])}"])
+                     f"{fmt(worst['m_p_before'])} → {fmt(worst['m_p_after'])}",
+                     shares(between)])
     note = ("Runs trained twice by the same code on the same config (same seed, words and "
             "settings, one torch thread, on machines of the same kind in different sessions): "
             "when a tracker's weights are lost, the sweep trains it again for the analyses "
@@ -353,7 +398,11 @@ def retrain_noise(P: Profile, root=None) -> Table:
             "order of a sum in a matrix product; records name the processor in "
             "`host.cpu`), which training can amplify; how far m_p "
             "moves between the two is the noise of a single run, a floor under every "
-            "comparison of two cells. Lengths apart: steps on the evaluated lengths, 'fail' "
+            "comparison of two cells. Two seeds: every pair of stored runs of the same "
+            "architecture and setting (state size, learning rate, schedule) that differ only in "
+            "the seed (initialisation and words), the yardstick: where training again moves m_p "
+            "as often and as far as another seed does, a single run's m_p is one draw of that "
+            "spread. Lengths apart: steps on the evaluated lengths, 'fail' "
             "one below the shortest; a row only where runs were trained again. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_max_steps')}.")
     return Table("How far one run moves when it is trained again", cols, rows, note,
@@ -373,6 +422,19 @@ def retrain_text(rows: list[dict[str, Any]]) -> str:
     if worst["largest"]["lengths_apart"]:
         text += (f" (the largest move: {fmt(worst['largest']['before'])} → "
                  f"{fmt(worst['largest']['after'])}, {worst['label']} on {worst['group']})")
+    seeds = total.get("seed_pairs") or {"n": 0}
+    if seeds["n"]:
+        n_again = total["same_m_p"] + total["one_apart"] + total["further"]
+
+        def pct(k: int, n: int) -> str:
+            return f"{100 * k / n:.0f} %"
+
+        text += (f". For comparison, two seeds of the same setting of these architectures "
+                 f"have the same m_p in {pct(seeds['same'], seeds['n'])} of {seeds['n']} "
+                 f"pairs, one length apart in {pct(seeds['one'], seeds['n'])} and further in "
+                 f"{pct(seeds['further'], seeds['n'])} (trained again: "
+                 f"{pct(total['same_m_p'], n_again)}, {pct(total['one_apart'], n_again)} and "
+                 f"{pct(total['further'], n_again)})")
     return text
 
 
