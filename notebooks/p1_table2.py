@@ -222,12 +222,15 @@ glue("t2_differs_higher", sum(d["direction"] == "higher" for d in differs.data),
 #
 # A cell's value is the best of its runs, and a single run is not exactly reproducible:
 # trained again by the same code on the same config (same seed and words), it can differ in
-# float rounding, which training amplifies. The sweep trains a run again only when its
-# weights are lost (an analysis needs them), and then keeps the record it replaces; each such
-# pair measures the noise of one run, a floor under any difference between two cells. The last
-# column is the yardstick: how far apart the m_p of two seeds (another initialisation and
-# other words) of the same setting are. Where training the same seed again moves m_p about as
-# often and as far, the seed explains little of a cell's spread: each run is one draw of it.
+# float rounding, which training amplifies. Runs train in stacks of several models, and the
+# rounding of a run depends on the stack it shares (the same stack repeats its runs bit for
+# bit; a run trained again shares its stack with other runs). The sweep trains a run again
+# only when its weights are lost (an analysis needs them), and then keeps the record it
+# replaces; each such pair measures the noise of one run, a floor under any difference between
+# two cells. The last column is the yardstick: how far apart the m_p of two seeds (another
+# initialisation and other words) of the same setting are. Where training the same seed again
+# moves m_p about as often and as far, the seed explains little of a cell's spread: each run
+# is one draw of it.
 
 # %%
 noise = retrain_noise(P)

@@ -283,7 +283,7 @@ def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_
     assert cell["n"] == 4 and cell["same_steps"] == 3 and cell["same_m_p"] == 2
     assert cell["one_apart"] == 1 and cell["further"] == 1  # fail -> 60; 300 -> 600
     assert cell["largest"] == {"before": 300, "after": 600, "lengths_apart": 3}
-    assert t.rows[0][-2] == "300 → 600"
+    assert t.rows[0][4:6] == ["50 / 25 / 25 % of 4", "300 → 600"]
     assert "replaced" in t.note and "smoke" in t.note
     # the yardstick: the two seeds of each setting (lr 1e-3: 200 and 600; lr 1e-4: fail and
     # 1000), from the stored records

@@ -360,8 +360,8 @@ def retrain_noise(P: Profile, root=None) -> Table:
     runs = tracking_runs(P)
     pairs = retrain_pairs(runs, root)
     seeds = seed_pairs(runs, root) if pairs else {}
-    cols = ["group", "architecture", "trained again", "same stopping step", "same m_p",
-            "one length apart", "further apart", "largest move",
+    cols = ["group", "architecture", "trained again", "same stopping step",
+            "m_p trained again: same / one / further apart", "largest move",
             "two seeds: same / one / further apart"]
     rows, data = [], []
     cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -385,8 +385,7 @@ def retrain_noise(P: Profile, root=None) -> Table:
                               "one": sum(x == 1 for x in between),
                               "further": sum(x > 1 for x in between)}}
         data.append(row)
-        rows.append([row["group"], row["label"], row["n"], row["same_steps"], row["same_m_p"],
-                     row["one_apart"], row["further"],
+        rows.append([row["group"], row["label"], row["n"], row["same_steps"], shares(apart),
                      "—" if not worst["lengths_apart"] else
                      f"{fmt(worst['m_p_before'])} → {fmt(worst['m_p_after'])}",
                      shares(between)])
@@ -394,10 +393,14 @@ def retrain_noise(P: Profile, root=None) -> Table:
             "settings, one torch thread, on machines of the same kind in different sessions): "
             "when a tracker's weights are lost, the sweep trains it again for the analyses "
             "that read it and keeps the record it replaces (`results/PROFILE/tracking/"
-            "replaced/`). What can differ is float rounding (the processor's vector code, the "
-            "order of a sum in a matrix product; records name the processor in "
-            "`host.cpu`), which training can amplify; how far m_p "
-            "moves between the two is the noise of a single run, a floor under every "
+            "replaced/`). What differs is float rounding, which training amplifies. Trackers "
+            "train in stacks (`sst_core.training.stacked`): the products run over the whole "
+            "stack, its words padded to the longest curriculum length, so a run's rounding "
+            "depends on which runs share its stack and when they leave it. The same stack "
+            "repeats its runs bit for bit, but a tracker trained again shares its stack with "
+            "other runs than the first time ('stacked' in the record: the stack's size at "
+            "the start); the processor can add to it (records name it in `host.cpu`). How far "
+            "m_p moves between the two is the noise of a single run, a floor under every "
             "comparison of two cells. Two seeds: every pair of stored runs of the same "
             "architecture and setting (state size, learning rate, schedule) that differ only in "
             "the seed (initialisation and words), the yardstick: where training again moves m_p "
