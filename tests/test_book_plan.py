@@ -142,6 +142,25 @@ def test_a_missing_run_is_priced_from_the_runs_most_like_it():
     assert costs.estimate("quick", t3) == (None, False)  # other profiles are not pooled
 
 
+def test_an_lra_run_is_priced_by_the_examples_it_sees():
+    from dataclasses import replace
+
+    from sst_core.experiments import paper2
+
+    P = get_profile("smoke")
+    run = paper2.lra_main_grid(P)[0]
+    assert plan.work(run) == run.n_train * run.epochs
+    assert plan.work(table3_grid(P)[0]) == 1.0  # a tracking run: no such fields
+    costs = plan.CostTable()
+    costs.add("smoke", _record(run, 60.0, "a"))
+    costs.add("smoke", _record(replace(run, seed=9, n_train=3 * run.n_train), 300.0, "b"))
+    # per example seen: 60 / n and 300 / 3n, mean 80 / n; a probe on 4 n examples: 320
+    probe = replace(run, seed=8, n_train=4 * run.n_train)
+    assert costs.estimate("smoke", probe) == (pytest.approx(320.0), False)
+    assert costs.estimate("smoke", replace(probe, epochs=2 * run.epochs)) == \
+        (pytest.approx(640.0), False)
+
+
 def test_a_price_from_other_models_is_scaled_by_their_step_times(root):
     """The newest benchmark record's throughput rows scale a price taken from another
     model's runs: training rows for training runs, evaluation rows for analyses."""

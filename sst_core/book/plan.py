@@ -15,7 +15,8 @@ analysis); for an analysis of an experiment with no stored run, the stored analy
 the same model in other experiments (another rough figure; else theirs of other models,
 scaled as above); a run with none of these has no estimate and is counted apart. A sweep often
 mixes experiments (a diagnostics sweep trains the trackers it then diagnoses), so one mean
-per sweep would price a diagnosis like a training run. The stored
+per sweep would price a diagnosis like a training run. Each mean is of compute per unit of
+:func:`work` (the examples an LRA run sees; 1 for other runs), times the missing run's. The stored
 runs of every chapter being planned are pooled. Reads record files only; never trains and
 never imports torch.
 """
@@ -108,6 +109,18 @@ def cost_key(cfg: Any) -> tuple[str, str | None, str | None]:
     return (c.get("experiment"), model, task)
 
 
+def work(cfg: Any) -> float:
+    """How much a run trains, relative to others of its kind, as far as its config says: the
+    examples it sees (``n_train`` x ``epochs``, an LRA run) where it has both, else 1. The
+    plan prices a unit of it, so a data probe on four times the examples costs four times
+    a run of the main table."""
+    c = config_dict(cfg) if is_dataclass(cfg) else cfg
+    n, epochs = c.get("n_train"), c.get("epochs")
+    if isinstance(n, (int, float)) and isinstance(epochs, (int, float)) and n > 0 and epochs > 0:
+        return float(n * epochs)
+    return 1.0
+
+
 def step_times(root: Path | None = None) -> dict[tuple[str, str], float]:
     """``(kind, model) -> seconds`` of one step of each model in the newest benchmark
     record that times them (its ``throughput_<model>_train_L60`` rows: kind ``train``;
@@ -155,16 +168,22 @@ class CostTable:
         if (profile, run_id) not in self._seen:
             self._seen.add((profile, run_id))
             key = cost_key(record["config"])
+            unit = cost / work(record["config"])  # the price of one unit of work
             for level in (3, 2):
-                self._by[(profile, key[:level])].append(cost)
-            self._models[(profile, key[0])].append((cost, key[1]))
+                self._by[(profile, key[:level])].append(unit)
+            self._models[(profile, key[0])].append((unit, key[1]))
             if _step_kind(record["config"]) == "eval":
-                self._analyses[profile].append((cost, key[1]))
+                self._analyses[profile].append((unit, key[1]))
         return cost
 
     def estimate(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
-        """The mean compute of the stored runs most like ``cfg`` (the module docstring), and
-        whether it comes from other models' runs only."""
+        """The mean compute of the stored runs most like ``cfg`` (the module docstring),
+        per unit of :func:`work` times ``cfg``'s, and whether it comes from other models'
+        runs only."""
+        price, rough = self._price(profile, cfg)
+        return (None if price is None else price * work(cfg)), rough
+
+    def _price(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
         key = cost_key(cfg)
         for level in (3, 2):
             costs = self._by.get((profile, key[:level]))
