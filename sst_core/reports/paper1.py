@@ -333,14 +333,19 @@ def seed_pairs(cfgs, root=None) -> dict[tuple[str, str], list[int]]:
     return out
 
 
+def apart_counts(apart: Sequence[int]) -> dict[str, int]:
+    """How many of ``apart`` (evaluated lengths between two m_p) are 0, 1 and more."""
+    same, one = sum(x == 0 for x in apart), sum(x == 1 for x in apart)
+    return {"n": len(apart), "same": same, "one": one, "further": len(apart) - same - one}
+
+
 def shares(apart: Sequence[int]) -> str:
     """``same / one / further`` apart as percentages of ``apart``, with its size."""
-    n = len(apart)
-    if not n:
+    c = apart_counts(apart)
+    if not c["n"]:
         return "—"
-    same, one = sum(x == 0 for x in apart), sum(x == 1 for x in apart)
-    return (f"{100 * same / n:.0f} / {100 * one / n:.0f} / {100 * (n - same - one) / n:.0f}"
-            f" % of {n}")
+    return (" / ".join(f"{100 * c[k] / c['n']:.0f}" for k in ("same", "one", "further"))
+            + f" % of {c['n']}")
 
 
 def tracking_runs(P: Profile) -> list[Any]:
@@ -375,15 +380,14 @@ def retrain_noise(P: Profile, root=None) -> Table:
         worst = max(ds, key=lambda d: d["lengths_apart"] or 0)
         between = ([x for k in cells for x in seeds.get(k, [])] if key == ("all", "all")
                    else seeds.get(key, []))
+        again = apart_counts(apart)
         row = {"group": key[0], "label": key[1], "n": len(ds),
                "same_steps": sum(d["steps_before"] == d["steps_after"] for d in ds),
-               "same_m_p": sum(x == 0 for x in apart), "one_apart": sum(x == 1 for x in apart),
-               "further": sum(x > 1 for x in apart),
+               "same_m_p": again["same"], "one_apart": again["one"],
+               "further": again["further"],
                "largest": {"before": worst["m_p_before"], "after": worst["m_p_after"],
                            "lengths_apart": worst["lengths_apart"]},
-               "seed_pairs": {"n": len(between), "same": sum(x == 0 for x in between),
-                              "one": sum(x == 1 for x in between),
-                              "further": sum(x > 1 for x in between)}}
+               "seed_pairs": apart_counts(between)}
         data.append(row)
         rows.append([row["group"], row["label"], row["n"], row["same_steps"], shares(apart),
                      "—" if not worst["lengths_apart"] else
