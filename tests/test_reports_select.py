@@ -176,8 +176,27 @@ def test_accuracy_figure_draws_every_record_it_is_given():
     recs = [tr(60, 0), tr(100, 1)]
     fig = plots.fig_accuracy_vs_length(recs, ["S3"], "profile `smoke`")
     assert len(fig.axes[0].get_lines()) == 2 + 2  # both runs, plus the 90% and 60 guides
+    assert len(fig.axes[1].get_legend().get_texts()) == 1  # one label: both are one model
     fig = plots.fig_accuracy_vs_length(rp1.best_runs(recs), ["S3"], "profile `smoke`")
     assert len(fig.axes[0].get_lines()) == 1 + 2
+    plt.close("all")
+
+
+def test_accuracy_figure_keeps_a_models_colour_in_every_panel_and_dashes_two_layers():
+    def tr(model, group, n_layers):
+        r = rec(60, model=model, group=group, n_layers=n_layers)
+        r["metrics"]["eval"] = {"60": {"token": 0.95}, "100": {"token": 0.5}}
+        return r
+    recs = [tr("a", "C2", 1), tr("b", "C2", 1), tr("a", "S3", 1), tr("a", "S3", 2)]
+    fig = plots.fig_accuracy_vs_length(recs, ["C2", "S3"], "profile `smoke`")
+    c2, s3, legend = fig.axes[:3]
+    runs = {ax: [ln for ln in ax.get_lines() if ln.get_label() in ("a", "b", "a L2")]
+            for ax in (c2, s3)}
+    colour = {(ax, ln.get_label()): ln.get_color() for ax in runs for ln in runs[ax]}
+    assert colour[(c2, "a")] == colour[(s3, "a")] == colour[(s3, "a L2")] != colour[(c2, "b")]
+    assert [ln.get_linestyle() for ln in runs[s3]] == ["-", "--"]
+    assert sorted(t.get_text() for t in legend.get_legend().get_texts()) == ["a", "a L2", "b"]
+    assert not legend.axison  # the legend's slot draws no axes
     plt.close("all")
 
 

@@ -106,32 +106,49 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
     """Token accuracy against evaluation length, one panel per group, one line per record.
 
     Pass one run per model and group (the best, :func:`sst_core.reports.paper1.best_runs`);
-    lines are labelled by model (or phi), with L2 for two layers.
+    lines are labelled by model (or phi), with L2 for two layers. A model keeps its colour
+    in every panel and a deeper run of it is dashed; panels fill two columns and the legend
+    takes the next free slot, so the figure stays legible at the page's width.
     """
-    fig, axes = plt.subplots(1, len(groups), figsize=(5.2 * len(groups), 4.0), squeeze=False,
+    def label_of(cfg: dict[str, Any]) -> tuple[str, int]:
+        return cfg.get("phi") or cfg["model"], int(cfg.get("n_layers", 1))
+
+    names = sorted({label_of(r["config"])[0] for r in records if r["config"]["group"] in groups})
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    colour = {name: cmap(i % cmap.N) for i, name in enumerate(names)}
+    ncols = 2
+    nrows = (len(groups) + 1 + ncols - 1) // ncols  # the panels and the legend's slot
+    fig, axes = plt.subplots(nrows, ncols, figsize=(8.5, 3.1 * nrows), squeeze=False,
                              sharey=True)
-    for ax, group in zip(axes[0], groups):
-        lines = []
-        for r in records:
-            cfg = r["config"]
-            if cfg["group"] != group:
-                continue
-            label = cfg.get("phi") or cfg["model"]
-            if cfg.get("n_layers", 1) > 1:
-                label += f" L{cfg['n_layers']}"
-            lines.append((label, r))
-        for label, r in sorted(lines, key=lambda lr: lr[0]):
+    flat = list(axes.flat)
+    handles: dict[str, Any] = {}
+    for ax, group in zip(flat, groups):
+        lines = [(label_of(r["config"]), r) for r in records if r["config"]["group"] == group]
+        for (name, depth), r in sorted(lines, key=lambda lr: lr[0]):
             ev = r["metrics"]["eval"]
             lengths = sorted(int(L) for L in ev)
-            ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o", ms=3, label=label)
-        ax.axhline(0.9, color="k", lw=0.8, ls="--")
-        ax.axvline(60, color="grey", lw=0.8, ls=":")
+            label = name + (f" L{depth}" if depth > 1 else "")
+            (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o",
+                              ms=3, lw=1.3, color=colour[name], ls="-" if depth == 1 else "--",
+                              label=label)
+            handles.setdefault(label, line)
+        ax.axhline(0.9, color="0.35", lw=0.9)
+        ax.axvline(60, color="0.35", lw=0.8, ls=":")
         ax.set_title(group)
         ax.set_xlabel("evaluation length")
         ax.set_ylim(0, 1.02)
-    axes[0][0].set_ylabel("token accuracy")
-    axes[0][-1].legend(fontsize=7, loc="lower left", ncol=2)
-    suptitle(fig, f"Accuracy beyond the training length 60 (dashed: the 90% bar; {scale})", fontsize=10)
+        ax.tick_params(labelleft=True)
+    for row in axes:
+        row[0].set_ylabel("token accuracy")
+    legend_ax = flat[len(groups)]
+    for ax in flat[len(groups):]:
+        ax.axis("off")
+    if handles:
+        labels = sorted(handles)
+        legend_ax.legend([handles[k] for k in labels], labels, loc="center", fontsize=8,
+                         ncol=2 if len(labels) > 8 else 1, frameon=False)
+    suptitle(fig, "Accuracy beyond the training length 60 (grey line: the 90% bar; dotted: "
+             f"length 60; dashed: two layers; {scale})", fontsize=10)
     fig.tight_layout()
     return fig
 
