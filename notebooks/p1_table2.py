@@ -234,7 +234,8 @@ glue("t2_differs_higher", sum(d["direction"] == "higher" for d in differs.data),
 
 # %%
 noise = retrain_noise(P)
-display(noise)
+if noise.rows:  # an empty table says nothing the sentence below does not
+    display(noise)
 glue("t2_retrain_text", retrain_text(noise.data), display=False)
 
 # %% [markdown]

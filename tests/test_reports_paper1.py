@@ -171,6 +171,17 @@ def test_the_spread_over_the_grid(tmp_path, P):
     assert get_report("table2_spread") is table2_spread
 
 
+def test_a_range_is_shown_only_where_the_runs_differ():
+    from sst_core.reports.paper1 import grid_text, seed_range
+
+    assert seed_range([1000, 600, None]) == " [fail–1000]"
+    assert seed_range([1000, 1000]) == seed_range([None, None]) == seed_range([60]) == ""
+    assert seed_range([]) == ""
+    assert grid_text({"n": 24, "median": 1000, "min": 1000, "max": 1000}) == "1000 (all 24)"
+    assert grid_text({"n": 3, "median": None, "min": None, "max": None}) == "fail (all 3)"
+    assert grid_text({"n": 4, "median": 100, "min": None, "max": 300}) == "100 [fail–300] n=4"
+
+
 def test_the_width_ablation_reads_its_grid(tmp_path, P):
     from sst_core.reports.paper1 import width_ablation
 

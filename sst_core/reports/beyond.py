@@ -22,7 +22,7 @@ from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.error_control import PAPER_FIGURE4, figure4_stats
-from sst_core.reports.paper1 import cell_status, fmt, summarise
+from sst_core.reports.paper1 import cell_status, fmt, seed_range, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.configs import config_dict
 from sst_core.spec.profiles import Profile
@@ -72,16 +72,14 @@ def harder_groups(P: Profile, root=None) -> Table:
                 else:
                     m_p = s["m_p"]
                     seeds = s["m_p_seeds"]
-                    text = fmt(m_p) + (f" [{fmt(min(seeds, key=lambda v: v or -1))}–"
-                                       f"{fmt(max(seeds, key=lambda v: v or -1))}]"
-                                       if len(seeds) > 1 else "")
+                    text = fmt(m_p) + seed_range(seeds)
                 row.append(text)
                 data.append({"model": m, "group": g, "n_layers": d, "status": status,
                              "m_p": m_p, "m_p_seeds": seeds})
         rows.append(row)
     note = ("m_p: the largest evaluated length with token accuracy >= 90% ('fail': below 90% "
-            "at the training length 60); best over the grid, [min–max over seeds] where there "
-            "are several. Same protocol as Table 2 (curriculum up to 60, tokens = identity + "
+            "at the training length 60); best over the grid, [min–max over seeds] where they "
+            "differ. Same protocol as Table 2 (curriculum up to 60, tokens = identity + "
             "generators). The paper reports none of these groups. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
     return Table("Table 2's models on harder groups", cols, rows, note, ids, data)

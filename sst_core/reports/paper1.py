@@ -27,6 +27,21 @@ def fmt(m_p: int | None) -> str:
     return "fail" if m_p is None else str(m_p)
 
 
+def seed_range(m_ps: Sequence[int | None]) -> str:
+    """`` [lowest–highest]`` of several runs' m_p ('fail' lowest), or nothing where they are
+    all the same: a range of one value says nothing and only widens a table's cell."""
+    lo, hi = min(m_ps, key=_rank, default=None), max(m_ps, key=_rank, default=None)
+    return f" [{fmt(lo)}–{fmt(hi)}]" if lo != hi else ""
+
+
+def grid_text(grid: dict[str, Any]) -> str:
+    """One cell's spread over its grid (:func:`grid_spread`): ``median [lowest–highest] n=N``,
+    or ``value (all N)`` where every run has the same m_p."""
+    if grid["min"] == grid["max"]:
+        return f"{fmt(grid['median'])} (all {grid['n']})"
+    return f"{fmt(grid['median'])} [{fmt(grid['min'])}–{fmt(grid['max'])}] n={grid['n']}"
+
+
 def lengths_apart(a: int | None, b: int | None, lengths: Sequence[int]) -> int | None:
     """How many evaluated lengths two m_p are apart ('fail', None, one below the shortest);
     None when either is not an evaluated length."""
@@ -124,11 +139,7 @@ def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
         what = "missing" if s["missing"] else "diverged"
         return f"{what} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
     agree = agreement(s["m_p"], paper, lengths)
-    spread = ""
-    if len(s["m_p_seeds"]) > 1:
-        lo, hi = min(s["m_p_seeds"], key=_rank), max(s["m_p_seeds"], key=_rank)
-        spread = f" [{fmt(lo)}–{fmt(hi)}]"
-    ours = fmt(s["m_p"]) + spread
+    ours = fmt(s["m_p"]) + seed_range(s["m_p_seeds"])
     if s.get("missing"):  # a cell whose grid is not complete yet says so
         done = s.get("ok", 0) + s.get("failed", 0)
         ours += f" ({done} of {done + s['missing']} runs)"
@@ -168,7 +179,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             f"here: {counts['exact']} exactly, {counts['by_class']} by class "
             f"({' / '.join(M_P_CLASSES)}). "
             f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
-            f"below 90% at 60), best over the grid; [min–max over seeds] where there are several; "
+            f"below 90% at 60), best over the grid; [min–max over seeds] where they differ; "
             f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds', 'track_max_steps', 'track_batch')}.")
     return Table("Table 2: longest length tracked (m_p), trained up to length 60", cols, rows,
@@ -266,13 +277,12 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     rows, data = [], []
     for row in t2.rows:
         cells = [d for d in t2.data if d["model"] == row[0]]  # in the columns' order
-        rows.append(row[:2] + ["missing" if not d["grid"]["n"] else
-                               f"{fmt(d['grid']['median'])} [{fmt(d['grid']['min'])}–"
-                               f"{fmt(d['grid']['max'])}] n={d['grid']['n']}" for d in cells])
+        rows.append(row[:2] + ["missing" if not d["grid"]["n"] else grid_text(d["grid"])
+                               for d in cells])
         data += [{"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
                   **d["grid"]} for d in cells]
-    note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs; 'fail' "
-            "is below every length. Table 2 shows the best of the same runs. "
+    note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs (or "
+            "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
 
@@ -567,9 +577,7 @@ def width_ablation(P: Profile, root=None) -> Table:
                                  "m_p_seeds": [], "paper": paper})
                     continue
                 seeds = seeds_of(records, r)
-                spread = (f" [{fmt(min(seeds, key=_rank))}–{fmt(max(seeds, key=_rank))}]"
-                          if len(seeds) > 1 else "")
-                row.append(fmt(r["metrics"]["m_p"]) + spread)
+                row.append(fmt(r["metrics"]["m_p"]) + seed_range(seeds))
                 data.append({"model": m, "group": g, "d_model": w, "m_p": r["metrics"]["m_p"],
                              "status": "ok", "m_p_seeds": seeds, "lr": r["config"]["lr"],
                              "paper": paper})
@@ -577,7 +585,7 @@ def width_ablation(P: Profile, root=None) -> Table:
             rows.append(row)
     note = ("One layer, N = " + str(P.track_d_states[0]) + ", schedule " + P.track_schedules[0]
             + "; best m_p over the learning rates and seeds of each width, [min–max over seeds] "
-            "at the best learning rate. The paper's models are parameter-matched at d_model "
+            "at the best learning rate where they differ. The paper's models are parameter-matched at d_model "
             "698. Scale: " + P.scale("width_d_models", "track_lrs", "width_seeds",
                                      "track_max_steps", "track_post_steps") + ".")
     return Table("Width ablation: does the gap to the paper close with d_model?", cols, rows,
