@@ -327,7 +327,14 @@ def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
     cached_run(paper_table3[-1], lambda c: {"m_p": None})
     P = params.settings("p1_table3", "best")
     assert P.name == "paper" and "all" in P.chosen_because
-    assert P.banner().endswith(P.chosen_because) and P.chosen_because not in P.scale()
+    banner = P.banner("track_d_model", "track_d_states", "track_lrs", "track_schedules")
+    assert " ".join(banner.split()).endswith(P.chosen_because)
+    assert P.chosen_because not in P.scale()
+    # wrapped, since a code cell's output is cut off at the page's edge, and nothing lost
+    assert max(len(line) for line in banner.splitlines()) <= profiles.BANNER_WIDTH
+    assert " ".join(banner.split()) == " ".join(
+        (P.scale("track_d_model", "track_d_states", "track_lrs", "track_schedules") + " "
+         + P.chosen_because).split())
     # a chapter whose records are not all stored computes at quick
     assert params.settings("p2_memory", "best").name == "quick"
     assert params.settings("bench", "best").name == "quick"  # reads no sweep
