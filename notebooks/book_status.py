@@ -12,8 +12,9 @@
 # Every number in this book comes from a run record under `results/`. This page, generated
 # from those records when the book was built, says for each chapter which profile it shows
 # (with `best`: the largest profile whose records cover the whole chapter, so that nothing
-# is retrained), how many runs and how much compute stand behind it, when its records
-# were made, and how far a larger profile's sweep of it has got (the chapters of Table 2, of
+# is retrained), how many runs and how much compute stand behind it (and how many of those
+# records an earlier version of the code they depend on made: `sst status` calls them stale,
+# and `sst sweep E --retry-stale` computes them again), when its records were made, and how far a larger profile's sweep of it has got (the chapters of Table 2, of
 # the LRA experiments and of the error-control diagnostics then also show the tables of those
 # records so far), or that it is complete where the book was built at a smaller profile than
 # `best` would choose. `sst book --plan` prints the same before a build, with the compute the

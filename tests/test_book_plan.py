@@ -62,11 +62,21 @@ def test_the_cli_prints_the_plan_and_runs_nothing(root, capsys):
     assert not any(root.iterdir())  # nothing was computed or written
 
 
+def test_the_status_page_says_when_records_were_made_in_a_few_words():
+    assert plan.made_text("2026-12-01T10:16:02+00:00", "2026-12-01T10:18:40+00:00") == \
+        "2026-12-01, 10:16 to 10:18"
+    assert plan.made_text("2026-12-01T10:16:02+00:00", "2026-12-04T02:20:00+00:00") == \
+        "2026-12-01 to 2026-12-04"
+    assert plan.made_text(None, None) == "—"
+
+
 def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     grid = table3_grid(get_profile("smoke"))
     for cfg in grid:
         cached_run(cfg, lambda c: {"m_p": None})
     monkeypatch.setattr(plan, "_run_cost", lambda record: 90.0)
+    # these records carry no code hash, which counts as stale: first as if they were fresh
+    monkeypatch.setattr(plan, "is_stale_record", lambda record: False)
     plans = plan.book_plan(["p1_table3", "bench"], "smoke")
     p = plans[0]
     assert p.compute_s == pytest.approx(90.0 * len(grid))
@@ -87,6 +97,11 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     assert (f"| `standard`: all {len(standard)} runs stored (`best` shows it) |"
             in plan.status_markdown([p]))
     assert plan.book_plan(["p1_table3"], "standard")[0].larger_complete is None
+    # a record made by another version of the code it depends on is shown, and counted
+    monkeypatch.setattr(plan, "is_stale_record", lambda record: True)
+    p = plan.book_plan(["p1_table3"], "smoke")[0]
+    assert (f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} ({len(grid)} made by earlier "
+            "code: stale) | " in plan.status_markdown([p]))
 
 
 def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, capsys):

@@ -29,6 +29,16 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
     assert json.loads(table.to_json())["rows"] == table.rows
 
 
+def test_a_wide_table_reads_transposed_with_nothing_lost():
+    t = reports.Table("T", ["task", "chance", "claim 1"], [["a", 0.1, "holds"], ["b", 0.5, "no"]],
+                      note="n", records=["r1"], data=[{"task": "a"}])
+    u = t.transposed()
+    assert u.columns == ["task", "a", "b"]
+    assert u.rows == [["chance", 0.1, 0.5], ["claim 1", "holds", "no"]]
+    assert (u.title, u.note, u.records, u.data) == (t.title, t.note, t.records, t.data)
+    assert u.transposed().rows == t.rows and u.transposed().columns == t.columns
+
+
 def test_unknown_report():
     with pytest.raises(ValueError, match=r"'tabel2'.*groups"):
         reports.get_report("tabel2")
@@ -39,6 +49,18 @@ def test_runs_note_says_what_a_cell_rests_on_only_when_some_runs_are_not_ok():
     assert reports.runs_note({"ok": 1, "failed": 2, "missing": 0}) == " (1 of 3 runs; 2 failed)"
     assert reports.runs_note({"ok": 0, "failed": 1, "missing": 5}) == \
         " (0 of 6 runs; 1 failed, 5 missing)"
+
+
+def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    P = params.settings("p1_groups", profile="smoke", n_words=64)
+    records = [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+    assert reports.stale_text(records, "groups") == ""  # made by this code
+    records[0] = dict(records[0], code_hash="0" * 16)  # as if an earlier version made it
+    text = reports.stale_text(records, "groups")
+    assert text.startswith(f"1 of these {len(records)} records were made by an earlier")
+    assert "`sst sweep groups --profile smoke --retry-stale`" in text
 
 
 def test_fit_curves_tells_memorising_from_not_learning():

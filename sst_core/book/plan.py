@@ -299,24 +299,36 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
     return "\n".join(lines)
 
 
+def made_text(first: str | None, last: str | None) -> str:
+    """When a chapter's records were made (``created_utc`` of the oldest and the newest):
+    the day and the hours where they are of one day, else the two days."""
+    if first is None or last is None:
+        return "—"
+    if first[:10] == last[:10]:
+        return f"{first[:10]}, {first[11:16]} to {last[11:16]}"
+    return f"{first[:10]} to {last[:10]}"
+
+
 def status_markdown(plans: list[ChapterPlan]) -> str:
     """The book's status page: per chapter, the profile it shows and why, the runs and
     compute behind it, when its records were made, and a larger profile's sweep that is
     under way (its records so far) or complete (what ``best`` would show)."""
     lines = ["| chapter | profile shown | runs stored / read | compute behind it | "
              "records made (UTC) | larger profile's sweep |", "|---|---|---|---|---|---|"]
+    # a stale record (made by an earlier version of the code it depends on) is still shown:
+    # the page says how many, and `sst sweep --retry-stale` computes them again
     for p in plans:
         if not p.total:
             lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — | — |")
             continue
-        made = ("—" if p.made_first is None else
-                f"{p.made_first[:16].replace('T', ' ')} to {p.made_last[:16].replace('T', ' ')}")
+        made = made_text(p.made_first, p.made_last)
         ways = ([f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"]
                 if p.under_way else [])
         if p.larger_complete:
             ways.append(f"`{p.larger_complete[0]}`: all {p.larger_complete[1]} runs stored "
                         "(`best` shows it)")
         way = "; ".join(ways) or "—"
-        lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total} | "
+        stale = f" ({p.stale} made by earlier code: stale)" if p.stale else ""
+        lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total}{stale} | "
                      f"{_hours(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)

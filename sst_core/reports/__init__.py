@@ -52,6 +52,15 @@ class Table:
             lines += ["", self.note]
         return "\n".join(lines)
 
+    def transposed(self) -> "Table":
+        """The same table with rows and columns swapped (the first column's entries become
+        the headers), for a table with many columns and few rows, which a page would cut
+        off at its edge; the note, records and data are the same."""
+        cols = [self.columns[0]] + [str(row[0]) for row in self.rows]
+        rows = [[name] + [row[j] for row in self.rows] for j, name in enumerate(self.columns)
+                if j > 0]
+        return Table(self.title, cols, rows, self.note, self.records, self.data)
+
     def to_json(self) -> str:
         out = {"title": self.title, "columns": self.columns, "rows": self.rows,
                "note": self.note, "records": self.records}
@@ -70,6 +79,21 @@ def format_value(v: Any, spec: str = ".3g") -> str:
     if isinstance(v, float):
         return format(v, spec)
     return str(v)
+
+
+def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
+    """A sentence for a chapter that shows ``records``: how many of them an earlier version
+    of the code they depend on made (:func:`sst_core.experiments.registry.is_stale_record`)
+    and how to compute them again (``sweep``: the sweep that makes them); empty when none."""
+    from sst_core.experiments.registry import is_stale_record
+
+    n = sum(is_stale_record(r) for r in records)
+    if not n:
+        return ""
+    profile = records[0].get("profile", "PROFILE")
+    return (f"{n} of these {len(records)} records were made by an earlier version of the code "
+            f"they depend on (`sst status` calls them stale; `sst sweep {sweep} --profile "
+            f"{profile} --retry-stale` computes them again).")
 
 
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
