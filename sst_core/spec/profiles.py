@@ -5,9 +5,9 @@ A *profile* decides every size in the book:
 - ``smoke``: every code path runs (CI); the numbers are meaningless and labelled so.
 - ``quick``: real but reduced runs that fit a laptop CPU.
 - ``standard``: the papers' protocols on a grid sized for a 2-core machine (planned at 12
-  hours for paper 1; by the step costs measured since, about 30 hours, and 7 for paper 2:
-  a sweep over several sessions); its records are committed under ``results/standard/``,
-  so the book renders them without training.
+  hours for paper 1 and 7 for paper 2; measured, each several times that: the README and
+  ``sst status`` give the figures), a sweep over several sessions; its records are
+  committed under ``results/standard/``, so the book renders them without training.
 - ``paper``: the published protocol as far as it is known (GPU recommended).
 
 Which profile values a notebook's papermill parameters may override, and the ``best``
@@ -260,8 +260,10 @@ PROFILES: dict[str, Profile] = {
     ),
     "standard": Profile(
         name="standard",
-        description=("the papers' protocols on a grid sized for a 2-core CPU: paper 1 in about "
-                     "30 hours, paper 2 in about 7; records committed under results/standard/"),
+        # no hours here: a chapter prints this line, and the compute its records took is
+        # counted from them (the status page, `sst status`); the README gives the figures
+        description=("the papers' protocols on a grid sized for a 2-core CPU, run over several "
+                     "sessions as a resumable sweep; records committed under results/standard/"),
         seed=0,
         n_words=16_384,
         word_length=100,
