@@ -31,9 +31,8 @@ from sst_core.book import params
 P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or a wrong type
 SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                 "track_rnn_widths", "track_max_steps")
-print(SCALE)
-if P.chosen_because:
-    print(P.chosen_because)
+print(P.banner("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
+               "track_rnn_widths", "track_max_steps"))
 
 # %%
 import matplotlib.pyplot as plt

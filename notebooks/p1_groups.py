@@ -36,9 +36,7 @@ word_length = None
 from sst_core.book import params
 
 P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
-print(f"{P.scale('n_words', 'word_length', 'seed')}; {P.description}")
-if P.chosen_because:
-    print(P.chosen_because)
+print(P.banner("n_words", "word_length", "seed", describe=True))
 
 # %%
 import matplotlib.pyplot as plt

@@ -30,9 +30,7 @@ from sst_core.book import params
 
 P = params.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
 SCALE = P.scale("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_seeds")
-print(SCALE)
-if P.chosen_because:
-    print(P.chosen_because)
+print(P.banner("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_seeds"))
 
 # %%
 import matplotlib.pyplot as plt

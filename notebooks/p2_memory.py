@@ -40,9 +40,7 @@ mem_gd_steps = None
 from sst_core.book import params
 
 P = params.from_notebook("p2_memory", globals())  # fails here on a typo or a wrong type
-print(f"{P.scale('mem_N', 'mem_T', 'mem_sim_T', 'mem_gd_steps', 'seed')}; {P.description}")
-if P.chosen_because:
-    print(P.chosen_because)
+print(P.banner("mem_N", "mem_T", "mem_sim_T", "mem_gd_steps", "seed", describe=True))
 
 # %%
 import matplotlib.pyplot as plt

@@ -330,6 +330,7 @@ def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
     banner = P.banner("track_d_model", "track_d_states", "track_lrs", "track_schedules")
     assert " ".join(banner.split()).endswith(P.chosen_because)
     assert P.chosen_because not in P.scale()
+    assert P.description in " ".join(P.banner("track_lrs", describe=True).split())
     # wrapped, since a code cell's output is cut off at the page's edge, and nothing lost
     assert max(len(line) for line in banner.splitlines()) <= profiles.BANNER_WIDTH
     assert " ".join(banner.split()) == " ".join(

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PROFILE_NAMES = ("smoke", "quick", "standard", "paper")
-# characters per line of a chapter's first output (a code cell's output fits about 90)
-BANNER_WIDTH = 88
+# characters per line of a chapter's first output (a code cell's output shows about 85)
+BANNER_WIDTH = 80
 
 
 @dataclass(frozen=True)
@@ -118,13 +118,14 @@ class Profile:
         note = " (numbers are meaningless at this scale)" if self.name == "smoke" else ""
         return f"profile `{self.name}`" + (f": {shown}" if shown else "") + note
 
-    def banner(self, *knobs: str, width: int = BANNER_WIDTH) -> str:
-        """The scale a chapter prints first, with why the profile was chosen, each wrapped
-        to ``width`` characters (a code cell's output does not wrap: a longer line is cut
-        off at the page's edge)."""
+    def banner(self, *knobs: str, describe: bool = False, width: int = BANNER_WIDTH) -> str:
+        """The scale a chapter prints first (``describe``: and what the profile is for),
+        with why the profile was chosen, each wrapped to ``width`` characters (a code
+        cell's output does not wrap: a longer line is cut off at the page's edge)."""
         import textwrap
 
-        paras = [self.scale(*knobs)] + ([self.chosen_because] if self.chosen_because else [])
+        head = self.scale(*knobs) + (f"; {self.description}" if describe else "")
+        paras = [head] + ([self.chosen_because] if self.chosen_because else [])
         return "\n".join(textwrap.fill(p, width, break_on_hyphens=False) for p in paras)
 
 
