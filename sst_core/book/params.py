@@ -34,6 +34,7 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "p2_lra": ("lra_epochs", "lra_n_train", "lra_batch", "horizon_steps"),
     "bench": (),
     "book_status": (),
+    "overview": (),
     "beyond_groups": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",
                       "diag_rollout", "track_stack"),
     "beyond_label_free": ("track_max_steps", "track_batch", "track_eval_samples", "diag_samples",

@@ -125,14 +125,16 @@ def toc_pages(root: Path) -> list[str]:
     return pages
 
 
-# The status page reports the records the other chapters read, so it executes after them
-# wherever it stands in the table of contents.
+# The results overview and the status page report the records the other chapters read, so
+# they execute after them (in this order) wherever they stand in the table of contents.
 STATUS_PAGE = "book_status"
+LAST_PAGES = ("overview", STATUS_PAGE)
 
 
 def select(root: Path, only: Sequence[str] | None) -> list[str]:
-    """The notebooks to execute, in book order but :data:`STATUS_PAGE` last."""
-    names = sorted(toc_notebooks(root), key=lambda n: n == STATUS_PAGE)
+    """The notebooks to execute, in book order but :data:`LAST_PAGES` last."""
+    names = sorted(toc_notebooks(root),
+                   key=lambda n: LAST_PAGES.index(n) + 1 if n in LAST_PAGES else 0)
     if not only:
         return names
     unknown = [n for n in only if n not in names]

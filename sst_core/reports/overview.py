@@ -1,0 +1,119 @@
+"""The book's results at a glance: one row per headline result of the two papers, ours
+beside the paper's, read from the same reports the chapters show (nothing is computed
+here that a chapter does not compute too).
+
+:func:`overview` takes, per chapter, the profiles to read (the one the chapter shows and,
+where a larger sweep is under way, that one too), so that a reader sees both the complete
+smaller table and the larger one so far, each labelled with its profile and how many of its
+runs are stored.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sst_core.reports import Table
+from sst_core.spec.profiles import Profile
+
+# chapter -> the headline results it holds (the report behind each row is in _ROWS)
+CHAPTER_RESULTS: dict[str, tuple[str, ...]] = {
+    "p1_table2": ("table2",),
+    "p1_table3": ("table3",),
+    "p1_diagnostics": ("figure4",),
+    "p2_lra": ("lra_claims", "memory_horizon"),
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One profile's records of one chapter: ``stored`` of ``total`` runs (for the label)."""
+
+    chapter: str
+    profile: Profile
+    stored: int
+    total: int
+
+    def label(self) -> str:
+        done = "all" if self.stored == self.total else f"{self.stored} of"
+        meaningless = "; numbers meaningless at this scale" if self.profile.name == "smoke" else ""
+        return f"`{self.profile.name}` ({done} {self.total} runs{meaningless})"
+
+
+def _table2(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+    from sst_core.reports.paper1 import agreement_counts, table2
+
+    c = agreement_counts(table2(P, root).data)
+    return ("Table 2: the longest length each architecture tracks (m_p), C2 / C6 / S3",
+            f"{c['exact']} of the paper's {c['reported']} cells computed here agree exactly, "
+            f"{c['by_class']} by class (fail / 60 / 100-600 / 700-1000)",
+            "the published table", c)
+
+
+def _table3(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+    from sst_core.reports.paper1 import agreement_counts, table3
+
+    c = agreement_counts(table3(P, root).data)
+    return ("Table 3: the nonlinearity family on S3",
+            f"{c['exact']} of {c['reported']} rows agree exactly", "the published table", c)
+
+
+def _figure4(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+    from sst_core.reports.error_control import figure4_table
+
+    d = figure4_table(P, root).data[0]
+    paper = d["paper"]
+    ours = ("no model qualifies yet" if d["r"] is None else
+            f"r = {d['r']:.2f} over {d['n']} models")
+    return ("Figure 4: log T_cross against log m_p (Pearson r)", ours,
+            f"r = {paper['r']} over {paper['n']} models",
+            {"r": d["r"], "n": d["n"], "paper_r": paper["r"], "paper_n": paper["n"]})
+
+
+CLAIMS = {"frozen_as_good": "1 (frozen ≥ learned)", "unstructured_worse": "2 (unstructured worse)",
+          "memory_not_extended": "3 (memory not extended)",
+          "frozen_converges_faster": "4 (frozen converges faster)"}
+
+
+def _lra_claims(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+    from sst_core.reports.lra import lra_claims
+
+    rows = [d for d in lra_claims(P, root).data if not d["probe"]]
+    counts = {k: (sum(d[k] is True for d in rows), sum(d[k] is not None for d in rows))
+              for k in CLAIMS}
+    ours = "; ".join(f"claim {CLAIMS[k]} holds on {held} of {judged} tasks"
+                     for k, (held, judged) in counts.items())
+    return ("LRA stand-ins: the paper's four claims on frozen against learned spectra", ours,
+            "all four hold on LRA", {k: {"holds": h, "tasks": n} for k, (h, n) in counts.items()})
+
+
+def _memory_horizon(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+    from sst_core.reports.lra import memory_horizon
+
+    claims = [d for d in memory_horizon(P, root).data if d["kind"] == "claim"]
+    verdict = {d["claim"]: d["holds"] for d in claims}
+    word = {True: "holds", False: "does not hold", None: "not checkable"}
+    ours = "; ".join(f"{d['claim'].replace('_', ' ')}: {word[d['holds']]} ({d['n_cells']} cells)"
+                     for d in claims)
+    return ("Delayed recall: memory gone at initialisation is not learned back", ours,
+            "the paper's central claim (its worked example, not run at this scale)", verdict)
+
+
+_ROWS = {"table2": _table2, "table3": _table3, "figure4": _figure4,
+         "lra_claims": _lra_claims, "memory_horizon": _memory_horizon}
+
+
+def overview(sources: Sequence[Source], root=None) -> Table:
+    """One row per headline result (:data:`CHAPTER_RESULTS`) and source, in order."""
+    cols = ["result", "ours", "paper", "profile (runs stored)", "chapter"]
+    rows, data = [], []
+    for src in sources:
+        for result in CHAPTER_RESULTS.get(src.chapter, ()):
+            what, ours, paper, values = _ROWS[result](src.profile, root)
+            rows.append([what, ours, paper, src.label(), f"{{doc}}`{src.chapter}`"])
+            data.append({"result": result, "chapter": src.chapter, "profile": src.profile.name,
+                         "stored": src.stored, "total": src.total, "values": values})
+    note = ("Each row is read from the report its chapter shows, at the profile named (a "
+            "chapter whose larger sweep is under way has a row for that profile's records so "
+            "far); the chapter says how the numbers were produced and why they may differ "
+            "from the paper's.")
+    return Table("Results at a glance", cols, rows, note, [], data)
