@@ -53,7 +53,7 @@ from sst_core.experiments import paper2
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import memory as plots_memory
 from sst_core.figures.common import png
-from sst_core.reports.memory import memory_table, reference_comparison
+from sst_core.reports.memory import memory_table, reference_comparison, simulation_check
 from sst_core.spec import configs
 from sst_core.theory import memory as mf
 from sst_core.theory import memory_sym as ms
@@ -438,15 +438,14 @@ print("k_tau = Q diag(beta) v_tau:", d_inv["K_factorised"],
 display(Math(r"\det W = " + sp.latex(d_inv["det_W"])))
 
 sim = experiments_runs.run(paper2.simulation_grid(P)[0])
-sm = sim["metrics"]
-formula = np.array(sm["formula"])
-glue("sim_diag_err", float(np.max(np.abs(np.array(sm["sim_diag"]) - formula))), display=False)
-glue("sim_dense_err", float(np.max(np.abs(np.array(sm["sim_dense"]) - formula))), display=False)
-glue("sim_dense_formula", float(np.max(np.abs(np.array(sm["formula_dense_eigs"]) - formula))), display=False)
-glue("sim_gramian", float(np.max(np.abs(np.array(sm["gramian_dense"]) - formula))), display=False)
-glue("sim_eig_err", sm["eig_max_err"], display=False)
+check = simulation_check(sim)
+glue("sim_diag_err", check["sim_diag"], display=False)
+glue("sim_dense_err", check["sim_dense"], display=False)
+glue("sim_dense_formula", check["dense_formula"], display=False)
+glue("sim_gramian", check["gramian"], display=False)
+glue("sim_eig_err", check["eigenvalues"], display=False)
 glue("sim_N", sim["config"]["N"], display=False)
-glue("sim_same", float(np.max(np.abs(np.array(sm["sim_dense"]) - np.array(sm["sim_diag"])))), display=False)
+glue("sim_same", check["sim_same"], display=False)
 fig = plots_memory.fig_simulation_check(sim, P.scale("mem_N", "mem_T", "mem_sim_T"))
 plt.show()
 

@@ -63,6 +63,20 @@ def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(tmp_p
     assert "`sst sweep groups --profile smoke --retry-stale`" in text
 
 
+def test_the_s4_s4d_simulation_check_measures_each_gap_to_the_formula():
+    from sst_core.reports.memory import simulation_check
+
+    record = {"metrics": {"formula": [1.0, 0.5, 0.25],
+                          "formula_dense_eigs": [1.0, 0.5, 0.25 + 3e-15],
+                          "gramian_dense": [1.0, 0.5 - 2e-13, 0.25],
+                          "sim_diag": [0.99, 0.5, 0.26], "sim_dense": [0.99, 0.5, 0.26 + 1e-12],
+                          "eig_max_err": 4e-16}}
+    c = simulation_check(record)
+    assert c["dense_formula"] == pytest.approx(3e-15) and c["gramian"] == pytest.approx(2e-13)
+    assert c["sim_diag"] == pytest.approx(0.01) and c["sim_dense"] == pytest.approx(0.01)
+    assert c["sim_same"] == pytest.approx(1e-12) and c["eigenvalues"] == 4e-16
+
+
 def test_fit_curves_tells_memorising_from_not_learning():
     from sst_core.reports.lra import OVERFIT_RISE, fit_curves
 

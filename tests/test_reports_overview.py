@@ -50,4 +50,22 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
 
 
 def test_a_chapter_without_headline_results_adds_no_row(tmp_path, P):
-    assert overview([Source("p2_memory", P, 1, 1)], root=tmp_path).rows == []
+    assert overview([Source("p1_groups", P, 1, 1)], root=tmp_path).rows == []
+
+
+def test_the_s4_row_reads_the_simulation_check_the_memory_chapter_shows(tmp_path, P):
+    from sst_core.experiments import paper2
+    from sst_core.reports.memory import simulation_check
+
+    assert overview([Source("p2_memory", P, 0, 1)], root=tmp_path).rows[0][1] == \
+        "no stored run yet"
+    metrics = {"formula": [1.0, 0.5, 0.25], "formula_dense_eigs": [1.0, 0.5, 0.25 + 3e-15],
+               "gramian_dense": [1.0, 0.5 - 2e-13, 0.25], "sim_diag": [0.99, 0.5, 0.26],
+               "sim_dense": [0.99, 0.5, 0.26 + 1e-12], "eig_max_err": 4e-16}
+    record = cached_run(paper2.simulation_grid(P)[0], lambda c: metrics, root=tmp_path)
+    c = simulation_check(record)
+    t = overview([Source("p2_memory", P, 1, 1)], root=tmp_path)
+    assert t.data[0]["values"] == c
+    assert t.rows[0][1] == ("memory functions equal to 3e-15 (from the dense matrix's "
+                            "eigenvalues) and 2e-13 (its impulse response); their white-noise "
+                            "simulations agree to 1e-12")
