@@ -66,7 +66,8 @@ ok = [r for r in records if r["status"] == "ok"]
 glue("sp_n", len(ok), display=False)
 glue("sp_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
 table = rb.spectra(P)
-display(table)
+for part in table.split(keys=3, at=8):  # ten columns: per-token transitions, then return maps
+    display(part)
 
 # %% [markdown]
 # {glue:text}`sp_n:d` trackers analysed in {glue:text}`sp_minutes:.1f` minutes. The best

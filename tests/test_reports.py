@@ -39,6 +39,17 @@ def test_a_wide_table_reads_transposed_with_nothing_lost():
     assert u.transposed().rows == t.rows and u.transposed().columns == t.columns
 
 
+def test_a_wide_table_splits_in_two_that_share_their_key_columns():
+    t = reports.Table("T", ["model", "m_p", "a", "b", "c"], [["x", 60, 1, 2, 3]], note="n",
+                      records=["r"], data=[{"model": "x"}])
+    first, second = t.split(keys=2, at=4)
+    assert first.columns == ["model", "m_p", "a", "b"] and first.rows == [["x", 60, 1, 2]]
+    assert second.columns == ["model", "m_p", "c"] and second.rows == [["x", 60, 3]]
+    assert (first.note, second.note, second.records, second.data) == ("", "n", ["r"], t.data)
+    with pytest.raises(ValueError, match="split\\(keys=2, at=5\\) of a table with 5 columns"):
+        t.split(keys=2, at=5)
+
+
 def test_unknown_report():
     with pytest.raises(ValueError, match=r"'tabel2'.*groups"):
         reports.get_report("tabel2")

@@ -61,6 +61,20 @@ class Table:
                 if j > 0]
         return Table(self.title, cols, rows, self.note, self.records, self.data)
 
+    def split(self, keys: int, at: int) -> tuple["Table", "Table"]:
+        """The table as two narrower ones for a page: the first ``keys`` columns in both,
+        then columns ``keys:at`` in the first and ``at:`` in the second (which keeps the
+        note, the records and the data)."""
+        if not 0 < keys < at < len(self.columns):
+            raise ValueError(f"split(keys={keys}, at={at}) of a table with "
+                             f"{len(self.columns)} columns: need 0 < keys < at < "
+                             f"{len(self.columns)}")
+        first = Table(self.title, self.columns[:at], [row[:at] for row in self.rows])
+        second = Table(f"{self.title} (continued)", self.columns[:keys] + self.columns[at:],
+                       [row[:keys] + row[at:] for row in self.rows], self.note, self.records,
+                       self.data)
+        return first, second
+
     def to_json(self) -> str:
         out = {"title": self.title, "columns": self.columns, "rows": self.rows,
                "note": self.note, "records": self.records}
