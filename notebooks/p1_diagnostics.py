@@ -35,6 +35,8 @@ print(P.banner("diag_samples", "diag_rollout", "track_d_model", "track_d_states"
                "track_rnn_widths", "track_max_steps"))
 
 # %%
+import warnings
+
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
@@ -89,9 +91,18 @@ grown = paper1.figure4_growth_runs(P)
 if grown:
     experiments_runs.run_all(grown, desc="training, Figure 4's growth", stack=P.track_stack)
 all_cfgs = paper1.diagnostics_grid(P)
-s3_records = experiments_runs.run_all(s3_cfgs, desc="diagnostics, S3")
-records = experiments_runs.run_all(all_cfgs, desc="diagnostics, Figure 4 sweep")
+# numpy warns where a model's hidden states overflow within the rollout; the sentence below
+# names those runs (from their records) instead of the warnings' lines on the page
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    s3_records = experiments_runs.run_all(s3_cfgs, desc="diagnostics, S3")
+    records = experiments_runs.run_all(all_cfgs, desc="diagnostics, Figure 4 sweep")
 failed = [r for r in records if r["status"] != "ok"]
+overflow = ec.overflowed(records + s3_records)
+glue("dg_overflow", (f" The hidden states of {len(overflow)} of them overflow within the "
+                     f"rollout ({', '.join(overflow)}): their R, M and q are undefined from "
+                     "that time on." if overflow
+                     else ""), display=False)
 glue("dg_runs", len({c.run for c in all_cfgs}), display=False)
 glue("dg_resampled", len(paper1.resample_grid(P)), display=False)
 glue("dg_failed", len(failed), display=False)
@@ -104,7 +115,7 @@ best = ec.best_per_model(s3_records)
 # {glue:text}`dg_runs:d` trained models are analysed, {glue:text}`dg_resampled:d` of them
 # (Figure 4's) a second time on fresh held-out words ({glue:text}`dg_failed:d` analyses could
 # not be made, because their training diverged); the analysis took
-# {glue:text}`dg_minutes:.1f` minutes.
+# {glue:text}`dg_minutes:.1f` minutes.{glue:text}`dg_overflow`
 # The figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does.
 
 # %%

@@ -200,6 +200,18 @@ def test_accuracy_figure_keeps_a_models_colour_in_every_panel_and_dashes_two_lay
     plt.close("all")
 
 
+def test_overflowed_names_each_run_whose_spread_is_not_finite_once():
+    def diag(model, n_layers, R, status="ok"):
+        return {"status": status, "config": {"run": {"model": model, "n_layers": n_layers,
+                                                     "group": "S3", "phi": None}},
+                "metrics": {"R": R, "curve_t": [1, 2, 3]}}
+    recs = [diag("linear_rnn", 1, [1.0, 5.0, None]), diag("linear_rnn", 1, [1.0, None, None]),
+            diag("mamba", 2, [1.0, 2.0, 3.0]), diag("tanh_rnn", 2, [1.0, 1e308, None]),
+            diag("aussm", 1, None, status="failed")]
+    assert ec.overflowed(recs) == ["linear_rnn S3", "tanh_rnn L2 S3"]
+    assert ec.overflowed(recs[2:3]) == []
+
+
 # -- typed table data --------------------------------------------------------------------------
 
 @pytest.fixture

@@ -216,6 +216,21 @@ def architecture(record: dict[str, Any]) -> str:
     return run_label(run_config(record))
 
 
+def overflowed(records: list[dict[str, Any]]) -> list[str]:
+    """``architecture group`` of each ok diagnostics record whose spread R(t) is not finite
+    at some stored time (its hidden states overflowed within the rollout, so R, M and q are
+    undefined from then on), sorted, each once."""
+    from sst_core.store.codec import stored_curve
+
+    out = set()
+    for r in records:
+        if r["status"] == "ok" and "R" in r["metrics"]:
+            _, R = stored_curve(r["metrics"], "R")  # (n_t,), None -> nan
+            if not np.all(np.isfinite(np.asarray(R, dtype=float))):
+                out.add(f"{architecture(r)} {run_config(r)['group']}")
+    return sorted(out)
+
+
 def architecture_counts(records: list[dict[str, Any]]) -> dict[str, int]:
     """How many of ``records`` each architecture (model, ``L2`` for two layers) holds."""
     from collections import Counter
