@@ -1,5 +1,5 @@
 # The two commands of the quick start:
-#   make book   [PROFILE=best|smoke|quick|paper]  execute every notebook and build _build/html
+#   make book   [PROFILE=best|smoke|quick|standard|paper]  execute every notebook and build _build/html
 #               (best: paper where its stored records cover a chapter, else quick)
 #   make test                                 run pytest (includes every notebook under smoke
 #                                             and a headless-Chromium check of the built book)
