@@ -1,7 +1,7 @@
 """The ``sst`` command (also ``python -m sst_core``).
 
     sst notebooks run [--profile P] [--only NAME ...]
-    sst book [--profile P] [--plan]
+    sst book [--profile P] [--plan | --save-timings]
     sst report NAME [--profile P] [--format md|json]
     sst report --list
     sst bench [--device auto|cpu|cuda] [--format md|json] [--repeat N] [--only NAME ...]
@@ -108,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                       help="print per chapter the profile it would run at and why, its runs "
                       "stored, missing and stale, and the compute the missing ones need; "
                       "run nothing")
+    book.add_argument("--save-timings", action="store_true",
+                      help="write the compute of every stored run of --profile to "
+                      "results/timings/<profile>.json, which prices the runs of a clone "
+                      "without those records (smoke's are not committed); run nothing")
     book.add_argument("--root", type=Path, default=None,
                       help="project root, the folder holding _toc.yml; None: found from the "
                       "current folder upwards")
@@ -435,6 +439,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "notebooks":
             runs = run_notebooks(root, args.profile, args.only)
             return 0 if all(r.ok for r in runs) else 1
+        if args.save_timings:
+            from sst_core.book.plan import save_timings
+            from sst_core.book.runner import toc_notebooks
+
+            try:
+                path = save_timings(args.profile, toc_notebooks(root))
+            except ValueError as err:
+                raise BookUsageError(str(err)) from None
+            print(f"sst book --save-timings: wrote {path}")
+            return 0
         if args.plan:
             from sst_core.book.plan import book_plan, plan_text
             from sst_core.book.runner import toc_notebooks

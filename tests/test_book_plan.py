@@ -240,3 +240,61 @@ def test_chapters_pool_their_stored_runs_and_the_total_counts_a_shared_run_once(
     twice = plan.book_plan(["p1_table3", "p1_table3"], "smoke")
     text = plan.plan_text(twice, "smoke")
     assert f"in all: {twice[0].missing} different runs missing" in text
+
+
+def test_committed_timings_price_a_profile_whose_records_are_absent(root, monkeypatch, capsys):
+    grid = table3_grid(get_profile("smoke"))
+    for cfg in grid:
+        cached_run(cfg, lambda c: {"m_p": None})
+    monkeypatch.setattr(plan, "_run_cost", lambda record: 7.0)
+    path = plan.save_timings("smoke", ["p1_table3"])
+    assert path == root / "timings" / "smoke.json"
+    for record in (root / "smoke").rglob("*.json"):  # a clone without the smoke records
+        record.unlink()
+    p = plan.chapter_plan("p1_table3", "smoke")
+    assert p.stored == 0 and p.missing == len(grid)
+    assert p.estimate_s == pytest.approx(7.0 * len(grid)) and p.timed == len(grid)
+    made = p.timings_made
+    assert made is not None and len(made) == 10  # a date
+    assert f"({len(grid)} of them from the profile's timings measured {made}" in p.line()
+    # a stored run of the profile itself takes precedence over the timings
+    monkeypatch.setattr(plan, "_run_cost", lambda record: 100.0)
+    cached_run(grid[0], lambda c: {"m_p": None})
+    p = plan.chapter_plan("p1_table3", "smoke")
+    assert p.timed == 0 and p.estimate_s == pytest.approx(100.0 * (len(grid) - 1))
+    # the timings of one profile never price another's runs
+    q = plan.chapter_plan("p1_table3", "quick")
+    assert q.estimate_s is None and "compute unknown" in q.line()
+
+
+def test_timings_refuse_best_and_an_empty_store_and_a_bad_file_is_named(root, capsys):
+    with pytest.raises(ValueError, match="not best"):
+        plan.save_timings("best", ["p1_table3"])
+    with pytest.raises(ValueError, match="no stored run of profile 'smoke'"):
+        plan.save_timings("smoke", ["p1_table3"])
+    assert cli.main(["book", "--save-timings", "--profile", "best", "--root", str(ROOT)]) == 2
+    assert "not best" in capsys.readouterr().err
+    (root / "timings").mkdir()
+    (root / "timings" / "smoke.json").write_text('{"schema": 1, "profile": "quick"}')
+    (root / "timings" / "quick.json").write_text("not json")
+    assert plan.load_timings() == {}
+    err = capsys.readouterr().err
+    assert "smoke.json: not a timings file" in err and "expected schema 1 and profile 'smoke'" in err
+    assert "quick.json: not a timings file" in err
+    p = plan.chapter_plan("p1_table3", "smoke")
+    assert p.estimate_s is None and "compute unknown" in p.line()
+
+
+def test_the_committed_smoke_timings_are_readable_and_cover_every_chapter():
+    timings = plan.load_timings(ROOT / "results")
+    assert "smoke" in timings
+    table, made = timings["smoke"]
+    assert made is not None
+    from sst_core.book.runner import toc_notebooks
+    from sst_core.experiments.registry import chapter_sweeps, sweep_configs
+    P = get_profile("smoke")
+    for notebook in toc_notebooks(ROOT):
+        for sweep in chapter_sweeps(notebook):
+            for cfg in sweep_configs(sweep, P, set()):
+                k, _ = table.estimate("smoke", cfg)
+                assert k is not None and k >= 0, (notebook, cfg)

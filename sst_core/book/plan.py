@@ -13,7 +13,10 @@ models' step times in the newest benchmark record, :func:`step_times`, where it 
 a training step at length 60 for a training run, an evaluation at length 1000 for an
 analysis); for an analysis of an experiment with no stored run, the stored analyses of
 the same model in other experiments (another rough figure; else theirs of other models,
-scaled as above); a run with none of these has no estimate and is counted apart. A sweep often
+scaled as above); else the same, from the profile's *timings* (:func:`save_timings`: the
+compute of every run of the profile measured once and committed under
+``results/timings/<profile>.json``, for a profile whose records are not, such as ``smoke``);
+a run with none of these has no estimate and is counted apart. A sweep often
 mixes experiments (a diagnostics sweep trains the trackers it then diagnoses), so one mean
 per sweep would price a diagnosis like a training run. Each mean is of compute per unit of
 :func:`work` (the examples an LRA run sees; 1 for other runs), times the missing run's. The stored
@@ -22,6 +25,8 @@ never imports torch.
 """
 from __future__ import annotations
 
+import json
+import sys
 from collections import defaultdict
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
@@ -37,7 +42,10 @@ from sst_core.store.records import (
     record_path,
     results_dir,
     run_compute_s,
+    write_bytes_atomic,
 )
+
+TIMINGS_SCHEMA = 1
 
 
 @dataclass
@@ -52,6 +60,8 @@ class ChapterPlan:
     estimate_s: float | None = 0.0  # compute of the missing runs; None: no stored run to time
     unestimated: int = 0  # missing runs with no stored run of their experiment to time
     rough: int = 0  # missing runs priced from other models' (or experiments') runs
+    timed: int = 0  # missing runs priced from the profile's committed timings
+    timings_made: str | None = None  # when those timings were measured (UTC date)
     # run id -> the estimate of each missing run (None: none), so that totals over several
     # chapters count a run they share once
     priced: dict[str, float | None] = field(default_factory=dict, repr=False)
@@ -75,16 +85,18 @@ class ChapterPlan:
                "compute unknown (no stored run of its experiments to time; the README gives "
                "measured times per profile)"
                if self.estimate_s is None else f"about {_hours(self.estimate_s)} to compute"
-               + _notes(self.rough, self.unestimated))
+               + _notes(self.rough, self.unestimated, self.timed, self.timings_made))
         again = (f"; the stale ones about {_hours(sum(self.stale_s.values()))} more with "
                  "--retry-stale" if self.stale else "")
         return (f"{self.notebook:<20} {self.profile:<8} {self.stored}/{self.total} stored, "
                 f"{self.missing} missing, {self.stale} stale: {est}{again}")
 
 
-def _notes(rough: int, unestimated: int) -> str:
-    notes = ([f"{rough} of them priced roughly, from other models' or experiments' runs"]
-             if rough else []) + \
+def _notes(rough: int, unestimated: int, timed: int = 0, made: str | None = None) -> str:
+    notes = ([f"{timed} of them from the profile's timings measured {made or 'earlier'}, "
+              "results/timings/"] if timed else []) + \
+        ([f"{rough} of them priced roughly, from other models' or experiments' runs"]
+         if rough else []) + \
         ([f"{unestimated} more runs without an estimate"] if unestimated else [])
     return f" ({'; '.join(notes)})" if notes else ""
 
@@ -155,7 +167,10 @@ class CostTable:
     """The compute of stored runs, pooled by :func:`cost_key` (per profile); ``steps``: the
     models' step times (:func:`step_times`) that scale a price taken from other models."""
 
-    def __init__(self, steps: dict[tuple[str, str], float] | None = None) -> None:
+    def __init__(self, steps: dict[tuple[str, str], float] | None = None,
+                 timings: dict[str, tuple[CostTable, str | None]] | None = None) -> None:
+        # profile -> (its runs' costs from the committed timings, when they were measured)
+        self.timings = timings or {}
         self._by = defaultdict(list)  # (profile, cost key or its first two) -> [seconds]
         self._models = defaultdict(list)  # (profile, experiment) -> [(seconds, model)]
         self._analyses = defaultdict(list)  # profile -> [(seconds, model)] of analyses
@@ -183,6 +198,15 @@ class CostTable:
         price, rough = self._price(profile, cfg)
         return (None if price is None else price * work(cfg)), rough
 
+    def estimate_timed(self, profile: str, cfg: Any) -> tuple[float | None, bool, bool]:
+        """:meth:`estimate`, else the same from ``profile``'s committed timings; and whether
+        it came from those."""
+        k, rough = self.estimate(profile, cfg)
+        if k is not None or profile not in self.timings:
+            return k, rough, False
+        k, rough = self.timings[profile][0].estimate(profile, cfg)
+        return k, rough, k is not None
+
     def _price(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
         key = cost_key(cfg)
         for level in (3, 2):
@@ -203,6 +227,83 @@ class CostTable:
                   if mine and (kind, m) in self.steps]
         costs = scaled or [c for c, _ in runs]
         return sum(costs) / len(costs), key[1] is not None
+
+
+def timings_path(profile: str, root: Path | None = None) -> Path:
+    """Where ``profile``'s committed timings live: ``results/timings/<profile>.json``."""
+    return (root or results_dir()) / "timings" / f"{profile}.json"
+
+
+def _timing_entry(record: dict[str, Any]) -> dict[str, Any]:
+    """What pricing reads of a record (:func:`cost_key`, :func:`work`, its kind and its
+    compute), and nothing else."""
+    c = record["config"]
+    run = c.get("run") if isinstance(c.get("run"), dict) else None
+    config = {k: c[k] for k in ("experiment", "model", "task", "group", "n_train", "epochs")
+              if c.get(k) is not None}
+    if run is not None:
+        config["run"] = {k: run[k] for k in ("model", "group") if run.get(k) is not None}
+    return {"run_id": record.get("run_id"), "config": config,
+            "wall_time_s": float(run_compute_s(record))}
+
+
+def save_timings(profile: str, notebooks: list[str], root: Path | None = None) -> Path:
+    """Measure once what every stored run of ``profile`` (of the sweeps ``notebooks`` read)
+    cost and write it to :func:`timings_path`, so that a clone without these records (a
+    profile whose records are not committed, ``smoke``) can still price them. Raises
+    ``ValueError`` for ``best`` (not one profile) or when no run of ``profile`` is stored."""
+    if profile == book_params.BEST:
+        raise ValueError("--save-timings needs one profile (smoke, quick, standard, paper), "
+                         "not best")
+    root = root or results_dir()
+    P = get_profile(profile)
+    entries: dict[str, dict[str, Any]] = {}
+    made: list[str] = []
+    for notebook in notebooks:
+        seen: set[str] = set()
+        for sweep in chapter_sweeps(notebook):
+            for cfg in sweep_configs(sweep, P, seen):
+                try:
+                    record = load_record(record_path(cfg, root))
+                except (RecordError, FileNotFoundError):
+                    continue
+                entries[config_hash(cfg)] = _timing_entry(record)
+                if record.get("created_utc"):
+                    made.append(record["created_utc"])
+    if not entries:
+        raise ValueError(f"no stored run of profile {profile!r} to time under {root}")
+    digest = {"schema": TIMINGS_SCHEMA, "profile": profile, "runs": len(entries),
+              "made_first": min(made, default=None), "made_last": max(made, default=None),
+              "compute_s": sum(e["wall_time_s"] for e in entries.values()),
+              "entries": [entries[k] for k in sorted(entries)]}
+    path = timings_path(profile, root)
+    write_bytes_atomic(path, (json.dumps(digest, indent=0, sort_keys=True) + "\n").encode())
+    return path
+
+
+def load_timings(root: Path | None = None) -> dict[str, tuple[CostTable, str | None]]:
+    """Every profile's committed timings (:func:`save_timings`), each as a
+    :class:`CostTable` of its runs with the date they were last measured. A file that is
+    not such a digest is left out, with a warning naming it."""
+    out: dict[str, tuple[CostTable, str | None]] = {}
+    folder = (root or results_dir()) / "timings"
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            digest = json.loads(path.read_text())
+            if digest.get("schema") != TIMINGS_SCHEMA or digest.get("profile") != path.stem:
+                raise ValueError(f"schema {digest.get('schema')!r}, profile "
+                                 f"{digest.get('profile')!r}; expected schema "
+                                 f"{TIMINGS_SCHEMA} and profile {path.stem!r}")
+            table = CostTable()
+            for entry in digest["entries"]:
+                table.add(path.stem, entry)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+            print(f"sst book --plan: ignoring {path}: not a timings file ({err})",
+                  file=sys.stderr)
+            continue
+        last = digest.get("made_last")
+        out[path.stem] = (table, last[:10] if isinstance(last, str) else None)
+    return out
 
 
 def collect(notebook: str, profile: str, root: Path | None = None,
@@ -247,20 +348,23 @@ def collect(notebook: str, profile: str, root: Path | None = None,
 
 def estimate(plan: ChapterPlan, missing: list[Any], costs: CostTable) -> ChapterPlan:
     """Fill in ``plan``'s estimate for its ``missing`` configs from ``costs``."""
-    found = [costs.estimate(plan.profile, cfg) for cfg in missing]
-    plan.priced = {config_hash(cfg): k for cfg, (k, _) in zip(missing, found)}
-    priced = [k for k, _ in found if k is not None]
+    found = [costs.estimate_timed(plan.profile, cfg) for cfg in missing]
+    plan.priced = {config_hash(cfg): k for cfg, (k, _, _) in zip(missing, found)}
+    priced = [k for k, _, _ in found if k is not None]
     plan.estimate_s = sum(priced) if priced or not missing else None
     if plan.estimate_s is not None:  # else the line says "compute unknown" for all of them
         plan.unestimated = len(found) - len(priced)
-        plan.rough = sum(rough for _, rough in found)
+        plan.rough = sum(rough for _, rough, _ in found)
+        plan.timed = sum(timed for _, _, timed in found)
+        if plan.timed:
+            plan.timings_made = costs.timings[plan.profile][1]
     return plan
 
 
 def chapter_plan(notebook: str, profile: str, root: Path | None = None,
                  costs: CostTable | None = None) -> ChapterPlan:
     """The plan of one chapter under ``profile`` (``best``: the one it would pick)."""
-    costs = CostTable(step_times(root)) if costs is None else costs
+    costs = CostTable(step_times(root), load_timings(root)) if costs is None else costs
     return estimate(*collect(notebook, profile, root, costs), costs)
 
 
@@ -268,7 +372,7 @@ def book_plan(notebooks: list[str], profile: str, root: Path | None = None
               ) -> list[ChapterPlan]:
     """The plan of every chapter in ``notebooks`` (book order) under ``profile``, each
     missing run priced from the stored runs of all of them."""
-    costs = CostTable(step_times(root))
+    costs = CostTable(step_times(root), load_timings(root))
     collected = [collect(nb, profile, root, costs) for nb in notebooks]
     return [estimate(p, missing, costs) for p, missing in collected]
 
@@ -279,7 +383,7 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
              "(mean compute of the stored runs of the same experiment and model, else of the "
              "same experiment scaled by the models' step times in the newest benchmark "
              "record, else, for an analysis, of other experiments' analyses, under that "
-             "profile)", ""]
+             "profile; else from the profile's committed timings, results/timings/)", ""]
     lines += [p.line() for p in plans]
     runs: dict[str, float | None] = {}
     stale: dict[str, float] = {}
