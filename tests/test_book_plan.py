@@ -6,6 +6,7 @@ import pytest
 
 from sst_core import cli
 from sst_core.book import plan
+from sst_core.book.runner import toc_notebooks
 from sst_core.experiments.paper1 import table3_grid
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import cached_run
@@ -290,11 +291,8 @@ def test_the_committed_smoke_timings_are_readable_and_cover_every_chapter():
     assert "smoke" in timings
     table, made = timings["smoke"]
     assert made is not None
-    from sst_core.book.runner import toc_notebooks
-    from sst_core.experiments.registry import chapter_sweeps, sweep_configs
     P = get_profile("smoke")
     for notebook in toc_notebooks(ROOT):
-        for sweep in chapter_sweeps(notebook):
-            for cfg in sweep_configs(sweep, P, set()):
-                k, _ = table.estimate("smoke", cfg)
-                assert k is not None and k >= 0, (notebook, cfg)
+        for cfg, _ in plan.chapter_runs(notebook, P, ROOT / "results"):
+            k, _ = table.estimate("smoke", cfg)
+            assert k is not None and k >= 0, (notebook, cfg)

@@ -30,7 +30,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from sst_core.book import params as book_params
 from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
@@ -229,9 +229,27 @@ class CostTable:
         return sum(costs) / len(costs), key[1] is not None
 
 
+def chapter_runs(notebook: str, P: Any, root: Path
+                 ) -> Iterator[tuple[Any, dict[str, Any] | None]]:
+    """Each run a chapter's sweeps read under profile ``P`` (once, though several sweeps
+    share it) with its stored record, or ``None`` where none is readable."""
+    seen: set[str] = set()
+    for sweep in chapter_sweeps(notebook):
+        for cfg in sweep_configs(sweep, P, seen):
+            try:
+                yield cfg, load_record(record_path(cfg, root))
+            except (RecordError, FileNotFoundError):
+                yield cfg, None
+
+
+def timings_dir(root: Path | None = None) -> Path:
+    """The folder of every profile's committed timings: ``results/timings/``."""
+    return (root or results_dir()) / "timings"
+
+
 def timings_path(profile: str, root: Path | None = None) -> Path:
     """Where ``profile``'s committed timings live: ``results/timings/<profile>.json``."""
-    return (root or results_dir()) / "timings" / f"{profile}.json"
+    return timings_dir(root) / f"{profile}.json"
 
 
 def _timing_entry(record: dict[str, Any]) -> dict[str, Any]:
@@ -260,13 +278,8 @@ def save_timings(profile: str, notebooks: list[str], root: Path | None = None) -
     entries: dict[str, dict[str, Any]] = {}
     made: list[str] = []
     for notebook in notebooks:
-        seen: set[str] = set()
-        for sweep in chapter_sweeps(notebook):
-            for cfg in sweep_configs(sweep, P, seen):
-                try:
-                    record = load_record(record_path(cfg, root))
-                except (RecordError, FileNotFoundError):
-                    continue
+        for cfg, record in chapter_runs(notebook, P, root):
+            if record is not None:
                 entries[config_hash(cfg)] = _timing_entry(record)
                 if record.get("created_utc"):
                     made.append(record["created_utc"])
@@ -286,7 +299,7 @@ def load_timings(root: Path | None = None) -> dict[str, tuple[CostTable, str | N
     :class:`CostTable` of its runs with the date they were last measured. A file that is
     not such a digest is left out, with a warning naming it."""
     out: dict[str, tuple[CostTable, str | None]] = {}
-    folder = (root or results_dir()) / "timings"
+    folder = timings_dir(root)
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
             digest = json.loads(path.read_text())
@@ -318,26 +331,22 @@ def collect(notebook: str, profile: str, root: Path | None = None,
     costs = CostTable() if costs is None else costs
     P = get_profile(name)
     plan = ChapterPlan(notebook, name, why, sweeps=list(chapter_sweeps(notebook)))
-    seen: set[str] = set()
     missing: list[Any] = []
-    for sweep in plan.sweeps:
-        for cfg in sweep_configs(sweep, P, seen):
-            plan.total += 1
-            try:
-                record = load_record(record_path(cfg, root))
-            except (RecordError, FileNotFoundError):
-                missing.append(cfg)
-                continue
-            plan.stored += 1
-            cost = costs.add(name, record)
-            plan.compute_s += cost
-            if is_stale_record(record):
-                plan.stale += 1
-                plan.stale_s[config_hash(cfg)] = cost
-            made = record.get("created_utc")
-            if made:
-                plan.made_first = min(plan.made_first or made, made)
-                plan.made_last = max(plan.made_last or made, made)
+    for cfg, record in chapter_runs(notebook, P, root):
+        plan.total += 1
+        if record is None:
+            missing.append(cfg)
+            continue
+        plan.stored += 1
+        cost = costs.add(name, record)
+        plan.compute_s += cost
+        if is_stale_record(record):
+            plan.stale += 1
+            plan.stale_s[config_hash(cfg)] = cost
+        made = record.get("created_utc")
+        if made:
+            plan.made_first = min(plan.made_first or made, made)
+            plan.made_last = max(plan.made_last or made, made)
     plan.missing = len(missing)
     if plan.total:
         w = book_params.under_way(notebook, name, root)
