@@ -36,11 +36,11 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     assert (p.profile, p.why, p.total, p.stored, p.missing, p.stale) == \
         ("smoke", "the book was built with profile `smoke`", len(grid), len(grid) - 2, 2, 1)
     assert p.estimate_s == pytest.approx(20.0)
-    assert "2 missing, 1 stale: about 0 min to compute; the stale ones about 0 min more " \
+    assert "2 missing, 1 stale: about 20 s to compute; the stale ones about 10 s more " \
         "with --retry-stale" in p.line()
     assert list(p.stale_s.values()) == [10.0]  # what the stale run took: its recompute
     twice = plan.plan_text([p, p], "smoke")  # a run two chapters read counts once
-    assert "1 different stale runs, about 0 min to recompute with --retry-stale" in twice
+    assert "1 different stale runs, about 10 s to recompute with --retry-stale" in twice
 
 
 def test_no_stored_run_means_no_estimate_and_best_says_why(root):
@@ -296,3 +296,12 @@ def test_the_committed_smoke_timings_are_readable_and_cover_every_chapter():
         for cfg, _ in plan.chapter_runs(notebook, P, ROOT / "results"):
             k, _ = table.estimate("smoke", cfg)
             assert k is not None and k >= 0, (notebook, cfg)
+
+
+@pytest.mark.parametrize("seconds, said", [(0.4, "about 0 s"), (20.0, "about 20 s"),
+                                           (59.0, "about 59 s"), (60.0, "about 1 min"),
+                                           (3000.0, "about 50 min"), (5400.0, "about 1.5 h")])
+def test_a_plan_says_small_estimates_in_seconds_and_large_ones_in_hours(seconds, said):
+    p = plan.ChapterPlan("p1_table3", "smoke", "asked", total=3, stored=1, missing=2,
+                         estimate_s=seconds)
+    assert f"2 missing, 0 stale: {said} to compute" in p.line()

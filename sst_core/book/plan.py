@@ -102,6 +102,10 @@ def _notes(rough: int, unestimated: int, timed: int = 0, made: str | None = None
 
 
 def _hours(seconds: float) -> str:
+    """A compute time as a reader says it: seconds under a minute (never "0 min" for the
+    runs of a small profile), minutes under an hour, else hours."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
     return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
