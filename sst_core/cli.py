@@ -451,9 +451,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.plan:
             from sst_core.book.plan import book_plan, plan_text
-            from sst_core.book.runner import toc_notebooks
+            from sst_core.book.runner import toc_notebooks, toc_parts
 
-            print(plan_text(book_plan(toc_notebooks(root), args.profile), args.profile))
+            print(plan_text(book_plan(toc_notebooks(root), args.profile), args.profile,
+                            toc_parts(root)))
             return 0
         build_book(root, args.profile)
         return 0

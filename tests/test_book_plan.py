@@ -6,7 +6,7 @@ import pytest
 
 from sst_core import cli
 from sst_core.book import plan
-from sst_core.book.runner import toc_notebooks
+from sst_core.book.runner import toc_notebooks, toc_parts
 from sst_core.experiments.paper1 import table3_grid
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import cached_run
@@ -305,3 +305,37 @@ def test_a_plan_says_small_estimates_in_seconds_and_large_ones_in_hours(seconds,
     p = plan.ChapterPlan("p1_table3", "smoke", "asked", total=3, stored=1, missing=2,
                          estimate_s=seconds)
     assert f"2 missing, 0 stale: {said} to compute" in p.line()
+
+
+def test_the_plan_totals_each_part_of_the_book_counting_a_shared_run_in_the_first():
+    def chapter(notebook, priced, stale_s):
+        return plan.ChapterPlan(notebook, "standard", "asked", total=9, stored=9 - len(priced),
+                                missing=len(priced), stale=len(stale_s), priced=priced,
+                                stale_s=stale_s)
+
+    plans = [chapter("p1_table2", {"r1": 10.0, "r2": None}, {"s1": 5.0}),
+             chapter("beyond_groups", {"r1": 10.0, "r3": 30.0}, {"s1": 5.0, "s2": 7.0}),
+             chapter("bench", {"r4": 3.0}, {})]
+    parts = {"p1_table2": "Paper 1", "beyond_groups": "Beyond"}  # bench in no part
+    totals = {t.caption: t for t in plan.part_totals(plans, parts)}
+    assert set(totals) == {"Paper 1", "Beyond"}
+    p1, beyond = totals["Paper 1"], totals["Beyond"]
+    assert (p1.missing, p1.known_s, p1.unknown, p1.stale, p1.stale_s) == (2, 10.0, 1, 1, 5.0)
+    assert (beyond.missing, beyond.known_s, beyond.unknown, beyond.stale, beyond.stale_s) \
+        == (1, 30.0, 0, 1, 7.0)  # r1 and s1 counted in Paper 1, which reads them first
+    text = plan.plan_text(plans, "standard", parts)
+    assert ("  Paper 1: 2 different runs missing, about 10 s of compute where it can be "
+            "estimated, 1 runs without an estimate; 1 stale runs, about 5 s to recompute") in text
+    assert "  Beyond: 1 different runs missing, about 30 s of compute; 1 stale runs" in text
+    assert "by part" not in plan.plan_text(plans, "standard")
+
+
+def test_every_chapter_of_the_book_belongs_to_a_part(tmp_path):
+    parts = toc_parts(ROOT)
+    assert set(parts) == set(toc_notebooks(ROOT))
+    assert parts["p1_table2"].startswith("Paper 1") and parts["p2_lra"].startswith("Paper 2")
+    assert parts["beyond_delta"] == "Beyond the papers"
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - chapters:\n      - file: notebooks/a\n"
+        "  - caption: Two\n    chapters:\n      - file: notebooks/b\n      - file: book/c\n")
+    assert toc_parts(tmp_path) == {"b": "Two"}  # a part without a caption, a page: left out

@@ -30,7 +30,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from sst_core.book import params as book_params
 from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
@@ -390,7 +390,61 @@ def book_plan(notebooks: list[str], profile: str, root: Path | None = None
     return [estimate(p, missing, costs) for p, missing in collected]
 
 
-def plan_text(plans: list[ChapterPlan], profile: str) -> str:
+@dataclass
+class PartTotal:
+    """What the chapters of one part of the book miss (:func:`part_totals`)."""
+    caption: str
+    missing: int = 0  # different runs missing
+    known_s: float = 0.0  # the compute of those with an estimate
+    unknown: int = 0  # missing runs without an estimate
+    stale: int = 0  # different stale runs
+    stale_s: float = 0.0  # their recompute
+
+    def line(self) -> str:
+        est = ("nothing to compute" if not self.missing else
+               f"about {_hours(self.known_s)} of compute"
+               + (f" where it can be estimated, {self.unknown} runs without an estimate"
+                  if self.unknown else ""))
+        again = (f"; {self.stale} stale runs, about {_hours(self.stale_s)} to recompute"
+                 if self.stale else "")
+        return f"  {self.caption}: {self.missing} different runs missing, {est}{again}"
+
+
+def part_totals(plans: list[ChapterPlan], parts: Mapping[str, str]) -> list[PartTotal]:
+    """Per part of the book (``parts``: notebook -> caption), in the order of ``plans``,
+    what its chapters miss. A run that chapters of several parts read counts in the first
+    of them, so the parts add up to the book's total; a chapter outside ``parts`` is left
+    out."""
+    missing_seen: set[str] = set()
+    stale_seen: set[str] = set()
+    out: dict[str, PartTotal] = {}
+    for p in plans:
+        caption = parts.get(p.notebook)
+        if caption is None:
+            continue
+        total = out.setdefault(caption, PartTotal(caption))
+        for run, cost in p.priced.items():
+            if run in missing_seen:
+                continue
+            missing_seen.add(run)
+            total.missing += 1
+            if cost is None:
+                total.unknown += 1
+            else:
+                total.known_s += cost
+        for run, cost in p.stale_s.items():
+            if run not in stale_seen:
+                stale_seen.add(run)
+                total.stale += 1
+                total.stale_s += cost
+    return list(out.values())
+
+
+def plan_text(plans: list[ChapterPlan], profile: str,
+              parts: Mapping[str, str] | None = None) -> str:
+    """What ``sst book --plan`` prints: a line per chapter, then the book's totals; with
+    ``parts`` (notebook -> the caption of its part of the table of contents,
+    :func:`sst_core.book.runner.toc_parts`) also the totals per part."""
     lines = [f"sst book --plan, profile {profile}: per chapter, the profile it runs at, its "
              "runs stored / total, missing and stale, and the compute the missing ones need "
              "(mean compute of the stored runs of the same experiment and model, else of the "
@@ -410,6 +464,11 @@ def plan_text(plans: list[ChapterPlan], profile: str) -> str:
                  if len(known) < len(runs) else "")
               + (f"; {len(stale)} different stale runs, about {_hours(sum(stale.values()))} "
                  "to recompute with --retry-stale" if stale else "")]
+    if parts:
+        rows = [t for t in part_totals(plans, parts) if t.missing or t.stale]
+        if rows:
+            lines += ["", "by part (a run that several parts read counts in the first):"]
+            lines += [t.line() for t in rows]
     whys = [f"  {p.notebook}: {p.why}" for p in plans if profile == book_params.BEST and p.total]
     if whys:
         lines += ["", "why each profile:"] + whys

@@ -105,6 +105,20 @@ def toc_notebooks(root: Path) -> list[str]:
     return [Path(f).name for f in files if f.startswith("notebooks/")]
 
 
+def toc_parts(root: Path) -> dict[str, str]:
+    """The caption of the part of the table of contents each notebook stands in (by notebook
+    name); a notebook outside any captioned part is left out."""
+    parts: dict[str, str] = {}
+    for part in read_toc(root).get("parts") or []:
+        if not isinstance(part, dict) or not part.get("caption"):
+            continue
+        for chapter in part.get("chapters") or []:
+            file = str(chapter.get("file", "")) if isinstance(chapter, dict) else ""
+            if file.startswith("notebooks/"):
+                parts[Path(file).name] = str(part["caption"])
+    return parts
+
+
 def toc_pages(root: Path) -> list[str]:
     """Every page of the table of contents (root first), as paths without suffix."""
     toc = read_toc(root)
@@ -317,7 +331,8 @@ def build_book(root: Path, profile: str, results: Path | None = None,
         from sst_core.book.plan import book_plan, plan_text
 
         with results_env(root, results):
-            print(plan_text(book_plan(toc_notebooks(root), profile), profile), flush=True)
+            print(plan_text(book_plan(toc_notebooks(root), profile), profile, toc_parts(root)),
+                  flush=True)
     runs = run_notebooks(root, profile, results=results, echo=echo)
     failed = [r for r in runs if not r.ok]
     if failed:
