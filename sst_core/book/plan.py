@@ -452,18 +452,13 @@ def plan_text(plans: list[ChapterPlan], profile: str,
              "record, else, for an analysis, of other experiments' analyses, under that "
              "profile; else from the profile's committed timings, results/timings/)", ""]
     lines += [p.line() for p in plans]
-    runs: dict[str, float | None] = {}
-    stale: dict[str, float] = {}
-    for p in plans:  # a run that several chapters read counts once
-        runs.update(p.priced)
-        stale.update(p.stale_s)
-    known = [k for k in runs.values() if k is not None]
-    lines += ["", f"in all: {len(runs)} different runs missing; about "
-              f"{_hours(sum(known))} of compute where it can be estimated"
-              + (f", {len(runs) - len(known)} runs without an estimate"
-                 if len(known) < len(runs) else "")
-              + (f"; {len(stale)} different stale runs, about {_hours(sum(stale.values()))} "
-                 "to recompute with --retry-stale" if stale else "")]
+    # the book's totals: every chapter as one part (a run several chapters read counts once)
+    (book,) = part_totals(plans, {p.notebook: "in all" for p in plans}) or [PartTotal("")]
+    lines += ["", f"in all: {book.missing} different runs missing; about "
+              f"{_hours(book.known_s)} of compute where it can be estimated"
+              + (f", {book.unknown} runs without an estimate" if book.unknown else "")
+              + (f"; {book.stale} different stale runs, about {_hours(book.stale_s)} "
+                 "to recompute with --retry-stale" if book.stale else "")]
     if parts:
         rows = [t for t in part_totals(plans, parts) if t.missing or t.stale]
         if rows:
