@@ -590,21 +590,41 @@ def test_time_local_computes_into_a_temporary_folder_and_restores_threads(root):
 
 
 def test_committed_files_are_records_and_the_weights_analyses_read(root):
+    """Records always; weights only of a tracker an analysis reads and that passes at its
+    training length (an ``m_p``)."""
     from sst_core.experiments.paper1 import diagnostics_grid, width_grid
     from sst_core.store.records import artifact_path
     from sst_core.sweep.status import committed_files
 
     P = get_profile("smoke")
-    analysed = diagnostics_grid(P)[0].run  # an S3 tracker that the diagnostics read
+    trackers = list(dict.fromkeys(c.run for c in diagnostics_grid(P)))
+    tracks, never_learnt = trackers[:2]  # S3 trackers that the diagnostics read
     other = next(c for c in width_grid(P) if c.d_model != P.track_d_model)  # read by none
-    for cfg in (analysed, other):
-        cached_run(cfg, lambda c: {"m_p": None})
+    for cfg, m_p in ((tracks, 60), (never_learnt, None), (other, 1000)):
+        cached_run(cfg, lambda c, m_p=m_p: {"m_p": m_p})
         artifact_path(cfg, ".pt").write_bytes(b"weights")
     files = committed_files("smoke")
-    assert record_path(analysed) in files and record_path(other) in files
-    assert artifact_path(analysed, ".pt") in files
+    assert {record_path(c) for c in (tracks, never_learnt, other)} <= set(files)
+    assert artifact_path(tracks, ".pt") in files
+    assert artifact_path(never_learnt, ".pt") not in files
     assert artifact_path(other, ".pt") not in files
     assert all(f.exists() for f in files) and files == sorted(files)
+    artifact_path(tracks, ".pt").unlink()  # weights lost: nothing to commit
+    assert artifact_path(tracks, ".pt") not in committed_files("smoke")
+
+
+def test_the_committed_standard_results_stay_under_100_mb():
+    """``results/standard`` as a clone has it (the files git tracks) stays under the 100 MB
+    that "Paper 1 at CPU scale" allows."""
+    repo = Path(__file__).resolve().parents[1]
+    if not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(["git", "ls-files", "-z", "results/standard"], cwd=repo,
+                            capture_output=True, check=True).stdout.split(b"\0")
+    paths = [repo / os.fsdecode(p) for p in listed if p]
+    assert paths, "no committed standard records"
+    size = sum(p.stat().st_size for p in paths if p.exists())
+    assert size < 100e6, f"results/standard holds {size / 1e6:.1f} MB of committed files"
 
 
 WORKER_SCRIPT = r"""

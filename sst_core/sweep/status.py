@@ -91,8 +91,12 @@ def status_markdown(rows: list[Status], profile: str) -> str:
 def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     """The files of ``profile``'s stored runs that belong in the repository: every record
     (``.json``) and the records it replaced (:mod:`sst_core.store.replaced`), and the
-    weights (``.pt``) of the trained trackers that an analysis of a sweep reads (the diagnostics, label-free and spectra runs); the other trackers'
-    weights stay local, so that the committed results stay small."""
+    weights (``.pt``) of the trained trackers that an analysis of a sweep reads (the
+    diagnostics, label-free and spectra runs) and that track at their training length
+    (:func:`weights_worth_committing`). The other trackers' weights stay local, so that
+    the committed results stay small (``results/standard`` under 100 MB): their analyses'
+    records are committed, and an analysis that has to be computed again without the
+    weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`)."""
     P = get_profile(profile)
     files: dict[Path, None] = {}
     for name in SWEEPS:
@@ -103,6 +107,21 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
                     files[path] = None
                     files.update(dict.fromkeys(replaced_files(cfg, root)))
                 run = getattr(cfg, "run", None)
-                if run is not None and artifact_path(run, ".pt", root).exists():
+                if run is not None and weights_worth_committing(run, root):
                     files[artifact_path(run, ".pt", root)] = None
     return sorted(files)
+
+
+def weights_worth_committing(run, root: Path | None = None) -> bool:
+    """Whether the weights of the trained tracker ``run`` (a ``TrackingConfig``) are
+    committed: they exist and its record is ``ok`` with an ``m_p`` (it passes at its
+    training length, the first condition of Figure 4's rule). The weights of a tracker
+    that never learnt the task are most of the committed bytes an analysis could reread
+    (at ``standard`` about 45% of them) and the least likely to be analysed again."""
+    if not artifact_path(run, ".pt", root).exists():
+        return False
+    try:
+        record = load_record(record_path(run, root))
+    except RecordError:
+        return False
+    return record["status"] == "ok" and record["metrics"].get("m_p") is not None
