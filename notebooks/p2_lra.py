@@ -71,11 +71,20 @@ from sst_core.tasks.images import digits_images
 
 # %%
 glue("lra_pf_difficulty", f'"{P.lra_pathfinder_difficulty}"', display=False)
-glue("lra_probe_text", (
-    f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
-    f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the profile's "
-    "budget, and the probe says whether the task is learned at this scale at all (the "
-    "claims table below)." if "pathfinder" in P.lra_probe_tasks else ""), display=False)
+pf_n = P.lra_train_size("pathfinder")
+if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
+    pf_text = (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
+               f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the "
+               "profile's budget, and the probe says whether the task is learned at this "
+               "scale at all (the claims table below).")
+elif "pathfinder" in P.lra_tasks and pf_n != P.lra_n_train:
+    pf_text = (f"At profile {P.name}, Pathfinder trains on {pf_n:,} generated images where "
+               f"the other tasks have {P.lra_n_train:,} examples" + (
+                   f": the fitting table below shows what learned S4D-Inv reaches on "
+                   f"{P.lra_n_train:,}." if "pathfinder" in P.lra_probe_tasks else "."))
+else:
+    pf_text = ""
+glue("lra_probe_text", pf_text, display=False)
 pf = pathfinder.generate(4, pathfinder.lra_params(32, P.lra_pathfinder_difficulty), seed=0)
 imgs, labels = digits_images(16, "bilinear")
 example = listops.generate(1, min_length=20, max_length=60, seed=0)
@@ -205,29 +214,11 @@ glue("lra_fit_text", (
     "examples per task, and more epochs on the same examples would mostly memorise them "
     "further."
     if overfitting else "By this rule no task's runs mostly overfit."), display=False)
-probe_text = []
-for d in fit.data:
-    if d["n_train_asked"] == P.lra_n_train:
-        continue
-    base = next((b for b in fit.data if b["task"] == d["task"] and b["runs"]
-                 and b["n_train_asked"] == P.lra_n_train), None)
-    if not d["runs"]:
-        probe_text.append(f"the {d['task']} data probe ({d['n_train_asked']:,} examples) has no "
-                          "stored run yet")
-        continue
-    probe_text.append(
-        f"with {d['n_train']:,.0f} examples {d['task']} reaches {d['best_test_accuracy']:.3f} "
-        f"against chance {d['chance']:.3f}"
-        + (f" ({base['best_test_accuracy']:.3f} with {base['n_train']:,.0f})" if base else "")
-        + (", and still overfits" if d["overfit"] else ", without overfitting"))
-glue("lra_data_probe_text", (
-    "Data probes (learned S4D-Inv, seed " + str(P.lra_seeds[0]) + "): "
-    + "; ".join(probe_text) + "." if probe_text else "This profile runs no data probe."),
-    display=False)
+glue("lra_data_probe_text", lra_reports.other_sizes_text(P, fit.data), display=False)
 
 # %% [markdown]
-# {glue:text}`lra_fit_text` The data probes test that directly, with the same model and
-# epochs on a larger training set. {glue:text}`lra_data_probe_text`
+# {glue:text}`lra_fit_text` Runs of the same model for the same epochs on another
+# training-set size test that directly. {glue:text}`lra_data_probe_text`
 
 # %% [markdown]
 # ### The larger sweep so far

@@ -317,6 +317,45 @@ def test_probe_tasks_show_their_margin_and_no_claims(store):
     assert {c.difficulty for c in paper2.lra_probe_grid(PROFILES["standard"])} == {"easy"}
 
 
+def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(store):
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops", "pathfinder"),
+                            lra_task_n_train=(("pathfinder", 96),), lra_n_train=32,
+                            lra_probe_tasks=("pathfinder",), lra_data_probe_tasks=(),
+                            lra_seeds=(0, 1))
+    assert P.lra_train_size("pathfinder") == 96 and P.lra_train_size("listops") == 32
+    sizes = {(c.task, c.n_train) for c in paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)}
+    assert sizes == {("listops", 32), ("pathfinder", 96)}
+    probes = paper2.lra_probe_grid(P)
+    assert [(c.task, c.n_train, c.seed) for c in probes] == [("pathfinder", 32, 0),
+                                                            ("pathfinder", 32, 1)]
+    assert "lra_task_n_train={pathfinder: 96}" in P.scale("lra_n_train", "lra_task_n_train")
+    assert "lra_task_n_train" not in PROFILES["smoke"].scale("lra_n_train", "lra_task_n_train")
+
+    def fake(acc):
+        return lambda c: {"test_accuracy": acc, "chance_accuracy": 0.5,
+                          "task": {"n_test": 400, "n_train": c.n_train},
+                          "curves": {"epoch": [1, 2], "train_loss": [0.7, 0.1],
+                                     "test_loss": [0.7, 0.9]}}
+    for cfg in probes:
+        cached_run(cfg, fake(0.55))
+    # the probe is no run of the task's cells: the claims wait for the task's own size
+    d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
+    assert d["learned_inv_best"] is None and not d["probe"]
+    main = next(c for c in paper2.lra_main_grid(P) if c.task == "pathfinder"
+                and c.init == "inv" and not c.freeze_spectrum and c.seed == 0)
+    assert lra_reports.other_sizes_text(P, lra_reports.lra_fit(P).data) == (
+        "Learned S4D-Inv on other training-set sizes: with 32 examples (probe) pathfinder "
+        "reaches 0.550 against chance 0.500, and overfits.")
+    cached_run(main, fake(0.8))
+    d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
+    assert d["learned_inv_best"] == pytest.approx(0.8)
+    assert lra_reports.other_sizes_text(P, lra_reports.lra_fit(P).data) == (
+        "Learned S4D-Inv on other training-set sizes: with 32 examples (probe) pathfinder "
+        "reaches 0.550 against chance 0.500 (0.800 with its own 96), and overfits.")
+    assert lra_reports.other_sizes_text(PROFILES["smoke"], []) == (
+        "This profile trains every task on one training-set size only.")
+
+
 def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_shows_both(store):
     P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_probe_tasks=(),
                             lra_data_probe_tasks=("listops",), lra_data_probe_factor=3,

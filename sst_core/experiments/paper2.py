@@ -86,7 +86,8 @@ LRA_ABLATION_INITS = ("random", "real", "step", "inv")
 
 def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:
     kw = dict(H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, epochs=P.lra_epochs,
-              batch=P.lra_batch, n_train=P.lra_n_train, max_length=P.lra_listops_max_len,
+              batch=P.lra_batch, n_train=P.lra_train_size(task),
+              max_length=P.lra_listops_max_len,
               image_side=P.lra_image_side, mf_T=P.lra_mf_T,
               difficulty=P.lra_pathfinder_difficulty)
     kw.update(LRA_TASK_SETTINGS.get(task, {}))
@@ -140,14 +141,18 @@ def lra_ablation_grid(P, tasks=None) -> list[LRAConfig]:
 
 def lra_probe_grid(P) -> list[LRAConfig]:
     """The learnability probes: learned S4D-Inv on each of ``P.lra_probe_tasks``, the
-    first two seeds (a task whose full grid does not fit the profile's budget)."""
-    return [_lra(P, t, "inv", False, seed) for t in P.lra_probe_tasks
-            for seed in P.lra_seeds[:2]]
+    first two seeds, on the profile's common training-set size ``P.lra_n_train`` (a task
+    whose full grid does not fit the profile's budget, or one that trains on more
+    examples, ``P.lra_task_n_train``, because it is not learned on that many)."""
+    from dataclasses import replace
+
+    return [replace(_lra(P, t, "inv", False, seed), n_train=P.lra_n_train)
+            for t in P.lra_probe_tasks for seed in P.lra_seeds[:2]]
 
 
 def lra_data_probe_grid(P) -> list[LRAConfig]:
     """The data probes: learned S4D-Inv on each of ``P.lra_data_probe_tasks`` with
-    ``P.lra_data_probe_factor`` times the profile's training examples, the first seed (a
+    ``P.lra_data_probe_factor`` times the profile's common training-set size, the first seed (a
     task whose runs memorise their training set: does more data lift it?)."""
     from dataclasses import replace
 

@@ -76,7 +76,7 @@ def lra_main(P: Profile, root=None) -> Table:
             f"min for the task ours stands in for. Test accuracy at the epoch of best validation accuracy, max / min over seeds "
             f"{P.lra_seeds} (the paper: 6 seeds). Our tasks are generated stand-ins at a reduced "
             f"scale (digits stands in for sequential CIFAR), so compare orderings, not values. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_listops_max_len', 'lra_image_side')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_listops_max_len', 'lra_image_side')}.")
     return Table("Frozen (RC) against learned spectra: the main table", cols, rows, note, ids, data)
 
 
@@ -104,7 +104,7 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"brackets, the paper's max / min. The paper's ablation "
             f"covers Retrieval, Image, Pathfinder and Path-X ('—': no published counterpart). "
             f"Eigenvalue types as in sst_core.theory.memory.init_Lambda. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train')}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
 
@@ -238,9 +238,37 @@ def lra_fit(P: Profile, root=None) -> Table:
             "has fewer than the profile asks). A run overfits when its last epoch's test "
             f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
             "fell. Test accuracy is read at the epoch of best validation accuracy. Scale: "
-            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train')}.")
+            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train')}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)
+
+
+def other_sizes_text(P: Profile, rows: list[dict[str, Any]]) -> str:
+    """A sentence on the learned S4D-Inv runs of :func:`lra_fit` (its ``data``) whose
+    training set is not their task's own size (``P.lra_train_size``): the data probes
+    (more examples) and the probes on the common size of a task that trains on more, each
+    beside what the task's own size reaches."""
+    parts = []
+    for d in rows:
+        own = P.lra_train_size(d["task"])
+        if d["n_train_asked"] == own:
+            continue
+        what = "data probe" if d["n_train_asked"] > own else "probe"
+        if not d["runs"]:
+            parts.append(f"the {d['task']} {what} ({d['n_train_asked']:,} examples) has no "
+                         "stored run yet")
+            continue
+        base = next((b for b in rows if b["task"] == d["task"] and b["runs"]
+                     and b["n_train_asked"] == own), None)
+        parts.append(
+            f"with {d['n_train']:,.0f} examples ({what}) {d['task']} reaches "
+            f"{d['best_test_accuracy']:.3f} against chance {d['chance']:.3f}"
+            + (f" ({base['best_test_accuracy']:.3f} with its own {base['n_train']:,.0f})"
+               if base else "")
+            + (", and overfits" if d["overfit"] else ", without overfitting"))
+    if not parts:
+        return "This profile trains every task on one training-set size only."
+    return "Learned S4D-Inv on other training-set sizes: " + "; ".join(parts) + "."
 
 
 def _chance(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
@@ -282,8 +310,11 @@ def lra_claims(P: Profile, root=None) -> Table:
        within :data:`LOSS_NEAR_MIN` of its minimum is earlier frozen than learned (S4D-Inv
        and S4D-Lin runs).
     """
+    # a probe of a task of the main table (on fewer examples than the task's own) is no
+    # run of its cells: it shows in lra_fit
     cfgs = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)
-                              + paper2.lra_probe_grid(P)))
+                              + [c for c in paper2.lra_probe_grid(P)
+                                 if c.task not in P.lra_tasks]))
     ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
     cols = ["task (stands for)", "chance", "learned S4D-Inv (best)", "margin",
             "with more data (data probe)", "1: frozen ≥ learned, no wider", "2: unstructured worse, most when frozen",
@@ -361,7 +392,7 @@ def lra_claims(P: Profile, root=None) -> Table:
             f"memory function over the learned runs below ×{MF_GROWTH_LIMIT}; (4) median epoch "
             f"at which the test loss is within {LOSS_NEAR_MIN:.0%} of its minimum earlier "
             "frozen than learned. '—': runs missing. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_seeds')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
 
 
