@@ -339,3 +339,8 @@ def test_every_chapter_of_the_book_belongs_to_a_part(tmp_path):
         "format: jb-book\nroot: intro\nparts:\n  - chapters:\n      - file: notebooks/a\n"
         "  - caption: Two\n    chapters:\n      - file: notebooks/b\n      - file: book/c\n")
     assert toc_parts(tmp_path) == {"b": "Two"}  # a part without a caption, a page: left out
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: One\n    chapters:\n"
+        "      - file: book/a\n        sections:\n          - file: notebooks/b\n"
+        "            sections:\n              - file: notebooks/c\n")
+    assert toc_parts(tmp_path) == {"b": "One", "c": "One"}  # sections, however deep

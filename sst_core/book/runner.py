@@ -107,15 +107,22 @@ def toc_notebooks(root: Path) -> list[str]:
 
 def toc_parts(root: Path) -> dict[str, str]:
     """The caption of the part of the table of contents each notebook stands in (by notebook
-    name); a notebook outside any captioned part is left out."""
+    name), as a chapter or as a section nested under one; a notebook outside any captioned
+    part is left out."""
     parts: dict[str, str] = {}
-    for part in read_toc(root).get("parts") or []:
-        if not isinstance(part, dict) or not part.get("caption"):
-            continue
-        for chapter in part.get("chapters") or []:
-            file = str(chapter.get("file", "")) if isinstance(chapter, dict) else ""
+
+    def walk(entries: Any, caption: str) -> None:
+        for entry in entries or []:
+            if not isinstance(entry, dict):
+                continue
+            file = str(entry.get("file", ""))
             if file.startswith("notebooks/"):
-                parts[Path(file).name] = str(part["caption"])
+                parts[Path(file).name] = caption
+            walk(entry.get("sections"), caption)
+
+    for part in read_toc(root).get("parts") or []:
+        if isinstance(part, dict) and part.get("caption"):
+            walk(part.get("chapters"), str(part["caption"]))
     return parts
 
 
