@@ -104,7 +104,7 @@ def absent(c):
     return c["status"] in ("missing", "diverged")
 
 def shown(c):  # as the table shows it
-    return "missing" if absent(c) else fmt(c["m_p"])
+    return c["status"] if absent(c) else fmt(c["m_p"])
 
 def rank(c):
     return -1 if c["m_p"] is None else c["m_p"]

@@ -162,6 +162,24 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
 
 
+def test_a_cell_whose_every_run_diverged_says_so(tmp_path, monkeypatch):
+    """As Table 2 does: 'diverged' (failed records), not 'missing' (none)."""
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    cell = [c for c in beyond.delta_grid(P) if (c.model, c.group) == ("deltanet", "C2")]
+    assert cell
+    for cfg in cell:
+        store_record(cfg, "failed", "RunFailed: loss became nan at step 3", {}, 0.1)
+    t = rb.delta(P)
+    col = t.columns.index(f"C2 L{cell[0].n_layers}")
+    rows = {r[0]: r for r in t.rows}
+    assert rows["deltanet"][col] == "diverged" and rows["deltanet_negative"][col] == "missing"
+    cells = next(d for d in t.data if d["model"] == "deltanet")["cells"]
+    assert cells[f"C2 L{cell[0].n_layers}"] == {"status": "diverged", "m_p": None}
+    assert "'diverged'" in t.note
+
+
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",
            "entries": [{"name": "semi_affine_train_s3", "ratio": 2.0},

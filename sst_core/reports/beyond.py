@@ -214,7 +214,8 @@ def label_free_warning(P: Profile, root=None) -> Table:
 def model_rows(summary: dict, models, classes: dict[str, str], groups, depths,
                diag: dict[str, dict[str, Any]], diag_columns) -> tuple[list, list]:
     """Rows of a chapter table: per model its class, m_p per (group, depth) cell ("missing"
-    for a cell with no run or only diverged runs) and, from its best S3 diagnostics record
+    for a cell with no run, "diverged" for one whose every run diverged, as Table 2 shows
+    them) and, from its best S3 diagnostics record
     (``diag``, by model), the values ``diag_columns`` lists as (heading, metrics -> value,
     format). Returns the displayed rows and the same as data (``cells``, ``diagnostics``
     and each column's value under its heading)."""
@@ -225,8 +226,8 @@ def model_rows(summary: dict, models, classes: dict[str, str], groups, depths,
             for d in depths:
                 s = summary.get((m, g, d))
                 status = "missing" if s is None else cell_status(s)
-                if status in ("missing", "diverged"):  # the table shows both as missing
-                    row.append("missing")
+                if status in ("missing", "diverged"):
+                    row.append(status)
                     cells[f"{g} L{d}"] = {"status": status, "m_p": None}
                 else:
                     row.append(fmt(s["m_p"]))
@@ -271,7 +272,8 @@ def semi_affine(P: Profile, root=None) -> Table:
             "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
             "||e_t|| / ||e_0|| 200 steps after a perturbation inside U (below 1: the error "
             "shrinks); ||Q^T J Q||: the return map of state-preserving words on U (Theorem 1 "
-            "forces 1 for an affine model that tracks). Best S3 run per model. Scale: "
+            "forces 1 for an affine model that tracks). Best S3 run per model; 'diverged': "
+            "every run of the cell diverged. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
@@ -477,7 +479,8 @@ def delta(P: Profile, root=None) -> Table:
     n = 2 + len(beyond.DELTA_GROUPS) * len(Pb.track_depths)
     cols = ["model", "class"] + [f"{g} L{d}" for g in beyond.DELTA_GROUPS for d in Pb.track_depths]
     note = (DELTA_MODELS_NOTE + " Every row: one grid and protocol (Table 2's, narrowed as in "
-            "the other 'Beyond' chapters), m_p best over the grid ('fail': no run passes 60). "
+            "the other 'Beyond' chapters), m_p best over the grid ('fail': no run passes 60; 'diverged': every run of "
+            "the cell diverged). "
             f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
     return Table("Non-diagonal affine trackers beside Table 2's models", cols,
                  [r[:n] for r in rows], note, ids, data)
