@@ -21,7 +21,7 @@ import numpy as np
 from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, format_value, stored_records
-from sst_core.reports.error_control import PAPER_FIGURE4, figure4_stats
+from sst_core.reports.error_control import DRIFT_NOTE, PAPER_FIGURE4, figure4_stats
 from sst_core.reports.paper1 import cell_status, fmt, seed_range, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.configs import config_dict
@@ -503,8 +503,8 @@ def delta_lens(P: Profile, root=None) -> Table:
             "(both 1 when J is orthogonal on U; an affine map that fixes the centroids has "
             "Q^T J Q = I). Recovery: ||e_t|| / ||e_0|| 200 steps after a perturbation inside "
             "U. Drift ||W_out eta_bar|| and T_cross by Corollary 1 (affine rows): "
-            "sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. Scale: "
-            f"{Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
+            f"sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. {DRIFT_NOTE} "
+            f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
     return Table("Through the error-control lens: S3 diagnostics of the same models", cols,
                  out, note, ids, data)
 

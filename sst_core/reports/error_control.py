@@ -22,6 +22,10 @@ from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
 PAPER_FIGURE4 = paper_values.FIGURE4
+# what a Corollary 1 table's drift column is, and what it is when the spread does not grow
+DRIFT_NOTE = ("The drift column is the fitted slope; at or below 0 the spread along U does "
+              "not grow over the window (nothing drifts there to fit), and Corollary 1 "
+              "predicts no crossing ('—').")
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
@@ -376,7 +380,7 @@ def corollary1_table(P: Profile, root=None) -> Table:
     note = ("Corollary 1 with a constant drift: sqrt(R_U(t)) = a + t ||W_out eta_bar||, fitted "
             "by least squares over t in [10, 120]; q crosses tau = 1/2 at (sqrt(tau M) - a) / "
             "||W_out eta_bar||. Meaningful for the 'climb' mode only: a saturated model has "
-            "crossed before any drift. Best affine S3 run per model. Scale: "
+            f"crossed before any drift. {DRIFT_NOTE} Best affine S3 run per model. Scale: "
             f"{P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_max_steps')}.")
     return Table("Corollary 1: predicted against measured crossing time", cols, rows, note, ids, data)
 
