@@ -180,6 +180,19 @@ def test_a_cell_whose_every_run_diverged_says_so(tmp_path, monkeypatch):
     assert "'diverged'" in t.note
 
 
+def test_the_torch_module_check_tells_failed_from_missing(tmp_path, monkeypatch):
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    plain = beyond.torch_module_grid(P)[0]
+    registry = next(d for d in beyond.delta_diagnostics(P) if d.run == plain.run)
+    store_record(plain, "failed", "RunFailed: loss became nan at step 3", {}, 0.1)
+    assert rb.torch_module_check(P).rows[0][3:] == ["missing"] * 6  # registry's not stored
+    store_record(registry, "failed", "RunFailed: loss became nan at step 3", {}, 0.1)
+    t = rb.torch_module_check(P)
+    assert t.rows[0][3:] == ["failed"] * 6 and t.data[0]["status"] == "failed"
+
+
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",
            "entries": [{"name": "semi_affine_train_s3", "ratio": 2.0},

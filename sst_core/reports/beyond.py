@@ -624,8 +624,9 @@ def torch_module_check(P: Profile, root=None) -> Table:
         key = json_key(config_dict(c.run))
         a, b = registry.get(key), plain.get(key)
         if a is None or b is None or a["status"] != "ok" or b["status"] != "ok":
-            rows.append([c.run.model, c.run.lr, c.run.seed] + ["missing"] * 6)
-            data.append({"model": c.run.model, "status": "missing"})
+            status = "missing" if a is None or b is None else "failed"
+            rows.append([c.run.model, c.run.lr, c.run.seed] + [status] * 6)
+            data.append({"model": c.run.model, "status": status})
             continue
         ma, mb = a["metrics"], b["metrics"]
         (ta, qa), (tb, qb) = stored_curve(ma, "q"), stored_curve(mb, "q")
