@@ -71,20 +71,7 @@ from sst_core.tasks.images import digits_images
 
 # %%
 glue("lra_pf_difficulty", f'"{P.lra_pathfinder_difficulty}"', display=False)
-pf_n = P.lra_train_size("pathfinder")
-if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
-    pf_text = (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
-               f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the "
-               "profile's budget, and the probe says whether the task is learned at this "
-               "scale at all (the claims table below).")
-elif "pathfinder" in P.lra_tasks and pf_n != P.lra_n_train:
-    pf_text = (f"At profile {P.name}, Pathfinder trains on {pf_n:,} generated images where "
-               f"the other tasks have {P.lra_n_train:,} examples" + (
-                   f": the fitting table below shows what learned S4D-Inv reaches on "
-                   f"{P.lra_n_train:,}." if "pathfinder" in P.lra_probe_tasks else "."))
-else:
-    pf_text = ""
-glue("lra_probe_text", pf_text, display=False)
+glue("lra_probe_text", lra_reports.pathfinder_text(P), display=False)
 pf = pathfinder.generate(4, pathfinder.lra_params(32, P.lra_pathfinder_difficulty), seed=0)
 imgs, labels = digits_images(16, "bilinear")
 example = listops.generate(1, min_length=20, max_length=60, seed=0)

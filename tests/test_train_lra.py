@@ -352,6 +352,12 @@ def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(
     assert lra_reports.other_sizes_text(P, lra_reports.lra_fit(P).data) == (
         "Learned S4D-Inv on other training-set sizes: with 32 examples (probe) pathfinder "
         "reaches 0.550 against chance 0.500 (0.800 with its own 96), and overfits.")
+    assert lra_reports.pathfinder_text(P) == (
+        "At profile smoke, Pathfinder trains on 96 generated images where the other tasks "
+        "have 32 examples: the fitting table below shows what learned S4D-Inv reaches on 32.")
+    assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_tasks=("listops",))).startswith(
+        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1)")
+    assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_task_n_train=())) == ""
     assert lra_reports.other_sizes_text(PROFILES["smoke"], []) == (
         "This profile trains every task on one training-set size only.")
 

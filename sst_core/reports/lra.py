@@ -243,6 +243,23 @@ def lra_fit(P: Profile, root=None) -> Table:
                  ids, data)
 
 
+def pathfinder_text(P: Profile) -> str:
+    """What the chapter says of Pathfinder at profile ``P``: run only as a probe, or on a
+    training set of its own size; empty when it runs like every other task."""
+    n = P.lra_train_size("pathfinder")
+    if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
+        return (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
+                f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the "
+                "profile's budget, and the probe says whether the task is learned at this "
+                "scale at all (the claims table below).")
+    if "pathfinder" in P.lra_tasks and n != P.lra_n_train:
+        return (f"At profile {P.name}, Pathfinder trains on {n:,} generated images where the "
+                f"other tasks have {P.lra_n_train:,} examples" + (
+                    f": the fitting table below shows what learned S4D-Inv reaches on "
+                    f"{P.lra_n_train:,}." if "pathfinder" in P.lra_probe_tasks else "."))
+    return ""
+
+
 def other_sizes_text(P: Profile, rows: list[dict[str, Any]]) -> str:
     """A sentence on the learned S4D-Inv runs of :func:`lra_fit` (its ``data``) whose
     training set is not their task's own size (``P.lra_train_size``): the data probes
