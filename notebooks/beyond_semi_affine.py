@@ -62,7 +62,6 @@ from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
 from sst_core.reports import paper1 as rp1
-from sst_core.reports.paper1 import fmt
 
 # %% [markdown]
 # ## Table 2's row, repaired
@@ -104,7 +103,7 @@ def absent(c):
     return c["status"] in ("missing", "diverged")
 
 def shown(c):  # as the table shows it
-    return c["status"] if absent(c) else fmt(c["m_p"])
+    return rp1.shown_text(c["status"], c["m_p"])
 
 def rank(c):
     return -1 if c["m_p"] is None else c["m_p"]

@@ -323,3 +323,27 @@ def test_seed_pairs_compare_the_seeds_of_one_setting(tmp_path, P):
     assert seed_pairs(grid[2:], tmp_path) == {}
     assert shares([0, 1, 1, 3]) == "25 / 50 / 25 % of 4"
     assert shares([]) == "—"
+
+
+def test_cell_text_names_each_state_of_a_cell():
+    """One spelling of a table cell for every chapter: no summary is 'missing', a cell
+    with only failed runs 'diverged', else m_p with the seeds' range where they differ."""
+    from sst_core.reports.paper1 import cell_text
+
+    def summary(m_p, seeds=(), missing=0):
+        return {"m_p": m_p, "m_p_seeds": list(seeds), "missing": missing}
+
+    assert cell_text(None) == ("missing", "missing")
+    assert cell_text(summary("no runs", missing=3)) == ("missing", "missing")
+    assert cell_text(summary("no runs")) == ("diverged", "diverged")
+    assert cell_text(summary(None, [None, None])) == ("fail", "fail")
+    assert cell_text(summary(100, [60, 100])) == ("ok", "100 [60–100]")
+    assert cell_text(summary(100, [60, 100]), seeds=False) == ("ok", "100")
+
+
+def test_shown_text_writes_a_typed_cell_as_the_table_does():
+    from sst_core.reports.paper1 import shown_text
+
+    assert shown_text("missing", None) == "missing" and shown_text("diverged", None) == "diverged"
+    assert shown_text("fail", None) == "fail" and shown_text("ok", 300) == "300"
+    assert shown_text("ok", 300, [100, 300]) == "300 [100–300]"

@@ -274,3 +274,6 @@ def test_semi_affine_data_is_typed(tmp_path, P):
     assert rows["mamba"]["cells"]["C2 L1"] == {"status": "missing", "m_p": None}
     assert rows["mamba"]["diagnostics"] == "missing" and _typed(t.data)
     assert next(r for r in t.rows if r[0] == "mamba")[2:5] == ["missing", "missing", "600"]
+    from sst_core.reports.paper1 import shown_text  # the data's cells, shown as the table
+    assert [shown_text(c["status"], c["m_p"]) for c in rows["mamba"]["cells"].values()] == [
+        "missing", "missing", "600"]

@@ -22,7 +22,7 @@ from sst_core.experiments import beyond, paper1
 from sst_core.models.registry import expected_affine
 from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.error_control import DRIFT_NOTE, PAPER_FIGURE4, figure4_stats
-from sst_core.reports.paper1 import cell_status, fmt, seed_range, summarise
+from sst_core.reports.paper1 import cell_text, fmt, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.configs import config_dict
 from sst_core.spec.profiles import Profile
@@ -66,13 +66,10 @@ def harder_groups(P: Profile, root=None) -> Table:
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
-                status = "missing" if s is None else cell_status(s)
-                if status in ("missing", "diverged"):
-                    text, m_p, seeds = status, None, []
-                else:
-                    m_p = s["m_p"]
-                    seeds = s["m_p_seeds"]
-                    text = fmt(m_p) + seed_range(seeds)
+                status, text = cell_text(s)
+                tracked = status in ("ok", "fail")
+                m_p = s["m_p"] if tracked else None
+                seeds = s["m_p_seeds"] if tracked else []
                 row.append(text)
                 data.append({"model": m, "group": g, "n_layers": d, "status": status,
                              "m_p": m_p, "m_p_seeds": seeds})
@@ -217,21 +214,19 @@ def model_rows(summary: dict, models, classes: dict[str, str], groups, depths,
     for a cell with no run, "diverged" for one whose every run diverged, as Table 2 shows
     them) and, from its best S3 diagnostics record
     (``diag``, by model), the values ``diag_columns`` lists as (heading, metrics -> value,
-    format). Returns the displayed rows and the same as data (``cells``, ``diagnostics``
-    and each column's value under its heading)."""
+    format). Returns the displayed rows and the same as data (``cells``: per cell its
+    ``status`` and ``m_p``, shown as :func:`~sst_core.reports.paper1.shown_text` writes them;
+    ``diagnostics`` and each column's value under its heading)."""
     rows, data = [], []
     for m in models:
         row, cells = [m, classes[m]], {}
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
-                status = "missing" if s is None else cell_status(s)
-                if status in ("missing", "diverged"):
-                    row.append(status)
-                    cells[f"{g} L{d}"] = {"status": status, "m_p": None}
-                else:
-                    row.append(fmt(s["m_p"]))
-                    cells[f"{g} L{d}"] = {"status": status, "m_p": s["m_p"]}
+                status, text = cell_text(s, seeds=False)
+                row.append(text)
+                cells[f"{g} L{d}"] = {"status": status,
+                                      "m_p": s["m_p"] if status in ("ok", "fail") else None}
         r = diag.get(m)
         extra = {"diagnostics": "missing" if r is None else "ok"}
         for heading, value, spec in diag_columns:

@@ -120,6 +120,23 @@ def cell_status(s: dict) -> str:
     return "fail" if s["m_p"] is None else "ok"
 
 
+def cell_text(s: dict | None, seeds: bool = True) -> tuple[str, str]:
+    """A chapter table's m_p cell from its summary (:func:`summarise`; None: nothing stored
+    for it): its state (:func:`cell_status`, ``missing`` for None) and its text
+    (:func:`shown_text`), with the range over seeds where they differ if ``seeds``."""
+    status = "missing" if s is None else cell_status(s)
+    if status in ("missing", "diverged"):
+        return status, status
+    return status, shown_text(status, s["m_p"], s["m_p_seeds"] if seeds else ())
+
+
+def shown_text(status: str, m_p: int | None, seeds: Sequence[int | None] = ()) -> str:
+    """A cell as the tables show it, from its state and m_p (a table's typed data, e.g.
+    the ``cells`` of :func:`sst_core.reports.beyond.model_rows`): the state for a missing
+    or diverged cell, else m_p ('fail' for None) and the range over ``seeds``."""
+    return status if status in ("missing", "diverged") else fmt(m_p) + seed_range(seeds)
+
+
 def run_label(cfg: dict[str, Any]) -> str:
     """A tracking run's name in tables and figures: phi or model, with L2 for two layers."""
     label = cfg.get("phi") or cfg["model"]
@@ -136,8 +153,7 @@ def best_runs(records) -> list[dict[str, Any]]:
 
 def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
     if s["m_p"] == "no runs":
-        what = "missing" if s["missing"] else "diverged"
-        return f"{what} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
+        return f"{cell_status(s)} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
     agree = agreement(s["m_p"], paper, lengths)
     ours = fmt(s["m_p"]) + seed_range(s["m_p_seeds"])
     if s.get("missing"):  # a cell whose grid is not complete yet says so
