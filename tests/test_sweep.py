@@ -119,6 +119,34 @@ def test_a_stored_run_loses_the_claim_of_a_killed_stack(root):
     assert not sweep_claims.claim_path(dead).exists() and sweep_claims.claim_path(alive).exists()
 
 
+def test_a_stored_runs_claim_that_looked_live_is_dropped_once_its_worker_has_exited(
+        root, monkeypatch):
+    """A sweep resumed at once after a kill may find a killed worker still exiting: its
+    claim on a run it stored looks live and stays at first, and is dropped once the
+    phase's other runs are computed (the worker gone by then), not left behind."""
+    stored, todo = _cfg(seed=6), _cfg(seed=7)
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [[stored, todo]])
+    cached_run(stored, lambda cfg: {"x": 1})
+    exiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sweep_claims.claim_path(stored).write_text(json.dumps(
+        {"host": socket.gethostname(), "pid": exiting.pid, "since": 0}))
+    local = runner._local
+
+    def worker_exits_meanwhile(*args, **kw):
+        assert sweep_claims.claim_path(stored).exists()  # live when the sweep began
+        exiting.kill()
+        exiting.wait()
+        return local(*args, **kw)
+
+    monkeypatch.setattr(runner, "_local", worker_exits_meanwhile)
+    try:
+        result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)
+    finally:
+        exiting.kill()
+    assert result.outcomes == {config_hash(stored): "stored", config_hash(todo): "computed"}
+    assert not sweep_claims.claim_path(stored).exists()
+
+
 def test_a_claimed_run_loses_the_temporary_files_of_a_killed_writer(root):
     cfg = _cfg(seed=5)
     folder = record_path(cfg).parent

@@ -362,10 +362,19 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
                 say(f"{problem}; computing it again")
         todo = [c for c in cfgs if needs_run(c, retry_failed=retry_failed,
                                              retry_stale=retry_stale, artifacts=artifacts)]
-        for c in cfgs:
-            if c not in todo:
-                result.outcomes[config_hash(c)] = "stored"
-                drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
+        stored = [c for c in cfgs if c not in todo]
+        for c in stored:
+            result.outcomes[config_hash(c)] = "stored"
+            drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
+        try:
+            compute_missing(todo, artifacts)
+        finally:
+            # a worker killed just before this sweep started may not have exited yet, so
+            # its claims on stored runs looked live above: by now it has
+            for c in stored:
+                drop_stale_claim(c)
+
+    def compute_missing(todo: list[Any], artifacts: tuple[str, ...]) -> None:
         while todo:
             tasks = tasks_of(todo, P.track_stack if stack is None else stack)
             w, t = (choose_layout(len(tasks)) if workers is None

@@ -99,6 +99,7 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`)."""
     P = get_profile(profile)
     files: dict[Path, None] = {}
+    worth: dict[Path, bool] = {}  # per weights file: a tracker several analyses read, judged once
     for name in SWEEPS:
         for cfgs in phases(name, P):
             for cfg in cfgs:
@@ -107,8 +108,13 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
                     files[path] = None
                     files.update(dict.fromkeys(replaced_files(cfg, root)))
                 run = getattr(cfg, "run", None)
-                if run is not None and weights_worth_committing(run, root):
-                    files[artifact_path(run, ".pt", root)] = None
+                if run is None:
+                    continue
+                weights = artifact_path(run, ".pt", root)
+                if weights not in worth:
+                    worth[weights] = weights_worth_committing(run, root)
+                if worth[weights]:
+                    files[weights] = None
     return sorted(files)
 
 
