@@ -12,10 +12,15 @@ from sst_core.store.records import project_root
     ("/somewhere/else", None, "/somewhere/else"),
     ("/somewhere/else", "/explicit", "/explicit"),
 ])
-def test_results_folder_passed_to_the_kernel(monkeypatch, env, explicit, expected):
+def test_results_folder_passed_to_the_kernel(monkeypatch, tmp_path, env, explicit, expected):
+    import shutil
+
     import papermill
 
-    root = project_root(Path(__file__).parent)
+    root = tmp_path  # a copy of the chapter: the runner writes its .ipynb beside it
+    (root / "notebooks").mkdir()
+    shutil.copy(project_root(Path(__file__).parent) / "notebooks" / "p1_groups.py",
+                root / "notebooks")
     seen = {}
 
     def fake_execute(src, out, **kw):
