@@ -155,7 +155,7 @@ def test_the_commit_check_takes_no_lock_on_the_repository(monkeypatch, tmp_path)
 
     monkeypatch.setattr(provenance.subprocess, "run", spy)
     provenance.git_commit(store_records.project_root())
-    assert len(calls) == 2 and all(c[:2] == ["git", "--no-optional-locks"] for c in calls)
+    assert len(calls) == 1 and all(c[:2] == ["git", "--no-optional-locks"] for c in calls)
     assert provenance.git_commit(tmp_path) == "unknown"  # not a repository
 
 
@@ -303,3 +303,36 @@ def test_a_source_edited_after_import_gives_an_unknown_code_hash(monkeypatch):
     monkeypatch.setattr(codeversion, "fingerprint", edited)
     with pytest.warns(RuntimeWarning, match="code hash of lra runs unknown: f: edited"):
         assert registry.code_hash("lra") is None
+
+
+def test_git_commit_names_the_commit_and_a_tracked_change_only(tmp_path):
+    """The one ``git status`` call against what ``git rev-parse HEAD`` says: the commit,
+    ``+dirty`` for a changed tracked file, not for an untracked one; ``unknown`` before
+    the first commit."""
+    import subprocess
+
+    from sst_core.store.provenance import git_commit
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    assert git_commit(tmp_path) == "unknown"  # no commit yet
+    (tmp_path / "a.txt").write_text("1")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "HEAD").strip()
+    assert git_commit(tmp_path) == head
+    (tmp_path / "b.txt").write_text("untracked")
+    assert git_commit(tmp_path) == head
+    (tmp_path / "a.txt").write_text("2")
+    assert git_commit(tmp_path) == head + "+dirty"
+
+
+def test_versions_are_read_once_and_handed_out_as_new_dicts():
+    from sst_core.store.provenance import versions
+
+    first = versions()
+    first["torch"] = "changed by a caller"
+    assert versions()["torch"] != "changed by a caller" and versions()["python"]

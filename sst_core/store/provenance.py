@@ -1,6 +1,7 @@
 """Where and with what a record was made: git commit, package versions, device, host."""
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import subprocess
@@ -14,31 +15,45 @@ VERSIONED = ("sst-core", "torch", "numpy", "scipy", "sympy")
 
 def git_commit(where: Path) -> str:
     """The commit checked out at ``where``, ``+dirty`` when tracked files differ from it,
-    or ``unknown``. ``--no-optional-locks``: ``git status`` would otherwise refresh the
-    index under ``.git/index.lock``, and a status killed by the timeout (a busy machine)
-    would leave that lock behind, so that every later ``git add`` and ``git commit`` of
-    the user fails until it is removed by hand."""
+    or ``unknown``; one ``git status`` call (its ``branch.oid`` header and any change
+    line), since a record is stored per run and a stack stores many at once.
+    ``--no-optional-locks``: ``git status`` would otherwise refresh the index under
+    ``.git/index.lock``, and a status killed by the timeout (a busy machine) would leave
+    that lock behind, so that every later ``git add`` and ``git commit`` of the user fails
+    until it is removed by hand."""
     try:
-        out = subprocess.run(["git", "--no-optional-locks", "rev-parse", "HEAD"], cwd=where,
-                             capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain",
-                                "--untracked-files=no"],
-                               cwd=where, capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain=v2",
+                              "--branch", "--untracked-files=no"],
+                             cwd=where, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     if out.returncode != 0:
         return "unknown"
-    return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    lines = out.stdout.splitlines()
+    head = next((line.split()[2] for line in lines if line.startswith("# branch.oid ")), None)
+    if head is None or head == "(initial)":  # no commit yet
+        return "unknown"
+    dirty = any(line and not line.startswith("#") for line in lines)
+    return head + ("+dirty" if dirty else "")
+
+
+@functools.cache
+def _package_versions() -> tuple[tuple[str, str], ...]:
+    """The :data:`VERSIONED` packages' versions, read once per process (reading them is
+    a few ms of metadata parsing, paid per stored record otherwise; a process runs the
+    versions it imported)."""
+    found = [("python", platform.python_version())]
+    for name in VERSIONED:
+        try:
+            found.append((name, metadata.version(name)))
+        except metadata.PackageNotFoundError:
+            pass
+    return tuple(found)
 
 
 def versions() -> dict[str, str]:
-    found = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return found
+    """Python's and the :data:`VERSIONED` packages' versions (a new dict each call)."""
+    return dict(_package_versions())
 
 
 def current_device() -> str:
