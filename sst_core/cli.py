@@ -8,6 +8,7 @@
               [--size small|full] [--threads N] [--out FILE] [--record]
     sst sweep EXPERIMENT [--profile P] [--workers N|auto] [--executor local|ray] [--address A]
               [--retry-failed] [--retry-stale] [--stack K] [--threads N] [--no-wait]
+              [--stop-by WHEN]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
@@ -60,6 +61,15 @@ def _one_spelling(value: str, names, what: str) -> str:
     """:func:`sst_core.spec.names.one_spelling` as an argparse type."""
     try:
         return one_spelling(value, names, what)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _stop_by(value: str) -> float:
+    from sst_core.sweep.runner import parse_stop_by
+
+    try:
+        return parse_stop_by(value)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -181,6 +191,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="leave the runs another running sweep holds to it (and the "
                      "experiment's later phases) instead of waiting for them: for two sweeps "
                      "side by side, each with --workers 1 --threads 1, in different orders")
+    swp.add_argument("--stop-by", type=_stop_by, default=None, metavar="WHEN",
+                     help="start no run that would end after WHEN (priced by the stored runs "
+                     "most like it; such runs are deferred, not lost when a session ends): "
+                     "+90m, +2h30m, HH:MM (the next such time) or 2026-12-05T01:30")
 
     sta = command("status", help="runs done, missing, failed and stale per experiment")
     sta.add_argument("--profile", type=_profile, default="quick",
@@ -297,13 +311,25 @@ def _sweep(args: argparse.Namespace) -> int:
                 layout += f", {args.threads} torch thread(s) each"
             if args.no_wait:
                 layout += ", leaving runs another sweep holds to it"
+            price = None
+            if args.stop_by is not None:
+                from datetime import datetime
+
+                from sst_core.book.plan import price_table
+
+                costs = price_table(args.profile)
+                price = (lambda cfg, costs=costs: costs.estimate_timed(args.profile, cfg)[0])
+                at = datetime.fromtimestamp(args.stop_by).astimezone()
+                left = max(0.0, args.stop_by - time.time()) / 60
+                layout += (f", starting no run that would end after "
+                           f"{at:%Y-%m-%d %H:%M %Z} (in {left:.0f} min)")
             print(f"sst sweep {name}: profile {args.profile}, {total} runs, {todo} to compute "
                   f"(executor {args.executor}, {layout})", flush=True)
             result = runner.sweep(name, args.profile, workers=args.workers,
                                  executor=args.executor, address=args.address,
                                  retry_failed=args.retry_failed, retry_stale=args.retry_stale,
                                  stack=args.stack, threads=args.threads,
-                                 wait=not args.no_wait,
+                                 wait=not args.no_wait, stop_by=args.stop_by, price=price,
                                  progress=lambda o: print(" ".join(f"{k}:{v}" for k, v in
                                                                    o.items()), flush=True),
                                  report=lambda msg: print(f"sst sweep: {msg}", file=sys.stderr,

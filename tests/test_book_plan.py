@@ -344,3 +344,29 @@ def test_every_chapter_of_the_book_belongs_to_a_part(tmp_path):
         "      - file: book/a\n        sections:\n          - file: notebooks/b\n"
         "            sections:\n              - file: notebooks/c\n")
     assert toc_parts(tmp_path) == {"b": "One", "c": "One"}  # sections, however deep
+
+
+def test_the_price_table_of_a_sweep_pools_every_stored_run_of_its_profile(root, monkeypatch):
+    """``sst sweep --stop-by`` prices a task from every stored record of its profile (any
+    experiment's folder); an unreadable record is left out, other profiles are not read."""
+    from dataclasses import replace
+
+    from sst_core.experiments import paper2
+    from sst_core.store.records import load_record, record_path, run_compute_s
+
+    P = get_profile("smoke")
+    t3 = table3_grid(P)[0]
+    lra = paper2.lra_main_grid(P)[0]
+    monkeypatch.setattr(plan, "step_times", lambda root=None: {})
+    for cfg in (t3, replace(t3, seed=1), lra):
+        cached_run(cfg, lambda c: {"m_p": None})
+    cached_run(replace(t3, profile="quick"), lambda c: {"m_p": None})
+    bad = root / "smoke" / "tracking" / "0000000000000000.json"
+    bad.write_text("{not json")
+    costs = plan.price_table("smoke")
+    stored = [load_record(record_path(c)) for c in (t3, replace(t3, seed=1))]
+    mean = sum(run_compute_s(r) for r in stored) / 2
+    assert costs.estimate("smoke", replace(t3, seed=7)) == (pytest.approx(mean), False)
+    lra_s = run_compute_s(load_record(record_path(lra)))
+    assert costs.estimate("smoke", replace(lra, seed=7))[0] == pytest.approx(lra_s)
+    assert costs.estimate("quick", t3) == (None, False)  # only the profile asked for

@@ -337,3 +337,31 @@ def test_one_spelling_accepts_hyphens_with_a_hint_and_names_the_allowed(capsys):
     assert "did you mean harder_groups? accepted" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown report 'tabel2'; allowed: table2, table3"):
         one_spelling("tabel2", ["table2", "table3"], "report")
+
+
+def test_trackers_retrained_for_their_weights_respect_a_stop_time(root, monkeypatch):
+    """With a stop time, a tracker retrained for its weights is priced like any run: the
+    one that fits is trained and its analysis computed, the other and its analysis are
+    deferred (no record replaced, weights still missing), and the later phases wait."""
+    import time as _time
+
+    trackers = paper1.s3_runs(SMOKE)[:2]
+    analyses = [paper1.diagnostics_config(SMOKE, t) for t in trackers]
+    later = paper1.diagnostics_config(SMOKE, paper1.s3_runs(SMOKE)[2])
+    for t in trackers:
+        run(t)
+        artifact_path(t, ".pt").unlink()
+    monkeypatch.setattr(runner, "phases", lambda name, P: [trackers, analyses, [later]])
+    dear = config_hash(trackers[1])
+    said = []
+    result = runner.sweep("diagnostics", "smoke", stack=1, report=said.append,
+                          stop_by=_time.time() + 3600,
+                          price=lambda c: 1e6 if config_hash(c) == dear else 0.0)
+    assert result.outcomes[config_hash(trackers[0])] == "computed"
+    assert result.outcomes[config_hash(analyses[0])] == "computed"
+    assert result.outcomes[dear] == result.outcomes[config_hash(analyses[1])] == "deferred"
+    assert config_hash(later) not in result.outcomes  # the later phase waits
+    assert not artifact_path(trackers[1], ".pt").exists()
+    assert not record_path(analyses[1]).exists() and not record_path(later).exists()
+    assert any("1 training runs of diagnostics would not finish by the stop time" in m
+               for m in said), said

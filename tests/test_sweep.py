@@ -1,6 +1,7 @@
 """Resumable sweeps (sst_core.sweep): claims, kill-and-resume, executors, status."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -485,7 +486,8 @@ def test_the_default_layout_is_one_single_threaded_worker_per_core():
 def test_a_sweep_without_workers_uses_the_rule_and_an_explicit_count_is_kept(root, monkeypatch):
     seen = []
 
-    def fake_local(tasks, workers, retry, root_s, progress, artifacts=(), threads=None):
+    def fake_local(tasks, workers, retry, root_s, progress, artifacts=(), threads=None,
+                   stop_by=None, estimates=None):
         seen.append((len(tasks), workers, threads))
         progress({config_hash(c): "computed" for task in tasks for c in task})
 
@@ -695,3 +697,103 @@ def test_pool_workers_exit_when_the_sweep_process_is_killed(tmp_path):
     else:
         os.kill(worker, signal.SIGKILL)
         pytest.fail("the pool worker outlived the killed sweep process by 10 s")
+
+
+# -- a stop time ----------------------------------------------------------------------------
+
+def test_a_stop_time_is_read_in_each_of_its_forms():
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime(2026, 12, 4, 22, 30, tzinfo=timezone.utc)
+    at = lambda text: runner.parse_stop_by(text, now)  # noqa: E731
+    assert at("+90m") == (now + timedelta(minutes=90)).timestamp()
+    assert at("+2h30m") == at("+150m") == (now + timedelta(hours=2.5)).timestamp()
+    assert at("+45s") == now.timestamp() + 45
+    assert at("23:10") == (now + timedelta(minutes=40)).timestamp()  # today, still ahead
+    assert at("01:05") == datetime(2026, 12, 5, 1, 5, tzinfo=timezone.utc).timestamp()
+    assert at("2026-12-05T01:30") == datetime(2026, 12, 5, 1, 30, tzinfo=timezone.utc).timestamp()
+    assert at("2026-12-05T01:30+01:00") == \
+        datetime(2026, 12, 5, 0, 30, tzinfo=timezone.utc).timestamp()
+    for bad in ("soon", "+", "+2d", "25:00", "12:75", "2026-13-01T00:00", ""):
+        with pytest.raises(ValueError, match=re.escape(f"stop time {bad!r} not understood; "
+                                                       "expected +DURATION")):
+            at(bad)
+
+
+def test_a_task_is_too_late_when_its_price_reaches_past_the_stop_time():
+    assert not runner.ends_too_late(None, 1e9, now=0.0)  # no stop time
+    assert not runner.ends_too_late(100.0, 60.0, now=30.0)
+    assert runner.ends_too_late(100.0, 80.0, now=30.0)
+    assert not runner.ends_too_late(100.0, None, now=99.0)  # no price: until the stop time
+    assert runner.ends_too_late(100.0, None, now=101.0)
+
+
+def test_a_task_that_would_end_after_the_stop_time_is_deferred_unclaimed(root):
+    cfg = _cfg()
+    now = time.time()
+    out = runner.run_task([cfg], threads=1, stop_by=now + 3600, estimate_s=7200)
+    assert out == {config_hash(cfg): "deferred"}
+    assert not record_path(cfg).exists() and not sweep_claims.claim_path(cfg).exists()
+    out = runner.run_task([cfg], threads=1, stop_by=now + 3600, estimate_s=60)
+    assert out == {config_hash(cfg): "computed"} and record_path(cfg).exists()
+
+
+def test_a_sweep_with_a_stop_time_computes_what_fits_and_defers_the_rest(root, monkeypatch):
+    """Priced runs that would end after the stop time are deferred (no record, no claim),
+    the experiment's later phases wait for a later sweep, the summary says so, and a
+    sweep without a stop time then computes exactly what was deferred."""
+    cheap, dear, later = _cfg(seed=0), _cfg(seed=1), _cfg(seed=2)
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [[cheap, dear], [later]])
+    prices = {config_hash(cheap): 1.0, config_hash(dear): 1e6, config_hash(later): 1.0}
+    said = []
+    result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1,
+                          stop_by=time.time() + 3600, price=lambda c: prices[config_hash(c)],
+                          report=said.append)
+    assert result.outcomes == {config_hash(cheap): "computed", config_hash(dear): "deferred"}
+    assert record_path(cheap).exists()
+    assert not record_path(dear).exists() and not record_path(later).exists()
+    assert not any(root.rglob("*.claim"))
+    assert said == ["1 runs of table2 would not finish by the stop time: left for a later "
+                    "sweep, with the experiment's later phases"]
+    assert "1 deferred: they would not have finished by the stop time" in result.summary()
+    again = runner.sweep("table2", "smoke", workers=1, threads=1, stack=1)
+    assert again.count("computed") == 2 and again.count("stored") == 1
+
+
+def test_a_stack_is_priced_as_the_sum_of_its_runs_and_a_passed_stop_time_starts_nothing(
+        root, monkeypatch):
+    stack = [_cfg(seed=k) for k in range(3)]
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [stack])
+    seen = []
+    real = runner.run_task
+
+    def spy(cfgs, *args):
+        seen.append(args[-1])  # the task's price
+        return real(cfgs, *args)
+
+    monkeypatch.setattr(runner, "run_task", spy)
+    result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=3,
+                          stop_by=time.time() + 10, price=lambda c: 4.0, report=print)
+    assert seen == [12.0] and result.count("deferred") == 3  # 3 x 4 s > 10 s
+    result = runner.sweep("table2", "smoke", workers=1, threads=1, stack=3,
+                          stop_by=time.time() - 1, price=lambda c: None,  # unpriced, too late
+                          report=print)
+    assert result.count("deferred") == 3 and not any(root.rglob("*.json"))
+
+
+def test_cli_stop_by_prices_the_runs_and_a_bad_time_is_named(root, monkeypatch, capsys):
+    calls = []
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(kw)
+                        or runner.SweepResult(name, profile))
+    before = time.time()
+    assert cli.main(["sweep", "table2", "--profile", "smoke", "--stop-by", "+2h"]) == 0
+    out = capsys.readouterr().out
+    assert "starting no run that would end after" in out and "(in 120 min)" in out
+    kw = calls[-1]
+    assert before + 7200 <= kw["stop_by"] <= time.time() + 7200
+    assert kw["price"](table2_grid(get_profile("smoke"))[0]) is None  # nothing stored here
+    assert cli.main(["sweep", "table2", "--profile", "smoke"]) == 0
+    assert calls[-1]["stop_by"] is None and calls[-1]["price"] is None
+    with pytest.raises(SystemExit):
+        cli.main(["sweep", "table2", "--stop-by", "soon"])
+    assert "stop time 'soon' not understood" in capsys.readouterr().err

@@ -381,6 +381,22 @@ def chapter_plan(notebook: str, profile: str, root: Path | None = None,
     return estimate(*collect(notebook, profile, root, costs), costs)
 
 
+def price_table(profile: str, root: Path | None = None) -> CostTable:
+    """Every stored run of ``profile`` (the record files under ``results/<profile>/``) in one
+    :class:`CostTable`, with the newest benchmark's step times and the committed timings:
+    what ``sst sweep --stop-by`` prices its tasks with (the ``price`` of
+    :func:`sst_core.sweep.runner.sweep`). An unreadable record is left out (the sweep names
+    it when it reaches its run)."""
+    root = root or results_dir()
+    costs = CostTable(step_times(root), load_timings(root))
+    for path in sorted((root / profile).glob("*/*.json")):
+        try:
+            costs.add(profile, load_record(path))
+        except RecordError:
+            continue
+    return costs
+
+
 def book_plan(notebooks: list[str], profile: str, root: Path | None = None
               ) -> list[ChapterPlan]:
     """The plan of every chapter in ``notebooks`` (book order) under ``profile``, each

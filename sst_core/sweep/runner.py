@@ -26,6 +26,19 @@ Safe to kill at any moment, SIGKILL included, and to rerun:
   where one worker of a pool waits for the last task of the other;
 - failed runs stay recorded as failed; ``retry_failed`` computes them again.
 
+A stop time (``stop_by``, ``sst sweep --stop-by``) keeps a sweep from starting work that
+would be cut off: a session, a batch job or a lent machine that ends at a known time
+kills whatever is running then, and a run killed before its record is written is lost
+whole (a Pathfinder run of the ``standard`` profile takes about 1.5 h, a stack of
+selective trackers up to 2 h). With a stop time, each task is priced before it starts
+(``price``: the seconds one run is expected to take, e.g. the mean of the stored runs
+most like it, :class:`sst_core.book.plan.CostTable`; a stack costs the sum of its runs)
+and is *deferred* (outcome ``deferred``, no claim, no record) when it would end after
+the stop time, so a sweep spends the end of its time on the runs that fit. A task without
+a price starts whenever the stop time has not passed. A phase with deferred runs ends
+the experiment for this sweep (its later phases need them), as runs held by another
+sweep do without waiting.
+
 Executors: ``local`` runs tasks in a process pool (``workers`` processes, each with
 ``cpu_count // workers`` torch threads; one worker runs in this process), ``ray`` submits
 the same task function to a Ray cluster (``pip install 'sst-core[ray]'``; ``address``
@@ -57,6 +70,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -75,6 +89,47 @@ from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
 
 POLL_S = 1.0  # how often a sweep looks at runs another worker holds
 
+STOP_BY_FORMS = ("+DURATION (+45s, +90m, +2h, +2h30m), HH:MM (the next such time of "
+                 "day, local), or an ISO date-time (2026-12-05T01:30, local unless it "
+                 "names its offset)")
+
+
+def parse_stop_by(text: str, now: datetime | None = None) -> float:
+    """A stop time (:func:`sweep`'s ``stop_by``, seconds since the epoch) from its
+    spelling in :data:`STOP_BY_FORMS`, relative to ``now`` (default: the current local
+    time); ``ValueError`` naming the value and the forms allowed."""
+    import re
+
+    now = now or datetime.now().astimezone()
+    value = text.strip()
+    rel = re.fullmatch(r"\+(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", value)
+    if rel and any(rel.groups()):
+        h, m, sec = (int(g or 0) for g in rel.groups())
+        return (now + timedelta(hours=h, minutes=m, seconds=sec)).timestamp()
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})", value)
+    if clock and int(clock[1]) < 24 and int(clock[2]) < 60:
+        at = now.replace(hour=int(clock[1]), minute=int(clock[2]), second=0, microsecond=0)
+        return (at if at > now else at + timedelta(days=1)).timestamp()
+    try:
+        at = datetime.fromisoformat(value) if "T" in value or " " in value else None
+    except ValueError:
+        at = None
+    if at is not None:
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=now.tzinfo)
+        return at.timestamp()
+    raise ValueError(f"stop time {text!r} not understood; expected {STOP_BY_FORMS}")
+
+
+def ends_too_late(stop_by: float | None, estimate_s: float | None,
+                  now: float | None = None) -> bool:
+    """Whether a task priced ``estimate_s`` seconds (None: unknown) and started ``now``
+    would end after ``stop_by`` (None: no stop time, never). A task without a price is too
+    late only once the stop time has passed."""
+    if stop_by is None:
+        return False
+    return (time.time() if now is None else now) + (estimate_s or 0.0) > stop_by
+
 
 EXECUTORS = ("local", "ray")
 
@@ -90,14 +145,19 @@ def tasks_of(cfgs: Sequence[Any], stack: int) -> list[list[Any]]:
 
 def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
              root: str | None = None, retry_stale: bool = False,
-             artifacts: tuple[str, ...] = ()) -> dict[str, str]:
+             artifacts: tuple[str, ...] = (), stop_by: float | None = None,
+             estimate_s: float | None = None) -> dict[str, str]:
     """Compute the runs of one task that have no record; ``{run_id: outcome}`` with
     outcome ``computed``, ``stored`` (a record existed), ``claimed`` (another worker
-    holds it) or ``tracker_missing`` (an analysis whose trained tracker has no usable
+    holds it), ``tracker_missing`` (an analysis whose trained tracker has no usable
     record or weights: :class:`~sst_core.analysis.trackers.TrackerMissing`; the sweep
-    retrains it). Used by every executor (it is what a pool process or a Ray worker
+    retrains it) or ``deferred`` (every run of the task: started now, the task, priced
+    ``estimate_s`` seconds, would end after ``stop_by``, :func:`ends_too_late`; nothing
+    is claimed). Used by every executor (it is what a pool process or a Ray worker
     runs). ``artifacts``: files an ok record needs beside it (``(".pt",)``: retrain a
     tracker whose weights are missing)."""
+    if ends_too_late(stop_by, estimate_s):  # judged when the task would start
+        return {config_hash(c): "deferred" for c in cfgs}
     if root is not None:
         os.environ["SST_RESULTS_DIR"] = str(root)
     if threads is not None:
@@ -178,11 +238,13 @@ def choose_layout(n_tasks: int, cpu_count: int | None = None, cuda: bool | None 
 
 def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
            progress: Callable[[dict[str, str]], None], artifacts: tuple[str, ...] = (),
-           threads: int | None = None) -> None:
+           threads: int | None = None, stop_by: float | None = None,
+           estimates: Sequence[float | None] | None = None) -> None:
     threads = _threads_per_worker(workers) if threads is None else threads
+    estimates = list(estimates) if estimates is not None else [None] * len(tasks)
     if workers == 1:
-        for task in tasks:
-            progress(run_task(task, retry[0], threads, root, retry[1], artifacts))
+        for task, est in zip(tasks, estimates):
+            progress(run_task(task, retry[0], threads, root, retry[1], artifacts, stop_by, est))
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -192,8 +254,9 @@ def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root:
                   for task in tasks for c in task}.values())  # one config per kind of run
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
                              initializer=start_worker, initargs=(os.getpid(), kinds)) as pool:
-        futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1], artifacts)
-                   for task in tasks]
+        futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1], artifacts,
+                               stop_by, est)
+                   for task, est in zip(tasks, estimates)]
         for fut in as_completed(futures):
             progress(fut.result())
 
@@ -225,7 +288,9 @@ def die_with_parent(parent: int, poll_s: float = 1.0) -> None:
 
 def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: str,
          progress: Callable[[dict[str, str]], None], address: str | None,
-         artifacts: tuple[str, ...] = (), threads: int | None = None) -> None:
+         artifacts: tuple[str, ...] = (), threads: int | None = None,
+         stop_by: float | None = None,
+         estimates: Sequence[float | None] | None = None) -> None:
     """Run ``tasks`` on Ray, at most ``workers`` at a time.
 
     Each task asks Ray for one CPU (a local instance is started with ``workers`` CPUs, so
@@ -254,12 +319,13 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
         elif threads is None:
             threads = _threads_per_worker(workers)
         remote = ray.remote(num_cpus=1)(run_task)
-        waiting = list(tasks)
+        waiting = list(zip(tasks, estimates if estimates is not None else [None] * len(tasks)))
         pending: list[Any] = []
         while waiting or pending:
             while waiting and len(pending) < workers:
-                pending.append(remote.remote(waiting.pop(0), retry[0], threads, root, retry[1],
-                                             artifacts))
+                task, est = waiting.pop(0)
+                pending.append(remote.remote(task, retry[0], threads, root, retry[1],
+                                             artifacts, stop_by, est))
             done, pending = ray.wait(pending, num_returns=1)
             progress(ray.get(done[0]))
     finally:
@@ -283,6 +349,9 @@ class SweepResult:
                 f"{self.count('claimed')} claimed by another worker")
         if self.problems:
             text += f"; {len(self.problems)} unusable file(s) replaced (named above)"
+        if self.count("deferred"):
+            text += (f"; {self.count('deferred')} deferred: they would not have finished "
+                     "by the stop time")
         if self.count("tracker_missing"):
             text += (f"; {self.count('tracker_missing')} analyses not computed: their "
                      "tracker could not be trained or loaded")
@@ -320,7 +389,8 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
           address: str | None = None, retry_failed: bool = False, retry_stale: bool = False,
           stack: int | None = None, threads: int | None = None, wait: bool = True,
           root: Path | None = None, progress: Callable[[dict[str, str]], None] | None = None,
-          report: Callable[[str], None] | None = None) -> SweepResult:
+          report: Callable[[str], None] | None = None, stop_by: float | None = None,
+          price: Callable[[Any], float | None] | None = None) -> SweepResult:
     """Compute every missing run of ``experiment`` under ``profile``; see the module doc.
     ``workers``: processes (local) or concurrent tasks (ray); None (``sst sweep``'s
     default, ``--workers auto``): :func:`choose_layout` for each batch of tasks; 1 (this
@@ -328,6 +398,9 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     worker (None: the layout's, or ``cpu_count // workers``). ``wait``: wait for the runs
     another sweep holds (the module docstring); False: leave them to it (their outcome
     stays ``claimed``) and skip the experiment's phases after the first that has such runs.
+    ``stop_by`` (seconds since the epoch, :func:`parse_stop_by`): start no task that would
+    end after it, by ``price`` (a config -> its expected seconds, or None when unknown);
+    such tasks are ``deferred`` (the module docstring).
 
     A record file that cannot be used (truncated, not JSON, a field missing or of the
     wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
@@ -374,26 +447,34 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
             for c in stored:
                 drop_stale_claim(c)
 
+    def task_price(task: list[Any]) -> float | None:
+        prices = [price(c) for c in task] if price is not None else [None]
+        return None if any(p is None for p in prices) else float(sum(prices))
+
     def compute_missing(todo: list[Any], artifacts: tuple[str, ...]) -> None:
         while todo:
             tasks = tasks_of(todo, P.track_stack if stack is None else stack)
             w, t = (choose_layout(len(tasks)) if workers is None
                     else (workers, _threads_per_worker(workers)))
             t = t if threads is None else threads
+            ests = [task_price(task) for task in tasks] if stop_by is not None else None
             if executor == "local":
-                _local(tasks, w, retry, root_s, note, artifacts, t)
+                _local(tasks, w, retry, root_s, note, artifacts, t, stop_by, ests)
             else:
-                _ray(tasks, w, retry, root_s, note, address, artifacts, t)
+                _ray(tasks, w, retry, root_s, note, address, artifacts, t, stop_by, ests)
             # runs another worker held: wait until it finishes them (their records appear)
             # or its claim goes stale, then take over what is still missing
             todo = [c for c in todo if result.outcomes.get(config_hash(c)) == "claimed"]
             if not wait:
                 return
             while todo and any(claim_path(c).exists() and not is_stale(claim_path(c))
-                               for c in todo):
+                               for c in todo) and not ends_too_late(stop_by, 0.0):
                 time.sleep(POLL_S)
             todo = [c for c in todo if needs_run(c, retry_failed=retry_failed,
                                                  retry_stale=retry_stale, artifacts=artifacts)]
+
+    def deferred(cfgs: list[Any]) -> list[Any]:
+        return [c for c in cfgs if result.outcomes.get(config_hash(c)) == "deferred"]
 
     for cfgs in grid_rounds(experiment, P):
         compute(cfgs)
@@ -404,6 +485,10 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
         if held:
             say(f"{len(held)} runs of {experiment} are held by another sweep: left to it, "
                 "with the experiment's later phases")
+            break
+        if deferred(cfgs):
+            say(f"{len(deferred(cfgs))} runs of {experiment} would not finish by the stop "
+                "time: left for a later sweep, with the experiment's later phases")
             break
         lost = [c for c in cfgs if result.outcomes.get(config_hash(c)) == "tracker_missing"]
         if not lost:
@@ -424,11 +509,21 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
             result.problems.append(msg)
             say(msg)
         compute(trackers, artifacts=(".pt",))
+        late = {config_hash(t) for t in deferred(trackers)}
+        if late:  # their analyses wait for a later sweep, with them
+            result.outcomes.update((config_hash(c), "deferred") for c in lost
+                                   if config_hash(c.run) in late)
+            lost = [c for c in lost if config_hash(c.run) not in late]
+            say(f"{len(late)} training runs of {experiment} would not finish by the stop "
+                "time: left for a later sweep, with their analyses and the experiment's "
+                "later phases")
         compute(lost)  # once: a tracker that still cannot be loaded stays tracker_missing
         for c in lost:
             if result.outcomes.get(config_hash(c)) == "tracker_missing":
                 say(f"analysis {config_hash(c)} ({c.experiment}) not computed: its "
                     f"training run {config_hash(c.run)} still cannot be loaded")
+        if late or deferred(lost):
+            break
     return result
 
 
