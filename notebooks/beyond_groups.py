@@ -51,6 +51,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
+from sst_core.reports import compute_s
 from sst_core.reports import paper1 as rp1
 from sst_core.spec import paper_values
 
@@ -90,7 +91,7 @@ for r in failed:
     print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
 glue("hg_runs", len(records), display=False)
 glue("hg_failed", len(failed), display=False)
-glue("hg_hours", sum(r["wall_time_s"] for r in records) / 3600, display=False)
+glue("hg_hours", compute_s(records) / 3600, display=False)
 
 # %%
 from sst_core.models import expected_affine

@@ -59,12 +59,13 @@ from sst_core.experiments import beyond
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import spectra as plots_spectra
 from sst_core.reports import beyond as rb
+from sst_core.reports import compute_s
 
 # %%
 records = experiments_runs.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 glue("sp_n", len(ok), display=False)
-glue("sp_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
+glue("sp_minutes", compute_s(records) / 60, display=False)
 table = rb.spectra(P)
 for part in table.split(keys=3, at=8):  # ten columns: per-token transitions, then return maps
     display(part)

@@ -46,6 +46,7 @@ from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
+from sst_core.reports import compute_s
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -106,7 +107,7 @@ glue("dg_overflow", (f" The hidden states of {len(overflow)} of them overflow wi
 glue("dg_runs", len({c.run for c in all_cfgs}), display=False)
 glue("dg_resampled", len(paper1.resample_grid(P)), display=False)
 glue("dg_failed", len(failed), display=False)
-glue("dg_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
+glue("dg_minutes", compute_s(records) / 60, display=False)
 for r in failed:
     print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 best = ec.best_per_model(s3_records)

@@ -107,3 +107,16 @@ def test_fit_curves_tells_memorising_from_not_learning():
     assert fit_curves([]) == {"runs": 0, "train_first": None, "train_last": None,
                               "test_min": None, "test_min_epoch": None, "test_last": None,
                               "overfit": 0}
+
+
+def test_the_compute_behind_records_counts_each_stacked_run_once_and_resumed_parts():
+    """A chapter's "hours of compute" (reports.compute_s): a stack's wall time is stored on
+    each of its runs, so summing wall times would count it once per run; a run that resumed
+    adds the seconds of its earlier parts."""
+    stack = [{"wall_time_s": 120.0, "stack": {"size": 12}, "metrics": {}} for _ in range(12)]
+    alone = {"wall_time_s": 30.0, "metrics": {"resumed": None}}
+    resumed = {"wall_time_s": 50.0, "metrics": {"resumed": {"from_epoch": 3,
+                                                            "earlier_wall_s": 70.0}}}
+    assert reports.compute_s(stack) == pytest.approx(120.0)
+    assert reports.compute_s(stack + [alone, resumed]) == pytest.approx(120.0 + 30.0 + 120.0)
+    assert reports.compute_s([]) == 0.0

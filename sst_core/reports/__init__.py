@@ -17,7 +17,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from sst_core.spec.names import one_spelling
-from sst_core.store.records import RecordError, RecordWarning, load_record, record_path
+from sst_core.store.records import (
+    RecordError,
+    RecordWarning,
+    load_record,
+    record_path,
+    run_compute_s,
+)
 
 
 @dataclass
@@ -93,6 +99,14 @@ def format_value(v: Any, spec: str = ".3g") -> str:
     if isinstance(v, float):
         return format(v, spec)
     return str(v)
+
+
+def compute_s(records: list[dict[str, Any]]) -> float:
+    """The compute behind ``records``, in seconds: each run's own
+    (:func:`sst_core.store.records.run_compute_s`: a stacked run's share of its stack, with
+    the earlier parts of a run that resumed), not each record's wall time, which for the
+    runs of one stack is the whole stack's."""
+    return float(sum(run_compute_s(r) for r in records))
 
 
 def stale_text(records: list[dict[str, Any]], sweep: str) -> str:

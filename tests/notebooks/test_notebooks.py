@@ -83,3 +83,13 @@ def test_the_status_page_runs_last_and_counts_the_chapters_records(smoke_book):
     row = next(line for line in shown.splitlines() if line.startswith("| p1_table2 |"))
     stored, total = (int(x) for x in row.split("|")[3].split("/"))
     assert row.split("|")[2].strip() == "`smoke`" and stored == total > 0
+
+
+def test_no_chapter_sums_the_wall_times_of_its_records():
+    """A stacked run's record holds the whole stack's wall time: a chapter's compute comes
+    from ``reports.compute_s`` (each run's share), never from summing ``wall_time_s``."""
+    import re
+
+    pattern = re.compile(r"sum\([^)]*\[\s*[\"']wall_time_s[\"']\s*\]")
+    for path in sorted((ROOT / "notebooks").glob("*.py")):
+        assert not pattern.search(path.read_text()), path.name
