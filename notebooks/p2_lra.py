@@ -43,7 +43,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
-from sst_core.reports import stale_text
+from sst_core.reports import compute_s, stale_text
 from sst_core.spec import paper_values
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.images import digits_images
@@ -116,7 +116,7 @@ for r in failed:
     print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")
 glue("lra_runs", len(records), display=False)
 glue("lra_failed", len(failed), display=False)
-glue("lra_minutes", sum(r["wall_time_s"] for r in records) / 60, display=False)
+glue("lra_minutes", compute_s(records) / 60, display=False)
 # records made before a change to their code are shown, and said to be (the change the
 # stored ones predate, checked against the code hashes of the commits either side of it)
 STALE_CAUSE = (" The change since concerns the memory function only (commit `bf5aca5`): it "
@@ -339,7 +339,7 @@ def verdict(claim: dict) -> str:
 
 glue("hz_runs", len(horizon_records), display=False)
 glue("hz_failed", sum(r["status"] != "ok" for r in horizon_records), display=False)
-glue("hz_minutes", sum(r["wall_time_s"] for r in horizon_records) / 60, display=False)
+glue("hz_minutes", compute_s(horizon_records) / 60, display=False)
 stale_hz = stale_text(horizon_records, "memory_horizon")
 glue("hz_stale_text", Markdown(stale_hz + STALE_CAUSE if stale_hz else ""), display=False)
 glue("hz_taus", ", ".join(map(str, P.horizon_taus)), display=False)
@@ -421,7 +421,7 @@ def rho_text(level: dict) -> str:
 exact_level, noisy_levels = noise_levels[0], noise_levels[1:]
 glue("nz_levels", ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE), display=False)
 glue("nz_runs", len(noise_records), display=False)
-glue("nz_seconds", sum(r["wall_time_s"] for r in noise_records), display=False)
+glue("nz_seconds", compute_s(noise_records), display=False)
 glue("nz_exact_rho", rho_text(exact_level), display=False)
 glue("nz_exact_live", exact_level["n_live"], display=False)
 glue("nz_exact_failing", len(exact_level["live_failing"]), display=False)

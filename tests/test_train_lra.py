@@ -402,3 +402,108 @@ def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_sho
         f"listops: chance 0.200, learned S4D-Inv 0.300 (+0.100), and 0.600 with "
         f"{probe.n_train:,} training examples (chance 0.200)")
     assert lra_reports.margin_text([]) == "no task has runs yet"
+
+
+# -- resuming a stopped run ---------------------------------------------------------------------
+
+class _Stopped(BaseException):
+    """A kill right after a state was saved (BaseException: nothing in the loop catches it)."""
+
+
+def _without_times(m: dict) -> dict:
+    return {k: v for k, v in m.items() if k not in ("train_time_s", "resumed")}
+
+
+def _stop_after_saving(monkeypatch, n: int) -> list:
+    from sst_core.training import lra
+
+    real, saved = lra.save_resume_state, []
+
+    def save(path, state):
+        real(path, state)
+        saved.append(state["epoch"])
+        if len(saved) == n:
+            raise _Stopped
+
+    monkeypatch.setattr(lra, "save_resume_state", save)
+    return saved
+
+
+@pytest.mark.parametrize("task,kw", [("listops", {}), ("digits", {"dropout": 0.2})])
+def test_a_stopped_run_resumes_to_exactly_the_numbers_of_an_unstopped_one(
+        store, one_thread, task, kw):
+    """Killed after its second epoch's state was saved, a run started again goes on from
+    there (the batch order, dropout's generator, the optimizer and the best epoch restored)
+    and ends with every number of a run that was never stopped; the state file is gone."""
+    cfg = tiny(task, epochs=4, n_train=24, **kw)
+    whole = train_lra(cfg)
+    state = store / "run.resume.pt"
+    with pytest.MonkeyPatch.context() as mp:
+        saved = _stop_after_saving(mp, 2)
+        with pytest.raises(_Stopped):
+            train_lra(cfg, checkpoint_to=state, checkpoint_key="k")
+    assert saved == [1, 2] and state.exists()
+    resumed = train_lra(cfg, checkpoint_to=state, checkpoint_key="k")
+    assert _without_times(resumed) == _without_times(whole)
+    assert resumed["resumed"]["from_epoch"] == 2 and resumed["resumed"]["earlier_wall_s"] > 0
+    assert whole["resumed"] is None and not state.exists()
+    assert not list(store.glob(".*.tmp"))
+
+
+def test_a_state_of_another_key_or_unreadable_is_ignored_with_a_warning(store, one_thread):
+    from sst_core.training import lra
+
+    cfg = tiny(epochs=3)
+    whole = train_lra(cfg)
+    state = store / "run.resume.pt"
+    lra.save_resume_state(state, {"key": "another run or code", "epoch": 1})
+    with pytest.warns(RuntimeWarning, match="saved under key 'another run or code', not 'k'"):
+        again = train_lra(cfg, checkpoint_to=state, checkpoint_key="k")
+    assert _without_times(again) == _without_times(whole) and again["resumed"] is None
+    state.write_bytes(b"half a file")
+    with pytest.warns(RuntimeWarning, match="unreadable resume state"):
+        assert lra.load_resume_state(state, "k") is None
+    assert lra.load_resume_state(store / "absent.resume.pt", "k") is None
+
+
+def test_a_failed_run_leaves_no_state(store, monkeypatch, one_thread):
+    from sst_core.store.records import RunFailed
+    from sst_core.training import lra
+
+    real, steps = lra.optimizer_step, []
+
+    def fail_in_epoch_two(loss, model, opt, clip, where, metrics):
+        steps.append(where)
+        if len(steps) > 3:
+            raise RunFailed(f"loss became nan at {where}")
+        real(loss, model, opt, clip, where, metrics)
+
+    monkeypatch.setattr(lra, "optimizer_step", fail_in_epoch_two)
+    state = store / "run.resume.pt"
+    with pytest.raises(RunFailed):
+        train_lra(tiny(epochs=3, n_train=24), checkpoint_to=state, checkpoint_key="k")
+    assert len(steps) == 4 and not state.exists()  # epoch 1 saved its state, then removed
+
+
+def test_a_sweep_run_resumes_beside_its_record_under_its_run_id_and_code(store, one_thread):
+    """Through the sweep's path (``runs.run``): the state lies beside the record and is keyed
+    by run id and code hash; the record says the run resumed, and its compute counts the
+    earlier part."""
+    from sst_core.experiments.registry import code_hash
+    from sst_core.spec.configs import config_dict, config_hash
+    from sst_core.store.records import artifact_path, load_record, record_path, run_compute_s
+    from sst_core.training import lra
+
+    cfg = tiny(epochs=3)
+    with pytest.MonkeyPatch.context() as mp:
+        _stop_after_saving(mp, 1)
+        with pytest.raises(_Stopped):
+            runs.run(cfg)
+    path = artifact_path(cfg, runs.RESUME_SUFFIX)
+    assert torch.load(path, weights_only=True)["key"] == \
+        f"{config_hash(cfg)}:{code_hash('lra', config_dict(cfg))}"
+    rec = runs.run(cfg)
+    assert rec["status"] == "ok" and rec["metrics"]["resumed"]["from_epoch"] == 1
+    assert not path.exists() and load_record(record_path(cfg)) == rec
+    earlier = rec["metrics"]["resumed"]["earlier_wall_s"]
+    assert run_compute_s(rec) == pytest.approx(rec["wall_time_s"] + earlier)

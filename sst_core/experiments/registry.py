@@ -141,7 +141,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "beyond: transition spectra and memory functions of the S3 trackers"),),
         TORCH_STARTUP),
     Experiment(
-        "lra", "sst_core.spec.configs:LRAConfig", "sst_core.training.lra:train_lra",
+        "lra", "sst_core.spec.configs:LRAConfig", "sst_core.experiments.runs:train_lra",
         ("sst_core.training.lra.train_lra",),
         (Grid("lra", f"{P2}:lra_main_grid", ("p2_lra",),
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),

@@ -103,6 +103,24 @@ def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
     return run_training(cfg, weights_to=artifact_path(cfg, ".pt"))
 
 
+def train_lra(cfg: Any) -> dict[str, Any]:
+    """An S4D classifier on an LRA task (imports torch only when a run is actually computed).
+
+    Its state after every epoch goes beside the record (``<run-id>.resume.pt``, removed when
+    the run ends), keyed by the run id and the code hash of its experiment: a sweep killed
+    mid-run resumes it from its last finished epoch with the same code, never with another.
+    """
+    from sst_core.spec.configs import config_hash
+    from sst_core.store.records import artifact_path
+    from sst_core.training.lra import train_lra as run_training
+
+    key = f"{config_hash(cfg)}:{code_hash(cfg.experiment, config_dict(cfg))}"
+    return run_training(cfg, checkpoint_to=artifact_path(cfg, RESUME_SUFFIX), checkpoint_key=key)
+
+
+RESUME_SUFFIX = ".resume.pt"  # a long run's saved state beside its record
+
+
 def run_all(cfgs, desc: str = "runs", stack: int = 1, **kw: Any) -> list[dict[str, Any]]:
     """Records of every config, computing the missing ones in order, with progress.
 

@@ -138,8 +138,12 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def run_compute_s(record: dict[str, Any]) -> float:
-    """The compute one stored run took: its wall time, a stack's shared by its runs."""
-    return record["wall_time_s"] / record.get("stack", {}).get("size", 1)
+    """The compute one stored run took: its wall time (with, for a run that went on from a
+    saved state after being stopped, the seconds of its earlier parts: its metrics'
+    ``resumed``), a stack's shared by its runs."""
+    resumed = (record.get("metrics") or {}).get("resumed")
+    earlier = resumed.get("earlier_wall_s", 0.0) if isinstance(resumed, dict) else 0.0
+    return (record["wall_time_s"] + earlier) / record.get("stack", {}).get("size", 1)
 
 
 def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:

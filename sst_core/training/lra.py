@@ -11,11 +11,26 @@ Protocol (``LRAConfig`` holds every number; the profiles size them), after
 - the "supremum memory function" of every layer (max over its channels of Paper 2's memory
   function) before and after training;
 - a loss that becomes NaN or infinite stops the run with :class:`~sst_core.store.records.RunFailed`.
+
+Resuming (``checkpoint_to``): after every epoch but the last, the run's whole state (model,
+optimizer, the batch order's and torch's random generators, step, curves, the best epoch so
+far, the seconds spent) is written atomically to that file; a run that finds a state with
+its ``checkpoint_key`` there goes on from it, so that a run killed mid-way (a sweep stopped
+with its session) loses at most one epoch and ends with exactly the numbers it would have
+reached without stopping. The file is removed when the run ends (a failed one too). A state
+that cannot be read, or one saved under another key (another config, or code that has
+changed since: the key holds both), is ignored with a warning. The metrics then say from
+which epoch the run went on and the seconds its earlier parts took (``resumed``), which
+count in the run's compute.
 """
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import time
+import warnings
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +43,7 @@ from sst_core.models.s4 import (
     optimizer_groups,
     supremum_memory_function,
 )
+from sst_core.store.records import RunFailed
 from sst_core.training.lra_data import TaskData, load_task
 from sst_core.training.tracking import optimizer_step
 
@@ -91,8 +107,55 @@ def diagnose_after_training(diagnostic, *args) -> tuple[Any, str | None]:
         return None, f"{type(err).__name__}: {err}"
 
 
-def train_lra(cfg) -> dict[str, Any]:
-    """Train one S4D model on one task (an ``LRAConfig``); see the module docstring."""
+RESUME_SCHEMA = 1
+
+
+def save_resume_state(path: Path, state: dict[str, Any]) -> None:
+    """Write a run's state (:func:`train_lra`) to ``path`` through a temporary file beside
+    it (``.<run-id>.<random>.tmp``, which a sweep clears when it claims the run) and
+    ``os.replace``: a reader sees the old state or the new one, never half of one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name.split('.')[0]}.",
+                               suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save({"schema": RESUME_SCHEMA, **state}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_resume_state(path: Path | None, key: str) -> dict[str, Any] | None:
+    """The state saved at ``path`` under ``key``, or None: no file, or one that cannot be
+    read or was saved under another key (a :class:`RuntimeWarning` names it and why)."""
+    if path is None or not Path(path).exists():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("schema") != RESUME_SCHEMA:
+            raise ValueError(f"not a resume state of schema {RESUME_SCHEMA}")
+    except Exception as err:  # truncated, not a torch file, another schema
+        warnings.warn(f"{path}: unreadable resume state ({type(err).__name__}: {err}); "
+                      "starting the run from its beginning", RuntimeWarning, stacklevel=2)
+        return None
+    if state.get("key") != key:
+        warnings.warn(f"{path}: resume state saved under key {state.get('key')!r}, not "
+                      f"{key!r} (another config or code); starting the run from its "
+                      "beginning", RuntimeWarning, stacklevel=2)
+        return None
+    return state
+
+
+def train_lra(cfg, checkpoint_to: str | Path | None = None,
+              checkpoint_key: str = "") -> dict[str, Any]:
+    """Train one S4D model on one task (an ``LRAConfig``); see the module docstring.
+    ``checkpoint_to``: the file of the run's state after each epoch, from which a killed
+    run resumes when its ``checkpoint_key`` matches (None: no resuming)."""
+    wall_start = time.perf_counter()
+    checkpoint_to = None if checkpoint_to is None else Path(checkpoint_to)
     device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
     torch.manual_seed(cfg.seed)
     data = load_task(cfg)
@@ -110,33 +173,62 @@ def train_lra(cfg) -> dict[str, Any]:
     curves: dict[str, list] = {"epoch": [], "train_loss": [], "val_accuracy": [],
                                "test_loss": [], "test_accuracy": []}
     best = (-1.0, None)  # (val accuracy, epoch index)
-    step = 0
+    step, first_epoch, resumed = 0, 0, None
+    earlier = {"wall_s": 0.0, "train_s": 0.0}  # the seconds of the run's earlier parts
+    state = load_resume_state(checkpoint_to, checkpoint_key)
+    if state is not None:
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        rng.bit_generator.state = state["batch_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        if device.type == "cuda" and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        curves, step, first_epoch = state["curves"], state["step"], state["epoch"]
+        best = (state["best_val"], state["best_epoch"])
+        earlier = {"wall_s": state["wall_s"], "train_s": state["train_s"]}
+        resumed = {"from_epoch": first_epoch, "earlier_wall_s": round(earlier["wall_s"], 3)}
     start = time.perf_counter()
-    for epoch in range(cfg.epochs):
-        epoch_loss, n_batches = 0.0, 0
-        for idx in _batches(n_train, cfg.batch, rng, drop_last=True):
-            factor = cosine_warmup(step, total, warmup)
-            for g, base in zip(opt.param_groups, base_lrs):
-                g["lr"] = base * factor
-            x = torch.as_tensor(data.train.x[idx]).to(device)  # (b, L) or (b, L, d_input)
-            lengths = torch.as_tensor(data.train.lengths[idx]).to(device)  # (b,)
-            y = torch.as_tensor(data.train.y[idx]).to(device)  # (b,)
-            loss = loss_fn(model(x, lengths=lengths), y)
-            optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (epoch {epoch})",
-                           {"curves": curves, "diverged_at": step})
-            epoch_loss += loss.item()
-            n_batches += 1
-            step += 1
-        val = evaluate_split(model, data.val, cfg.eval_batch, device)
-        test = evaluate_split(model, data.test, cfg.eval_batch, device)
-        curves["epoch"].append(epoch + 1)
-        curves["train_loss"].append(round(epoch_loss / max(1, n_batches), 6))
-        curves["val_accuracy"].append(round(val["accuracy"], 6))
-        curves["test_loss"].append(round(test["loss"], 6))
-        curves["test_accuracy"].append(round(test["accuracy"], 6))
-        if val["accuracy"] > best[0]:
-            best = (val["accuracy"], epoch)
-    train_time = time.perf_counter() - start
+    try:
+        for epoch in range(first_epoch, cfg.epochs):
+            epoch_loss, n_batches = 0.0, 0
+            for idx in _batches(n_train, cfg.batch, rng, drop_last=True):
+                factor = cosine_warmup(step, total, warmup)
+                for g, base in zip(opt.param_groups, base_lrs):
+                    g["lr"] = base * factor
+                x = torch.as_tensor(data.train.x[idx]).to(device)  # (b, L) or (b, L, d_input)
+                lengths = torch.as_tensor(data.train.lengths[idx]).to(device)  # (b,)
+                y = torch.as_tensor(data.train.y[idx]).to(device)  # (b,)
+                loss = loss_fn(model(x, lengths=lengths), y)
+                optimizer_step(loss, model, opt, cfg.grad_clip, f"step {step} (epoch {epoch})",
+                               {"curves": curves, "diverged_at": step})
+                epoch_loss += loss.item()
+                n_batches += 1
+                step += 1
+            val = evaluate_split(model, data.val, cfg.eval_batch, device)
+            test = evaluate_split(model, data.test, cfg.eval_batch, device)
+            curves["epoch"].append(epoch + 1)
+            curves["train_loss"].append(round(epoch_loss / max(1, n_batches), 6))
+            curves["val_accuracy"].append(round(val["accuracy"], 6))
+            curves["test_loss"].append(round(test["loss"], 6))
+            curves["test_accuracy"].append(round(test["accuracy"], 6))
+            if val["accuracy"] > best[0]:
+                best = (val["accuracy"], epoch)
+            if checkpoint_to is not None and epoch + 1 < cfg.epochs:
+                now = time.perf_counter()
+                save_resume_state(checkpoint_to, {
+                    "key": checkpoint_key, "epoch": epoch + 1, "step": step,
+                    "model": model.state_dict(), "optimizer": opt.state_dict(),
+                    "batch_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": (torch.cuda.get_rng_state(device) if device.type == "cuda"
+                                 else None),
+                    "curves": curves, "best_val": best[0], "best_epoch": best[1],
+                    "wall_s": earlier["wall_s"] + now - wall_start,
+                    "train_s": earlier["train_s"] + now - start})
+    except RunFailed:
+        if checkpoint_to is not None:
+            checkpoint_to.unlink(missing_ok=True)
+        raise
+    train_time = earlier["train_s"] + time.perf_counter() - start
     model = model.cpu()
     mf_after, mf_error = (diagnose_after_training(_sup_mf, model, cfg.mf_T) if cfg.mf_T
                           else (None, None))
@@ -146,6 +238,8 @@ def train_lra(cfg) -> dict[str, Any]:
                             if name.rsplit(".", 1)[-1] in SPECTRUM_NAMES)
     n_params = sum(p.numel() for p in model.parameters()) + n_frozen_spectrum
     b = best[1]
+    if checkpoint_to is not None:
+        checkpoint_to.unlink(missing_ok=True)
     return {
         "test_accuracy": curves["test_accuracy"][b],
         "best_epoch": b + 1,
@@ -163,5 +257,6 @@ def train_lra(cfg) -> dict[str, Any]:
         "task": data.describe,
         "steps": step,
         "train_time_s": round(train_time, 3),
+        "resumed": resumed,
         "device": str(device),
     }
