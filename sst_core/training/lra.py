@@ -25,9 +25,8 @@ count in the run's compute.
 """
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -43,7 +42,7 @@ from sst_core.models.s4 import (
     optimizer_groups,
     supremum_memory_function,
 )
-from sst_core.store.records import RunFailed
+from sst_core.store.records import RunFailed, write_bytes_atomic
 from sst_core.training.lra_data import TaskData, load_task
 from sst_core.training.tracking import optimizer_step
 
@@ -111,21 +110,13 @@ RESUME_SCHEMA = 1
 
 
 def save_resume_state(path: Path, state: dict[str, Any]) -> None:
-    """Write a run's state (:func:`train_lra`) to ``path`` through a temporary file beside
-    it (``.<run-id>.<random>.tmp``, which a sweep clears when it claims the run) and
-    ``os.replace``: a reader sees the old state or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name.split('.')[0]}.",
-                               suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save({"schema": RESUME_SCHEMA, **state}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write a run's state (:func:`train_lra`) to ``path`` atomically
+    (:func:`~sst_core.store.records.write_bytes_atomic`, through ``.<run-id>.<...>.tmp``,
+    which a sweep clears when it claims the run): a reader sees the old state or the new
+    one, never half of one."""
+    buffer = io.BytesIO()
+    torch.save({"schema": RESUME_SCHEMA, **state}, buffer)
+    write_bytes_atomic(Path(path), buffer.getvalue())
 
 
 def load_resume_state(path: Path | None, key: str) -> dict[str, Any] | None:
