@@ -316,9 +316,14 @@ def _sweep(args: argparse.Namespace) -> int:
                 from datetime import datetime
 
                 from sst_core.book.plan import price_table
+                from sst_core.experiments.runs import share_until_saved
 
                 costs = price_table(args.profile)
-                price = (lambda cfg, costs=costs: costs.estimate_timed(args.profile, cfg)[0])
+
+                def price(cfg, costs=costs):  # the seconds before its work is safe
+                    seconds = costs.estimate_timed(args.profile, cfg)[0]
+                    return None if seconds is None else seconds * share_until_saved(cfg)
+
                 at = datetime.fromtimestamp(args.stop_by).astimezone()
                 left = max(0.0, args.stop_by - time.time()) / 60
                 layout += (f", starting no run that would end after "

@@ -797,3 +797,27 @@ def test_cli_stop_by_prices_the_runs_and_a_bad_time_is_named(root, monkeypatch, 
     with pytest.raises(SystemExit):
         cli.main(["sweep", "table2", "--stop-by", "soon"])
     assert "stop time 'soon' not understood" in capsys.readouterr().err
+
+
+def test_cli_stop_by_prices_a_run_that_saves_its_state_until_its_first_save(root, monkeypatch):
+    """An LRA run saves its state after every epoch, so a stop time only has to leave it
+    one epoch (its price: the stored runs' mean over its epochs); other runs: the whole."""
+    from sst_core.experiments import paper2
+    from sst_core.experiments.runs import share_until_saved
+    from sst_core.store.records import run_compute_s
+
+    P = get_profile("smoke")
+    lra, tracking = paper2.lra_main_grid(P)[0], table2_grid(P)[0]
+    for cfg in (lra, tracking):
+        cached_run(cfg, lambda c: {"x": 1})
+    longer = replace(lra, seed=9, epochs=4 * lra.epochs)  # four times the work
+    assert share_until_saved(longer) == 1 / longer.epochs and share_until_saved(tracking) == 1.0
+    calls = []
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: calls.append(kw)
+                        or runner.SweepResult(name, profile))
+    assert cli.main(["sweep", "lra", "--profile", "smoke", "--stop-by", "+1h"]) == 0
+    price = calls[-1]["price"]
+    lra_s = run_compute_s(load_record(record_path(lra)))
+    assert price(longer) == pytest.approx(lra_s / lra.epochs)  # one epoch of it, not four
+    assert price(replace(tracking, seed=9)) == \
+        pytest.approx(run_compute_s(load_record(record_path(tracking))))

@@ -121,6 +121,15 @@ def train_lra(cfg: Any) -> dict[str, Any]:
 RESUME_SUFFIX = ".resume.pt"  # a long run's saved state beside its record
 
 
+def share_until_saved(cfg: Any) -> float:
+    """The share of a run's compute done before its work is safe from a kill: an LRA run
+    saves its state after every epoch (:func:`train_lra`: ``1 / epochs``), every other run
+    only its record at the end (1). What ``sst sweep --stop-by`` prices a run by."""
+    from sst_core.spec.configs import LRAConfig
+
+    return 1.0 / max(1, cfg.epochs) if isinstance(cfg, LRAConfig) else 1.0
+
+
 def run_all(cfgs, desc: str = "runs", stack: int = 1, **kw: Any) -> list[dict[str, Any]]:
     """Records of every config, computing the missing ones in order, with progress.
 

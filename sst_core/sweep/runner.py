@@ -29,12 +29,14 @@ Safe to kill at any moment, SIGKILL included, and to rerun:
 A stop time (``stop_by``, ``sst sweep --stop-by``) keeps a sweep from starting work that
 would be cut off: a session, a batch job or a lent machine that ends at a known time
 kills whatever is running then, and a run killed before its record is written is lost
-whole (a Pathfinder run of the ``standard`` profile takes about 1.5 h, a stack of
-selective trackers up to 2 h). With a stop time, each task is priced before it starts
-(``price``: the seconds one run is expected to take, e.g. the mean of the stored runs
-most like it, :class:`sst_core.book.plan.CostTable`; a stack costs the sum of its runs)
-and is *deferred* (outcome ``deferred``, no claim, no record) when it would end after
-the stop time, so a sweep spends the end of its time on the runs that fit. A task without
+whole (a stack of selective trackers at ``standard`` takes up to 2 h), or, for a run that
+saves its state as it goes (an LRA run, after every epoch), all since its last save.
+With a stop time, each task is priced before it starts (``price``: the seconds one run
+computes before its work is safe, e.g. the mean compute of the stored runs most like it,
+:class:`sst_core.book.plan.CostTable`, times the share of it before its first save,
+:func:`sst_core.experiments.runs.share_until_saved`; a stack costs the sum of its runs)
+and is *deferred* (outcome ``deferred``, no claim, no record) when that would end after
+the stop time, so a sweep spends the end of its time on work that fits. A task without
 a price starts whenever the stop time has not passed. A phase with deferred runs ends
 the experiment for this sweep (its later phases need them), as runs held by another
 sweep do without waiting.
