@@ -51,7 +51,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_s
+from sst_core.reports import compute_text
 from sst_core.reports import paper1 as rp1
 from sst_core.spec import paper_values
 
@@ -91,7 +91,7 @@ for r in failed:
     print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
 glue("hg_runs", len(records), display=False)
 glue("hg_failed", len(failed), display=False)
-glue("hg_hours", compute_s(records) / 3600, display=False)
+glue("hg_compute", compute_text(records), display=False)
 
 # %%
 from sst_core.models import expected_affine
@@ -112,7 +112,7 @@ for g in ("S3",) + beyond.HARDER_GROUPS:
 
 # %% [markdown]
 # The sweep holds {glue:text}`hg_runs:d` runs ({glue:text}`hg_failed:d` recorded as failed),
-# {glue:text}`hg_hours:.2f` hours of compute. Reaching length 1000, state-dependent models
+# {glue:text}`hg_compute` of compute. Reaching length 1000, state-dependent models
 # against affine ones, per group:
 #
 # | group | state-dependent at 1000 | affine at 1000 | affine failing at 60 |

@@ -46,7 +46,7 @@ from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
-from sst_core.reports import compute_s
+from sst_core.reports import compute_text
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -107,7 +107,7 @@ glue("dg_overflow", (f" The hidden states of {len(overflow)} of them overflow wi
 glue("dg_runs", len({c.run for c in all_cfgs}), display=False)
 glue("dg_resampled", len(paper1.resample_grid(P)), display=False)
 glue("dg_failed", len(failed), display=False)
-glue("dg_minutes", compute_s(records) / 60, display=False)
+glue("dg_compute", compute_text(records), display=False)
 for r in failed:
     print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 best = ec.best_per_model(s3_records)
@@ -116,7 +116,7 @@ best = ec.best_per_model(s3_records)
 # {glue:text}`dg_runs:d` trained models are analysed, {glue:text}`dg_resampled:d` of them
 # (Figure 4's) a second time on fresh held-out words ({glue:text}`dg_failed:d` analyses could
 # not be made, because their training diverged); the analysis took
-# {glue:text}`dg_minutes:.1f` minutes.{glue:text}`dg_overflow`
+# {glue:text}`dg_compute`.{glue:text}`dg_overflow`
 # The figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does.
 
 # %%

@@ -43,7 +43,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
-from sst_core.reports import compute_s, stale_text
+from sst_core.reports import compute_text, stale_text
 from sst_core.spec import paper_values
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.images import digits_images
@@ -116,7 +116,7 @@ for r in failed:
     print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")
 glue("lra_runs", len(records), display=False)
 glue("lra_failed", len(failed), display=False)
-glue("lra_minutes", compute_s(records) / 60, display=False)
+glue("lra_compute", compute_text(records), display=False)
 # records made before a change to their code are shown, and said to be (the change the
 # stored ones predate, checked against the code hashes of the commits either side of it)
 MF_CHANGE = ("it now carries as many fixed-point bits as its working precision, and a run "
@@ -158,7 +158,7 @@ glue("lra_scale_text",
 
 # %% [markdown]
 # {glue:text}`lra_runs:d` runs ({glue:text}`lra_failed:d` diverged) took
-# {glue:text}`lra_minutes:.1f` minutes. The paper finds the frozen spectra as good as the
+# {glue:text}`lra_compute`. The paper finds the frozen spectra as good as the
 # learned ones, and better on Retrieval, where learning the spectrum overfits and spreads
 # the seeds ({glue:text}`lra_paper_retrieval`). The last column
 # says, task by task, whether the best frozen run is at least as good as the best learned
@@ -349,7 +349,7 @@ def verdict(claim: dict) -> str:
 
 glue("hz_runs", len(horizon_records), display=False)
 glue("hz_failed", sum(r["status"] != "ok" for r in horizon_records), display=False)
-glue("hz_minutes", compute_s(horizon_records) / 60, display=False)
+glue("hz_compute", compute_text(horizon_records), display=False)
 stale_hz = stale_text(horizon_records, "memory_horizon")
 glue("hz_stale_text", Markdown(stale_hz + STALE_CAUSE if stale_hz else ""), display=False)
 glue("hz_taus", ", ".join(map(str, P.horizon_taus)), display=False)
@@ -365,7 +365,7 @@ for name, claim in horizon_claims.items():
 
 # %% [markdown]
 # {glue:text}`hz_runs:d` runs ({glue:text}`hz_failed:d` failed) at delays
-# {glue:text}`hz_taus` took {glue:text}`hz_minutes:.1f` minutes. Chance is
+# {glue:text}`hz_taus` took {glue:text}`hz_compute`. Chance is
 # {glue:text}`hz_chance:.3f`; a best accuracy over the seeds of at most
 # {glue:text}`hz_band:.3f` (chance plus three binomial standard deviations of the test set)
 # counts as *at chance*, and $M[\tau] < $ {glue:text}`hz_mf_zero:g` (less than 1% of the
@@ -431,7 +431,7 @@ def rho_text(level: dict) -> str:
 exact_level, noisy_levels = noise_levels[0], noise_levels[1:]
 glue("nz_levels", ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE), display=False)
 glue("nz_runs", len(noise_records), display=False)
-glue("nz_seconds", compute_s(noise_records), display=False)
+glue("nz_compute", compute_text(noise_records), display=False)
 glue("nz_exact_rho", rho_text(exact_level), display=False)
 glue("nz_exact_live", exact_level["n_live"], display=False)
 glue("nz_exact_failing", len(exact_level["live_failing"]), display=False)
@@ -458,7 +458,7 @@ glue("nz_rank_change", "cannot be compared here (a correlation is undefined)" if
 glue("nz_n_levels", len(noisy_levels), display=False)
 
 # %% [markdown]
-# {glue:text}`nz_runs:d` spectra were read ({glue:text}`nz_seconds:.0f` s of compute, no
+# {glue:text}`nz_runs:d` spectra were read ({glue:text}`nz_compute` of compute, no
 # training).
 # With the exact memory function, {glue:text}`nz_exact_failing:d` of the
 # {glue:text}`nz_exact_live:d` cells whose memory at the delay is at least

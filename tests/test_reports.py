@@ -120,3 +120,13 @@ def test_the_compute_behind_records_counts_each_stacked_run_once_and_resumed_par
     assert reports.compute_s(stack) == pytest.approx(120.0)
     assert reports.compute_s(stack + [alone, resumed]) == pytest.approx(120.0 + 30.0 + 120.0)
     assert reports.compute_s([]) == 0.0
+
+
+@pytest.mark.parametrize("seconds, said", [(0.004, "0 s"), (59.0, "59 s"), (90.0, "2 min"),
+                                           (3000.0, "50 min"), (119_232.0, "33.1 h")])
+def test_a_chapter_says_its_compute_in_the_unit_a_reader_would(seconds, said):
+    """Never "0.00 hours" for a small profile's runs, never thousands of minutes for a
+    large one's; a stack counted once (twelve records of a 12-run stack)."""
+    assert reports.duration_text(seconds) == said
+    stack = [{"wall_time_s": seconds, "stack": {"size": 12}} for _ in range(12)]
+    assert reports.compute_text(stack) == said

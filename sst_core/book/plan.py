@@ -34,6 +34,7 @@ from typing import Any, Iterator, Mapping
 
 from sst_core.book import params as book_params
 from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
+from sst_core.reports import duration_text
 from sst_core.spec.configs import config_dict, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
@@ -84,9 +85,9 @@ class ChapterPlan:
         est = ("nothing to compute" if not self.missing else
                "compute unknown (no stored run of its experiments to time; the README gives "
                "measured times per profile)"
-               if self.estimate_s is None else f"about {_hours(self.estimate_s)} to compute"
+               if self.estimate_s is None else f"about {duration_text(self.estimate_s)} to compute"
                + _notes(self.rough, self.unestimated, self.timed, self.timings_made))
-        again = (f"; the stale ones about {_hours(sum(self.stale_s.values()))} more with "
+        again = (f"; the stale ones about {duration_text(sum(self.stale_s.values()))} more with "
                  "--retry-stale" if self.stale else "")
         return (f"{self.notebook:<20} {self.profile:<8} {self.stored}/{self.total} stored, "
                 f"{self.missing} missing, {self.stale} stale: {est}{again}")
@@ -99,14 +100,6 @@ def _notes(rough: int, unestimated: int, timed: int = 0, made: str | None = None
          if rough else []) + \
         ([f"{unestimated} more runs without an estimate"] if unestimated else [])
     return f" ({'; '.join(notes)})" if notes else ""
-
-
-def _hours(seconds: float) -> str:
-    """A compute time as a reader says it: seconds under a minute (never "0 min" for the
-    runs of a small profile), minutes under an hour, else hours."""
-    if seconds < 59.5:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
 def _run_cost(record: dict[str, Any]) -> float:
@@ -418,10 +411,10 @@ class PartTotal:
 
     def line(self) -> str:
         est = ("nothing to compute" if not self.missing else
-               f"about {_hours(self.known_s)} of compute"
+               f"about {duration_text(self.known_s)} of compute"
                + (f" where it can be estimated, {self.unknown} runs without an estimate"
                   if self.unknown else ""))
-        again = (f"; {self.stale} stale runs, about {_hours(self.stale_s)} to recompute"
+        again = (f"; {self.stale} stale runs, about {duration_text(self.stale_s)} to recompute"
                  if self.stale else "")
         return f"  {self.caption}: {self.missing} different runs missing, {est}{again}"
 
@@ -471,9 +464,9 @@ def plan_text(plans: list[ChapterPlan], profile: str,
     # the book's totals: every chapter as one part (a run several chapters read counts once)
     (book,) = part_totals(plans, {p.notebook: "in all" for p in plans}) or [PartTotal("")]
     lines += ["", f"in all: {book.missing} different runs missing; about "
-              f"{_hours(book.known_s)} of compute where it can be estimated"
+              f"{duration_text(book.known_s)} of compute where it can be estimated"
               + (f", {book.unknown} runs without an estimate" if book.unknown else "")
-              + (f"; {book.stale} different stale runs, about {_hours(book.stale_s)} "
+              + (f"; {book.stale} different stale runs, about {duration_text(book.stale_s)} "
                  "to recompute with --retry-stale" if book.stale else "")]
     if parts:
         rows = [t for t in part_totals(plans, parts) if t.missing or t.stale]
@@ -517,5 +510,5 @@ def status_markdown(plans: list[ChapterPlan]) -> str:
         way = "; ".join(ways) or "—"
         stale = f" ({p.stale} made by earlier code: stale)" if p.stale else ""
         lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total}{stale} | "
-                     f"{_hours(p.compute_s)} | {made} | {way} |")
+                     f"{duration_text(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)

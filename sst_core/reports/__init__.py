@@ -101,6 +101,20 @@ def format_value(v: Any, spec: str = ".3g") -> str:
     return str(v)
 
 
+def duration_text(seconds: float) -> str:
+    """A compute time as a reader says it: seconds under a minute (never "0 min" for the
+    runs of a small profile, never "0.00 hours"), minutes under an hour, else hours."""
+    if seconds < 59.5:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def compute_text(records: list[dict[str, Any]]) -> str:
+    """The compute behind ``records`` (:func:`compute_s`) as a chapter says it
+    (:func:`duration_text`)."""
+    return duration_text(compute_s(records))
+
+
 def compute_s(records: list[dict[str, Any]]) -> float:
     """The compute behind ``records``, in seconds: each run's own
     (:func:`sst_core.store.records.run_compute_s`: a stacked run's share of its stack, with
