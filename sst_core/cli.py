@@ -10,6 +10,8 @@
               [--retry-failed] [--retry-stale] [--stack K] [--threads N] [--no-wait]
               [--stop-by WHEN]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
+    sst verify-stale SWEEP [--profile P] [--sample K | --run ID ...] [--made-by HASH]
+              [--dry-run]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
 """
@@ -207,6 +209,27 @@ def _parser() -> argparse.ArgumentParser:
                      "record, and the weights an analysis reads), one path per line, for "
                      "`git add -f`")
 
+    ver = command("verify-stale", help="recompute a few stale records; if all agree, record "
+                  "that their code gives the same results",
+                  description="Group the sweep's stale records by the code hash they hold, "
+                  "recompute a sample of each group under the current code (the stored records "
+                  "are not touched), compare every metric (floats to one unit in the sixth "
+                  "decimal, timings not compared), and, for a group where all agree, add an "
+                  "entry to results/code_equivalence.json: its records then count as current. "
+                  "A group with any difference stays stale (sst sweep --retry-stale).")
+    ver.add_argument("sweep", type=_sweep_name, metavar="SWEEP",
+                     help="one of: " + ", ".join(registry.SWEEPS))
+    ver.add_argument("--profile", type=_profile, default="quick",
+                     help="the profile whose records are checked: " + ", ".join(profiles.PROFILES))
+    ver.add_argument("--sample", type=_positive_int, default=2,
+                     help="runs recomputed per group: the cheapest ok ones")
+    ver.add_argument("--run", action="append", default=[], metavar="ID",
+                     help="recompute this run instead (repeatable)")
+    ver.add_argument("--made-by", default=None, metavar="HASH",
+                     help="only the records that hold this code hash")
+    ver.add_argument("--dry-run", action="store_true",
+                     help="compare, but write no ledger entry")
+
     gpu = command("gpu-check", help="CUDA results against CPU results, then the "
                   "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
                   description="Compare every model's and fast op's output and "
@@ -367,6 +390,22 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _verify_stale(args: argparse.Namespace) -> int:
+    from sst_core.sweep import verify
+
+    try:
+        groups = verify.verify_stale(args.sweep, args.profile, sample=args.sample,
+                                     run_ids=args.run, made_by=args.made_by,
+                                     write=not args.dry_run,
+                                     report=lambda msg: print(f"sst verify-stale: {msg}",
+                                                              file=sys.stderr, flush=True))
+    except ValueError as err:
+        print(f"sst verify-stale: {err}", file=sys.stderr)
+        return 2
+    print(verify.groups_markdown(groups))
+    return 0 if all(g.verified for g in groups) else 1
+
+
 def _report(args: argparse.Namespace) -> int:
     import warnings
 
@@ -423,7 +462,8 @@ def _gpu_check(args: argparse.Namespace) -> int:
 
 
 # commands that read or write the results folder (bench only with --record)
-_RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "gpu-check", "lra")
+_RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "verify-stale",
+                     "gpu-check", "lra")
 
 
 # torch's CPU allocator with transparent huge pages (read once, when torch first allocates):
@@ -450,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(args)
     if args.command == "status":
         return _status(args)
+    if args.command == "verify-stale":
+        return _verify_stale(args)
     if args.command == "bench":
         return _bench(args, argv)
     if args.command == "lra":

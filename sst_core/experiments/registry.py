@@ -27,6 +27,7 @@ from importlib import import_module
 from typing import Any, Callable
 
 from sst_core.spec.profiles import Profile
+from sst_core.store.equivalence import same_code
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,7 @@ def model_of(config: dict[str, Any] | None) -> str | None:
 
 def is_stale_record(record: dict[str, Any]) -> bool:
     """Whether a record was made by another version of the code it depends on
-    (:func:`code_hash`), or before records kept a code hash."""
-    current = code_hash(record["experiment"], record["config"])
-    return current is not None and record.get("code_hash") != current
+    (:func:`code_hash`), or before records kept a code hash. A version that the ledger
+    shows to give the same results (:mod:`sst_core.store.equivalence`, ``sst verify-stale``)
+    counts as the current one."""
+    return not same_code(record, code_hash(record["experiment"], record["config"]))

@@ -20,6 +20,7 @@ from sst_core.experiments.registry import (
     runner,
 )
 from sst_core.spec.configs import TrackingConfig, config_dict
+from sst_core.store.equivalence import same_code
 from sst_core.store.records import cached_run
 from sst_core.store.records import needs_run as stored_needs_run
 
@@ -48,7 +49,7 @@ def run(cfg: Any, **kw: Any) -> dict[str, Any]:
     """The stored record of ``cfg``, computing it with its experiment's run function if
     needed (keywords: ``retry_failed``, ``retry_stale``, ``root``, ``artifacts``)."""
     return cached_run(cfg, runner(cfg.experiment), code_version=code_version(cfg),
-                      startup=startup_of(cfg.experiment), **kw)
+                      startup=startup_of(cfg.experiment), same_code=same_code, **kw)
 
 
 _started: set[str] = set()  # the start-up functions this process has run
@@ -89,7 +90,7 @@ def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False
     ``artifacts``, e.g. ``(".pt",)``, also an ok record whose such file is missing)."""
     return stored_needs_run(cfg, retry_failed=retry_failed, root=root,
                             code_version=code_version(cfg) if retry_stale else None,
-                            artifacts=artifacts)
+                            artifacts=artifacts, same_code=same_code)
 
 
 def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:

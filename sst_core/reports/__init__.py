@@ -126,16 +126,35 @@ def compute_s(records: list[dict[str, Any]]) -> float:
 def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
     """A sentence for a chapter that shows ``records``: how many of them an earlier version
     of the code they depend on made (:func:`sst_core.experiments.registry.is_stale_record`)
-    and how to compute them again (``sweep``: the sweep that makes them); empty when none."""
-    from sst_core.experiments.registry import is_stale_record
+    and how to compute them again (``sweep``: the sweep that makes them), and how many
+    were made by an earlier version that recomputed runs showed to give the same numbers
+    (:mod:`sst_core.store.equivalence`); empty when neither."""
+    from sst_core.experiments.registry import code_hash, is_stale_record
+    from sst_core.store.equivalence import TOLERANCE, entry_for
 
     n = sum(is_stale_record(r) for r in records)
-    if not n:
-        return ""
-    profile = records[0].get("profile", "PROFILE")
-    return (f"{n} of these {len(records)} records were made by an earlier version of the code "
-            f"they depend on (`sst status` calls them stale; `sst sweep {sweep} --profile "
-            f"{profile} --retry-stale` computes them again).")
+    verified: dict[tuple[str, str, str], list[Any]] = {}  # ledger entry -> [entry, records]
+    for r in records:
+        entry = entry_for(r, code_hash(r["experiment"], r["config"]))
+        if entry is not None:
+            verified.setdefault((entry["experiment"], entry["from"], entry["to"]),
+                                [entry, 0])[1] += 1
+    profile = records[0].get("profile", "PROFILE") if records else "PROFILE"
+    out = []
+    if n:
+        out.append(f"{n} of these {len(records)} records were made by an earlier version of "
+                   f"the code they depend on (`sst status` calls them stale; `sst sweep "
+                   f"{sweep} --profile {profile} --retry-stale` computes them again).")
+    for entry, k in verified.values():
+        runs = entry.get("runs", [])
+        out.append(
+            f"{k} of these {len(records)} records were made by an earlier version of the code "
+            f"(`{entry['from']}`) that gives the same numbers as the current one (`{entry['to']}`): "
+            f"{len(runs)} of them ({', '.join('`' + r['run_id'] + '`' for r in runs)}) were "
+            f"computed again under the current code and every metric agreed to within "
+            f"{entry.get('tolerance', TOLERANCE):.2g} (`sst verify-stale`, "
+            f"`results/code_equivalence.json`).")
+    return " ".join(out)
 
 
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:

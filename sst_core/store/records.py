@@ -219,11 +219,15 @@ def load_record(path: Path) -> dict[str, Any]:
     return check_record(record, path)
 
 
+SameCode = Callable[[dict[str, Any], str], bool]  # (record, current code hash) -> made by it?
+
+
 def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: bool = False,
                retry_stale: bool = False, root: Path | None = None,
                code_version: Callable[[], str | None] | None = None,
                artifacts: tuple[str, ...] = (),
-               startup: Callable[[], None] | None = None) -> dict[str, Any]:
+               startup: Callable[[], None] | None = None,
+               same_code: SameCode | None = None) -> dict[str, Any]:
     """Return the stored record of ``cfg``, or run ``fn(cfg)`` and store its record.
 
     ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
@@ -232,11 +236,12 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
     ``code_hash``; asked only when needed, and before the run starts: the fingerprint reads
     the source files, which may be edited while a long run goes on, so asked afterwards it
     could describe code the process never ran); ``retry_stale``: also recompute a record whose
-    ``code_hash`` differs from it; ``artifacts``: suffixes of files (e.g. ``".pt"``, the
-    weights) an ``ok`` record is unusable without (:func:`artifact_path`): the run is
-    computed again when one is missing; ``startup()``: the one-time start-up of a
-    process before its first run (imports, builds), called before the run is timed so
-    that ``wall_time_s`` measures the run only; its seconds are stored as ``startup_s``.
+    ``code_hash`` differs from it (``same_code``: how to tell, see :func:`_is_stale`);
+    ``artifacts``: suffixes of files (e.g. ``".pt"``, the weights) an ``ok`` record is
+    unusable without (:func:`artifact_path`): the run is computed again when one is
+    missing; ``startup()``: the one-time start-up of a process before its first run
+    (imports, builds), called before the run is timed so that ``wall_time_s`` measures the
+    run only; its seconds are stored as ``startup_s``.
     """
     path = record_path(cfg, root)
     wanted = config_dict(cfg)
@@ -250,7 +255,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
             warnings.warn(f"{err}; recomputing", RecordWarning, stacklevel=2)
         else:
             if (record["status"] == "ok" or not retry_failed) and not (
-                    retry_stale and _is_stale(record, code_version)):
+                    retry_stale and _is_stale(record, code_version, same_code)):
                 return record
 
     status, reason, metrics = "ok", None, {}
@@ -272,10 +277,17 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
                         traceback_tail=tb, root=root, extra=extra, code_hash=code_hash)
 
 
-def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | None) -> bool:
-    """Whether ``record`` was made by code other than ``code_version()`` (never without one)."""
+def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | None,
+              same_code: SameCode | None) -> bool:
+    """Whether ``record`` was made by code other than ``code_version()`` (never without
+    one): by ``same_code(record, current)`` when given (the experiments pass
+    :func:`sst_core.store.equivalence.same_code`, which also accepts a code version shown
+    to give the same results), else by the code hash it holds."""
     current = code_version() if code_version else None
-    return current is not None and record.get("code_hash") != current
+    if current is None:
+        return False
+    return not (same_code(record, current) if same_code is not None
+                else record.get("code_hash") == current)
 
 
 def _check_artifacts(cfg: Any, record: dict[str, Any], artifacts: tuple[str, ...],
@@ -303,7 +315,7 @@ def record_problem(cfg: Any, root: Path | None = None) -> str | None:
 
 def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
               code_version: Callable[[], str | None] | None = None,
-              artifacts: tuple[str, ...] = ()) -> bool:
+              artifacts: tuple[str, ...] = (), same_code: SameCode | None = None) -> bool:
     """Whether :func:`cached_run` would compute ``cfg`` (no usable stored record); with
     ``code_version``, also a record made by other code (``retry_stale``); with
     ``artifacts``, also an ``ok`` record missing one of those files."""
@@ -317,7 +329,7 @@ def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
         return True
     if record["config"] != config_dict(cfg):
         return True
-    if _is_stale(record, code_version):
+    if _is_stale(record, code_version, same_code):
         return True
     return record["status"] != "ok" and retry_failed
 

@@ -1,0 +1,197 @@
+"""``sst verify-stale``: recompute a sample of a sweep's stale records under the current
+code and, when every metric agrees, record that their code gives the same results
+(:mod:`sst_core.store.equivalence`), so that the rest need not be computed again.
+
+Stale records are grouped by the code hash they hold (one group per earlier version of
+the code). For each group, the runs checked are the ones named (``run_ids``) or else the
+``sample`` cheapest ``ok`` runs of the group (their stored compute), so that a check
+costs minutes; each is computed again alone, in a scratch results folder (the stored
+record is never touched), with the torch thread count its record names. A group is
+*verified* when every run checked agrees (:func:`~sst_core.store.equivalence.compare_metrics`;
+the first run that disagrees ends the group's check);
+then, with ``write=True``, one ledger entry maps its hash to the current one, listing
+the runs checked and the largest difference seen. A group with any disagreement gets no
+entry: its records stay stale, and ``sst sweep --retry-stale`` computes them again.
+
+A stacked tracking run is computed alone here, so its ``stacked`` metrics differ from the
+record's and such a group cannot be verified this way: recompute it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sst_core.experiments import runs
+from sst_core.experiments.registry import code_hash, is_stale_record, sweep_configs
+from sst_core.spec.configs import config_dict, config_hash
+from sst_core.spec.profiles import get_profile
+from sst_core.store import equivalence
+from sst_core.store.provenance import git_commit
+from sst_core.store.records import (
+    load_record,
+    project_root,
+    record_path,
+    run_compute_s,
+)
+
+__all__ = ["Check", "Group", "stale_groups", "verify_stale", "groups_markdown"]
+
+
+@dataclass
+class Check:
+    run_id: str
+    compute_s: float  # the stored record's compute
+    problems: list[str] = field(default_factory=list)  # empty: every metric agrees
+    largest_difference: float = 0.0
+    recompute_s: float = 0.0
+
+
+@dataclass
+class Group:
+    experiment: str
+    made_by: str  # the code hash the group's records hold
+    current: str
+    run_ids: list[str]  # every stale record of the group
+    checks: list[Check] = field(default_factory=list)
+    ledger: Path | None = None  # where the entry was written
+
+    @property
+    def verified(self) -> bool:
+        return bool(self.checks) and not any(c.problems for c in self.checks)
+
+
+def stale_groups(sweep: str, profile: str, root: Path | None = None
+                 ) -> tuple[dict[str, Any], dict[tuple[str, str], list[dict[str, Any]]]]:
+    """The sweep's configs by run id, and its stale records with a code hash, grouped by
+    (experiment, that hash)."""
+    P = get_profile(profile)
+    cfgs = {config_hash(c): c for c in sweep_configs(sweep, P)}
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for cfg in cfgs.values():
+        path = record_path(cfg, root)
+        if not path.exists():
+            continue
+        record = load_record(path)
+        if record.get("code_hash") is not None and is_stale_record(record):
+            groups[record["experiment"], record["code_hash"]].append(record)
+    return cfgs, dict(groups)
+
+
+def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence[str] = (),
+                 made_by: str | None = None, write: bool = True, root: Path | None = None,
+                 report: Callable[[str], None] = lambda msg: None) -> list[Group]:
+    """Check the stale records of ``sweep`` under ``profile`` (see the module docstring);
+    ``made_by``: only the group of that code hash. Returns the groups checked."""
+    if sample < 1 and not run_ids:
+        raise ValueError(f"sample={sample!r}: check at least one run (sample >= 1 or run ids)")
+    cfgs, groups = stale_groups(sweep, profile, root)
+    if made_by is not None:
+        if all(h != made_by for _, h in groups):
+            raise ValueError(f"no stale record of {sweep} ({profile}) holds code hash {made_by!r}; "
+                             f"the stale ones hold: {', '.join(sorted({h for _, h in groups})) or 'none'}")
+        groups = {k: v for k, v in groups.items() if k[1] == made_by}
+    unknown = [r for r in run_ids if not any(rec["run_id"] == r for g in groups.values() for rec in g)]
+    if unknown:
+        raise ValueError(f"run id(s) {', '.join(unknown)} name no stale record of {sweep} "
+                         f"({profile})" + (f" made by {made_by}" if made_by else ""))
+    out = []
+    for (experiment, old), records in sorted(groups.items()):
+        current = code_hash(experiment, records[0]["config"])
+        group = Group(experiment, old, current, sorted(r["run_id"] for r in records))
+        named = [r for r in records if r["run_id"] in run_ids]
+        chosen = named or sorted((r for r in records if r["status"] == "ok"),
+                                 key=run_compute_s)[:sample]
+        for record in chosen:
+            report(f"{experiment}: recomputing {record['run_id']} (made by {old}; stored "
+                   f"compute {run_compute_s(record):.0f} s)")
+            group.checks.append(_check(cfgs[record["run_id"]], record, current))
+            check = group.checks[-1]
+            report(f"{experiment}: {record['run_id']}: " + (
+                f"agrees (largest difference {check.largest_difference:.2g})"
+                if not check.problems else f"{len(check.problems)} difference(s): "
+                + "; ".join(check.problems[:3])))
+            if check.problems:  # the group stays stale whatever the other runs give
+                break
+        if group.verified and write:
+            group.ledger = equivalence.add_entry(_entry(group, profile, sample, run_ids), root)
+        out.append(group)
+    return out
+
+
+def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
+    import time
+
+    import torch
+
+    check = Check(record["run_id"], run_compute_s(record))
+    threads = (record.get("host") or {}).get("torch_threads")
+    before = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    start = time.perf_counter()
+    results = os.environ.get("SST_RESULTS_DIR")
+    try:
+        with tempfile.TemporaryDirectory(prefix="sst-verify-") as scratch:
+            # the scratch folder is the results folder of the whole recompute, so that
+            # nothing it writes (a record, weights, an LRA run's resume state) lands
+            # beside the stored records
+            os.environ["SST_RESULTS_DIR"] = scratch
+            new = runs.run(cfg, root=Path(scratch))
+    finally:
+        torch.set_num_threads(before)
+        if results is None:
+            os.environ.pop("SST_RESULTS_DIR", None)
+        else:
+            os.environ["SST_RESULTS_DIR"] = results
+    check.recompute_s = time.perf_counter() - start
+    if new.get("code_hash") != current:
+        check.problems.append(f"the recomputed run holds code hash {new.get('code_hash')!r}, "
+                              f"not the current {current!r} (source edited meanwhile?)")
+    if new["config"] != config_dict(cfg) or record["config"] != config_dict(cfg):
+        check.problems.append("the config differs from the stored record's")
+    if new["status"] != record["status"]:
+        check.problems.append(f"status {record['status']} -> {new['status']} ({new.get('reason')})")
+    problems, check.largest_difference = equivalence.compare_metrics(
+        record["metrics"], new["metrics"])
+    check.problems += problems
+    return check
+
+
+def _entry(group: Group, profile: str, sample: int, run_ids: Sequence[str]) -> dict[str, Any]:
+    where = project_root() or Path.cwd()
+    command = f"sst verify-stale --profile {profile} --made-by {group.made_by} " + (
+        " ".join(f"--run {r}" for r in run_ids) if run_ids else f"--sample {sample}")
+    return {
+        "experiment": group.experiment, "from": group.made_by, "to": group.current,
+        "profile": profile, "tolerance": equivalence.TOLERANCE,
+        "runs": [{"run_id": c.run_id, "compute_s": round(c.compute_s, 1),
+                  "largest_difference": c.largest_difference} for c in group.checks],
+        "records": len(group.run_ids), "command": command,
+        "git_commit": git_commit(where),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def groups_markdown(groups: list[Group]) -> str:
+    if not groups:
+        return "no stale records with a code hash: nothing to verify"
+    lines = ["| experiment | made by | current | stale records | runs checked | agree | "
+             "largest difference | verdict |", "|---|---|---|---:|---|---|---:|---|"]
+    for g in groups:
+        agree = sum(not c.problems for c in g.checks)
+        largest = max((c.largest_difference for c in g.checks), default=0.0)
+        verdict = ("verified: recorded in " + str(g.ledger) if g.ledger else
+                   "verified (not written)" if g.verified else "stale: recompute them")
+        lines.append(f"| {g.experiment} | {g.made_by} | {g.current} | {len(g.run_ids)} | "
+                     f"{', '.join(c.run_id for c in g.checks)} | {agree} of {len(g.checks)} | "
+                     f"{largest:.2g} | {verdict} |")
+    for g in groups:
+        for c in g.checks:
+            for p in c.problems:
+                lines.append(f"- {g.experiment} {c.run_id}: {p}")
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""Code versions verified to give the same results (sst_core.store.equivalence) and the
+check that records them (sst_core.sweep.verify, ``sst verify-stale``)."""
+import json
+
+import pytest
+
+from sst_core import cli
+from sst_core.experiments import registry
+from sst_core.experiments.paper1 import table2_grid
+from sst_core.experiments.runs import needs_run, run
+from sst_core.reports import stale_text
+from sst_core.spec.profiles import get_profile
+from sst_core.store import equivalence
+from sst_core.store.records import load_record, record_path
+from sst_core.sweep import status as sweep_status
+from sst_core.sweep import verify
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    return tmp_path
+
+
+# -- comparing metrics ----------------------------------------------------------------------
+
+def test_metrics_agree_to_one_unit_in_the_sixth_decimal_and_timings_are_not_compared():
+    old = {"acc": 0.992874, "curve": [0.1, 0.2], "steps": 10, "name": "x", "ok": True,
+           "none": None, "nested": {"a": [1, 2.5]}, "train_time_s": 100.0,
+           "resumed": None, "nan": float("nan")}
+    new = dict(old, acc=0.992873, train_time_s=50.0, resumed={"from_epoch": 3},
+               nested={"a": [1, 2.5000005]})
+    problems, largest = equivalence.compare_metrics(old, new)
+    assert problems == []
+    assert largest == pytest.approx(1e-6)
+    assert equivalence.compare_metrics(old, old) == ([], 0.0)
+
+
+@pytest.mark.parametrize("change, where", [
+    ({"acc": 0.992871}, "metrics.acc"),  # three units in the sixth decimal
+    ({"steps": 11}, "metrics.steps"),  # integers exactly
+    ({"ok": 1}, "metrics.ok"),  # a boolean is not a number
+    ({"name": "y"}, "metrics.name"),
+    ({"none": 0.0}, "metrics.none"),
+    ({"curve": [0.1]}, "metrics.curve"),  # another length
+    ({"curve": [0.1, 0.3]}, "metrics.curve[1]"),
+    ({"nested": {"a": [2, 2.5]}}, "metrics.nested.a[0]"),
+    ({"extra": None}, "metrics.extra"),  # a key only one side has, even null
+    ({"nan": 1.0}, "metrics.nan"),
+])
+def test_each_kind_of_difference_is_named(change, where):
+    old = {"acc": 0.992874, "curve": [0.1, 0.2], "steps": 10, "name": "x", "ok": True,
+           "none": None, "nested": {"a": [1, 2.5]}, "nan": float("nan")}
+    problems, _ = equivalence.compare_metrics(old, {**old, **change})
+    assert len(problems) == 1 and problems[0].startswith(where), problems
+
+
+# -- the ledger -------------------------------------------------------------------------------
+
+def _entry(**kw):
+    return {"experiment": "lra", "from": "aaaa", "to": "bbbb", "runs": [{"run_id": "r1"}],
+            **kw}
+
+
+def test_a_ledger_entry_makes_exactly_its_old_hash_current_for_its_experiment(root):
+    rec = {"experiment": "lra", "code_hash": "aaaa"}
+    assert not equivalence.same_code(rec, "bbbb")
+    assert equivalence.same_code(rec, "aaaa") and equivalence.same_code(rec, None)
+    path = equivalence.add_entry(_entry())
+    assert path == root / "code_equivalence.json"
+    assert equivalence.same_code(rec, "bbbb")
+    assert equivalence.entry_for(rec, "bbbb")["runs"] == [{"run_id": "r1"}]
+    assert not equivalence.same_code(rec, "cccc")  # the code changed again: no chaining
+    assert not equivalence.same_code({**rec, "experiment": "tracking"}, "bbbb")
+    assert not equivalence.same_code({"experiment": "lra"}, "bbbb")  # no code hash
+    # an entry for the same pair replaces the earlier one
+    equivalence.add_entry(_entry(runs=[{"run_id": "r2"}]))
+    assert [e["runs"] for e in equivalence.load_ledger()] == [[{"run_id": "r2"}]]
+
+
+def test_a_broken_ledger_or_entry_is_a_clear_error(root):
+    with pytest.raises(ValueError, match="'to'"):
+        equivalence.add_entry({"experiment": "lra", "from": "aaaa"})
+    with pytest.raises(ValueError, match="aaaa"):
+        equivalence.add_entry(_entry(to="aaaa"))
+    (root / "code_equivalence.json").write_text("{not json")
+    with pytest.raises(ValueError, match="code_equivalence.json: not JSON"):
+        equivalence.load_ledger()
+    (root / "code_equivalence.json").write_text(json.dumps([{"experiment": "lra"}]))
+    with pytest.raises(ValueError, match="expected a list of entries"):
+        equivalence.load_ledger()
+
+
+# -- the check, end to end on smoke runs ---------------------------------------------------------
+
+def _made_by_other_code(cfgs):
+    """Records of ``cfgs`` computed now, then stamped with another code hash."""
+    for cfg in cfgs:
+        run(cfg)
+        path = record_path(cfg)
+        rec = json.loads(path.read_text())
+        rec["code_hash"] = "0000000000000000"
+        path.write_text(json.dumps(rec))
+
+
+def test_verify_stale_records_an_equivalence_when_the_recomputed_runs_agree(root):
+    cfgs = table2_grid(get_profile("smoke"))[:2]
+    _made_by_other_code(cfgs)
+    (before,) = sweep_status.status("smoke", ["table2"])
+    assert before.stale == 2
+    assert all(needs_run(c, retry_stale=True) for c in cfgs)
+    stored = [record_path(c).read_text() for c in cfgs]
+    files = {p for p in root.rglob("*") if p.is_file()}
+
+    (group,) = verify.verify_stale("table2", "smoke", sample=1)
+    # the recompute wrote its record and weights elsewhere: only the ledger is new here
+    assert {p for p in root.rglob("*") if p.is_file()} - files == {
+        root / "code_equivalence.json"}
+    assert group.verified and group.made_by == "0000000000000000"
+    assert len(group.checks) == 1 and group.run_ids == sorted(
+        load_record(record_path(c))["run_id"] for c in cfgs)
+    assert [record_path(c).read_text() for c in cfgs] == stored  # never touched
+    (entry,) = equivalence.load_ledger()
+    assert (entry["experiment"], entry["from"], entry["to"], entry["records"]) == (
+        "tracking", "0000000000000000", group.current, 2)
+    assert entry["runs"][0]["run_id"] == group.checks[0].run_id
+    # both records of that code now count as current, for status, sweeps and chapters
+    (after,) = sweep_status.status("smoke", ["table2"])
+    assert after.stale == 0
+    assert not any(needs_run(c, retry_stale=True) for c in cfgs)
+    records = [load_record(record_path(c)) for c in cfgs]
+    assert not any(registry.is_stale_record(r) for r in records)
+    text = stale_text(records, "table2")
+    assert text.startswith("2 of these 2 records were made by an earlier version of the code "
+                           "(`0000000000000000`) that gives the same numbers")
+    assert f"`{group.checks[0].run_id}`" in text and "--retry-stale" not in text
+    assert "| verified: recorded in" in verify.groups_markdown([group])
+
+
+def test_verify_stale_leaves_records_stale_when_a_recomputed_run_disagrees(root):
+    cfgs = table2_grid(get_profile("smoke"))[:1]
+    _made_by_other_code(cfgs)
+    path = record_path(cfgs[0])
+    rec = json.loads(path.read_text())
+    rec["metrics"]["steps"] += 1  # what other code would have computed
+    path.write_text(json.dumps(rec))
+    (group,) = verify.verify_stale("table2", "smoke", sample=1)
+    assert not group.verified
+    assert any(p.startswith("metrics.steps:") for p in group.checks[0].problems)
+    assert equivalence.load_ledger() == []
+    assert registry.is_stale_record(load_record(path))
+    text = verify.groups_markdown([group])
+    assert "stale: recompute them" in text and "metrics.steps" in text
+    assert stale_text([load_record(path)], "table2").startswith("1 of these 1 records")
+
+
+def test_verify_stale_dry_run_writes_nothing(root):
+    cfgs = table2_grid(get_profile("smoke"))[:1]
+    _made_by_other_code(cfgs)
+    (group,) = verify.verify_stale("table2", "smoke", sample=1, write=False)
+    assert group.verified and group.ledger is None
+    assert not (root / "code_equivalence.json").exists()
+    assert "verified (not written)" in verify.groups_markdown([group])
+
+
+def test_verify_stale_cli_and_its_errors(root, capsys):
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke"]) == 0
+    assert "nothing to verify" in capsys.readouterr().out
+    cfgs = table2_grid(get_profile("smoke"))[:1]
+    _made_by_other_code(cfgs)
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--made-by", "ffff"]) == 2
+    err = capsys.readouterr().err
+    assert "no stale record of table2 (smoke) holds code hash 'ffff'" in err
+    assert "0000000000000000" in err
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--run", "nope"]) == 2
+    assert "run id(s) nope name no stale record" in capsys.readouterr().err
+    rid = load_record(record_path(cfgs[0]))["run_id"]
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--run", rid,
+                     "--dry-run"]) == 0
+    assert f"| tracking | 0000000000000000 |" in capsys.readouterr().out
+    assert not (root / "code_equivalence.json").exists()
+    with pytest.raises(ValueError, match="sample=0"):
+        verify.verify_stale("table2", "smoke", sample=0)
