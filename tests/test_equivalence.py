@@ -181,3 +181,17 @@ def test_verify_stale_cli_and_its_errors(root, capsys):
     assert not (root / "code_equivalence.json").exists()
     with pytest.raises(ValueError, match="sample=0"):
         verify.verify_stale("table2", "smoke", sample=0)
+
+
+def test_results_dir_at_sets_and_restores_the_results_folder(tmp_path, monkeypatch):
+    from sst_core.store.records import results_dir, results_dir_at
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "a"))
+    with results_dir_at(tmp_path / "b") as where:
+        assert where == results_dir() == tmp_path / "b"
+    assert results_dir() == tmp_path / "a"
+    monkeypatch.delenv("SST_RESULTS_DIR")
+    with pytest.raises(RuntimeError):
+        with results_dir_at(tmp_path / "c"):
+            raise RuntimeError("inside")
+    assert "SST_RESULTS_DIR" not in __import__("os").environ

@@ -25,6 +25,7 @@ root (the folder holding ``_toc.yml``), else ``./results``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -88,6 +89,22 @@ def results_dir() -> Path:
         return path
     root = project_root()
     return (root / "results") if root else Path("results").resolve()
+
+
+@contextlib.contextmanager
+def results_dir_at(path: Path | str) -> Iterator[Path]:
+    """Inside the block ``$SST_RESULTS_DIR`` is ``path`` (restored after, also when the
+    block sets it itself): what the block stores lands there, the files a run keeps beside
+    its record included."""
+    before = os.environ.get("SST_RESULTS_DIR")
+    os.environ["SST_RESULTS_DIR"] = str(path)
+    try:
+        yield Path(path)
+    finally:
+        if before is None:
+            os.environ.pop("SST_RESULTS_DIR", None)
+        else:
+            os.environ["SST_RESULTS_DIR"] = before
 
 
 def record_path(cfg: Any, root: Path | None = None) -> Path:

@@ -85,6 +85,7 @@ from sst_core.store.records import (
     artifact_path,
     record_problem,
     results_dir,
+    results_dir_at,
 )
 from sst_core.store.replaced import keep_replaced
 from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
@@ -541,19 +542,15 @@ def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
     import torch
 
     before_threads = torch.get_num_threads()
-    before_env = os.environ.get("SST_RESULTS_DIR")
     tmp = None if root is not None else tempfile.mkdtemp(prefix="sst-sweep-time-")
     where = str(root if root is not None else tmp)
     try:
-        start = time.perf_counter()
-        _local([[c] for c in cfgs], workers, (False, False), where, lambda _: None,
-               threads=threads)
-        return time.perf_counter() - start
+        with results_dir_at(where):  # (the local executor points it there itself)
+            start = time.perf_counter()
+            _local([[c] for c in cfgs], workers, (False, False), where, lambda _: None,
+                   threads=threads)
+            return time.perf_counter() - start
     finally:
         torch.set_num_threads(before_threads)
-        if before_env is None:
-            os.environ.pop("SST_RESULTS_DIR", None)
-        else:
-            os.environ["SST_RESULTS_DIR"] = before_env
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -18,7 +18,6 @@ record's and such a group cannot be verified this way: recompute it.
 """
 from __future__ import annotations
 
-import os
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from sst_core.store.records import (
     load_record,
     project_root,
     record_path,
+    results_dir_at,
     run_compute_s,
 )
 
@@ -134,20 +134,15 @@ def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
     if threads:
         torch.set_num_threads(int(threads))
     start = time.perf_counter()
-    results = os.environ.get("SST_RESULTS_DIR")
     try:
-        with tempfile.TemporaryDirectory(prefix="sst-verify-") as scratch:
-            # the scratch folder is the results folder of the whole recompute, so that
-            # nothing it writes (a record, weights, an LRA run's resume state) lands
-            # beside the stored records
-            os.environ["SST_RESULTS_DIR"] = scratch
+        # the scratch folder is the results folder of the whole recompute, so that nothing
+        # it writes (a record, weights, an LRA run's resume state) lands beside the stored
+        # records
+        with tempfile.TemporaryDirectory(prefix="sst-verify-") as scratch, \
+                results_dir_at(scratch):
             new = runs.run(cfg, root=Path(scratch))
     finally:
         torch.set_num_threads(before)
-        if results is None:
-            os.environ.pop("SST_RESULTS_DIR", None)
-        else:
-            os.environ["SST_RESULTS_DIR"] = results
     check.recompute_s = time.perf_counter() - start
     if new.get("code_hash") != current:
         check.problems.append(f"the recomputed run holds code hash {new.get('code_hash')!r}, "
