@@ -121,20 +121,26 @@ glue("lra_compute", compute_text(records), display=False)
 # stored ones predate, checked against the code hashes of the commits either side of it)
 MF_CHANGE = ("it now carries as many fixed-point bits as its working precision, and a run "
              "whose trained spectrum's memory function cannot be computed keeps its accuracy "
-             "instead of failing. Training never reads the memory function, so the accuracies "
-             "are what the current code computes, and each stored memory function passed the "
-             "sum-rule check that the current code applies too.")
+             "instead of failing. Training never reads the memory function, and each stored "
+             "memory function passed the sum-rule check that the current code applies too; "
+             "computed again under the current code, a memory function after training can "
+             "differ slightly (`sst verify-stale` found such differences), so these records "
+             "stay marked until they are computed again.")
 STALE_CAUSE = (" The change since concerns the memory function only (commit `bf5aca5`): "
                + MF_CHANGE)
-# the LRA runs' code changed once more (checked against the code before it on small runs
-# of every task, learned and frozen, with dropout: the same numbers)
+# the LRA runs' code changed once more (a run computed with and without its per-epoch
+# saves gives the same numbers; `sst verify-stale lra` then found that a stored ListOps
+# run is not reproduced by a fresh process: rounding that differs between processes)
 LRA_STALE_CAUSE = (" Two changes since, neither to what training computes. For the records "
                    "made before commit `bf5aca5`, the memory function: " + MF_CHANGE
                    + " And since commit `57f76f7` a run saves its state after every epoch, "
-                   "so that a run stopped with its session goes on from there: a run that is "
-                   "never stopped computes exactly what the earlier code computed, and one "
-                   "stopped and resumed ends with the same numbers as one that is not (both "
-                   "tested).")
+                   "so that a run stopped with its session goes on from there; the saves do "
+                   "not change what a run computes (tested). Still, each record is one sample "
+                   "of its run, not the number every process would give: computed again in a "
+                   "fresh process, a stored ListOps run followed its curves for the first "
+                   "epochs and then drifted away from them (`sst verify-stale lra`), as "
+                   "rounding that differs between processes is amplified by training, the same "
+                   "spread that Table 2's chapter measures for the trackers.")
 stale_lra = stale_text(records, "lra")
 glue("lra_stale_text", Markdown(stale_lra + LRA_STALE_CAUSE if stale_lra else ""),
      display=False)
