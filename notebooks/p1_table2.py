@@ -54,6 +54,7 @@ from sst_core.reports.paper1 import (
     table2_disagreements,
     table2_spread,
     width_ablation,
+    width_ablation_text,
 )
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import get_profile
@@ -299,16 +300,7 @@ widths = experiments_runs.run_all(paper1.width_grid(P), desc="width ablation",
 wtable = width_ablation(P)
 if P.width_d_models:
     display(wtable)
-    closes = {}
-    for d in wtable.data:
-        closes.setdefault((d["model"], d["group"]), []).append(d)
-    rising = sum(1 for cells in closes.values()
-                 if cells[-1]["m_p"] is not None and (cells[0]["m_p"] or 0) < cells[-1]["m_p"])
-    reach = sum(1 for cells in closes.values() if cells[-1]["paper"] is not None
-                and cells[-1]["m_p"] is not None and cells[-1]["m_p"] >= cells[-1]["paper"])
-    width_text = (f"Of the {len(closes)} model-group pairs, m_p at the widest "
-                  f"(d_model {P.width_d_models[-1]}) is above that at the narrowest in {rising}, "
-                  f"and reaches the paper's value in {reach}.")
+    width_text = width_ablation_text(wtable, P.width_d_models)
 else:
     width_text = f"The profile `{P.name}` runs no width ablation; `standard` does."
 glue("t2_width_text", width_text, display=False)

@@ -347,3 +347,27 @@ def test_shown_text_writes_a_typed_cell_as_the_table_does():
     assert shown_text("missing", None) == "missing" and shown_text("diverged", None) == "diverged"
     assert shown_text("fail", None) == "fail" and shown_text("ok", 300) == "300"
     assert shown_text("ok", 300, [100, 300]) == "300 [100–300]"
+
+
+def test_the_width_ablation_text_says_which_gaps_width_closes():
+    from sst_core.reports import Table
+    from sst_core.reports.paper1 import width_ablation_text
+
+    def cell(model, w, m_p, paper, status="ok"):
+        return {"model": model, "group": "C2", "d_model": w, "m_p": m_p, "status": status,
+                "paper": paper}
+
+    data = [cell("a", 16, 100, 200), cell("a", 64, 200, 200),  # closed by width
+            cell("b", 16, 1000, 1000), cell("b", 64, 1000, 1000),  # never open
+            cell("c", 16, None, 100), cell("c", 64, 60, 100),  # rises, stays open
+            cell("d", 16, 300, None), cell("d", 64, None, None),  # paper fails too: reached
+            cell("e", 16, 100, "missing"), cell("e", 64, 300, "missing"),  # no paper value
+            cell("f", 16, 100, 100), cell("f", 64, None, 100, "missing")]  # not stored yet
+    text = width_ablation_text(Table("t", [], [], "", [], data), (16, 32, 64))
+    assert text == (
+        "Of the 5 model-group pairs, m_p at the widest (d_model 64) is above that at the "
+        "narrowest (d_model 16) in 3 (a C2, c C2, e C2). Already at the narrowest width 2 "
+        "(b C2, d C2) reach the paper's value; width closes the gap in 1 (a C2); it stays "
+        "open at d_model 64 in 1 (c C2: 60 against 100). 1 more pair has runs missing.")
+    assert width_ablation_text(Table("t", [], [], "", [], data[-2:]), (16, 64)) == \
+        "No model-group pair of the width ablation has its runs stored yet."

@@ -608,6 +608,49 @@ def width_ablation(P: Profile, root=None) -> Table:
                  note, ids, data)
 
 
+def width_ablation_text(table: Table, widths: Sequence[int]) -> str:
+    """The width ablation's answer (:func:`width_ablation`'s ``table`` over ``widths``): per
+    model-group pair, whether m_p at the widest width is above that at the narrowest, and
+    whether the gap to the paper's value (at d_model 698) was never open (reached at the
+    narrowest width already), closes with width (reached at the widest only) or stays open,
+    naming the pairs; a pair with a width not stored yet is left out and counted."""
+    pairs: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for d in table.data:
+        pairs.setdefault((d["model"], d["group"]), {})[d["d_model"]] = d
+    lo_w, hi_w = widths[0], widths[-1]
+    rising, reached, closes, stays, incomplete = [], [], [], [], 0
+    for (model, group), cells in pairs.items():
+        lo, hi = cells.get(lo_w), cells.get(hi_w)
+        if lo is None or hi is None or "missing" in (lo["status"], hi["status"]):
+            incomplete += 1
+            continue
+        label = f"{model} {group}"
+        if _rank(hi["m_p"]) > _rank(lo["m_p"]):
+            rising.append(label)
+        paper = hi["paper"]
+        if paper == "missing":
+            continue
+        if _rank(lo["m_p"]) >= _rank(paper):
+            reached.append(label)
+        elif _rank(hi["m_p"]) >= _rank(paper):
+            closes.append(label)
+        else:
+            stays.append(f"{label}: {fmt(hi['m_p'])} against {fmt(paper)}")
+    n = len(pairs) - incomplete
+    if not n:
+        return "No model-group pair of the width ablation has its runs stored yet."
+
+    def named(items: list[str]) -> str:
+        return f"{len(items)} ({', '.join(items)})" if items else "none"
+
+    return (f"Of the {n} model-group pairs, m_p at the widest (d_model {hi_w}) is above that "
+            f"at the narrowest (d_model {lo_w}) in {named(rising)}. Already at the narrowest "
+            f"width {named(reached)} reach the paper's value; width closes the gap in "
+            f"{named(closes)}; it stays open at d_model {hi_w} in {named(stays)}."
+            + (f" {incomplete} more pair{'s have' if incomplete > 1 else ' has'} runs "
+               "missing." if incomplete else ""))
+
+
 def longest_stall(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The most steps any run that passed 60 spent at one curriculum length before moving
     on (to the next length, or past 60): a plateau rule (``plateau_steps``) shorter than
