@@ -178,6 +178,14 @@ def test_verify_stale_cli_and_its_errors(root, capsys):
     assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--run", rid,
                      "--dry-run"]) == 0
     assert f"| tracking | 0000000000000000 |" in capsys.readouterr().out
+    # a named run limits the check to its group: a second group is not sampled
+    other = table2_grid(get_profile("smoke"))[1]
+    run(other)
+    rec = json.loads(record_path(other).read_text())
+    rec["code_hash"] = "1111111111111111"
+    record_path(other).write_text(json.dumps(rec))
+    groups = verify.verify_stale("table2", "smoke", run_ids=[rid], write=False)
+    assert [g.made_by for g in groups] == ["0000000000000000"]
     assert not (root / "code_equivalence.json").exists()
     with pytest.raises(ValueError, match="sample=0"):
         verify.verify_stale("table2", "smoke", sample=0)

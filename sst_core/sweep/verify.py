@@ -19,6 +19,7 @@ record's and such a group cannot be verified this way: recompute it.
 from __future__ import annotations
 
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -99,18 +100,19 @@ def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence
     if unknown:
         raise ValueError(f"run id(s) {', '.join(unknown)} name no stale record of {sweep} "
                          f"({profile})" + (f" made by {made_by}" if made_by else ""))
+    if run_ids:  # only the groups of the runs named, never a sample of the others
+        groups = {k: v for k, v in groups.items() if any(r["run_id"] in run_ids for r in v)}
     out = []
     for (experiment, old), records in sorted(groups.items()):
         current = code_hash(experiment, records[0]["config"])
         group = Group(experiment, old, current, sorted(r["run_id"] for r in records))
-        named = [r for r in records if r["run_id"] in run_ids]
-        chosen = named or sorted((r for r in records if r["status"] == "ok"),
-                                 key=run_compute_s)[:sample]
+        chosen = ([r for r in records if r["run_id"] in run_ids] if run_ids else
+                  sorted((r for r in records if r["status"] == "ok"), key=run_compute_s)[:sample])
         for record in chosen:
             report(f"{experiment}: recomputing {record['run_id']} (made by {old}; stored "
                    f"compute {run_compute_s(record):.0f} s)")
-            group.checks.append(_check(cfgs[record["run_id"]], record, current))
-            check = group.checks[-1]
+            check = _check(cfgs[record["run_id"]], record, current)
+            group.checks.append(check)
             report(f"{experiment}: {record['run_id']}: " + (
                 f"agrees (largest difference {check.largest_difference:.2g})"
                 if not check.problems else f"{len(check.problems)} difference(s): "
@@ -124,9 +126,7 @@ def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence
 
 
 def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
-    import time
-
-    import torch
+    import torch  # (only when a run is computed: the CLI stays quick to start)
 
     check = Check(record["run_id"], run_compute_s(record))
     threads = (record.get("host") or {}).get("torch_threads")
