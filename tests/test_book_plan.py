@@ -112,7 +112,14 @@ def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, c
     monkeypatch.setattr(runner, "ensure_vendor", lambda *a, **k: None)
     monkeypatch.setattr(runner, "run_notebooks", lambda *a, **k: order.append("run") or [])
     monkeypatch.setattr(runner, "jupyter_book_build", lambda *a, **k: order.append("build"))
-    runner.build_book(ROOT, "smoke", results=root / "elsewhere")
+    project = root / "project"  # a build leaves its manifest under <project>/_build
+    project.mkdir()
+    for name in ("_toc.yml", "_config.yml"):
+        (project / name).write_text((ROOT / name).read_text())
+    (project / "notebooks").mkdir()
+    for py in (ROOT / "notebooks").glob("*.py"):
+        (project / "notebooks" / py.name).write_text(py.read_text())
+    runner.build_book(project, "smoke", results=root / "elsewhere")
     out = capsys.readouterr().out
     assert out.index("sst book --plan, profile smoke") < out.index("[sst] book built")
     assert "p1_table2" in out and order == ["run", "build"]

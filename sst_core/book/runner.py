@@ -12,12 +12,14 @@ Each notebook run ends with one summary line: name, profile, wall time, ok/faile
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,6 +33,13 @@ from sst_core.spec import profiles as spec_profiles
 # A smoke cell that runs longer than this has hung (e.g. nbclient issue 312 with widgets):
 # fail instead of stalling CI. Larger profiles train for hours and have no limit.
 CELL_TIMEOUT_S = {"smoke": 600}
+
+
+# What a build leaves beside the site: its profile, each notebook's run and a digest of the
+# inputs it was built from, so a later step can tell whether the site is still current.
+BUILD_MANIFEST = Path("_build") / "sst-book.json"
+# The inputs a build reads (besides records): the book's sources and the package.
+BUILD_INPUTS = ("_config.yml", "_toc.yml", "jupytext.toml", "book", "notebooks", "sst_core")
 
 
 class BookError(RuntimeError):
@@ -328,11 +337,53 @@ def jupyter_book_build(root: Path, echo: bool = True) -> None:
         raise BookError(f"jupyter-book build failed (exit {done.returncode})\n{detail}")
 
 
+def inputs_digest(root: Path) -> str:
+    """sha256 over the path and bytes of every file a build reads besides the records
+    (:data:`BUILD_INPUTS`; executed ``.ipynb`` and caches left out), in path order."""
+    digest = hashlib.sha256()
+    for name in BUILD_INPUTS:
+        top = root / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for path in files:
+            rel = path.relative_to(root).as_posix()
+            if "__pycache__" in path.parts or ".ipynb_checkpoints" in path.parts \
+                    or path.suffix in (".pyc", ".ipynb"):
+                continue
+            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def current_build(root: Path, profile: str) -> tuple[list[NotebookRun] | None, str]:
+    """The notebook runs of the site under ``root/_build/html`` when :func:`build_book` made
+    it with ``profile`` from the inputs ``root`` holds now; else None. The second item says
+    which, in words (for a caller that falls back to building)."""
+    path = root / BUILD_MANIFEST
+    if not path.is_file():
+        return None, f"{path} does not exist"
+    try:
+        manifest = json.loads(path.read_text())
+        runs = [NotebookRun(**run) for run in manifest["runs"]]
+        built_profile, built_digest = manifest["profile"], manifest["inputs"]
+    except (ValueError, KeyError, TypeError) as err:
+        return None, f"{path} is not a build manifest ({type(err).__name__}: {err})"
+    if built_profile != profile:
+        return None, f"the site at {root} was built with profile {built_profile!r}, not {profile!r}"
+    if built_digest != inputs_digest(root):
+        return None, f"the sources at {root} changed since its site was built"
+    if not (root / "_build" / "html" / "index.html").is_file():
+        return None, f"{root / '_build' / 'html' / 'index.html'} is missing"
+    return runs, f"the site at {root} was built with profile {profile} from these sources"
+
+
 def build_book(root: Path, profile: str, results: Path | None = None,
                echo: bool = True) -> list[NotebookRun]:
-    """Execute every notebook, then build ``root/_build/html`` strictly."""
+    """Execute every notebook, then build ``root/_build/html`` strictly, and leave
+    :data:`BUILD_MANIFEST` beside it (see :func:`current_build`)."""
     start = time.perf_counter()
     read_toc(root)  # a wrong root is named before anything is fetched or run
+    manifest = root / BUILD_MANIFEST
+    manifest.unlink(missing_ok=True)  # a failed build leaves none
+    digest = inputs_digest(root)  # the sources as the notebooks read them
     ensure_vendor(root, quiet=not echo)
     if echo:  # what will be computed, and roughly how long, before anything runs
         from sst_core.book.plan import book_plan, plan_text
@@ -345,6 +396,9 @@ def build_book(root: Path, profile: str, results: Path | None = None,
     if failed:
         raise BookError("notebook(s) failed: " + "; ".join(f"{r.name}: {r.error}" for r in failed))
     jupyter_book_build(root, echo=echo)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    manifest.write_text(json.dumps({"profile": profile, "inputs": digest,
+                                    "runs": [asdict(run) for run in runs]}, indent=1))
     if echo:
         print(f"[sst] book built with profile={profile} in {time.perf_counter() - start:.1f}s: "
               f"{root / '_build' / 'html' / 'index.html'}")

@@ -2,20 +2,28 @@
 
 The copy keeps the working tree clean (no executed .ipynb, no smoke records) and lets
 the notebook and browser tests share one execution of every notebook.
+
+With ``SST_TEST_BUILT_BOOK=1`` (set by ``.ci/run``, which builds the strict smoke book just
+before the tests) the tests check the project's own ``_build`` instead, when
+``runner.current_build`` finds that it was built with profile smoke from the sources as they
+are now; otherwise they build their own copy as usual and say why.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from sst_core.book.runner import BookError, NotebookRun, build_book
+from sst_core.book.runner import BookError, NotebookRun, build_book, current_build
 from sst_core.book.vendor import ensure_vendor
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "jupytext.toml", "book")
+REUSE_ENV = "SST_TEST_BUILT_BOOK"
 
 
 @dataclass
@@ -42,6 +50,11 @@ def copy_project(dest: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_book(tmp_path_factory) -> BuiltBook:
+    if os.environ.get(REUSE_ENV) == "1":
+        runs, why = current_build(ROOT, "smoke")
+        if runs is not None:
+            return BuiltBook(ROOT, runs)
+        warnings.warn(f"{REUSE_ENV}=1 but {why}: building the smoke book again")
     root = copy_project(tmp_path_factory.mktemp("smoke_book"))
     book = BuiltBook(root)
     try:
