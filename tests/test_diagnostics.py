@@ -526,3 +526,72 @@ def test_median_ratio_against_a_plain_loop_and_a_heavy_tail():
     q_med = dg.median_ratio(tail, s, W_out=W, n_g=n_g)
     assert np.all(q_mean > 10 * q_med)
     assert np.isnan(dg.median_ratio(h[:, :1], np.zeros((b, 1), int), n_g=n_g)[0])  # one class
+
+
+# -- the per-time statistics in blocks of times -------------------------------------------
+@pytest.mark.parametrize("b,L,width,budget", [
+    (7, 1, 3, 1), (7, 2, 3, 1), (7, 3, 3, 1), (7, 63, 3, 1), (5, 1000, 4, 8 * 5 * 4 * 7),
+    (5, 1000, 4, 10 ** 12), (3, 0, 2, 1), (11, 64, 5, 8 * 11 * 5 * 3)])
+def test_time_blocks_cover_every_time_once_and_never_one_time_alone(monkeypatch, b, L, width,
+                                                                     budget):
+    monkeypatch.setattr(dg, "TIME_BLOCK_BYTES", budget)
+    blocks = dg._time_blocks(b, L, width)
+    times = [t for blk in blocks for t in range(*blk.indices(L))]
+    assert times == list(range(L))
+    lengths = [blk.stop - blk.start for blk in blocks]
+    assert all(n >= 2 for n in lengths) or L < 2
+    fits = max(2, budget // (8 * b * width))  # the most times that fit, at least two
+    assert all(n <= fits + 1 for n in lengths)  # a last single time joins the block before
+
+
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_statistics_in_blocks_of_times_equal_those_of_the_whole_array(monkeypatch, L):
+    """Each time's statistics read only that time's samples: computed a few times at a time
+    they are those of the whole array; to the bit without a readout (and for q_split and the
+    decoded labels), to rounding (a matrix product of another shape) with one."""
+    rng = np.random.default_rng(L)
+    b, d, n_g = 24, 5, 6
+    h = rng.standard_normal((b, L, d)).cumsum(axis=1)
+    s = rng.integers(0, n_g, (b, L))
+    W = rng.standard_normal((n_g, d))
+    Q = np.linalg.qr(rng.standard_normal((d, 2)))[0]
+
+    def everything():
+        dist, plain = dg.distinguishability(h, s, W_out=W, n_g=n_g), \
+            dg.distinguishability(torch.from_numpy(h).float(), s, n_g=n_g)
+        return ([dist.R, dist.M, dist.q, dist.q_sqrt, dg.median_ratio(h, s, W_out=W, n_g=n_g)],
+                [plain.R, plain.M, plain.q, *dg.q_split(h, s, Q, W_out=W, n_g=n_g),
+                 *dg.q_split(h, s, [Q] * L, n_g=n_g),
+                 dg.label_free_states(h, W, 0.1 * np.arange(n_g), method="decoded")])
+
+    monkeypatch.setattr(dg, "TIME_BLOCK_BYTES", 10 ** 12)
+    close_whole, exact_whole = everything()
+    monkeypatch.setattr(dg, "TIME_BLOCK_BYTES", 8 * b * 3 * d * 3)  # a few times per block
+    assert len(dg._time_blocks(b, L, 3 * d)) == max(1, L // 3)  # q_split's: 3 times each
+    close_blocks, exact_blocks = everything()
+    for whole, blocks in zip(exact_whole, exact_blocks):
+        np.testing.assert_array_equal(whole, blocks)
+    for whole, blocks in zip(close_whole, close_blocks):
+        np.testing.assert_allclose(whole, blocks, rtol=1e-13, atol=0)
+
+
+def test_the_statistics_of_many_classes_stay_within_the_block_budget(monkeypatch):
+    """The readout of a 60-class group (A5) made the whole-array working set (b, L, 60)
+    several times the states themselves; in blocks the peak is the budget's order."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    b, L, d, n_g = 256, 200, 8, 60
+    h = rng.standard_normal((b, L, d))  # 3.3 MB
+    s = rng.integers(0, n_g, (b, L))
+    W = rng.standard_normal((n_g, d))
+    whole = 8 * b * L * n_g  # 24.6 MB: one (b, L, 60) float64 array
+    monkeypatch.setattr(dg, "TIME_BLOCK_BYTES", 2 * 2 ** 20)
+    for f in (lambda: dg.distinguishability(h, s, W_out=W, n_g=n_g),
+              lambda: dg.median_ratio(h, s, W_out=W, n_g=n_g),
+              lambda: dg.label_free_states(h, W, method="decoded")):
+        tracemalloc.start()
+        f()
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < whole / 3, f"peak {peak / 2 ** 20:.1f} MiB"

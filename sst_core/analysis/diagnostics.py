@@ -88,6 +88,49 @@ def _hidden(h, name: str = "h") -> np.ndarray:
     return arr
 
 
+def _time_view(h, name: str = "h"):
+    """``h`` ``(b, L, d)`` checked but not converted (a numpy array or a CPU tensor), for
+    :func:`_time_block` to convert one block of times at a time."""
+    if isinstance(h, torch.Tensor):
+        h = h.detach().cpu()
+        if h.is_complex():
+            raise ValueError(f"{name} is complex; stack it as [Re; Im] along the last axis")
+    else:
+        h = np.asarray(h)
+        if np.iscomplexobj(h):
+            raise ValueError(f"{name} is complex; stack it as [Re; Im] along the last axis")
+    if h.ndim != 3:
+        raise ValueError(f"{name} must have shape (b, L, d), got {tuple(h.shape)}")
+    return h
+
+
+# The per-time statistics (centroids, R, M, q, their median and U-split variants, decoded
+# labels) of one time read only that time's samples, so the functions below go through the
+# times in blocks whose float64 working arrays (b, block, width) stay within this many
+# bytes: same numbers, bounded memory. Without it, an A5 tracker's diagnostics at 20,480
+# words x 1,000 steps (60 classes) needed over 24 GiB and were killed.
+TIME_BLOCK_BYTES = 512 * 2 ** 20
+
+
+def _time_blocks(b: int, L: int, width: int) -> list[slice]:
+    """Consecutive slices covering the L times such that a float64 array
+    ``(b, block, width)`` stays within :data:`TIME_BLOCK_BYTES`, none of one time unless
+    L is 1 (numpy's einsum sums a ``(b, 1, k)`` array in another order than the same
+    time inside a longer block; from two times on the sums are those of the whole array,
+    to the bit, which the tests check)."""
+    per_time = 8 * max(1, b) * max(1, width)
+    n = max(2, TIME_BLOCK_BYTES // per_time)
+    starts = list(range(0, L, n))
+    if len(starts) > 1 and L - starts[-1] == 1:
+        starts.pop()  # the last block takes the one time left over
+    return [slice(i, j) for i, j in zip(starts, starts[1:] + [L])] or [slice(0, 0)]
+
+
+def _time_block(h, blk: slice) -> np.ndarray:
+    """Times ``blk`` of ``h`` (a :func:`_time_view`) as a contiguous float64 ``(b, l, d)``."""
+    return np.ascontiguousarray(_to_numpy(h[:, blk], "h"))
+
+
 def _states(states, h_shape: tuple[int, ...], n_g: int | None) -> tuple[np.ndarray, int]:
     if isinstance(states, torch.Tensor):
         states = states.detach().cpu().numpy()
@@ -220,14 +263,18 @@ def distinguishability(h, states, W_out=None, n_g: int | None = None) -> Disting
             identity when None. Its bias plays no role (it cancels in differences).
         n_g: number of classes; default ``max(states) + 1``.
     """
-    h = _hidden(h)
+    h = _time_view(h)
     s, n_g = _states(states, h.shape, n_g)
-    W = _readout(W_out, h.shape[2])
-    hw = h if W is None else h @ W.T  # (b, L, k): centroids of W h are W c, by linearity
-    c, present = centroids(hw, s, n_g)  # (L, n_g, k)
-    r = _residuals(hw, s, c)  # (b, L, k)
-    R = np.einsum("blk,blk->l", r, r) / h.shape[0]  # (L,)
-    M = _min_gap(c, present)  # (L,)
+    b, L, d = h.shape
+    W = _readout(W_out, d)
+    R, M = np.empty(L), np.empty(L)  # (L,) each
+    for blk in _time_blocks(b, L, d + 3 * (d if W is None else W.shape[0])):
+        hb = _time_block(h, blk)  # (b, l, d)
+        hw = hb if W is None else hb @ W.T  # (b, l, k): centroids of W h are W c, by linearity
+        c, present = centroids(hw, s[:, blk], n_g)  # (l, n_g, k)
+        r = _residuals(hw, s[:, blk], c)  # (b, l, k)
+        R[blk] = np.einsum("blk,blk->l", r, r) / b  # (l,)
+        M[blk] = _min_gap(c, present)  # (l,)
     q, q_sqrt = _ratios(R, M)
     return Distinguishability(R=R, M=M, q=q, q_sqrt=q_sqrt)
 
@@ -243,15 +290,20 @@ def median_ratio(h, states, W_out=None, n_g: int | None = None) -> np.ndarray:
     decoding, which fails one sample at a time, follows the typical sample. Arguments and
     NaN / inf conventions as in :func:`distinguishability`.
     """
-    h = _hidden(h)
+    h = _time_view(h)
     s, n_g = _states(states, h.shape, n_g)
-    W = _readout(W_out, h.shape[2])
-    hw = h if W is None else h @ W.T  # (b, L, k)
-    c, present = centroids(hw, s, n_g)  # (L, n_g, k)
-    r = _residuals(hw, s, c)  # (b, L, k)
-    spread = np.median(np.einsum("blk,blk->bl", r, r), axis=0)  # (L,)
+    b, L, d = h.shape
+    W = _readout(W_out, d)
+    spread, M = np.empty(L), np.empty(L)  # (L,) each
+    for blk in _time_blocks(b, L, d + 3 * (d if W is None else W.shape[0])):
+        hb = _time_block(h, blk)  # (b, l, d)
+        hw = hb if W is None else hb @ W.T  # (b, l, k)
+        c, present = centroids(hw, s[:, blk], n_g)  # (l, n_g, k)
+        r = _residuals(hw, s[:, blk], c)  # (b, l, k)
+        spread[blk] = np.median(np.einsum("blk,blk->bl", r, r), axis=0)  # (l,)
+        M[blk] = _min_gap(c, present)  # (l,)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return spread / _min_gap(c, present)
+        return spread / M
 
 
 # -- without the oracle: labels from the hidden states alone ------------------------------
@@ -272,18 +324,23 @@ def label_free_states(h, W_out, b_out=None, method: str = "decoded", n_g: int | 
     equals the oracle q(t) when the states cluster perfectly by class (a cluster is a class
     up to renaming, and q does not depend on the names).
     """
-    h = _hidden(h)
+    h = _time_view(h)
     W = _readout(W_out, h.shape[2])
     if W is None:
         raise ValueError("W_out is needed: the labels are read through the readout")
     if method not in LABEL_FREE_METHODS:
         raise ValueError(f"unknown method {method!r}; allowed: {', '.join(LABEL_FREE_METHODS)}")
     if method == "decoded":
-        hw = h @ W.T  # (b, L, k)
         if isinstance(W_out, torch.nn.Linear) and b_out is None and W_out.bias is not None:
             b_out = W_out.bias
         bias = 0.0 if b_out is None else _to_numpy(b_out, "b_out")
-        return np.argmax(hw + bias, axis=-1).astype(np.int64)  # (b, L)
+        b, L, d = h.shape
+        labels = np.empty((b, L), dtype=np.int64)  # (b, L)
+        for blk in _time_blocks(b, L, d + 2 * W.shape[0]):
+            hw = _time_block(h, blk) @ W.T  # (b, l, k)
+            labels[:, blk] = np.argmax(hw + bias, axis=-1)  # (b, l)
+        return labels
+    h = _hidden(h)
     n_g = W.shape[0] if n_g is None else n_g
     if isinstance(n_g, bool) or not isinstance(n_g, (int, np.integer)) or n_g < 1:
         raise ValueError(f"n_g must be a positive int, got {n_g!r}")
@@ -346,7 +403,7 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
     Returns:
         ``(q_U, q_U_perp)``, each ``(L,)``; NaN where ``M`` is.
     """
-    h = _hidden(h)
+    h = _time_view(h)
     s, n_g = _states(states, h.shape, n_g)
     b, L, d = h.shape
     W = _readout(W_out, d)
@@ -364,17 +421,19 @@ def q_split(h, states, Q, W_out=None, n_g: int | None = None) -> tuple[np.ndarra
         if Qt.ndim != 2 or Qt.shape[0] != d:
             raise ValueError(f"Q[{i}] must have shape (d, r) with d={d}, got {Qt.shape}")
         _orthonormal(Qt, f"Q[{i}]")
-    c, present = centroids(h, s, n_g)  # (L, n_g, d)
-    r = _residuals(h, s, c)  # (b, L, d)
     Wm = np.eye(d) if W is None else W  # (k, d)
-    M = _min_gap(c @ Wm.T, present)  # (L,)
-    R_U, R_perp = np.empty(L), np.empty(L)
-    for i in range(L):
-        rt = r[:, i]  # (b, d)
-        rU = (rt @ Qs[i]) @ Qs[i].T  # (b, d)  P_U r
-        wU, wP = rU @ Wm.T, (rt - rU) @ Wm.T  # (b, k)
-        R_U[i] = np.einsum("bk,bk->", wU, wU) / b
-        R_perp[i] = np.einsum("bk,bk->", wP, wP) / b
+    M, R_U, R_perp = np.empty(L), np.empty(L), np.empty(L)  # (L,) each
+    for blk in _time_blocks(b, L, 3 * d):
+        hb = _time_block(h, blk)  # (b, l, d)
+        c, present = centroids(hb, s[:, blk], n_g)  # (l, n_g, d)
+        r = _residuals(hb, s[:, blk], c)  # (b, l, d)
+        M[blk] = _min_gap(c @ Wm.T, present)  # (l,)
+        for j, i in enumerate(range(*blk.indices(L))):
+            rt = r[:, j]  # (b, d)
+            rU = (rt @ Qs[i]) @ Qs[i].T  # (b, d)  P_U r
+            wU, wP = rU @ Wm.T, (rt - rU) @ Wm.T  # (b, k)
+            R_U[i] = np.einsum("bk,bk->", wU, wU) / b
+            R_perp[i] = np.einsum("bk,bk->", wP, wP) / b
     with np.errstate(invalid="ignore", divide="ignore"):
         return R_U / M, R_perp / M
 

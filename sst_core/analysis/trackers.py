@@ -77,9 +77,22 @@ def held_out_words(cfg: TrackingConfig, n: int, length: int, seed: int,
 
 
 def readout_states(model, words: np.ndarray) -> np.ndarray:
-    """The last layer's hidden states of ``words`` (b, L): (b, L, d) float64."""
+    """The last layer's hidden states of ``words`` (b, L): (b, L, d) in the model's dtype.
+
+    Not converted to float64 here: the diagnostics of
+    :mod:`sst_core.analysis.diagnostics` convert a block of times at a time, which gives
+    the same float64 numbers without a float64 copy of every state (an A5 tracker's 20,480
+    words x 1,000 steps x 64 features are 10 GiB in float64, half that as the model keeps
+    them)."""
     import torch
 
     with torch.no_grad():
-        return torch.cat([model.hidden_states(torch.from_numpy(words[i:i + STATE_BATCH]))[-1]
-                          for i in range(0, len(words), STATE_BATCH)]).double().numpy()
+        if len(words) == 0:  # the model's own shape of an empty batch
+            return model.hidden_states(torch.from_numpy(words))[-1].numpy()
+        out = None  # (b, L, d), filled a batch of words at a time
+        for i in range(0, len(words), STATE_BATCH):
+            h = model.hidden_states(torch.from_numpy(words[i:i + STATE_BATCH]))[-1]  # (B, L, d)
+            if out is None:
+                out = torch.empty((len(words),) + tuple(h.shape[1:]), dtype=h.dtype)
+            out[i:i + len(h)] = h
+    return out.numpy()
