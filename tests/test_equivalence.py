@@ -154,6 +154,24 @@ def test_verify_stale_leaves_records_stale_when_a_recomputed_run_disagrees(root)
     assert stale_text([load_record(path)], "table2").startswith("1 of these 1 records")
 
 
+def test_verify_stale_recomputes_an_analysis_from_its_stored_tracker(root):
+    """An analysis reads its trained tracker: the recompute gets copies of the tracker's
+    record and weights in its scratch folder, and the stored ones stay as they are."""
+    from sst_core.experiments.paper1 import diagnostics_grid
+    from sst_core.store.records import artifact_path
+
+    cfg = diagnostics_grid(get_profile("smoke"))[0]
+    run(cfg.run)
+    tracker = [record_path(cfg.run).read_bytes(), artifact_path(cfg.run, ".pt").read_bytes()]
+    _made_by_other_code([cfg])
+    files = {p for p in root.rglob("*") if p.is_file()}
+    (group,) = verify.verify_stale("diagnostics", "smoke", sample=1)
+    assert group.experiment == "tracking_diagnostics" and group.verified, group.checks[0].problems
+    assert [record_path(cfg.run).read_bytes(), artifact_path(cfg.run, ".pt").read_bytes()] == tracker
+    assert {p for p in root.rglob("*") if p.is_file()} - files == {root / "code_equivalence.json"}
+    assert not registry.is_stale_record(load_record(record_path(cfg)))
+
+
 def test_verify_stale_dry_run_writes_nothing(root):
     cfgs = table2_grid(get_profile("smoke"))[:1]
     _made_by_other_code(cfgs)

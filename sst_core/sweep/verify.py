@@ -33,9 +33,11 @@ from sst_core.spec.profiles import get_profile
 from sst_core.store import equivalence
 from sst_core.store.provenance import git_commit
 from sst_core.store.records import (
+    artifact_path,
     load_record,
     project_root,
     record_path,
+    results_dir,
     results_dir_at,
     run_compute_s,
 )
@@ -111,7 +113,7 @@ def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence
         for record in chosen:
             report(f"{experiment}: recomputing {record['run_id']} (made by {old}; stored "
                    f"compute {run_compute_s(record):.0f} s)")
-            check = _check(cfgs[record["run_id"]], record, current)
+            check = _check(cfgs[record["run_id"]], record, current, root or results_dir())
             group.checks.append(check)
             report(f"{experiment}: {record['run_id']}: " + (
                 f"agrees (largest difference {check.largest_difference:.2g})"
@@ -125,7 +127,7 @@ def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence
     return out
 
 
-def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
+def _check(cfg: Any, record: dict[str, Any], current: str, stored: Path) -> Check:
     import torch  # (only when a run is computed: the CLI stays quick to start)
 
     check = Check(record["run_id"], run_compute_s(record))
@@ -140,6 +142,7 @@ def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
         # records
         with tempfile.TemporaryDirectory(prefix="sst-verify-") as scratch, \
                 results_dir_at(scratch):
+            stage_tracker(cfg, stored, Path(scratch))
             new = runs.run(cfg, root=Path(scratch))
     finally:
         torch.set_num_threads(before)
@@ -155,6 +158,24 @@ def _check(cfg: Any, record: dict[str, Any], current: str) -> Check:
         record["metrics"], new["metrics"])
     check.problems += problems
     return check
+
+
+def stage_tracker(cfg: Any, stored: Path, scratch: Path) -> None:
+    """An analysis (a config with a ``run``: the trained tracker it reads) recomputed in
+    ``scratch`` reads that tracker's stored record and weights: copied there from the
+    results folder ``stored`` (copies, so the recompute cannot touch the originals). A
+    training run has nothing to stage; a tracker that is not stored is left for the
+    analysis to name (``TrackerMissing``)."""
+    import shutil
+
+    run = getattr(cfg, "run", None)
+    if run is None:
+        return
+    for src, dst in ((record_path(run, stored), record_path(run, scratch)),
+                     (artifact_path(run, ".pt", stored), artifact_path(run, ".pt", scratch))):
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
 
 
 def _entry(group: Group, profile: str, sample: int, run_ids: Sequence[str]) -> dict[str, Any]:
