@@ -58,12 +58,12 @@ def test_each_kind_of_difference_is_named(change, where):
 # -- the ledger -------------------------------------------------------------------------------
 
 def _entry(**kw):
-    return {"experiment": "lra", "from": "aaaa", "to": "bbbb", "runs": [{"run_id": "r1"}],
-            **kw}
+    return {"experiment": "lra", "from": "aaaa", "to": "bbbb", "profile": "standard",
+            "runs": [{"run_id": "r1"}], **kw}
 
 
 def test_a_ledger_entry_makes_exactly_its_old_hash_current_for_its_experiment(root):
-    rec = {"experiment": "lra", "code_hash": "aaaa"}
+    rec = {"experiment": "lra", "code_hash": "aaaa", "profile": "standard"}
     assert not equivalence.same_code(rec, "bbbb")
     assert equivalence.same_code(rec, "aaaa") and equivalence.same_code(rec, None)
     path = equivalence.add_entry(_entry())
@@ -72,10 +72,16 @@ def test_a_ledger_entry_makes_exactly_its_old_hash_current_for_its_experiment(ro
     assert equivalence.entry_for(rec, "bbbb")["runs"] == [{"run_id": "r1"}]
     assert not equivalence.same_code(rec, "cccc")  # the code changed again: no chaining
     assert not equivalence.same_code({**rec, "experiment": "tracking"}, "bbbb")
-    assert not equivalence.same_code({"experiment": "lra"}, "bbbb")  # no code hash
-    # an entry for the same pair replaces the earlier one
+    assert not equivalence.same_code({"experiment": "lra", "profile": "standard"}, "bbbb")
+    # an entry holds for its profile only: a check passed on quick records of that code
+    # says nothing of its standard ones, nor the other way round
+    assert not equivalence.same_code({**rec, "profile": "quick"}, "bbbb")
+    equivalence.add_entry(_entry(profile="quick", runs=[{"run_id": "q1"}]))
+    assert equivalence.entry_for({**rec, "profile": "quick"}, "bbbb")["runs"] == [{"run_id": "q1"}]
+    assert equivalence.entry_for(rec, "bbbb")["runs"] == [{"run_id": "r1"}]
+    # an entry for the same pair and profile replaces the earlier one
     equivalence.add_entry(_entry(runs=[{"run_id": "r2"}]))
-    assert [e["runs"] for e in equivalence.load_ledger()] == [[{"run_id": "r2"}]]
+    assert sorted(e["runs"][0]["run_id"] for e in equivalence.load_ledger()) == ["q1", "r2"]
 
 
 def test_a_broken_ledger_or_entry_is_a_clear_error(root):
@@ -89,6 +95,13 @@ def test_a_broken_ledger_or_entry_is_a_clear_error(root):
     (root / "code_equivalence.json").write_text(json.dumps([{"experiment": "lra"}]))
     with pytest.raises(ValueError, match="expected a list of entries"):
         equivalence.load_ledger()
+    entry = _entry()
+    del entry["profile"]
+    (root / "code_equivalence.json").write_text(json.dumps([entry]))
+    with pytest.raises(ValueError, match="'profile'"):
+        equivalence.load_ledger()
+    with pytest.raises(ValueError, match="'profile'"):
+        equivalence.add_entry(entry)
 
 
 # -- the check, end to end on smoke runs ---------------------------------------------------------

@@ -15,8 +15,11 @@ Only when all of them agree does it add an entry to the ledger,
      "largest_difference": ...}, ...], "records": <how many the group held>,
      "git_commit": ..., "created_utc": ..., "command": ...}
 
-and from then on a record of that experiment made by ``from`` counts as made by ``to``
-(:func:`same_code`). Entries do not chain: when the code changes again, ``to`` is no longer
+and from then on a record of that experiment and profile made by ``from`` counts as made by
+``to`` (:func:`same_code`). An entry holds for its profile only: records of one code can
+still differ between profiles in what a check sees (the tanh RNN diagnostics that
+``standard`` stored on 2026-12-02 are not reproduced to their fifth digit by that code today,
+while its ``quick`` ones are), so a check passed on ``quick`` says nothing about ``standard``. Entries do not chain: when the code changes again, ``to`` is no longer
 the current hash, and the records are stale again until a new check (of records of either
 hash) says otherwise. The book says how many records of a chapter rest on such an entry
 and which runs were recomputed to make it (:func:`sst_core.reports.stale_text`).
@@ -52,10 +55,15 @@ def ledger_path(root: Path | None = None) -> Path:
     return (root or results_dir()) / LEDGER_NAME
 
 
+# what names an entry: the records it makes current are those of this experiment and
+# profile that hold the code hash ``from`` while the current one is ``to``
+KEYS = ("experiment", "from", "to", "profile")
+
+
 def load_ledger(root: Path | None = None) -> list[dict[str, Any]]:
     """The ledger's entries (none when the file does not exist); re-read when it changes.
-    A ledger that is not a JSON list of entries with ``experiment``, ``from`` and ``to``
-    raises ValueError naming the file: equivalences must never be guessed."""
+    A ledger that is not a JSON list of entries with ``experiment``, ``from``, ``to`` and
+    ``profile`` raises ValueError naming the file: equivalences must never be guessed."""
     path = ledger_path(root)
     try:
         mtime = os.stat(path).st_mtime
@@ -69,10 +77,9 @@ def load_ledger(root: Path | None = None) -> list[dict[str, Any]]:
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not JSON ({err})") from None
     if not isinstance(entries, list) or not all(
-            isinstance(e, dict) and all(isinstance(e.get(k), str) for k in ("experiment", "from", "to"))
-            for e in entries):
+            isinstance(e, dict) and all(isinstance(e.get(k), str) for k in KEYS) for e in entries):
         raise ValueError(f"{path}: expected a list of entries, each with the strings "
-                         "'experiment', 'from' and 'to'")
+                         + ", ".join(repr(k) for k in KEYS))
     _cache[path] = (mtime, entries)
     return entries
 
@@ -86,7 +93,7 @@ def entry_for(record: dict[str, Any], current: str | None,
         return None
     for entry in load_ledger(root):
         if (entry["experiment"] == record.get("experiment") and entry["from"] == made_by
-                and entry["to"] == current):
+                and entry["to"] == current and entry.get("profile") == record.get("profile")):
             return entry
     return None
 
@@ -102,15 +109,14 @@ def same_code(record: dict[str, Any], current: str | None, root: Path | None = N
 
 def add_entry(entry: dict[str, Any], root: Path | None = None) -> Path:
     """Append ``entry`` to the ledger (written atomically); an entry for the same
-    experiment, ``from`` and ``to`` is replaced. Returns the ledger's path."""
-    for key in ("experiment", "from", "to"):
+    experiment, ``from``, ``to`` and profile is replaced. Returns the ledger's path."""
+    for key in KEYS:
         if not isinstance(entry.get(key), str):
             raise ValueError(f"a ledger entry needs the string {key!r}, got {entry.get(key)!r}")
     if entry["from"] == entry["to"]:
         raise ValueError(f"a ledger entry maps one code hash to another, got {entry['from']!r} twice")
     path = ledger_path(root)
-    same = ("experiment", "from", "to")
-    entries = [e for e in load_ledger(root) if any(e[k] != entry[k] for k in same)]
+    entries = [e for e in load_ledger(root) if any(e[k] != entry[k] for k in KEYS)]
     entries.append(entry)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(path, (json.dumps(entries, indent=1, sort_keys=True) + "\n").encode())
