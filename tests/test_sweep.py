@@ -641,6 +641,13 @@ def test_committed_files_are_records_and_the_weights_analyses_read(root):
     assert all(f.exists() for f in files) and files == sorted(files)
     artifact_path(tracks, ".pt").unlink()  # weights lost: nothing to commit
     assert artifact_path(tracks, ".pt") not in committed_files("smoke")
+    # the ledger of verified code versions keeps records current: it goes with them
+    from sst_core.store import equivalence
+
+    assert equivalence.ledger_path() not in committed_files("smoke")
+    equivalence.add_entry({"experiment": "tracking", "from": "aaaa", "to": "bbbb",
+                           "profile": "smoke"})
+    assert equivalence.ledger_path() in committed_files("smoke")
 
 
 def test_the_committed_standard_results_stay_under_100_mb():

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from sst_core.experiments.registry import SWEEPS, is_stale_record, phases, sweep_configs
 from sst_core.spec.profiles import get_profile
+from sst_core.store.equivalence import ledger_path
 from sst_core.store.records import (
     RecordError,
     artifact_path,
@@ -96,9 +97,14 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     (:func:`weights_worth_committing`). The other trackers' weights stay local, so that
     the committed results stay small (``results/standard`` under 100 MB): their analyses'
     records are committed, and an analysis that has to be computed again without the
-    weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`)."""
+    weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`). And the ledger
+    of verified code versions (:mod:`sst_core.store.equivalence`) when there is one: the
+    records it keeps current would be stale on a clone without it."""
     P = get_profile(profile)
     files: dict[Path, None] = {}
+    ledger = ledger_path(root)
+    if ledger.exists():
+        files[ledger] = None
     worth: dict[Path, bool] = {}  # per weights file: a tracker several analyses read, judged once
     for name in SWEEPS:
         for cfgs in phases(name, P):
