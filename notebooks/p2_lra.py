@@ -29,8 +29,10 @@ horizon_steps = None
 from sst_core.book import params
 
 P = params.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
-SCALE = P.scale("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_seeds")
-print(P.banner("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_seeds"))
+LRA_KNOBS = ("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_task_n_train",
+             "lra_task_H", "lra_task_layers", "lra_seeds")
+SCALE = P.scale(*LRA_KNOBS)
+print(P.banner(*LRA_KNOBS))
 
 # %%
 import matplotlib.pyplot as plt
@@ -158,7 +160,7 @@ glue("lra_scale_text",
      f"Our tasks are generated stand-ins for LRA's, with {n_examples or 'no'} training "
      f"examples instead of LRA's 96,000 to 160,000, ListOps of length at most "
      f"{P.lra_listops_max_len} (LRA: 2,000) and {P.lra_image_side} x {P.lra_image_side} digits "
-     f"instead of CIFAR; the models have {P.lra_layers} layers of H = {P.lra_H} (the paper: "
+     f"instead of CIFAR; the models have {lra_reports.model_size_text(P)} (the paper: "
      f"6-8 of 128-512) and train for {P.lra_epochs} epochs, over {len(P.lra_seeds)} seeds "
      "(the paper: 6).", display=False)
 

@@ -356,10 +356,34 @@ def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(
         "At profile smoke, Pathfinder trains on 96 generated images where the other tasks "
         "have 32 examples: the fitting table below shows what learned S4D-Inv reaches on 32.")
     assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_tasks=("listops",))).startswith(
-        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1)")
+        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1, 96 "
+        "generated images, 1 layers of H = 8)")
     assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_task_n_train=())) == ""
     assert lra_reports.other_sizes_text(PROFILES["smoke"], []) == (
         "This profile trains every task on one training-set size only.")
+
+
+def test_a_probe_only_task_trains_at_its_own_size_and_model():
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_n_train=32,
+                            lra_task_n_train=(("pathfinder", 96),), lra_H=8, lra_layers=1,
+                            lra_task_H=(("pathfinder", 16),), lra_task_layers=(("pathfinder", 3),),
+                            lra_probe_tasks=("pathfinder",), lra_seeds=(0, 1))
+    assert P.lra_model_size("pathfinder") == (16, 3) and P.lra_model_size("listops") == (8, 1)
+    probes = paper2.lra_probe_grid(P)
+    assert [(c.task, c.n_train, c.H, c.n_layers, c.seed, c.init, c.freeze_spectrum)
+            for c in probes] == [("pathfinder", 96, 16, 3, 0, "inv", False),
+                                 ("pathfinder", 96, 16, 3, 1, "inv", False)]
+    assert {(c.H, c.n_layers) for c in paper2.lra_main_grid(P)} == {(8, 1)}
+    assert lra_reports.model_size_text(P) == "1 layers of H = 8 (pathfinder: 3 of 16)"
+    assert lra_reports.model_size_text(PROFILES["smoke"]) == (
+        f"{PROFILES['smoke'].lra_layers} layers of H = {PROFILES['smoke'].lra_H}")
+    assert "lra_task_H={pathfinder: 16}, lra_task_layers={pathfinder: 3}" in P.scale(
+        "lra_task_H", "lra_task_layers")
+    assert lra_reports.pathfinder_text(P) == (
+        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1, 96 "
+        "generated images, 3 layers of H = 16): its full grid does not fit the profile's "
+        "budget, and the probe says whether the task is learned at this scale at all (the "
+        "claims table below).")
 
 
 def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_shows_both(store):

@@ -85,7 +85,8 @@ LRA_ABLATION_INITS = ("random", "real", "step", "inv")
 
 
 def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:
-    kw = dict(H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, epochs=P.lra_epochs,
+    H, n_layers = P.lra_model_size(task)
+    kw = dict(H=H, N=P.lra_N, n_layers=n_layers, epochs=P.lra_epochs,
               batch=P.lra_batch, n_train=P.lra_train_size(task),
               max_length=P.lra_listops_max_len,
               image_side=P.lra_image_side, mf_T=P.lra_mf_T,
@@ -141,12 +142,15 @@ def lra_ablation_grid(P, tasks=None) -> list[LRAConfig]:
 
 def lra_probe_grid(P) -> list[LRAConfig]:
     """The learnability probes: learned S4D-Inv on each of ``P.lra_probe_tasks``, the
-    first two seeds, on the profile's common training-set size ``P.lra_n_train`` (a task
-    whose full grid does not fit the profile's budget, or one that trains on more
-    examples, ``P.lra_task_n_train``, because it is not learned on that many)."""
+    first two seeds. A task outside ``P.lra_tasks`` (its full grid does not fit the
+    profile's budget) trains as its own size says (``P.lra_train_size``, its model
+    ``P.lra_model_size``): is it learned at this scale at all? A task of the grid that
+    trains on more examples (``P.lra_task_n_train``) trains here on the common
+    ``P.lra_n_train``: what does the common size reach?"""
     from dataclasses import replace
 
-    return [replace(_lra(P, t, "inv", False, seed), n_train=P.lra_n_train)
+    return [_lra(P, t, "inv", False, seed) if t not in P.lra_tasks
+            else replace(_lra(P, t, "inv", False, seed), n_train=P.lra_n_train)
             for t in P.lra_probe_tasks for seed in P.lra_seeds[:2]]
 
 

@@ -76,7 +76,7 @@ def lra_main(P: Profile, root=None) -> Table:
             f"min for the task ours stands in for. Test accuracy at the epoch of best validation accuracy, max / min over seeds "
             f"{P.lra_seeds} (the paper: 6 seeds). Our tasks are generated stand-ins at a reduced "
             f"scale (digits stands in for sequential CIFAR), so compare orderings, not values. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_listops_max_len', 'lra_image_side')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers', 'lra_listops_max_len', 'lra_image_side')}.")
     return Table("Frozen (RC) against learned spectra: the main table", cols, rows, note, ids, data)
 
 
@@ -104,7 +104,7 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"brackets, the paper's max / min. The paper's ablation "
             f"covers Retrieval, Image, Pathfinder and Path-X ('—': no published counterpart). "
             f"Eigenvalue types as in sst_core.theory.memory.init_Lambda. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers')}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
 
@@ -238,9 +238,19 @@ def lra_fit(P: Profile, root=None) -> Table:
             "has fewer than the profile asks). A run overfits when its last epoch's test "
             f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
             "fell. Test accuracy is read at the epoch of best validation accuracy. Scale: "
-            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train')}.")
+            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers')}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)
+
+
+def model_size_text(P: Profile) -> str:
+    """The classifiers' sizes at profile ``P``: the common one, then any task's own, e.g.
+    "2 layers of H = 32 (pathfinder: 4 of 64)"."""
+    sizes = {t: P.lra_model_size(t) for t in P.lra_tasks + P.lra_probe_tasks}
+    own = [f"{t}: {layers} of {H}" for t, (H, layers) in sizes.items()
+           if (H, layers) != (P.lra_H, P.lra_layers)]
+    return (f"{P.lra_layers} layers of H = {P.lra_H}"
+            + (f" ({', '.join(own)})" if own else ""))
 
 
 def pathfinder_text(P: Profile) -> str:
@@ -248,10 +258,12 @@ def pathfinder_text(P: Profile) -> str:
     training set of its own size; empty when it runs like every other task."""
     n = P.lra_train_size("pathfinder")
     if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
+        H, layers = P.lra_model_size("pathfinder")
         return (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
-                f"{', '.join(map(str, P.lra_seeds[:2]))}): its full grid does not fit the "
-                "profile's budget, and the probe says whether the task is learned at this "
-                "scale at all (the claims table below).")
+                f"{', '.join(map(str, P.lra_seeds[:2]))}, {n:,} generated images, {layers} "
+                f"layers of H = {H}): its full grid does not fit the profile's budget, and "
+                "the probe says whether the task is learned at this scale at all (the claims "
+                "table below).")
     if "pathfinder" in P.lra_tasks and n != P.lra_n_train:
         return (f"At profile {P.name}, Pathfinder trains on {n:,} generated images where the "
                 f"other tasks have {P.lra_n_train:,} examples" + (
@@ -412,7 +424,7 @@ def lra_claims(P: Profile, root=None) -> Table:
             f"memory function over the learned runs below ×{MF_GROWTH_LIMIT}; (4) median epoch "
             f"at which the test loss is within {LOSS_NEAR_MIN:.0%} of its minimum earlier "
             "frozen than learned. '—': runs missing. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_seeds')}.")
+            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers', 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
 
 
