@@ -70,6 +70,29 @@ def test_a_claim_left_by_a_dead_process_is_recovered(root):
     claim.release()
 
 
+def test_a_run_taken_over_from_a_killed_worker_is_named_in_the_sweep_log(root, capsys):
+    """A worker the kernel kills (out of memory) stores nothing and says nothing: the
+    sweep that takes its claim over names the run and the dead worker."""
+    cfg = _cfg()
+    path = sweep_claims.claim_path(cfg)
+    path.parent.mkdir(parents=True)
+    pid = _dead_pid()
+    path.write_text(json.dumps({"host": socket.gethostname(), "pid": pid, "since": 0}))
+    out = runner.run_task([cfg])
+    assert out == {config_hash(cfg): "computed"} and record_path(cfg).exists()
+    err = capsys.readouterr().err
+    assert (f"run {config_hash(cfg)} was claimed by pid {pid} on {socket.gethostname()} "
+            "since 1970-01-01 00:00:00 UTC, which ended without storing it") in err
+    # a claim cut short while being written: still named, without a pid
+    assert sweep_claims.takeover_text("abc", {}) == (
+        "run abc was claimed by a worker whose claim cannot be read, which ended without "
+        "storing it (killed? an out-of-memory kill shows in `dmesg`); computing it again")
+    # a fresh claim, or a run no one held, says nothing
+    other = _cfg(seed=7)
+    runner.run_task([other])
+    assert "was claimed by" not in capsys.readouterr().err
+
+
 def test_a_claim_from_another_host_is_stale_only_when_its_heartbeat_stops(root):
     path = sweep_claims.claim_path(_cfg())
     path.parent.mkdir(parents=True)

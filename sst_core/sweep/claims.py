@@ -71,6 +71,9 @@ class Claim:
     def __init__(self, cfg: Any, root: Path | None = None):
         self.path = claim_path(cfg, root)
         self.held = False
+        # what the stale claim this one replaced said (host, pid, since), when it replaced
+        # one: a worker that ended without storing the run, e.g. one the kernel killed
+        self.taken_over: dict[str, Any] | None = None
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
@@ -83,9 +86,10 @@ class Claim:
             except FileExistsError:
                 if not is_stale(self.path):
                     return False
+                moved = self.path.with_name(f"{self.path.name}.stale-{uuid.uuid4().hex[:8]}")
                 try:  # only one of several workers can move the stale claim away
-                    os.rename(self.path, self.path.with_name(
-                        f"{self.path.name}.stale-{uuid.uuid4().hex[:8]}"))
+                    os.rename(self.path, moved)
+                    self.taken_over = _claim_info(moved)
                 except FileNotFoundError:
                     pass
                 for old in self.path.parent.glob(f"{self.path.name}.stale-*"):
@@ -118,6 +122,27 @@ class Claim:
 
     def __exit__(self, *exc: Any) -> None:
         self.release()
+
+
+def _claim_info(path: Path) -> dict[str, Any]:
+    """What a claim file says (``{}`` when it cannot be read: cut short while written)."""
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def takeover_text(run_id: str, info: dict[str, Any]) -> str:
+    """The line a sweep prints when it takes over ``run_id`` from a worker that is gone,
+    so that a killed sweep leaves a trace in the next one's log."""
+    since = info.get("since")
+    when = (time.strftime(" since %Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+            if isinstance(since, (int, float)) else "")
+    who = (f"pid {info['pid']} on {info.get('host', '?')}{when}" if "pid" in info
+           else "a worker whose claim cannot be read")
+    return (f"run {run_id} was claimed by {who}, which ended without storing it (killed? "
+            "an out-of-memory kill shows in `dmesg`); computing it again")
 
 
 def drop_stale_claim(cfg: Any) -> None:

@@ -69,6 +69,7 @@ runs' memory at once: for runs near the memory limit pass ``--workers 1``.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -88,7 +89,13 @@ from sst_core.store.records import (
     results_dir_at,
 )
 from sst_core.store.replaced import keep_replaced
-from sst_core.sweep.claims import Claim, claim_path, drop_stale_claim, is_stale
+from sst_core.sweep.claims import (
+    Claim,
+    claim_path,
+    drop_stale_claim,
+    is_stale,
+    takeover_text,
+)
 
 POLL_S = 1.0  # how often a sweep looks at runs another worker holds
 
@@ -191,6 +198,9 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
                 out[rid] = "claimed"
                 continue
             claims.append(claim)
+            if claim.taken_over is not None:
+                print(f"sst sweep: {takeover_text(rid, claim.taken_over)}", file=sys.stderr,
+                      flush=True)
             # a writer killed mid-write leaves its temporary file; the claim says it is gone
             for tmp in claim.path.parent.glob(f".{rid}.*.tmp"):
                 tmp.unlink(missing_ok=True)
