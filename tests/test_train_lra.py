@@ -357,7 +357,7 @@ def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(
         "have 32 examples: the fitting table below shows what learned S4D-Inv reaches on 32.")
     assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_tasks=("listops",))).startswith(
         "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1, 96 "
-        "generated images, 1 layers of H = 8)")
+        "generated images, 1 layer of H = 8)")
     assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_task_n_train=())) == ""
     assert lra_reports.other_sizes_text(PROFILES["smoke"], []) == (
         "This profile trains every task on one training-set size only.")
@@ -374,9 +374,9 @@ def test_a_probe_only_task_trains_at_its_own_size_and_model():
             for c in probes] == [("pathfinder", 96, 16, 3, 0, "inv", False),
                                  ("pathfinder", 96, 16, 3, 1, "inv", False)]
     assert {(c.H, c.n_layers) for c in paper2.lra_main_grid(P)} == {(8, 1)}
-    assert lra_reports.model_size_text(P) == "1 layers of H = 8 (pathfinder: 3 of 16)"
-    assert lra_reports.model_size_text(PROFILES["smoke"]) == (
-        f"{PROFILES['smoke'].lra_layers} layers of H = {PROFILES['smoke'].lra_H}")
+    assert lra_reports.model_size_text(P) == "1 layer of H = 8 (pathfinder: 3 of 16)"
+    assert lra_reports.model_size_text(PROFILES["standard"]) == (
+        "2 layers of H = 32 (pathfinder: 4 of 64)")
     assert "lra_task_H={pathfinder: 16}, lra_task_layers={pathfinder: 3}" in P.scale(
         "lra_task_H", "lra_task_layers")
     assert lra_reports.pathfinder_text(P) == (

@@ -249,8 +249,11 @@ def model_size_text(P: Profile) -> str:
     sizes = {t: P.lra_model_size(t) for t in P.lra_tasks + P.lra_probe_tasks}
     own = [f"{t}: {layers} of {H}" for t, (H, layers) in sizes.items()
            if (H, layers) != (P.lra_H, P.lra_layers)]
-    return (f"{P.lra_layers} layers of H = {P.lra_H}"
-            + (f" ({', '.join(own)})" if own else ""))
+    return _layers(P.lra_layers, P.lra_H) + (f" ({', '.join(own)})" if own else "")
+
+
+def _layers(n: int, H: int) -> str:
+    return f"{n} layer{'' if n == 1 else 's'} of H = {H}"
 
 
 def pathfinder_text(P: Profile) -> str:
@@ -260,8 +263,8 @@ def pathfinder_text(P: Profile) -> str:
     if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
         H, layers = P.lra_model_size("pathfinder")
         return (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
-                f"{', '.join(map(str, P.lra_seeds[:2]))}, {n:,} generated images, {layers} "
-                f"layers of H = {H}): its full grid does not fit the profile's budget, and "
+                f"{', '.join(map(str, P.lra_seeds[:2]))}, {n:,} generated images, "
+                f"{_layers(layers, H)}): its full grid does not fit the profile's budget, and "
                 "the probe says whether the task is learned at this scale at all (the claims "
                 "table below).")
     if "pathfinder" in P.lra_tasks and n != P.lra_n_train:
