@@ -172,8 +172,11 @@ def test_an_lra_run_is_priced_by_the_examples_it_sees():
 
     P = get_profile("smoke")
     run = paper2.lra_main_grid(P)[0]
-    assert plan.work(run) == run.n_train * run.epochs
+    assert plan.work(run) == run.n_train * run.epochs * run.H * run.n_layers
     assert plan.work(table3_grid(P)[0]) == 1.0  # a tracking run: no such fields
+    # a model twice as wide, or twice as deep, costs twice as much per example
+    assert plan.work(replace(run, H=2 * run.H)) == 2 * plan.work(run)
+    assert plan.work(replace(run, n_layers=2 * run.n_layers)) == 2 * plan.work(run)
     costs = plan.CostTable()
     costs.add("smoke", _record(run, 60.0, "a"))
     costs.add("smoke", _record(replace(run, seed=9, n_train=3 * run.n_train), 300.0, "b"))
