@@ -29,10 +29,10 @@ horizon_steps = None
 from sst_core.book import params
 
 P = params.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
-LRA_KNOBS = ("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_task_n_train",
-             "lra_task_H", "lra_task_layers", "lra_seeds")
-SCALE = P.scale(*LRA_KNOBS)
-print(P.banner(*LRA_KNOBS))
+from sst_core.reports.lra import LRA_SCALE_KNOBS
+
+SCALE = P.scale(*LRA_SCALE_KNOBS, "lra_seeds")
+print(P.banner(*LRA_SCALE_KNOBS, "lra_seeds"))
 
 # %%
 import matplotlib.pyplot as plt

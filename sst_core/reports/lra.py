@@ -47,6 +47,11 @@ def _both(ours: list[float], paper) -> str:
     return f"{_cell(ours)} ({_paper(paper)})"
 
 
+# the profile settings every LRA table's scale line names (each table adds its own)
+LRA_SCALE_KNOBS = ("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", "lra_task_n_train",
+                   "lra_task_H", "lra_task_layers")
+
+
 def lra_main(P: Profile, root=None) -> Table:
     cfgs = paper2.lra_main_grid(P)
     acc, ids, status = collect(cfgs, root)
@@ -76,7 +81,7 @@ def lra_main(P: Profile, root=None) -> Table:
             f"min for the task ours stands in for. Test accuracy at the epoch of best validation accuracy, max / min over seeds "
             f"{P.lra_seeds} (the paper: 6 seeds). Our tasks are generated stand-ins at a reduced "
             f"scale (digits stands in for sequential CIFAR), so compare orderings, not values. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers', 'lra_listops_max_len', 'lra_image_side')}.")
+            f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_listops_max_len', 'lra_image_side')}.")
     return Table("Frozen (RC) against learned spectra: the main table", cols, rows, note, ids, data)
 
 
@@ -104,7 +109,7 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"brackets, the paper's max / min. The paper's ablation "
             f"covers Retrieval, Image, Pathfinder and Path-X ('—': no published counterpart). "
             f"Eigenvalue types as in sst_core.theory.memory.init_Lambda. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers')}.")
+            f"Scale: {P.scale(*LRA_SCALE_KNOBS)}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
 
@@ -238,7 +243,7 @@ def lra_fit(P: Profile, root=None) -> Table:
             "has fewer than the profile asks). A run overfits when its last epoch's test "
             f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
             "fell. Test accuracy is read at the epoch of best validation accuracy. Scale: "
-            f"{P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers')}.")
+            f"{P.scale(*LRA_SCALE_KNOBS)}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)
 
@@ -427,7 +432,7 @@ def lra_claims(P: Profile, root=None) -> Table:
             f"memory function over the learned runs below ×{MF_GROWTH_LIMIT}; (4) median epoch "
             f"at which the test loss is within {LOSS_NEAR_MIN:.0%} of its minimum earlier "
             "frozen than learned. '—': runs missing. "
-            f"Scale: {P.scale('lra_H', 'lra_N', 'lra_layers', 'lra_epochs', 'lra_n_train', 'lra_task_n_train', 'lra_task_H', 'lra_task_layers', 'lra_seeds')}.")
+            f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
 
 
