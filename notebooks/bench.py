@@ -122,6 +122,12 @@ if cpu is not None:
 # device idle, stacking is where the large gains are expected; the CUDA section below will
 # say once a GPU has run it.
 #
+# **Which S4D classifiers.** The classifier rows come in two sets: three at fixed example sizes
+# (H of 64 and 128, two layers; unchanged since the first record, so that records compare
+# across commits), and, named `standard_...`, the models the `standard` profile trains for the
+# LRA chapter, read from the profile (each task's H and depth, its batch, the task's longest
+# sequence). Records made before the profile was resized have only the first set.
+#
 # **The scan's loops.** Where the machine has a C compiler, the CPU scan runs its loops in C
 # (`sst_core/ops/native_scan.c`, compiled on first use; the "Where and how" line of the CPU
 # section says which loops the record ran): the whole recurrence in one call, batch rows split between the threads, and

@@ -57,7 +57,9 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
     expected |= {f"s4d_classifier_train_{c}" for c in
-                 ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128")}
+                 ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128",
+                  "standard_listops_L512_H32", "standard_digits_L576_H32",
+                  "standard_pathfinder_L1024_H64")}
     expected |= {f"selective_scan_vs_{a}_{s}" for a in ("mamba_ref", "pscan")
                  for s in ("quick", "cpu")}
     expected |= {f"selective_scan_{m}_{s}" for m in ("mamba", "negative_mamba")

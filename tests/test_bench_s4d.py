@@ -98,7 +98,7 @@ def test_training_steps_stay_together(freeze_spectrum, variant):
 def test_bench_cases_build_the_task_presets():
     """Every registered case: ours as train_lra builds it (the task preset's options) and an
     anchor with the same logits, at a small width (float32)."""
-    for suffix, case in cases_s4d.CLASSIFIER_CASES.items():
+    for suffix, case in {**cases_s4d.CLASSIFIER_CASES, **cases_s4d.profile_cases()}.items():
         small = dict(case, H=8, L=24)
         ours, anchor, opts = cases_s4d.classifier_models(small, torch.device("cpu"))
         from sst_core.experiments.paper2 import LRA_TASK_SETTINGS
@@ -108,6 +108,7 @@ def test_bench_cases_build_the_task_presets():
         assert ours.norms[0].kind == preset.get("norm", "batch") == opts["norm"]
         assert ours.decoder_kind == preset.get("decoder", "pool")
         assert ours.layers[0].bidirectional and ours.layers[0].kernel.N == 64
+        assert len(ours.layers) == case["layers"]
         x, lengths, _ = cases_s4d._classifier_data(small, 3, torch.device("cpu"))
         torch.testing.assert_close(ours(x, lengths=lengths), anchor(x, lengths=lengths),
                                    rtol=1e-4, atol=1e-5, msg=lambda m: f"{suffix}: {m}")
@@ -121,3 +122,25 @@ def test_anchor_needs_one_channel_per_direction_and_a_pooling_decoder():
     model.layers[0].channels = 2
     with pytest.raises(ValueError, match="channels=1"):
         anchor_from(model)
+
+
+def test_profile_cases_are_the_sizes_the_profile_trains():
+    """The cases of a profile follow its LRA fields: each task of the grid and each probe
+    task at its own model size, the profile's batch and the task's longest sequence."""
+    from sst_core.spec.profiles import get_profile
+
+    for name in ("quick", "standard"):
+        P = get_profile(name)
+        cases = cases_s4d.profile_cases(name)
+        assert [c["task"] for c in cases.values()] == list(dict.fromkeys(P.lra_tasks
+                                                                          + P.lra_probe_tasks))
+        for suffix, case in cases.items():
+            assert (case["H"], case["layers"]) == P.lra_model_size(case["task"])
+            assert case["batch"] == P.lra_batch
+            assert suffix == f"{name}_{case['task']}_L{case['L']}_H{case['H']}"
+            assert case["L"] == {"listops": P.lra_listops_max_len,
+                                 "digits": P.lra_image_side ** 2,
+                                 "pathfinder": 32 ** 2}[case["task"]]
+    std = cases_s4d.profile_cases("standard")
+    assert std["standard_pathfinder_L1024_H64"]["layers"] == 4
+    assert std["standard_listops_L512_H32"]["layers"] == 2

@@ -30,6 +30,13 @@ Lambda) in its own group (``ssm_lr``, no weight decay) and the rest at ``lr`` an
 CPU-scale versions of the LRA task presets (``sst_core.experiments.paper2.LRA_TASK_SETTINGS``):
 ListOps (tokens, post-norm, batch norm, pool), Pathfinder (pixels, pre-norm, batch norm, the
 last position) and digits (pixels, post-norm, layer norm, pool), bidirectional, N = 64.
+
+Two sets of cases: :data:`CLASSIFIER_CASES`, the issue's example sizes (H 64-128, 2 layers,
+fixed since the first benchmark record, so that records compare across commits), and
+:func:`profile_cases`, the sizes the ``standard`` profile actually trains
+(:meth:`~sst_core.spec.profiles.Profile.lra_model_size` per task, its batch, the ListOps
+length band, the digits image side, the Pathfinder image), read from the profile so that
+they follow it when it is resized.
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ from sst_core.bench.harness import (
 from sst_core.bench.roofline import count_work
 
 __all__ = ["AnchorS4DKernel", "AnchorS4D", "AnchorS4DModel", "anchor_from", "train_step",
-           "CLASSIFIER_CASES", "CLASSIFIER_TARGET"]
+           "CLASSIFIER_CASES", "CLASSIFIER_TARGET", "TASK_IO", "profile_cases"]
 
 CLASSIFIER_TARGET = 0.5  # ours / anchor for a training step, at most: 2x faster (issue 18)
 
@@ -241,15 +248,11 @@ def train_step(model: nn.Module, groups: list[dict[str, Any]], x: torch.Tensor,
     return step
 
 
-# name suffix -> (task preset, d_input, n_classes, encoder, L, H); the full batch and the
-# small one per case below. N = 64, 2 layers (the quick profile's depth), bidirectional.
-CLASSIFIER_CASES: dict[str, dict[str, Any]] = {
-    "listops_L1024_H64": dict(task="listops", d_input=18, n_classes=10, encoder="embedding",
-                              L=1024, H=64, batch=32),
-    "pathfinder_L1024_H128": dict(task="pathfinder", d_input=1, n_classes=2, encoder="linear",
-                                  L=1024, H=128, batch=32),
-    "digits_L256_H128": dict(task="digits", d_input=1, n_classes=10, encoder="linear",
-                             L=256, H=128, batch=64),
+# the input side of each task: tokens (vocabulary d_input) or pixels, and its classes
+TASK_IO: dict[str, dict[str, Any]] = {
+    "listops": dict(d_input=18, n_classes=10, encoder="embedding"),
+    "pathfinder": dict(d_input=1, n_classes=2, encoder="linear"),
+    "digits": dict(d_input=1, n_classes=10, encoder="linear"),
 }
 
 
@@ -257,6 +260,43 @@ CLASSIFIER_N = 64
 
 
 CLASSIFIER_LAYERS = 2
+
+
+# name suffix -> (task preset, its input side, L, H, layers); the full batch and the small
+# one per case below. N = 64, 2 layers (the quick profile's depth), bidirectional.
+CLASSIFIER_CASES: dict[str, dict[str, Any]] = {
+    "listops_L1024_H64": dict(task="listops", **TASK_IO["listops"], L=1024, H=64,
+                              layers=CLASSIFIER_LAYERS, batch=32),
+    "pathfinder_L1024_H128": dict(task="pathfinder", **TASK_IO["pathfinder"], L=1024, H=128,
+                                  layers=CLASSIFIER_LAYERS, batch=32),
+    "digits_L256_H128": dict(task="digits", **TASK_IO["digits"], L=256, H=128,
+                             layers=CLASSIFIER_LAYERS, batch=64),
+}
+
+
+PROFILE_CASES_OF = "standard"  # the profile whose LRA sizes profile_cases reads
+
+
+def profile_cases(profile: str = PROFILE_CASES_OF) -> dict[str, dict[str, Any]]:
+    """The classifier the profile trains on each of its LRA tasks and probe tasks, keyed
+    ``{profile}_{task}_L{L}_H{H}``: its model size (``lra_model_size``), batch
+    (``lra_batch``) and longest sequence (ListOps: ``lra_listops_max_len``, the band's top;
+    digits: ``lra_image_side`` squared; Pathfinder: ``LRAConfig.pathfinder_size`` squared,
+    which no profile changes)."""
+    from sst_core.spec.configs import LRAConfig
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile(profile)
+    side = LRAConfig.__dataclass_fields__["pathfinder_size"].default
+    longest = {"listops": P.lra_listops_max_len, "digits": P.lra_image_side ** 2,
+               "pathfinder": side ** 2}
+    cases = {}
+    for task in dict.fromkeys(P.lra_tasks + P.lra_probe_tasks):
+        H, layers = P.lra_model_size(task)
+        L = longest[task]
+        cases[f"{profile}_{task}_L{L}_H{H}"] = dict(task=task, **TASK_IO[task], L=L, H=H,
+                                                    layers=layers, batch=P.lra_batch)
+    return cases
 
 
 SMALL_BATCH = 2
@@ -292,7 +332,7 @@ def classifier_models(case: dict[str, Any], device: torch.device):
              "dt_max", "lr", "ssm_lr", "weight_decay", "grad_clip")}
     torch.manual_seed(SEED)
     ours = S4DModel(case["d_input"], case["n_classes"], H=case["H"], N=CLASSIFIER_N,
-                    n_layers=CLASSIFIER_LAYERS, encoder=case["encoder"],
+                    n_layers=case["layers"], encoder=case["encoder"],
                     prenorm=opts["prenorm"], norm=opts["norm"], decoder=opts["decoder"],
                     bidirectional=opts["bidirectional"], init="inv", disc=opts["disc"],
                     dt_min=opts["dt_min"], dt_max=opts["dt_max"], seed=SEED).to(device)
@@ -313,7 +353,7 @@ def classifier_train(ctx: Context, *, name: str, case: dict[str, Any]) -> list[d
     t_ours, t_anchor = time_side_by_side([f_ours, f_anchor], ctx.repeat, ctx.sizes.warmup,
                                          ctx.device)
     sizes = {"batch": batch, "length": case["L"], "H": case["H"], "N": CLASSIFIER_N,
-             "layers": CLASSIFIER_LAYERS, "norm": o["norm"],
+             "layers": case["layers"], "norm": o["norm"],
              "prenorm": "yes" if o["prenorm"] else "no", "decoder": o["decoder"],
              "n_classes": case["n_classes"]}
     return [make_entry(name, "train", f"S4DModel ({case['task']} preset)", ctx, sizes,
@@ -323,7 +363,7 @@ def classifier_train(ctx: Context, *, name: str, case: dict[str, Any]) -> list[d
                        work=count_work(f_ours))]
 
 
-for _suffix, _case in CLASSIFIER_CASES.items():
+for _suffix, _case in {**CLASSIFIER_CASES, **profile_cases()}.items():
     _name = f"s4d_classifier_train_{_suffix}"
     register(_name)(partial(classifier_train, name=_name, case=_case))
 
