@@ -190,11 +190,9 @@ glue("lra_scale_text",
 claims = lra_reports.lra_claims(P)
 display(claims.transposed())  # nine columns, three tasks: one column per task
 glue("lra_margin_text", lra_reports.margin_text(claims.data), display=False)
-glue("lra_claim_counts", ", ".join(
-    f"claim {i} holds on {sum(d[k] is True for d in claims.data)} of "
-    f"{sum(d[k] is not None for d in claims.data)} tasks"
-    for i, k in enumerate(("frozen_as_good", "unstructured_worse", "memory_not_extended",
-                           "frozen_converges_faster"), 1)), display=False)
+glue("lra_claim_counts",
+     lra_reports.claim_counts_text(lra_reports.claim_counts(claims.data), ", "),
+     display=False)
 
 # %% [markdown]
 # Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:

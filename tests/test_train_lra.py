@@ -531,3 +531,22 @@ def test_a_sweep_run_resumes_beside_its_record_under_its_run_id_and_code(store, 
     assert not path.exists() and load_record(record_path(cfg)) == rec
     earlier = rec["metrics"]["resumed"]["earlier_wall_s"]
     assert run_compute_s(rec) == pytest.approx(rec["wall_time_s"] + earlier)
+
+
+def test_claim_counts_skip_probes_and_say_when_no_task_is_judged():
+    rows = [{"probe": False, "frozen_as_good": True, "unstructured_worse": False,
+             "memory_not_extended": None, "frozen_converges_faster": True},
+            {"probe": False, "frozen_as_good": False, "unstructured_worse": None,
+             "memory_not_extended": None, "frozen_converges_faster": True},
+            {"probe": True, "frozen_as_good": True, "unstructured_worse": True,  # not counted
+             "memory_not_extended": True, "frozen_converges_faster": True}]
+    counts = lra_reports.claim_counts(rows)
+    assert counts == {"frozen_as_good": (1, 2), "unstructured_worse": (0, 1),
+                      "memory_not_extended": (0, 0), "frozen_converges_faster": (2, 2)}
+    assert list(counts) == list(lra_reports.LRA_CLAIMS)  # the paper's order
+    text = lra_reports.claim_counts_text(counts)
+    assert text.split("; ") == ["claim 1 (frozen ≥ learned) holds on 1 of 2 tasks",
+                                "claim 2 (unstructured worse) holds on 0 of 1 tasks",
+                                "claim 3 (memory not extended) not judged yet on any task",
+                                "claim 4 (frozen converges faster) holds on 2 of 2 tasks"]
+    assert lra_reports.claim_counts_text(counts, ", ").count(", claim ") == 3

@@ -332,6 +332,33 @@ def _data_probe(records: list[dict[str, Any]]) -> dict[str, Any] | None:
             "above_chance": None if band is None else acc > band}
 
 
+# the paper's four claims on LRA, in its order: the key of each in lra_claims' data, and
+# what it says
+LRA_CLAIMS = {"frozen_as_good": "frozen ≥ learned", "unstructured_worse": "unstructured worse",
+              "memory_not_extended": "memory not extended",
+              "frozen_converges_faster": "frozen converges faster"}
+
+
+def claim_counts(data: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per claim of :data:`LRA_CLAIMS`, over the rows of :func:`lra_claims` (its ``data``):
+    (tasks where it holds, tasks where it could be judged). A claim is judged on a task of
+    the grid that is learned and has every run the claim compares; a probe-only task judges
+    none."""
+    rows = [d for d in data if not d["probe"]]
+    return {k: (sum(d[k] is True for d in rows), sum(d[k] is not None for d in rows))
+            for k in LRA_CLAIMS}
+
+
+def claim_counts_text(counts: dict[str, tuple[int, int]], separator: str = "; ") -> str:
+    """:func:`claim_counts` as a chapter says it: "claim 1 (frozen ≥ learned) holds on 2 of
+    2 tasks", or, where no task could be judged yet (its runs not all stored, or no task
+    learned), that none is."""
+    return separator.join(
+        f"claim {i} ({LRA_CLAIMS[k]}) " + (f"holds on {held} of {judged} tasks" if judged
+                                          else "not judged yet on any task")
+        for i, (k, (held, judged)) in enumerate(counts.items(), 1))
+
+
 def lra_claims(P: Profile, root=None) -> Table:
     """Per task: chance (the test set's most frequent class), the margin the learned
     S4D-Inv model reaches over it, and whether each of the paper's claims holds here:

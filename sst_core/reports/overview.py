@@ -89,19 +89,11 @@ def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
             f"white-noise simulations agree to {c['sim_same']:.0e}", paper, c)
 
 
-CLAIMS = {"frozen_as_good": "1 (frozen ≥ learned)", "unstructured_worse": "2 (unstructured worse)",
-          "memory_not_extended": "3 (memory not extended)",
-          "frozen_converges_faster": "4 (frozen converges faster)"}
-
-
 def _lra_claims(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
-    from sst_core.reports.lra import lra_claims
+    from sst_core.reports.lra import claim_counts, claim_counts_text, lra_claims
 
-    rows = [d for d in lra_claims(P, root).data if not d["probe"]]
-    counts = {k: (sum(d[k] is True for d in rows), sum(d[k] is not None for d in rows))
-              for k in CLAIMS}
-    ours = "; ".join(f"claim {CLAIMS[k]} holds on {held} of {judged} tasks"
-                     for k, (held, judged) in counts.items())
+    counts = claim_counts(lra_claims(P, root).data)
+    ours = claim_counts_text(counts)
     return ("LRA stand-ins: the paper's four claims on frozen against learned spectra", ours,
             "all four hold on LRA", {k: {"holds": h, "tasks": n} for k, (h, n) in counts.items()})
 
