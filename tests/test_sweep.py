@@ -644,7 +644,7 @@ def test_time_local_computes_into_a_temporary_folder_and_restores_threads(root):
 
 def test_committed_files_are_records_and_the_weights_analyses_read(root):
     """Records always; weights only of a tracker an analysis reads and that passes at its
-    training length (an ``m_p``)."""
+    training length (an ``m_p``), or that an analysis not yet stored reads."""
     from sst_core.experiments.paper1 import diagnostics_grid, width_grid
     from sst_core.store.records import artifact_path
     from sst_core.sweep.status import committed_files
@@ -656,6 +656,16 @@ def test_committed_files_are_records_and_the_weights_analyses_read(root):
     for cfg, m_p in ((tracks, 60), (never_learnt, None), (other, 1000)):
         cached_run(cfg, lambda c, m_p=m_p: {"m_p": m_p})
         artifact_path(cfg, ".pt").write_bytes(b"weights")
+    # no analysis of never_learnt is stored yet: the next session would need its weights
+    assert artifact_path(never_learnt, ".pt") in committed_files("smoke")
+    from sst_core.experiments.registry import SWEEPS, phases
+
+    reading = {c for name in SWEEPS for cfgs in phases(name, P) for c in cfgs
+               if getattr(c, "run", None) == never_learnt}
+    assert len(reading) > 1  # the diagnostics and other sweeps' analyses
+    for analysis in reading:  # all stored now: its weights are not needed again
+        assert artifact_path(never_learnt, ".pt") in committed_files("smoke")
+        cached_run(analysis, lambda c: {"q": 1.0})
     files = committed_files("smoke")
     assert {record_path(c) for c in (tracks, never_learnt, other)} <= set(files)
     assert artifact_path(tracks, ".pt") in files

@@ -94,10 +94,14 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     (``.json``) and the records it replaced (:mod:`sst_core.store.replaced`), and the
     weights (``.pt``) of the trained trackers that an analysis of a sweep reads (the
     diagnostics, label-free and spectra runs) and that track at their training length
-    (:func:`weights_worth_committing`). The other trackers' weights stay local, so that
-    the committed results stay small (``results/standard`` under 100 MB): their analyses'
-    records are committed, and an analysis that has to be computed again without the
-    weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`). And the ledger
+    (:func:`weights_worth_committing`), or that an analysis not yet stored will read (a
+    sweep stopped with its session between training a tracker and analysing it: without
+    the weights the next session would train it again). The other trackers' weights stay
+    local, so that the committed results stay small (``results/standard`` under 100 MB):
+    their analyses' records are committed, and an analysis that has to be computed again
+    without the weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`).
+    Weights committed for a pending analysis stay in the repository once it is stored
+    (they are small: about 60 kB per tracker at ``standard``). And the ledger
     of verified code versions (:mod:`sst_core.store.equivalence`) when there is one: the
     records it keeps current would be stale on a clone without it."""
     P = get_profile(profile)
@@ -110,7 +114,8 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
         for cfgs in phases(name, P):
             for cfg in cfgs:
                 path = record_path(cfg, root)
-                if path.exists():
+                stored = path.exists()
+                if stored:
                     files[path] = None
                     files.update(dict.fromkeys(replaced_files(cfg, root)))
                 run = getattr(cfg, "run", None)
@@ -119,7 +124,7 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
                 weights = artifact_path(run, ".pt", root)
                 if weights not in worth:
                     worth[weights] = weights_worth_committing(run, root)
-                if worth[weights]:
+                if worth[weights] or (not stored and weights.exists()):
                     files[weights] = None
     return sorted(files)
 
