@@ -547,6 +547,8 @@ def test_claim_counts_skip_probes_and_say_when_no_task_is_judged():
     text = lra_reports.claim_counts_text(counts)
     assert text.split("; ") == ["claim 1 (frozen ≥ learned) holds on 1 of 2 tasks",
                                 "claim 2 (unstructured worse) holds on 0 of 1 tasks",
-                                "claim 3 (memory not extended) not judged yet on any task",
+                                "claim 3 (memory not extended) judged on no task",
                                 "claim 4 (frozen converges faster) holds on 2 of 2 tasks"]
     assert lra_reports.claim_counts_text(counts, ", ").count(", claim ") == 3
+    none = lra_reports.claim_counts_text(dict.fromkeys(counts, (0, 0)))
+    assert none.startswith("no claim judged on any task") and "claim 1" not in none

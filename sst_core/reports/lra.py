@@ -351,11 +351,15 @@ def claim_counts(data: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
 
 def claim_counts_text(counts: dict[str, tuple[int, int]], separator: str = "; ") -> str:
     """:func:`claim_counts` as a chapter says it: "claim 1 (frozen ≥ learned) holds on 2 of
-    2 tasks", or, where no task could be judged yet (its runs not all stored, or no task
-    learned), that none is."""
+    2 tasks", "... judged on no task" for a claim no task could judge, and one sentence
+    when no claim could be judged at all (no task learned above chance, or not every run
+    a claim compares stored yet)."""
+    if not any(judged for _, judged in counts.values()):
+        return ("no claim judged on any task (none is learned above chance with every run "
+                "a claim compares stored)")
     return separator.join(
         f"claim {i} ({LRA_CLAIMS[k]}) " + (f"holds on {held} of {judged} tasks" if judged
-                                          else "not judged yet on any task")
+                                          else "judged on no task")
         for i, (k, (held, judged)) in enumerate(counts.items(), 1))
 
 
