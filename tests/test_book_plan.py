@@ -380,3 +380,35 @@ def test_the_price_table_of_a_sweep_pools_every_stored_run_of_its_profile(root, 
     lra_s = run_compute_s(load_record(record_path(lra)))
     assert costs.estimate("smoke", replace(lra, seed=7))[0] == pytest.approx(lra_s)
     assert costs.estimate("quick", t3) == (None, False)  # only the profile asked for
+
+
+def test_an_analysis_is_priced_by_its_group_before_its_model():
+    """What an analysis costs depends on the group it rolls out (A5's 60 classes against
+    S3's 6) more than on the model: a missing A5 analysis is priced from other models' A5
+    analyses of its experiment, else from A5 analyses of other experiments, before the same
+    model's analyses of other groups. Training runs keep the model first."""
+    from dataclasses import replace
+
+    from sst_core.experiments.paper1 import diagnostics_config
+    from sst_core.spec.configs import LabelFreeConfig
+
+    P = get_profile("smoke")
+    t3 = table3_grid(P)[0]
+    tracker = {(m, g): replace(t3, model=m, phi=None, group=g)
+               for m in ("tanh_rnn", "mamba") for g in ("S3", "A5")}
+    costs = plan.CostTable()
+    costs.add("smoke", _record(diagnostics_config(P, tracker["tanh_rnn", "S3"]), 6.0, "a"))
+    costs.add("smoke", _record(diagnostics_config(P, tracker["mamba", "A5"]), 300.0, "b"))
+    costs.add("smoke", _record(tracker["mamba", "S3"], 50.0, "c"))
+    # tanh_rnn on A5: mamba's A5 analysis (rough), not tanh_rnn's S3 one
+    assert costs.estimate("smoke", diagnostics_config(P, tracker["tanh_rnn", "A5"])) == \
+        (300.0, True)
+    assert costs.estimate("smoke", diagnostics_config(P, tracker["tanh_rnn", "S3"])) == \
+        (6.0, False)
+    # no label-free analysis stored: the A5 analyses of the other experiment
+    label_free = LabelFreeConfig(run=tracker["tanh_rnn", "A5"], n_samples=8)
+    assert costs.estimate("smoke", label_free) == (300.0, True)
+    costs.add("smoke", _record(diagnostics_config(P, tracker["tanh_rnn", "A5"]), 200.0, "d"))
+    assert costs.estimate("smoke", label_free) == (200.0, True)  # the same model's, first
+    # a training run: the same model on another group, as before
+    assert costs.estimate("smoke", tracker["mamba", "A5"]) == (50.0, False)

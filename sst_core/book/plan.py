@@ -7,7 +7,11 @@ profile that are stored, missing and stale (made by another version of the code,
 missing ones need, and the compute the stale ones took (what ``sst sweep --retry-stale``
 spends on them again). A missing run is estimated by the mean compute (a stacked run's share
 of its stack) of the stored runs most like it (:func:`cost_key`): the same experiment,
-model and task or group; else the same experiment and model; else the same experiment
+model and task or group; for an analysis, else the same experiment and group of other
+models (a rough figure, scaled by step times as below), else the analyses of other
+experiments on that group (the same model's, else other models' scaled): what an analysis
+costs depends on the group it rolls out, 60 classes of A5 against 6 of S3, more than on
+the model or the analysis; else the same experiment and model; else the same experiment
 (other models: a rough figure, each stored run's compute scaled by the ratio of the two
 models' step times in the newest benchmark record, :func:`step_times`, where it has both:
 a training step at length 60 for a training run, an evaluation at length 1000 for an
@@ -177,6 +181,9 @@ class CostTable:
         self.timings = timings or {}
         self._by = defaultdict(list)  # (profile, cost key or its first two) -> [seconds]
         self._models = defaultdict(list)  # (profile, experiment) -> [(seconds, model)]
+        # (profile, experiment or None for any, task or group) -> [(seconds, model)] of
+        # analyses
+        self._groups = defaultdict(list)
         self._analyses = defaultdict(list)  # profile -> [(seconds, model)] of analyses
         self._seen: set[tuple[str, str]] = set()  # (profile, run id) already counted
         self.steps = steps or {}
@@ -193,6 +200,8 @@ class CostTable:
             self._models[(profile, key[0])].append((unit, key[1]))
             if _step_kind(record["config"]) == "eval":
                 self._analyses[profile].append((unit, key[1]))
+                for experiment in (key[0], None):
+                    self._groups[(profile, experiment, key[2])].append((unit, key[1]))
         return cost
 
     def estimate(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
@@ -211,13 +220,33 @@ class CostTable:
         k, rough = self.timings[profile][0].estimate(profile, cfg)
         return k, rough, k is not None
 
+    def _scaled(self, kind: str, model: str | None, runs: list[tuple[float, str | None]]
+                ) -> float:
+        """The mean of other models' ``runs`` (unit, model), each scaled by the ratio of
+        ``model``'s step time to its own where both are known; else their plain mean."""
+        mine = self.steps.get((kind, model))
+        scaled = [c * mine / self.steps[(kind, m)] for c, m in runs
+                  if mine and (kind, m) in self.steps]
+        costs = scaled or [c for c, _ in runs]
+        return sum(costs) / len(costs)
+
     def _price(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
         key = cost_key(cfg)
-        for level in (3, 2):
-            costs = self._by.get((profile, key[:level]))
-            if costs:
-                return sum(costs) / len(costs), False
         kind = _step_kind(cfg)  # one experiment's runs are all of one kind
+        if self._by.get((profile, key)):
+            costs = self._by[(profile, key)]
+            return sum(costs) / len(costs), False
+        if kind == "eval" and key[2] is not None:
+            for experiment in (key[0], None):  # this analysis's group: this experiment's, any
+                runs = self._groups.get((profile, experiment, key[2]))
+                same = [(c, m) for c, m in runs or () if m == key[1] and m is not None]
+                if experiment is None and same:
+                    return sum(c for c, _ in same) / len(same), True
+                if runs:
+                    return self._scaled(kind, key[1], runs), True
+        if self._by.get((profile, key[:2])):
+            costs = self._by[(profile, key[:2])]
+            return sum(costs) / len(costs), False
         runs = self._models.get((profile, key[0]))
         if not runs and kind == "eval":  # no analysis of this experiment stored: others'
             runs = self._analyses.get(profile)
@@ -226,11 +255,7 @@ class CostTable:
                 return sum(c for c, _ in same) / len(same), True
         if not runs:
             return None, False
-        mine = self.steps.get((kind, key[1]))
-        scaled = [c * mine / self.steps[(kind, m)] for c, m in runs
-                  if mine and (kind, m) in self.steps]
-        costs = scaled or [c for c, _ in runs]
-        return sum(costs) / len(costs), key[1] is not None
+        return self._scaled(kind, key[1], runs), key[1] is not None
 
 
 def chapter_runs(notebook: str, P: Any, root: Path
