@@ -227,35 +227,42 @@ class CostTable:
         mine = self.steps.get((kind, model))
         scaled = [c * mine / self.steps[(kind, m)] for c, m in runs
                   if mine and (kind, m) in self.steps]
-        costs = scaled or [c for c, _ in runs]
-        return sum(costs) / len(costs)
+        return _mean(scaled or [c for c, _ in runs])
 
     def _price(self, profile: str, cfg: Any) -> tuple[float | None, bool]:
         key = cost_key(cfg)
         kind = _step_kind(cfg)  # one experiment's runs are all of one kind
         if self._by.get((profile, key)):
-            costs = self._by[(profile, key)]
-            return sum(costs) / len(costs), False
+            return _mean(self._by[(profile, key)]), False
         if kind == "eval" and key[2] is not None:
             for experiment in (key[0], None):  # this analysis's group: this experiment's, any
                 runs = self._groups.get((profile, experiment, key[2]))
-                same = [(c, m) for c, m in runs or () if m == key[1] and m is not None]
-                if experiment is None and same:
-                    return sum(c for c, _ in same) / len(same), True
+                same = _same_model(runs, key[1]) if experiment is None else []
+                if same:
+                    return _mean(same), True
                 if runs:
                     return self._scaled(kind, key[1], runs), True
         if self._by.get((profile, key[:2])):
-            costs = self._by[(profile, key[:2])]
-            return sum(costs) / len(costs), False
+            return _mean(self._by[(profile, key[:2])]), False
         runs = self._models.get((profile, key[0]))
         if not runs and kind == "eval":  # no analysis of this experiment stored: others'
             runs = self._analyses.get(profile)
-            same = [(c, m) for c, m in runs or () if m == key[1] and m is not None]
+            same = _same_model(runs, key[1])
             if same:
-                return sum(c for c, _ in same) / len(same), True
+                return _mean(same), True
         if not runs:
             return None, False
         return self._scaled(kind, key[1], runs), key[1] is not None
+
+
+def _mean(costs: list[float]) -> float:
+    return sum(costs) / len(costs)
+
+
+def _same_model(runs: list[tuple[float, str | None]] | None, model: str | None
+                ) -> list[float]:
+    """The units of ``runs`` (unit, model) made by ``model`` (none for no model)."""
+    return [c for c, m in runs or () if m == model and m is not None]
 
 
 def chapter_runs(notebook: str, P: Any, root: Path
