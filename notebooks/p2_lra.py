@@ -221,10 +221,12 @@ glue("lra_fit_text", (
     "further."
     if overfitting else "By this rule no task's runs mostly overfit."), display=False)
 glue("lra_data_probe_text", lra_reports.other_sizes_text(P, fit.data), display=False)
+glue("lra_still_falling_text", lra_reports.still_falling_text(fit.data), display=False)
 
 # %% [markdown]
 # {glue:text}`lra_fit_text` Runs of the same model for the same epochs on another
 # training-set size test that directly. {glue:text}`lra_data_probe_text`
+# {glue:text}`lra_still_falling_text`
 
 # %% [markdown]
 # ### The larger sweep so far
@@ -244,7 +246,9 @@ if so_far:
     so_far_claims = lra_reports.lra_claims(so_far.profile)
     display(so_far_claims.transposed())
     display(Markdown(lra_reports.frozen_gap_text(so_far_claims.data)))
-    display(lra_reports.lra_fit(so_far.profile))
+    so_far_fit = lra_reports.lra_fit(so_far.profile)
+    display(so_far_fit)
+    display(Markdown(lra_reports.still_falling_text(so_far_fit.data)))
     display(lra_reports.lra_ablation(so_far.profile))
     so_far_horizon = lra_reports.memory_horizon(so_far.profile)
     display(so_far_horizon)

@@ -101,12 +101,29 @@ def test_fit_curves_tells_memorising_from_not_learning():
     edge = rec([0.7, 0.6], [0.5, 0.5 * (1 + OVERFIT_RISE)])  # exactly at the limit: not over
     f = fit_curves([memorises, learns, stuck, edge, rec([1.0], [9.0], status="failed")])
     assert f["runs"] == 4 and f["overfit"] == 1
+    assert f["still_falling"] == 1  # learns: its smallest test loss at the last epoch
     assert f["train_first"] == pytest.approx(0.7) and f["train_last"] == pytest.approx(0.4)
     assert f["test_min"] == pytest.approx((0.5 + 0.69) / 2)  # medians of 0.69, 0.25, 0.69, 0.5
     assert f["test_min_epoch"] == pytest.approx(1.0) and f["test_last"] == pytest.approx(0.625)
     assert fit_curves([]) == {"runs": 0, "train_first": None, "train_last": None,
                               "test_min": None, "test_min_epoch": None, "test_last": None,
-                              "overfit": 0}
+                              "overfit": 0, "still_falling": 0}
+    assert fit_curves([rec([0.7], [0.5])])["still_falling"] == 0  # one epoch: cannot tell
+
+
+def test_the_still_learning_sentence_names_the_tasks_whose_runs_mostly_still_fell():
+    from sst_core.reports.lra import still_falling_text
+
+    rows = [{"task": "listops", "n_train": 16384, "runs": 6, "still_falling": 4},
+            {"task": "digits", "n_train": 1258, "runs": 6, "still_falling": 3},  # half: no
+            {"task": "listops", "n_train": 32768, "runs": 0, "still_falling": 0}]
+    assert still_falling_text(rows) == (
+        "Still learning when the epochs ran out (smallest test loss at the last epoch): "
+        "listops with 16,384 examples, 4 of 6 runs. Their accuracies are what the profile's "
+        "epoch budget reached: the test loss had not levelled off, and more epochs might "
+        "raise them.")
+    assert still_falling_text(rows[1:]).startswith("No task's runs were mostly still learning")
+    assert still_falling_text(rows[2:]) == ""
 
 
 def test_the_compute_behind_records_counts_each_stacked_run_once_and_resumed_parts():

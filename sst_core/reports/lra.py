@@ -182,12 +182,14 @@ OVERFIT_RISE = 0.10
 def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How the ``ok`` runs of ``records`` (LRA records of one cell) fit: the medians over
     runs of the train loss at the first and last epoch, of the smallest test loss, the
-    epoch it is reached at and the last epoch's test loss, and how many runs overfit (last
+    epoch it is reached at and the last epoch's test loss, how many runs overfit (last
     test loss more than :data:`OVERFIT_RISE` above its smallest while the train loss
-    fell). Medians are None without runs."""
+    fell) and how many were still learning (their smallest test loss at the last of
+    several epochs: the epoch budget, not the task, stopped them). Medians are None
+    without runs."""
     runs = [r["metrics"]["curves"] for r in records if r["status"] == "ok"]
     first, last, low, at, end = [], [], [], [], []
-    overfit = 0
+    overfit = still_falling = 0
     for c in runs:
         train, test = c["train_loss"], c["test_loss"]  # (epochs,) each
         i = min(range(len(test)), key=test.__getitem__)
@@ -197,9 +199,26 @@ def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
         at.append(c["epoch"][i])
         end.append(test[-1])
         overfit += test[-1] > (1 + OVERFIT_RISE) * test[i] and train[-1] < train[0]
+        still_falling += len(test) > 1 and i == len(test) - 1
     return {"runs": len(runs), "train_first": _median(first), "train_last": _median(last),
             "test_min": _median(low), "test_min_epoch": _median(at), "test_last": _median(end),
-            "overfit": overfit}
+            "overfit": overfit, "still_falling": still_falling}
+
+
+def still_falling_text(rows: list[dict[str, Any]]) -> str:
+    """A sentence on the rows of :func:`lra_fit` (its ``data``) whose runs were mostly
+    still learning when their epochs ran out (:func:`fit_curves`), or that none were."""
+    falling = [d for d in rows if d["runs"] and d["still_falling"] * 2 > d["runs"]]
+    if not any(d["runs"] for d in rows):
+        return ""
+    if not falling:
+        return ("No task's runs were mostly still learning at their last epoch: the test "
+                "loss had reached its smallest before the epochs ran out.")
+    return ("Still learning when the epochs ran out (smallest test loss at the last epoch): "
+            + "; ".join(f"{d['task']} with {d['n_train']:,.0f} examples, {d['still_falling']} "
+                        f"of {d['runs']} runs" for d in falling)
+            + ". Their accuracies are what the profile's epoch budget reached: the test "
+              "loss had not levelled off, and more epochs might raise them.")
 
 
 def lra_fit(P: Profile, root=None) -> Table:
