@@ -197,9 +197,7 @@ glue("lra_claim1_text", lra_reports.frozen_gap_text(claims.data), display=False)
 
 # %% [markdown]
 # Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:
-# {glue:text}`lra_claim_counts`. {glue:text}`lra_claim1_text` Claim 1 is judged by the
-# strict rule stated in the note, so a gap well inside one SD counts against it as much as
-# a large one: the numbers say which it is.
+# {glue:text}`lra_claim_counts`. {glue:text}`lra_claim1_text`
 #
 # A task near chance is either too hard for the model or too small a sample of itself. The
 # training curves of the learned S4D-Inv runs tell the two apart: a model that cannot learn

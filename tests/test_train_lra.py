@@ -604,5 +604,7 @@ def test_claim_one_in_numbers():
         "best learned S4D-Inv's): on listops the best frozen run is at most 0.4 SD below the "
         "best learned (S4D-Inv -0.004, S4D-Lin +0.002), and their spread over seeds is wider "
         "for S4D-Lin (0.035 against 0.028); on digits the best frozen runs are no worse than "
-        "the best learned (S4D-Inv +0.000, S4D-Lin +0.010), with a spread over seeds no wider.")
+        "the best learned (S4D-Inv +0.000, S4D-Lin +0.010), with a spread over seeds no wider. "
+        "Its rule is strict: a gap well inside one SD counts against it as much as a large "
+        "one, and these numbers say which it is.")
     assert lra_reports.frozen_gap_text(rows[2:]) == ""

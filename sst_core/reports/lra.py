@@ -547,7 +547,9 @@ def frozen_gap_text(rows: list[dict[str, Any]]) -> str:
     if not parts:
         return ""
     return ("Claim 1 in numbers (SD: one binomial standard deviation of a test accuracy at "
-            "the best learned S4D-Inv's): " + "; ".join(parts) + ".")
+            "the best learned S4D-Inv's): " + "; ".join(parts) + ". Its rule is strict: a "
+            "gap well inside one SD counts against it as much as a large one, and these "
+            "numbers say which it is.")
 
 
 # -- the memory-horizon task (delayed recall at lag tau) ----------------------------------
