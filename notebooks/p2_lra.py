@@ -207,17 +207,7 @@ glue("lra_claim1_text", lra_reports.frozen_gap_text(claims.data), display=False)
 # %%
 fit = lra_reports.lra_fit(P)
 display(fit)
-overfitting = [d for d in fit.data if d["runs"] and d["overfit"] * 2 > d["runs"]]
-glue("lra_fit_text", (
-    "Most learned S4D-Inv runs overfit on " + "; ".join(
-        f"{d['task']} with {d['n_train']:,.0f} examples: {d['overfit']} of {d['runs']} runs "
-        f"(train loss {d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
-        f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
-        for d in overfitting) + ". Where they do, the training set, not the number of "
-    "epochs, limits what the task shows at this scale: LRA trains on 96,000 to 160,000 "
-    "examples per task, and more epochs on the same examples would mostly memorise them "
-    "further."
-    if overfitting else "By this rule no task's runs mostly overfit."), display=False)
+glue("lra_fit_text", lra_reports.overfit_text(fit.data), display=False)
 glue("lra_data_probe_text", lra_reports.other_sizes_text(P, fit.data), display=False)
 glue("lra_still_falling_text", lra_reports.still_falling_text(fit.data), display=False)
 

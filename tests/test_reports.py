@@ -147,3 +147,20 @@ def test_a_chapter_says_its_compute_in_the_unit_a_reader_would(seconds, said):
     assert reports.duration_text(seconds) == said
     stack = [{"wall_time_s": seconds, "stack": {"size": 12}} for _ in range(12)]
     assert reports.compute_text(stack) == said
+
+
+def test_the_overfitting_sentence_names_the_tasks_whose_runs_mostly_overfit():
+    from sst_core.reports.lra import overfit_text
+
+    rows = [{"task": "pathfinder", "n_train": 512, "runs": 3, "overfit": 2, "train_first": 0.7,
+             "train_last": 0.1, "test_min": 0.68, "test_min_epoch": 2.0, "test_last": 0.9},
+            {"task": "digits", "n_train": 512, "runs": 2, "overfit": 1, "train_first": 2.3,
+             "train_last": 0.2, "test_min": 0.3, "test_min_epoch": 5.0, "test_last": 0.3},
+            {"task": "listops", "n_train": 1024, "runs": 0, "overfit": 0}]
+    assert overfit_text(rows) == (
+        "Most learned S4D-Inv runs overfit on pathfinder with 512 examples: 2 of 3 runs "
+        "(train loss 0.70 to 0.10, test loss from 0.68 at epoch 2 to 0.90). Where they do, "
+        "the training set, not the number of epochs, limits what the task shows at this "
+        "scale: LRA trains on 96,000 to 160,000 examples per task, and more epochs on the "
+        "same examples would mostly memorise them further.")
+    assert overfit_text(rows[1:]) == "By this rule no task's runs mostly overfit."

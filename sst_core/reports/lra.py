@@ -205,6 +205,22 @@ def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
             "overfit": overfit, "still_falling": still_falling}
 
 
+def overfit_text(rows: list[dict[str, Any]]) -> str:
+    """A sentence on the rows of :func:`lra_fit` (its ``data``) whose runs mostly overfit
+    (:func:`fit_curves`), or that none did."""
+    overfitting = [d for d in rows if d["runs"] and d["overfit"] * 2 > d["runs"]]
+    if not overfitting:
+        return "By this rule no task's runs mostly overfit."
+    return ("Most learned S4D-Inv runs overfit on " + "; ".join(
+        f"{d['task']} with {d['n_train']:,.0f} examples: {d['overfit']} of {d['runs']} runs "
+        f"(train loss {d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
+        f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
+        for d in overfitting) + ". Where they do, the training set, not the number of "
+        "epochs, limits what the task shows at this scale: LRA trains on 96,000 to 160,000 "
+        "examples per task, and more epochs on the same examples would mostly memorise them "
+        "further.")
+
+
 def still_falling_text(rows: list[dict[str, Any]]) -> str:
     """A sentence on the rows of :func:`lra_fit` (its ``data``) whose runs were mostly
     still learning when their epochs ran out (:func:`fit_curves`), or that none were."""
