@@ -442,13 +442,12 @@ def lra_claims(P: Profile, root=None) -> Table:
         c1 = None
         pairs = [(acc.get((i, False)), acc.get((i, True))) for i in paper2.LRA_MAIN_INITS]
         gaps: dict[str, float] = {}  # best frozen - best learned, per spectrum
-        spreads: dict[str, tuple[float, float]] = {}
+        spreads: dict[str, tuple[float, float]] = {}  # (frozen, learned) max - min
         if all(lo and fr for lo, fr in pairs):
-            c1 = all(max(fr) >= max(lo) and (max(fr) - min(fr)) <= (max(lo) - min(lo))
-                     for lo, fr in pairs)
-            gaps = {i: max(fr) - max(lo) for i, (lo, fr) in zip(paper2.LRA_MAIN_INITS, pairs)}
-            spreads = {i: (max(fr) - min(fr), max(lo) - min(lo))  # (frozen, learned)
-                       for i, (lo, fr) in zip(paper2.LRA_MAIN_INITS, pairs)}
+            for i, (lo, fr) in zip(paper2.LRA_MAIN_INITS, pairs):
+                gaps[i] = max(fr) - max(lo)
+                spreads[i] = (max(fr) - min(fr), max(lo) - min(lo))
+            c1 = all(gaps[i] >= 0 and spreads[i][0] <= spreads[i][1] for i in gaps)
         n_test = _n_test(every)
         sd = None if best_inv is None or not n_test else binomial_sd(best_inv, n_test)
         c2 = None
