@@ -184,7 +184,8 @@ def _parser() -> argparse.ArgumentParser:
                      "host:port); None: a local Ray instance")
     swp.add_argument("--retry-failed", action="store_true", help="compute failed runs again")
     swp.add_argument("--retry-stale", action="store_true",
-                     help="recompute records made by an older version of their code")
+                     help="recompute records made by an older version of their code too "
+                          "(after the runs that have no record)")
     swp.add_argument("--stack", type=_positive_int, default=None,
                      help="tracking runs trained as one stack; None: the profile's track_stack")
     swp.add_argument("--threads", type=_positive_int, default=None,

@@ -320,6 +320,32 @@ def test_status_counts_done_failed_missing_running_and_stale(root):
     assert load_record(record_path(grid[4]))["status"] == "failed"
 
 
+def test_retry_stale_computes_the_runs_without_a_record_first(root, monkeypatch):
+    """A stale record is shown on its page; a missing one keeps the chapter off its profile,
+    so ``--retry-stale`` takes the missing runs of a phase before the stale ones."""
+    grid = table2_grid(get_profile("smoke"))[:6]
+    monkeypatch.setattr(runner, "grid_rounds", lambda experiment, P: iter([grid]))
+    for c in grid[:3]:
+        cached_run(c, lambda cfg: {"m": 1}, code_version=code_version(c))
+    for c in grid[:2]:  # made by "other code"
+        rec = json.loads(record_path(c).read_text())
+        rec["code_hash"] = "0000"
+        record_path(c).write_text(json.dumps(rec))
+    seen = []
+
+    def fake_local(tasks, workers, retry, root_s, progress, artifacts=(), threads=None,
+                   stop_by=None, estimates=None):
+        seen.extend(config_hash(c) for task in tasks for c in task)
+        progress({config_hash(c): "computed" for task in tasks for c in task})
+
+    monkeypatch.setattr(runner, "_local", fake_local)
+    runner.sweep("table2", "smoke", retry_stale=True, stack=1)
+    assert seen == [config_hash(c) for c in grid[3:] + grid[:2]]
+    seen.clear()
+    runner.sweep("table2", "smoke", stack=1)  # without it, the stale ones stay
+    assert seen == [config_hash(c) for c in grid[3:]]
+
+
 def test_bad_names_are_clear_errors(root, capsys):
     with pytest.raises(ValueError, match="unknown sweep 'tabel2'; allowed: groups"):
         runner.sweep("tabel2", "smoke")

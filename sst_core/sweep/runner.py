@@ -413,7 +413,9 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     stays ``claimed``) and skip the experiment's phases after the first that has such runs.
     ``stop_by`` (seconds since the epoch, :func:`parse_stop_by`): start no task that would
     end after it, by ``price`` (a config -> its expected seconds, or None when unknown);
-    such tasks are ``deferred`` (the module docstring).
+    such tasks are ``deferred`` (the module docstring). ``retry_stale``: recompute the runs
+    an earlier version of their code made too, after those of each phase that have no
+    record at all (a missing run keeps its chapter off the profile; a stale one is shown).
 
     A record file that cannot be used (truncated, not JSON, a field missing or of the
     wrong type: :func:`sst_core.store.records.load_record`) is named through ``report``
@@ -449,6 +451,9 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
         todo = [c for c in cfgs if needs_run(c, retry_failed=retry_failed,
                                              retry_stale=retry_stale, artifacts=artifacts)]
         stored = [c for c in cfgs if c not in todo]
+        if retry_stale:  # runs without a record first: they keep a chapter off its profile
+            todo.sort(key=lambda c: not needs_run(c, retry_failed=retry_failed,
+                                                  artifacts=artifacts))
         for c in stored:
             result.outcomes[config_hash(c)] = "stored"
             drop_stale_claim(c)  # a killed stack's worker leaves claims on stored runs
