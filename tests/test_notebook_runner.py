@@ -117,3 +117,22 @@ def test_a_failed_build_or_a_broken_manifest_is_not_a_current_site(fake_build):
     (root / notebooks.BUILD_MANIFEST).write_text('{"profile": "smoke"}')
     found, why = notebooks.current_build(root, "smoke")
     assert found is None and "not a build manifest" in why and "KeyError" in why
+
+
+def test_the_kernel_runs_over_ipc_and_warns_nothing_on_the_terminal(tmp_path, capfd):
+    """A kernel over TCP without CurveZMQ keys prints a plain-text-traffic warning per
+    chapter into the build's progress lines; the runner starts it on IPC sockets."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("profile = 'smoke'", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("print(6 * 7, profile)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "ch.ipynb"
+    nbformat.write(nb, path)
+    assert notebooks._execute(path, {"profile": "quick"}, "smoke") is None
+    out = nbformat.read(path, 4).cells[-1].outputs
+    assert out[0]["text"] == "42 quick\n"
+    assert "without encryption" not in capfd.readouterr().err
+    assert notebooks.KERNEL_CONFIG["KernelManager"]["transport"] == "ipc"

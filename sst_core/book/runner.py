@@ -34,6 +34,11 @@ from sst_core.spec import profiles as spec_profiles
 # fail instead of stalling CI. Larger profiles train for hours and have no limit.
 CELL_TIMEOUT_S = {"smoke": 600}
 
+# The kernel talks to papermill over local IPC sockets in Jupyter's runtime folder, not TCP:
+# over TCP without CurveZMQ keys every kernel warns on the terminal about plain-text
+# traffic, once per chapter, in the middle of the build's progress lines.
+KERNEL_CONFIG = {"KernelManager": {"transport": "ipc"}}
+
 
 # What a build leaves beside the site: its profile, each notebook's run and a digest of the
 # inputs it was built from, so a later step can tell whether the site is still current.
@@ -291,12 +296,14 @@ def _execute(out: Path, params: dict[str, Any], profile: str) -> str | None:
     """Execute ``out`` in place with papermill; the error in one line, or None."""
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from traitlets.config import Config
 
     error = None
     try:
         papermill.execute_notebook(str(out), str(out), parameters=params, kernel_name="python3",
                                    cwd=str(out.parent), progress_bar=False, log_output=False,
-                                   execution_timeout=CELL_TIMEOUT_S.get(profile))
+                                   execution_timeout=CELL_TIMEOUT_S.get(profile),
+                                   config=Config(KERNEL_CONFIG))
     except papermill.PapermillExecutionError as err:
         error = f"{err.ename}: {err.evalue}"[:300]
     except (CellTimeoutError, DeadKernelError) as err:
