@@ -24,7 +24,7 @@
 # Papermill parameters: `profile`, the one the book is built with (best: per chapter).
 profile = "best"
 
-# %% tags=["remove-input"]
+# %% tags=["remove-input", "full-width"]
 from IPython.display import Markdown, display
 
 from sst_core.book import params
