@@ -89,11 +89,13 @@ def test_the_s4_s4d_simulation_check_measures_each_gap_to_the_formula():
 
 
 def test_fit_curves_tells_memorising_from_not_learning():
-    from sst_core.reports.lra import OVERFIT_RISE, fit_curves
+    from sst_core.reports.lra import LATE_EPOCHS, OVERFIT_RISE, fit_curves
 
-    def rec(train, test, status="ok"):
-        return {"status": status, "metrics": {"curves": {
-            "epoch": list(range(1, len(train) + 1)), "train_loss": train, "test_loss": test}}}
+    def rec(train, test, status="ok", val=None):
+        curves = {"epoch": list(range(1, len(train) + 1)), "train_loss": train,
+                  "test_loss": test}
+        return {"status": status, "metrics": {"curves": curves if val is None
+                                              else {**curves, "val_accuracy": val}}}
 
     memorises = rec([0.7, 0.5, 0.2], [0.69, 0.8, 1.2])  # test loss climbs after epoch 1
     learns = rec([0.7, 0.4, 0.2], [0.6, 0.3, 0.25])
@@ -105,9 +107,21 @@ def test_fit_curves_tells_memorising_from_not_learning():
     assert f["train_first"] == pytest.approx(0.7) and f["train_last"] == pytest.approx(0.4)
     assert f["test_min"] == pytest.approx((0.5 + 0.69) / 2)  # medians of 0.69, 0.25, 0.69, 0.5
     assert f["test_min_epoch"] == pytest.approx(1.0) and f["test_last"] == pytest.approx(0.625)
+    assert f["val_gain_last"] is None and f["val_gain_late"] is None  # no validation curves
     assert fit_curves([]) == {"runs": 0, "train_first": None, "train_last": None,
                               "test_min": None, "test_min_epoch": None, "test_last": None,
-                              "overfit": 0, "still_falling": 0}
+                              "overfit": 0, "still_falling": 0, "val_gain_last": None,
+                              "val_gain_late": None}
+    # the validation gains: over the last epoch and the last LATE_EPOCHS, medians over the
+    # runs with more epochs than that
+    five = [0.7, 0.6, 0.5, 0.4, 0.35]
+    g = fit_curves([rec(five, five, val=[0.1, 0.2, 0.4, 0.5, 0.52]),
+                    rec(five, five, val=[0.1, 0.3, 0.3, 0.3, 0.3]),
+                    rec(five, five, val=[0.2, 0.2, 0.6, 0.7, 0.76]),
+                    rec([0.7, 0.6], [0.7, 0.6], val=[0.1, 0.9])])  # too short: left out
+    assert LATE_EPOCHS == 3
+    assert g["val_gain_last"] == pytest.approx(0.02)  # median of 0.02, 0.0, 0.06
+    assert g["val_gain_late"] == pytest.approx(0.32)  # median of 0.32, 0.0, 0.56
     assert fit_curves([rec([0.7], [0.5])])["still_falling"] == 0  # one epoch: cannot tell
 
 
@@ -123,6 +137,13 @@ def test_the_still_learning_sentence_names_the_tasks_whose_runs_mostly_still_fel
         "epoch budget reached: the test loss had not levelled off, and more epochs might "
         "raise them.")
     assert still_falling_text(rows[1:]).startswith("No task's runs were mostly still learning")
+    rows[0].update(val_gain_late=0.0123, val_gain_last=-0.0004)
+    assert still_falling_text(rows).endswith(
+        "raise them. Their validation accuracy rose by a median of +0.012 over the last 3 "
+        "epochs and +0.000 over the last one (listops, 16,384 examples); the cosine "
+        "schedule takes the learning rate to zero over those epochs, so a flattening there "
+        "is the schedule's as much as the task's: a longer schedule, not more epochs at its "
+        "end, is what might raise them.")
     assert still_falling_text(rows[2:]) == ""
 
 

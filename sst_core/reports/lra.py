@@ -179,19 +179,33 @@ def _verdict(ok: bool | None) -> str:
 OVERFIT_RISE = 0.10
 
 
+def _signed(x: float) -> str:
+    """``x`` to three decimals with its sign, never "-0.000" for a tiny negative."""
+    return f"{round(x, 3) + 0.0:+.3f}"
+
+
+LATE_EPOCHS = 3  # the late part of training whose validation gain fit_curves reports
+
+
 def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
     """How the ``ok`` runs of ``records`` (LRA records of one cell) fit: the medians over
     runs of the train loss at the first and last epoch, of the smallest test loss, the
     epoch it is reached at and the last epoch's test loss, how many runs overfit (last
     test loss more than :data:`OVERFIT_RISE` above its smallest while the train loss
     fell) and how many were still learning (their smallest test loss at the last of
-    several epochs: the epoch budget, not the task, stopped them). Medians are None
-    without runs."""
+    several epochs: the epoch budget, not the task, stopped them), and the medians of how
+    much the validation accuracy rose over the last epoch and over the last
+    :data:`LATE_EPOCHS` (``val_gain_last``, ``val_gain_late``; runs with more epochs than
+    that). Medians are None without runs."""
     runs = [r["metrics"]["curves"] for r in records if r["status"] == "ok"]
-    first, last, low, at, end = [], [], [], [], []
+    first, last, low, at, end, gain_last, gain_late = [], [], [], [], [], [], []
     overfit = still_falling = 0
     for c in runs:
         train, test = c["train_loss"], c["test_loss"]  # (epochs,) each
+        val = c.get("val_accuracy") or []  # (epochs,)
+        if len(val) > LATE_EPOCHS:
+            gain_last.append(val[-1] - val[-2])
+            gain_late.append(val[-1] - val[-1 - LATE_EPOCHS])
         i = min(range(len(test)), key=test.__getitem__)
         first.append(train[0])
         last.append(train[-1])
@@ -202,7 +216,8 @@ def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
         still_falling += len(test) > 1 and i == len(test) - 1
     return {"runs": len(runs), "train_first": _median(first), "train_last": _median(last),
             "test_min": _median(low), "test_min_epoch": _median(at), "test_last": _median(end),
-            "overfit": overfit, "still_falling": still_falling}
+            "overfit": overfit, "still_falling": still_falling,
+            "val_gain_last": _median(gain_last), "val_gain_late": _median(gain_late)}
 
 
 def overfit_text(rows: list[dict[str, Any]]) -> str:
@@ -230,11 +245,21 @@ def still_falling_text(rows: list[dict[str, Any]]) -> str:
     if not falling:
         return ("No task's runs were mostly still learning at their last epoch: the test "
                 "loss had reached its smallest before the epochs ran out.")
+    gains = [d for d in falling if d.get("val_gain_late") is not None]
     return ("Still learning when the epochs ran out (smallest test loss at the last epoch): "
             + "; ".join(f"{d['task']} with {d['n_train']:,.0f} examples, {d['still_falling']} "
                         f"of {d['runs']} runs" for d in falling)
             + ". Their accuracies are what the profile's epoch budget reached: the test "
-              "loss had not levelled off, and more epochs might raise them.")
+              "loss had not levelled off, and more epochs might raise them."
+            + (" Their validation accuracy rose by a median of "
+               + "; ".join(f"{_signed(d['val_gain_late'])} over the last {LATE_EPOCHS} epochs "
+                           f"and {_signed(d['val_gain_last'])} over the last one ({d['task']}, "
+                           f"{d['n_train']:,.0f} examples)"
+                           for d in gains)
+               + "; the cosine schedule takes the learning rate to zero over those "
+                 "epochs, so a flattening there is the schedule's as much as the task's: a "
+                 "longer schedule, not more epochs at its end, is what might raise them."
+               if gains else ""))
 
 
 def lra_fit(P: Profile, root=None) -> Table:
@@ -249,6 +274,7 @@ def lra_fit(P: Profile, root=None) -> Table:
     ok, ids, status = group_records(cfgs, lambda c: (c.task, c.n_train), root)
     cols = ["task", "training examples", "runs", "best test accuracy (chance)",
             "train loss: first → last epoch", "test loss: smallest (epoch) → last epoch",
+            f"validation accuracy: gain over the last {LATE_EPOCHS} epochs (last one)",
             "runs that overfit"]
     rows, data = [], []
     for task, size in dict.fromkeys((c.task, c.n_train) for c in cfgs):
@@ -265,10 +291,12 @@ def lra_fit(P: Profile, root=None) -> Table:
                          f"{best:.3f} ({'—' if chance is None else f'{chance:.3f}'})",
                          f"{f['train_first']:.3f} → {f['train_last']:.3f}",
                          f"{f['test_min']:.3f} ({f['test_min_epoch']:g}) → {f['test_last']:.3f}",
+                         "—" if f["val_gain_late"] is None else
+                         f"{_signed(f['val_gain_late'])} ({_signed(f['val_gain_last'])})",
                          f"{f['overfit']} of {f['runs']}"])
         else:
             what = "missing" if st.get("missing") else "failed"
-            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—"])
+            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—", "—"])
         data.append({"task": task, "n_train_asked": size, "n_train": n_train,
                      "best_test_accuracy": best, "chance": chance, **f})
     note = ("Learned S4D-Inv runs of each task (main table, probes and data probes: "
@@ -277,7 +305,9 @@ def lra_fit(P: Profile, root=None) -> Table:
             "medians over their seeds; the training examples are those the task has (digits "
             "has fewer than the profile asks). A run overfits when its last epoch's test "
             f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
-            "fell. Test accuracy is read at the epoch of best validation accuracy. Scale: "
+            "fell. Test accuracy is read at the epoch of best validation accuracy. The "
+            "validation accuracy's gains are medians over the runs; the learning rate "
+            "follows a cosine schedule that reaches zero at the last epoch. Scale: "
             f"{P.scale(*LRA_SCALE_KNOBS)}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)
@@ -545,7 +575,7 @@ def frozen_gap_text(rows: list[dict[str, Any]]) -> str:
     for d in rows:
         if d["frozen_as_good"] is None or not d.get("frozen_gap"):
             continue
-        gaps = ", ".join(f"{INIT_NAMES[i]} {g:+.3f}" for i, g in d["frozen_gap"].items())
+        gaps = ", ".join(f"{INIT_NAMES[i]} {_signed(g)}" for i, g in d["frozen_gap"].items())
         worst, sd = min(d["frozen_gap"].values()), d["test_sd"]
         if worst >= 0:
             text = f"on {d['task']} the best frozen runs are no worse than the best learned"
@@ -604,7 +634,7 @@ def _gaps_text(gaps: dict[str, float], spreads: dict[str, tuple[float, float]],
     0.046; ...; SD 0.011)" (spread frozen vs learned); empty without gaps."""
     if not gaps:
         return ""
-    text = "; ".join(f"{INIT_NAMES[i]} gap {g:+.3f}, spread {spreads[i][0]:.3f} vs "
+    text = "; ".join(f"{INIT_NAMES[i]} gap {_signed(g)}, spread {spreads[i][0]:.3f} vs "
                      f"{spreads[i][1]:.3f}" for i, g in gaps.items())
     return f" ({text}" + ("" if sd is None else f"; SD {sd:.3f}") + ")"
 
