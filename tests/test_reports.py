@@ -74,6 +74,23 @@ def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(tmp_p
     assert "`sst sweep groups --profile smoke --retry-stale`" in text
 
 
+def test_a_chapter_names_only_the_changes_its_stale_records_predate(tmp_path, monkeypatch):
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    P = params.settings("p1_groups", profile="smoke", n_words=64)
+    records = [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+    changes = [("aaa", "2026-12-02T13:00:00+00:00", "first"),
+               ("bbb", "2026-12-04T22:00:00+00:00", "second")]
+    assert reports.changes_since_stale(records, changes) == []  # nothing stale
+    old = "0" * 16  # as if an earlier version made them
+    records[0] = dict(records[0], code_hash=old, created_utc="2026-12-03T17:48:12+00:00")
+    assert reports.changes_since_stale(records, changes) == changes[1:]
+    records[1] = dict(records[1], code_hash=old, created_utc="2026-12-01T18:00:00+00:00")
+    assert reports.changes_since_stale(records, changes) == changes
+    # a current record made before both changes names none
+    records[:2] = [dict(r, created_utc="2026-11-30T00:00:00+00:00") for r in records[2:4]]
+    assert reports.changes_since_stale(records, changes) == []
+
+
 def test_the_s4_s4d_simulation_check_measures_each_gap_to_the_formula():
     from sst_core.reports.memory import simulation_check
 

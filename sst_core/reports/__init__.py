@@ -14,7 +14,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from sst_core.spec.names import one_spelling
 from sst_core.store.records import (
@@ -155,6 +155,25 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
             f"{entry.get('tolerance', TOLERANCE):.2g} (`sst verify-stale`, "
             f"`results/code_equivalence.json`).")
     return " ".join(out)
+
+
+def changes_since_stale(records: list[dict[str, Any]], changes: Sequence[tuple[str, str, str]]
+                        ) -> list[tuple[str, str, str]]:
+    """Of ``changes`` (``(commit, when, what)``, ``when`` an ISO time with its zone: the
+    commits that changed the code some of ``records`` depend on), those made after at
+    least one of the stale records (:func:`sst_core.experiments.registry.is_stale_record`)
+    was created, in the given order; what a chapter says changed since its stale records
+    were made, instead of naming a change a record does not predate."""
+    from datetime import datetime
+
+    from sst_core.experiments.registry import is_stale_record
+
+    made = [datetime.fromisoformat(r["created_utc"]) for r in records
+            if r.get("created_utc") and is_stale_record(r)]
+    if not made:
+        return []
+    oldest = min(made)
+    return [c for c in changes if datetime.fromisoformat(c[1]) > oldest]
 
 
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
