@@ -45,7 +45,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
-from sst_core.reports import changes_since_stale, compute_text, stale_text
+from sst_core.reports import compute_text, stale_changes_text
 from sst_core.spec import paper_values
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.images import digits_images
@@ -128,8 +128,6 @@ MF_CHANGE = ("it now carries as many fixed-point bits as its working precision, 
              "computed again under the current code, a memory function after training can "
              "differ slightly (`sst verify-stale` found such differences), so these records "
              "stay marked until they are computed again.")
-STALE_CAUSE = (" The change since concerns the memory function only (commit `bf5aca5`): "
-               + MF_CHANGE)
 # the LRA runs' code changed twice since the first records (a run computed with and
 # without its per-epoch saves gives the same numbers; `sst verify-stale lra` then found
 # that a stored ListOps run is not reproduced by a fresh process); a stale record is
@@ -146,11 +144,8 @@ LRA_CHANGES = [
      "lra`), as rounding that differs between processes is amplified by training, the same "
      "spread that Table 2's chapter measures for the trackers."),
 ]
-lra_changes = [what for _, _, what in changes_since_stale(records, LRA_CHANGES)]
-stale_lra = stale_text(records, "lra") + (
-    f" {'One change' if len(lra_changes) == 1 else f'{len(lra_changes)} changes'} since, not "
-    "to what training computes: " + " And ".join(lra_changes) if lra_changes else "")
-glue("lra_stale_text", Markdown(stale_lra), display=False)
+glue("lra_stale_text", Markdown(stale_changes_text(records, "lra", LRA_CHANGES)),
+     display=False)
 main = lra_reports.lra_main(P)
 display(main)
 paper_retrieval = {frozen: paper_values.LRA_MAIN[("Retrieval", "inv", frozen)]
@@ -358,9 +353,9 @@ def verdict(claim: dict) -> str:
 glue("hz_runs", len(horizon_records), display=False)
 glue("hz_failed", sum(r["status"] != "ok" for r in horizon_records), display=False)
 glue("hz_compute", compute_text(horizon_records), display=False)
-stale_hz = stale_text(horizon_records, "memory_horizon")
-mf_change = changes_since_stale(horizon_records, LRA_CHANGES[:1])  # the memory function's
-glue("hz_stale_text", Markdown(stale_hz + (STALE_CAUSE if mf_change else "")), display=False)
+# of the LRA runs' changes, only the memory function's concerns the memory-horizon runs
+glue("hz_stale_text", Markdown(stale_changes_text(horizon_records, "memory_horizon",
+                                                  LRA_CHANGES[:1])), display=False)
 glue("hz_taus", ", ".join(map(str, P.horizon_taus)), display=False)
 glue("hz_chance", horizon_cfgs[0].chance, display=False)
 glue("hz_band", band, display=False)

@@ -176,6 +176,21 @@ def changes_since_stale(records: list[dict[str, Any]], changes: Sequence[tuple[s
     return [c for c in changes if datetime.fromisoformat(c[1]) > oldest]
 
 
+def stale_changes_text(records: list[dict[str, Any]], sweep: str,
+                       changes: Sequence[tuple[str, str, str]], *,
+                       kind: str = "not to what training computes") -> str:
+    """:func:`stale_text` of ``records`` followed by the ``changes`` (``(commit, when,
+    what)``) made since their oldest stale record (:func:`changes_since_stale`), each
+    ``what`` a clause that says what the change did; ``kind`` says what sort of change they
+    are. Just :func:`stale_text` when no such change is listed."""
+    text = stale_text(records, sweep)
+    since = [what for _, _, what in changes_since_stale(records, changes)]
+    if not since:
+        return text
+    head = "One change" if len(since) == 1 else f"{len(since)} changes"
+    return f"{text} {head} since, {kind}: " + " And ".join(since)
+
+
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
     """The usable stored record of ``cfg``, or None (missing or unreadable). An unreadable
     one (:func:`sst_core.store.records.load_record` rejects it) is named in a
