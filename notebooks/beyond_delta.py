@@ -209,8 +209,21 @@ for m in beyond.DELTA_MODELS:
     lines.append(text)
 glue("dl_lens", "; ".join(lines), display=False)
 
+glue("dl_factor", f"{rb.PREDICTION_FACTOR:g}", display=False)
+verdict = (rb.theory_check_text(rb.delta_theory_check(P), "Householder models") + "; and "
+           + rb.theory_check_text(rb.delta_theory_check(P, models=beyond.DELTA_COMPARED),
+                                  "diagonal affine models beside them"))
+glue("dl_verdict", Markdown(verdict), display=False)
+
 # %% [markdown]
 # At this scale: {glue:text}`dl_lens`.
+#
+# Do Theorem 1 and Corollary 1 predict their $m_p$? By a rule fixed before looking (a
+# crossing time predicts $m_p$ when it lies within a factor {glue:text}`dl_factor` of it; a
+# run that fails at the training length needs a crossing within that factor of the
+# training length, one that passes the longest evaluated length no crossing before that
+# length divided by the factor;
+# `sst_core.reports.beyond.crossing_predicts`), $m_p$ is predicted {glue:md}`dl_verdict`.
 #
 # How to read it. If the best Householder models sit at the top right of Figure 4 with
 # $T_{\text{cross}}$ beyond the rollout, singular values of the return map both near 1 and a

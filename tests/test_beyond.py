@@ -193,6 +193,50 @@ def test_the_torch_module_check_tells_failed_from_missing(tmp_path, monkeypatch)
     assert t.rows[0][3:] == ["failed"] * 6 and t.data[0]["status"] == "failed"
 
 
+def test_a_crossing_time_predicts_m_p_by_the_stated_rule():
+    where = {"trained": 60, "longest": 1000, "rollout": 1000}
+    assert rb.crossing_predicts(600, 573, **where) and rb.crossing_predicts(600, 1200, **where)
+    assert not rb.crossing_predicts(600, 1201, **where)
+    assert not rb.crossing_predicts(600, 299, **where)
+    assert not rb.crossing_predicts(300, None, **where)  # no crossing, yet it failed at 300
+    assert rb.crossing_predicts(600, None, **where)  # no crossing within 2 x 600 > rollout
+    assert rb.crossing_predicts(None, 2, **where) and rb.crossing_predicts(None, 120, **where)
+    assert not rb.crossing_predicts(None, 121, **where)
+    assert not rb.crossing_predicts(None, None, **where)  # it fails, nothing crosses
+    assert rb.crossing_predicts(1000, None, **where) and rb.crossing_predicts(1000, 500, **where)
+    assert not rb.crossing_predicts(1000, 499, **where)
+    assert rb.crossing_predicts(1000, 400, **where, factor=2.5)
+
+
+def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, monkeypatch):
+    import numpy as np
+
+    from sst_core.store.codec import curve_times, encode_curve
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    assert rb.delta_theory_check(P) == []
+    diag = [d for d in beyond.delta_diagnostics(P) if d.run.model == "deltaproduct"][0]
+    t = np.arange(1, diag.rollout + 1)
+    # sqrt(R_U(t)) = 0.1 + 0.004 t with M = 1: Corollary 1 crosses tau = 0.5 at 151.8
+    metrics = {"m_p": 100, "T_cross": 150, "is_affine": True,
+               "q_U": encode_curve((0.1 + 0.004 * t) ** 2), "M": encode_curve(np.ones(t.size)),
+               "curve_t": curve_times(t.size).tolist()}
+    store_record(diag, "ok", None, metrics, 0.1)
+    (d,) = rb.delta_theory_check(P)
+    assert d["model"] == "deltaproduct" and d["m_p"] == 100 and d["T_cross"] == 150
+    assert d["T_pred"] == pytest.approx((0.5 ** 0.5 - 0.1) / 0.004, rel=1e-3)
+    assert d["measured"] and d["corollary"]
+    assert d["trained"] == diag.run.curriculum_max and d["rollout"] == diag.rollout
+    store_record(diag, "ok", None, dict(metrics, m_p=None), 0.1)  # fails at 60: T too late
+    (d,) = rb.delta_theory_check(P)
+    assert not d["measured"] and not d["corollary"]
+    assert rb.theory_check_text([d], "models") == (
+        "for 0 of 1 models (none) by the measured $T_{\\text{cross}}$, for 0 of the 1 whose "
+        "drift could be fitted (none) by Corollary 1's crossing time from the early drift")
+    assert rb.theory_check_text([], "models") == "no models have $S_3$ diagnostics at this scale"
+    assert rb.delta_theory_check(P, models=["deltanet"]) == []
+
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",
            "entries": [{"name": "semi_affine_train_s3", "ratio": 2.0},

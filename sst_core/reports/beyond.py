@@ -10,10 +10,13 @@
 - ``spectra_predictors``: what the spectral summaries say about m_p;
 - ``semi_affine``: the repaired models beside their affine originals;
 - ``delta``: DeltaNet, DeltaProduct and torch's GRU / LSTM beside Table 2's models, with
-  their S3 diagnostics (Theorem 1's return maps, Corollary 1's drift).
+  their S3 diagnostics (Theorem 1's return maps, Corollary 1's drift);
+- ``delta_theory_check``: whether the measured and Corollary 1's crossing times predict the
+  Householder models' m_p.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -559,6 +562,70 @@ def delta_verdicts(P: Profile, root=None) -> list[dict[str, Any]]:
                         "reaches_longest": None if missing else
                         bool(cell["m_p"] is not None and cell["m_p"] >= longest)})
     return out
+
+
+PREDICTION_FACTOR = 2.0  # how far a crossing time may be from m_p and still predict it
+
+
+def crossing_predicts(m_p: int | None, T: float | None, *, trained: int, longest: int,
+                      rollout: int, factor: float = PREDICTION_FACTOR) -> bool:
+    """Whether a crossing time ``T`` (None: q stays below tau over the ``rollout``) predicts
+    ``m_p`` (None: no evaluated length passes, so the run fails near its ``trained``
+    length), the rule stated before looking: a failing run with ``T`` at most ``factor``
+    times the trained length; a run that passes the ``longest`` evaluated length with ``T``
+    at least ``longest / factor`` or no crossing; any other run with ``T`` within a factor
+    ``factor`` of ``m_p`` (no crossing counts as past the rollout). ``m_p`` lies on the
+    evaluated lengths' grid, so only a coarse agreement is asked for."""
+    if m_p is None:
+        return T is not None and T <= factor * trained
+    if m_p >= longest:
+        return T is None or T >= longest / factor
+    if T is None:
+        return factor * m_p > rollout
+    return m_p / factor <= T <= factor * m_p
+
+
+def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DELTA_MODELS
+                       ) -> list[dict[str, Any]]:
+    """For each of ``models`` (default: the Householder ones; the chapter's others are
+    :data:`~sst_core.experiments.beyond.DELTA_COMPARED`) that is affine and has
+    an S3 diagnostics record (the best run, as :func:`delta_lens` shows it): its ``m_p``,
+    the measured ``T_cross`` and Corollary 1's ``T_pred`` from the early drift, and whether
+    each predicts ``m_p`` (:func:`crossing_predicts`): ``measured`` and ``corollary``
+    (None where the drift could not be fitted; a drift that is not positive predicts no
+    crossing)."""
+    from sst_core.analysis.error_control import corollary1_prediction
+
+    best = best_by_model(delta_diagnostic_records(P, root))
+    out = []
+    for m in models:
+        r = best.get(m)
+        if r is None or r["status"] != "ok" or not r["metrics"]["is_affine"]:
+            continue
+        mt, cfg = r["metrics"], r["config"]
+        where = {"trained": cfg["run"]["curriculum_max"],
+                 "longest": max(cfg["run"]["eval_lengths"]), "rollout": cfg["rollout"]}
+        cor = corollary1_prediction(mt)
+        out.append({"model": m, "m_p": mt["m_p"], "T_cross": mt["T_cross"],
+                    "T_pred": cor["T_pred"], "drift": cor["drift"], **where,
+                    "measured": crossing_predicts(mt["m_p"], mt["T_cross"], **where),
+                    "corollary": None if cor["drift"] is None else
+                    crossing_predicts(mt["m_p"], cor["T_pred"], **where)})
+    return out
+
+
+def theory_check_text(check: list[dict[str, Any]], what: str) -> str:
+    """A clause for the chapter: of :func:`delta_theory_check`'s ``check`` (the ``what``),
+    for how many, and which, the measured and Corollary 1's crossing times predict m_p."""
+    if not check:
+        return f"no {what} have $S_3$ diagnostics at this scale"
+    measured = [d["model"] for d in check if d["measured"]]
+    fitted = [d for d in check if d["corollary"] is not None]
+    predicted = [d["model"] for d in fitted if d["corollary"]]
+    return (f"for {len(measured)} of {len(check)} {what} ({', '.join(measured) or 'none'}) "
+            f"by the measured $T_{{\\text{{cross}}}}$, for {len(predicted)} of the {len(fitted)} "
+            f"whose drift could be fitted ({', '.join(predicted) or 'none'}) by Corollary 1's "
+            "crossing time from the early drift")
 
 
 def exact_trackers(P: Profile, root=None) -> Table:
