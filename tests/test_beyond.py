@@ -232,9 +232,9 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     (d,) = rb.delta_theory_check(P)
     assert not d["measured"] and not d["corollary"]
     assert rb.theory_check_text([d], "models") == (
-        "for 0 of 1 models (none) by the measured $T_{\\text{cross}}$, for 0 of the 1 whose "
+        "for 0 of 1 models (none) by the measured T_cross, for 0 of the 1 whose "
         "drift could be fitted (none) by Corollary 1's crossing time from the early drift")
-    assert rb.theory_check_text([], "models") == "no models have $S_3$ diagnostics at this scale"
+    assert rb.theory_check_text([], "models") == "no models have S3 diagnostics at this scale"
     assert rb.delta_theory_check(P, models=["deltanet"]) == []
 
 def test_semi_affine_cost_reads_bench_entries():

@@ -616,14 +616,15 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
 
 def theory_check_text(check: list[dict[str, Any]], what: str) -> str:
     """A clause for the chapter: of :func:`delta_theory_check`'s ``check`` (the ``what``),
-    for how many, and which, the measured and Corollary 1's crossing times predict m_p."""
+    for how many, and which, the measured and Corollary 1's crossing times predict m_p
+    (plain text: a glued Markdown string's dollar math is not rendered)."""
     if not check:
-        return f"no {what} have $S_3$ diagnostics at this scale"
+        return f"no {what} have S3 diagnostics at this scale"
     measured = [d["model"] for d in check if d["measured"]]
     fitted = [d for d in check if d["corollary"] is not None]
     predicted = [d["model"] for d in fitted if d["corollary"]]
     return (f"for {len(measured)} of {len(check)} {what} ({', '.join(measured) or 'none'}) "
-            f"by the measured $T_{{\\text{{cross}}}}$, for {len(predicted)} of the {len(fitted)} "
+            f"by the measured T_cross, for {len(predicted)} of the {len(fitted)} "
             f"whose drift could be fitted ({', '.join(predicted) or 'none'}) by Corollary 1's "
             "crossing time from the early drift")
 
