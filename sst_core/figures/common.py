@@ -108,7 +108,8 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
     Pass one run per model and group (the best, :func:`sst_core.reports.paper1.best_runs`);
     lines are labelled by model (or phi), with L2 for two layers. A model keeps its colour
     in every panel and a deeper run of it is dashed; panels fill two columns and the legend
-    takes the next free slot, so the figure stays legible at the page's width.
+    takes the next free slot (a row of its own, only as tall as it needs, when the panels
+    fill theirs), so the figure stays legible at the page's width.
     """
     def label_of(cfg: dict[str, Any]) -> tuple[str, int]:
         return cfg.get("phi") or cfg["model"], int(cfg.get("n_layers", 1))
@@ -118,8 +119,13 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
     colour = {name: cmap(i % cmap.N) for i, name in enumerate(names)}
     ncols = 2
     nrows = (len(groups) + 1 + ncols - 1) // ncols  # the panels and the legend's slot
-    fig, axes = plt.subplots(nrows, ncols, figsize=(8.5, 3.1 * nrows), squeeze=False,
-                             sharey=True)
+    n_labels = len({label_of(r["config"]) for r in records if r["config"]["group"] in groups})
+    alone = len(groups) % ncols == 0  # the legend has a row of its own: as tall as it needs
+    legend_cols = 3 if alone else 2 if n_labels > 8 else 1
+    ratios = [1.0] * (nrows - 1) + [min(1.0, 0.2 + 0.08 * -(-n_labels // legend_cols))
+                                    if alone else 1.0]
+    fig, axes = plt.subplots(nrows, ncols, figsize=(8.5, 3.1 * sum(ratios)), squeeze=False,
+                             sharey=True, gridspec_kw={"height_ratios": ratios})
     flat = list(axes.flat)
     handles: dict[str, Any] = {}
     for ax, group in zip(flat, groups):
@@ -145,8 +151,9 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
         ax.axis("off")
     if handles:
         labels = sorted(handles)
-        legend_ax.legend([handles[k] for k in labels], labels, loc="center", fontsize=8,
-                         ncol=2 if len(labels) > 8 else 1, frameon=False)
+        legend_ax.legend([handles[k] for k in labels], labels, fontsize=8, ncol=legend_cols,
+                         frameon=False, **({"loc": "center left", "bbox_to_anchor": (0, 0.5)}
+                                           if alone else {"loc": "center"}))
     suptitle(fig, "Accuracy beyond the training length 60 (grey line: the 90% bar; dotted: "
              f"length 60; dashed: two layers; {scale})", fontsize=10)
     fig.tight_layout()
