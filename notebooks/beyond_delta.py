@@ -210,8 +210,10 @@ for m in beyond.DELTA_MODELS:
 glue("dl_lens", "; ".join(lines), display=False)
 
 glue("dl_factor", f"{rb.PREDICTION_FACTOR:g}", display=False)
-verdict = (rb.theory_check_text(rb.delta_theory_check(P), "Householder models") + "; and "
-           + rb.theory_check_text(rb.delta_theory_check(P, models=beyond.DELTA_COMPARED),
+theory = rb.delta_theory_check(P, models=beyond.DELTA_MODELS + beyond.DELTA_COMPARED)
+verdict = (rb.theory_check_text([d for d in theory if d["model"] in beyond.DELTA_MODELS],
+                                "Householder models") + "; and "
+           + rb.theory_check_text([d for d in theory if d["model"] not in beyond.DELTA_MODELS],
                                   "diagonal affine models beside them"))
 glue("dl_verdict", Markdown(verdict), display=False)
 

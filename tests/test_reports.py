@@ -62,11 +62,16 @@ def test_runs_note_says_what_a_cell_rests_on_only_when_some_runs_are_not_ok():
         " (0 of 6 runs; 1 failed, 5 missing)"
 
 
-def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(tmp_path,
-                                                                           monkeypatch):
+@pytest.fixture
+def group_records(tmp_path, monkeypatch):
+    """The smoke order-sensitivity records, stored in a temporary results folder."""
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
     P = params.settings("p1_groups", profile="smoke", n_words=64)
-    records = [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+    return [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+
+
+def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(group_records):
+    records = group_records
     assert reports.stale_text(records, "groups") == ""  # made by this code
     records[0] = dict(records[0], code_hash="0" * 16)  # as if an earlier version made it
     text = reports.stale_text(records, "groups")
@@ -74,10 +79,8 @@ def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(tmp_p
     assert "`sst sweep groups --profile smoke --retry-stale`" in text
 
 
-def test_a_chapter_names_only_the_changes_its_stale_records_predate(tmp_path, monkeypatch):
-    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    P = params.settings("p1_groups", profile="smoke", n_words=64)
-    records = [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+def test_a_chapter_names_only_the_changes_its_stale_records_predate(group_records):
+    records = group_records
     changes = [("aaa", "2026-12-02T13:00:00+00:00", "first"),
                ("bbb", "2026-12-04T22:00:00+00:00", "second")]
     assert reports.changes_since_stale(records, changes) == []  # nothing stale
@@ -91,11 +94,8 @@ def test_a_chapter_names_only_the_changes_its_stale_records_predate(tmp_path, mo
     assert reports.changes_since_stale(records, changes) == []
 
 
-
-def test_the_stale_sentence_names_the_changes_since_and_counts_them(tmp_path, monkeypatch):
-    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    P = params.settings("p1_groups", profile="smoke", n_words=64)
-    records = [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
+def test_the_stale_sentence_names_the_changes_since_and_counts_them(group_records):
+    records = group_records
     changes = [("aaa", "2026-12-02T13:00:00+00:00", "the first (commit `aaa`)"),
                ("bbb", "2026-12-04T22:00:00+00:00", "the second (commit `bbb`)")]
     assert reports.stale_changes_text(records, "groups", changes) == ""  # nothing stale
