@@ -74,3 +74,20 @@ def test_run_unknown_experiment():
 
     with pytest.raises(ValueError, match="'nope'"):
         runs.run(X())
+
+
+def test_diagnostics_follow_the_profiles_sizes():
+    """The smoke profile diagnoses with fewer words and steps (the book's CI build); every
+    other profile keeps the sizes its stored records were made with (their run ids)."""
+    smoke = profiles.get_profile("smoke")
+    run = paper1.s3_runs(smoke)[0]
+    cfg = paper1.diagnostics_config(smoke, run)
+    assert (cfg.n_perturb, cfg.n_words) == (smoke.diag_n_perturb, smoke.diag_n_preserving)
+    assert cfg.perturb_steps == smoke.diag_perturb_steps < 200
+    # the error is followed from t0 to the end of the perturbation window
+    assert paper1.recovery_steps(smoke) == min(cfg.perturb_steps, cfg.rollout - cfg.t0) == 20
+    for name in ("quick", "standard", "paper"):
+        P = profiles.get_profile(name)
+        cfg = paper1.diagnostics_config(P, paper1.s3_runs(P)[0])
+        assert (cfg.perturb_steps, cfg.n_perturb, cfg.n_words) == (200, 128, 8)
+        assert paper1.recovery_steps(P) == 200

@@ -149,7 +149,16 @@ FIGURE2_MODELS = ("mamba", "mamba3", "negative_mamba", "token_gated_rnn")
 def diagnostics_config(P, run: TrackingConfig) -> DiagnosticsConfig:
     return DiagnosticsConfig(run=run, n_samples=P.diag_samples, rollout=P.diag_rollout,
                              t_ref=min(60, P.diag_rollout), t0=min(30, P.diag_rollout - 1),
-                             perturb_steps=min(200, P.diag_rollout), profile=P.name)
+                             perturb_steps=min(P.diag_perturb_steps, P.diag_rollout),
+                             n_perturb=P.diag_n_perturb, n_words=P.diag_n_preserving,
+                             profile=P.name)
+
+
+def recovery_steps(P) -> int:
+    """How many steps after the perturbation at ``t0`` the diagnostics of
+    :func:`diagnostics_config` follow the error (their last ``recovery`` value)."""
+    cfg = diagnostics_config(P, None)
+    return min(cfg.perturb_steps, cfg.rollout - cfg.t0)
 
 
 def s3_runs(P, models=None) -> list[TrackingConfig]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sst_core.experiments.paper1 import recovery_steps
 from sst_core.reports import Table, format_value, stored_records
 from sst_core.reports.select import best_per_cell, run_config
 from sst_core.spec import paper_values
@@ -87,7 +88,8 @@ def theorem1_table(P: Profile, root=None) -> Table:
         ids.append(r["run_id"])
     note = ("Return map F_s of state-preserving S3 words s (length 6, product = identity) at "
             "states reached after 30 tokens; Q is an orthonormal basis of U, the span of the "
-            "differences of the state centroids; medians over 8 words. Theorem 1: an affine F_s "
+            f"differences of the state centroids; medians over {P.diag_n_preserving} words. "
+            "Theorem 1: an affine F_s "
             "that fixes every centroid has (J - I) Q = 0, hence also P_U (J - I) P_U = 0; a "
             "state-dependent map can have "
             f"||Q^T J Q|| < 1. Best S3 run per model. Scale: "
@@ -98,7 +100,8 @@ def theorem1_table(P: Profile, root=None) -> Table:
 def diagnostics_table(P: Profile, root=None) -> Table:
     best = best_per_model(diagnostic_records(P, root, "s3"))
     cols = ["model", "class", "m_p", "T_cross (q >= 1/2)", "T_cross (q >= 1)",
-            "T_cross (sqrt conv.)", "q at m_p", "mode", "recovery after 200 steps (random / U)"]
+            "T_cross (sqrt conv.)", "q at m_p", "mode",
+            f"recovery after {recovery_steps(P)} steps (random / U)"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
         m = r["metrics"]

@@ -65,6 +65,9 @@ class Profile:
     # -- "Error control" (notebooks/p1_theory.py, p1_diagnostics.py): diagnostics of trained trackers
     diag_samples: int  # words whose hidden states estimate the centroids c_g(t), R, M, q
     diag_rollout: int  # length of those words (the paper: 1000)
+    diag_perturb_steps: int  # steps followed after the perturbation at t0 (at most diag_rollout)
+    diag_n_perturb: int  # words perturbed (at most diag_samples)
+    diag_n_preserving: int  # state-preserving words s of Theorem 1 whose return maps are checked
     fig4_lrs: tuple[float, ...]  # extra learning rates of the affine S3 sweep behind Figure 4
     fig4_seeds: tuple[int, ...]  # seeds of that sweep
     # seeds added to the cells (model, depth) of that sweep in which some stored run passes
@@ -188,6 +191,9 @@ PROFILES: dict[str, Profile] = {
         width_seeds=(0,),
         diag_samples=32,
         diag_rollout=100,
+        diag_perturb_steps=20,
+        diag_n_perturb=16,
+        diag_n_preserving=2,
         fig4_lrs=(0.001,),
         fig4_seeds=(0,),
         fig4_growth_seeds=(),
@@ -253,6 +259,9 @@ PROFILES: dict[str, Profile] = {
         width_seeds=(),
         diag_samples=512,
         diag_rollout=1000,
+        diag_perturb_steps=200,
+        diag_n_perturb=128,
+        diag_n_preserving=8,
         fig4_lrs=(0.003, 0.01, 0.03),
         fig4_seeds=(0,),
         fig4_growth_seeds=(),
@@ -326,6 +335,9 @@ PROFILES: dict[str, Profile] = {
         width_seeds=(0, 1, 2),
         diag_samples=2048,
         diag_rollout=1000,
+        diag_perturb_steps=200,
+        diag_n_perturb=128,
+        diag_n_preserving=8,
         fig4_lrs=(0.001, 0.003),
         fig4_seeds=(0, 1, 2),
         fig4_growth_seeds=(3, 4, 5),
@@ -408,6 +420,9 @@ PROFILES: dict[str, Profile] = {
         width_seeds=(0, 1, 2),
         diag_samples=2048,
         diag_rollout=1000,
+        diag_perturb_steps=200,
+        diag_n_perturb=128,
+        diag_n_preserving=8,
         fig4_lrs=(0.0001, 0.0005, 0.001),
         fig4_seeds=(0, 1, 2),
         fig4_growth_seeds=(),
