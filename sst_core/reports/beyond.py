@@ -269,10 +269,9 @@ def semi_affine(P: Profile, root=None) -> Table:
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
             "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
             f"||e_t|| / ||e_0|| {paper1.recovery_steps(P)} steps after a perturbation inside U "
-            "(below 1: the error "
-            "shrinks); ||Q^T J Q||: the return map of state-preserving words on U (Theorem 1 "
-            "forces 1 for an affine model that tracks). Best S3 run per model; 'diverged': "
-            "every run of the cell diverged. Scale: "
+            "(below 1: the error shrinks); ||Q^T J Q||: the return map of state-preserving "
+            "words on U (Theorem 1 forces 1 for an affine model that tracks). Best S3 run per "
+            "model; 'diverged': every run of the cell diverged. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
@@ -500,8 +499,9 @@ def delta_lens(P: Profile, root=None) -> Table:
             "above). Theorem 1's return map: J of state-preserving words on U, median over "
             "words; sigma_max, sigma_min: the largest and smallest singular values of Q^T J Q "
             "(both 1 when J is orthogonal on U; an affine map that fixes the centroids has "
-            "Q^T J Q = I). Recovery: ||e_t|| / ||e_0|| "
-            f"{paper1.recovery_steps(Pb)} steps after a perturbation inside U. Drift ||W_out eta_bar|| and T_cross by Corollary 1 (affine rows): "
+            f"Q^T J Q = I). Recovery: ||e_t|| / ||e_0|| {paper1.recovery_steps(Pb)} steps after "
+            "a perturbation inside U. Drift ||W_out eta_bar|| and T_cross by Corollary 1 "
+            "(affine rows): "
             f"sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. {DRIFT_NOTE} "
             f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
     return Table("Through the error-control lens: S3 diagnostics of the same models", cols,

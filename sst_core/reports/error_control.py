@@ -89,9 +89,8 @@ def theorem1_table(P: Profile, root=None) -> Table:
     note = ("Return map F_s of state-preserving S3 words s (length 6, product = identity) at "
             "states reached after 30 tokens; Q is an orthonormal basis of U, the span of the "
             f"differences of the state centroids; medians over {P.diag_n_preserving} words. "
-            "Theorem 1: an affine F_s "
-            "that fixes every centroid has (J - I) Q = 0, hence also P_U (J - I) P_U = 0; a "
-            "state-dependent map can have "
+            "Theorem 1: an affine F_s that fixes every centroid has (J - I) Q = 0, hence also "
+            "P_U (J - I) P_U = 0; a state-dependent map can have "
             f"||Q^T J Q|| < 1. Best S3 run per model. Scale: "
             f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_max_steps')}.")
     return Table("Theorem 1 on trained models: the return map on U", cols, rows, note, ids, data)
