@@ -2,6 +2,7 @@
 grids of its chapters: which configs each runs under a profile."""
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -168,7 +169,16 @@ def s3_runs(P, models=None) -> list[TrackingConfig]:
 
 def figure4_runs(P) -> list[TrackingConfig]:
     """The affine S3 sweep behind Figure 4: Table 2's affine S3 runs plus the extra
-    learning rates and seeds of ``P.fig4_lrs`` x ``P.fig4_seeds`` (no run twice)."""
+    learning rates and seeds of ``P.fig4_lrs`` x ``P.fig4_seeds`` (no run twice).
+
+    A new list each call, built once per profile: it depends on ``P`` alone, and the Figure 4
+    grids (growth, diagnostics, resampling) read it many times over, once per seed and
+    per question (a book's plan: a hundred times, most of its cost)."""
+    return list(_figure4_runs(P))
+
+
+@functools.lru_cache(maxsize=16)
+def _figure4_runs(P) -> tuple[TrackingConfig, ...]:
     from dataclasses import replace
 
     from sst_core.models.registry import expected_affine
@@ -180,7 +190,7 @@ def figure4_runs(P) -> list[TrackingConfig]:
             if cfg not in seen:
                 seen.add(cfg)
                 out.append(cfg)
-    return out
+    return tuple(out)
 
 
 FIGURE4_GROWTH_RULE = ("the sweep grows by seeds: every run of a cell (model, depth) in which "
