@@ -122,6 +122,19 @@ if cpu is not None:
 # device idle, stacking is where the large gains are expected; the CUDA section below will
 # say once a GPU has run it.
 #
+# The stacked table's last two columns measure how much overhead there is to remove. In the
+# same rounds, one model takes a training step on all $K b$ sequences at once: the stack's
+# arithmetic in as few operations as it can have, with one set of weights instead of $K$.
+# That step's time over the $K$ sequential steps (the ceiling) is about the least any way
+# of stacking could reach.
+
+# %%
+if cpu is not None:
+    ceiling = bench_report.stacking_ceiling(cpu)
+    display(Markdown(ceiling or "The newest CPU record predates the ceiling column "
+                     "(`make bench BENCH_ARGS=--record` measures it)."))
+
+# %% [markdown]
 # **Which S4D classifiers.** The classifier rows come in two sets: three at fixed example sizes
 # (H of 64 and 128, two layers; unchanged since the first record, so that records compare
 # across commits), and, named `standard_...`, the models the `standard` profile trains for the
@@ -135,6 +148,34 @@ if cpu is not None:
 # launch one operation per time step and read every state twice in the backward pass; the
 # bandwidth shares in the table above are measured against a two-thread copy of a large
 # buffer, and vary by about as much as the other ratios between runs on a shared machine.
+
+# %% [markdown]
+# ## The same rows on another machine
+#
+# The machine this book is built on is not always the same one: the records under
+# `results/bench/` come from more than one CPU. The table sets the newest record beside the
+# newest one from another CPU model, row by row, and keeps the rows whose time differs by
+# more than half.
+
+# %%
+other = bench_report.other_machine(records, cpu) if cpu is not None else None
+if other is None:
+    display(Markdown("Every CPU record so far comes from one CPU model."))
+else:
+    display(bench_report.across_machines(cpu, other))
+
+# %% [markdown]
+# **Reading it** (the records so far: an Intel Xeon with AVX-512, an AMD EPYC with AVX2
+# only). Most rows move together, by about the ratio of the two machines' speeds.
+# Where the C selective scan of `sst_core/ops/native_selective.c` is involved (the Mamba and
+# Negative Mamba rows, and the scan's own), they do not: the runs' records name the SIMD
+# extensions of their machine (`host` in a record), and that scan is several times faster on
+# a CPU with AVX-512 than on one with only AVX2. Its loops clamp their argument before the
+# exp polynomial; with AVX-512's masked instructions gcc vectorises them, while with AVX2
+# only and its default `-ftrapping-math` it leaves much of them scalar (the compiled
+# library's instructions show it). A build option that vectorises them on AVX2 changes
+# the code that the tracking records' hashes cover, so it waits until those records are
+# computed again.
 
 # %% [markdown]
 # ## On CUDA

@@ -85,6 +85,9 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
             assert e["sizes"]["models"] == 2 and e["target"] == 0.5  # small: K = 2
             assert e["tokens_per_s"] == pytest.approx(
                 2 * e["sizes"]["batch"] * e["sizes"]["length"] / e["ours_s"])
+            # the ceiling: one model on all K b sequences, timed in the same rounds
+            assert len(e["one_model_samples_s"]) == 1 and _positive(e["one_model_s"])
+            assert e["ceiling_ratio"] == pytest.approx(e["one_model_s"] / e["anchor_s"])
         elif e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
             assert f"_L{e['sizes']['length']}" in e["name"]
             assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
@@ -362,3 +365,50 @@ def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, mo
         assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"]) and e["target"] == 1
     assert "runs per hour" in bench.to_markdown(out)
     assert not any(tmp_path.iterdir())  # the sample is computed into a temporary folder
+
+
+def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
+    from sst_core.reports import bench as report
+
+    (table,) = [t for t in report.bench_tables(result) if t.title == "Many models at once"]
+    stacked = [e for e in result["entries"] if e["name"].startswith("stacked_train_")]
+    i = table.columns.index("ceiling")
+    assert table.columns[i - 1] == "one model ms" and len(table.rows) == len(stacked)
+    for row, e in zip(table.rows, stacked):
+        assert row[0] == e["name"] and row[i] == f"{e['ceiling_ratio']:.2f}"
+    assert "ceiling = that / the K sequential steps" in table.note
+    text = report.stacking_ceiling(result)
+    above = [e for e in stacked if e["ceiling_ratio"] > e["target"]]
+    assert text.startswith("One model's training step on all 2 b sequences at once took")
+    assert (f"For {len(above)} of the {len(stacked)} models" in text) == bool(above)
+    assert all(f"{e['model'].split(' x')[0]} ({e['ceiling_ratio']:.2f})" in text for e in above)
+    old = {**result, "entries": [{k: v for k, v in e.items() if not k.startswith(("one_model",
+                                                                                  "ceiling"))}
+                                 for e in result["entries"]]}
+    assert report.stacking_ceiling(old) is None  # a record from before the ceiling
+
+
+def _record(cpu: str, when: str, times: dict[str, float], command: str = "sst bench --record"):
+    return {"device": "cpu", "command": command, "created_utc": when,
+            "hardware": {"cpu_model": cpu},
+            "entries": [{"name": n, "ours_s": t, "sizes": {"batch": 2}} for n, t in times.items()]}
+
+
+def test_across_machines_sets_the_newest_record_beside_another_cpus():
+    from sst_core.reports import bench as report
+
+    a_old = _record("A", "2026-12-01", {"x": 1.0})
+    b = _record("B", "2026-12-02", {"x": 2.0, "y": 1.0, "z": 1.0})
+    b_only = _record("B", "2026-12-03", {"x": 9.0}, command="sst bench --record --only x")
+    a = _record("A", "2026-12-04", {"x": 1.0, "y": 3.0, "z": 1.2, "new": 1.0})
+    records = [a_old, b, b_only, a]
+    assert report.other_machine(records, a) is b  # newest full record of another CPU
+    assert report.other_machine(records, b) is a
+    assert report.other_machine([a_old, a], a) is None
+    table = report.across_machines(a, b)
+    # x: 0.5 and y: 3 are outside 1/1.5-1.5; z (1.2) and "new" (not in b) are not shown
+    assert [row[0] for row in table.rows] == ["x", "y"]
+    assert [d["ratio"] for d in table.data] == [0.5, 3.0]
+    assert table.rows[1][2:] == ["3,000.00", "1,000.00", "3.00"]
+    assert "over all 3 shared rows the median ratio is 1.20" in table.note
+    assert table.title == "The same rows on two machines: A against B"

@@ -2,6 +2,7 @@
 ``sst gpu-check`` store under ``results/bench/`` (never by timing anything here)."""
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from sst_core.reports import Table
@@ -83,6 +84,8 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         extra = ["GB/s", "share of copy (goal 40%)"]
     if any("memory_ratio" in e for e in entries):
         extra = ["peak MB", "ref peak MB", "memory ratio"]
+    if any("ceiling_ratio" in e for e in entries):
+        extra = ["one model ms", "ceiling"]
     roof = any("roofline_ratio" in e for e in entries)
     anchored = any(e["anchor_s"] is not None for e in entries)
     columns = (["name", "sizes", "ours ms", "ref ms", "ratio", "target"] if anchored
@@ -100,6 +103,8 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
                    "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
         if "bandwidth_share" in e:
             row += [f"{e['achieved_bandwidth'] / 1e9:.2f}", f"{e['bandwidth_share']:.0%}"]
+        elif "ceiling_ratio" in e:
+            row += [_ms(e["one_model_s"]), f"{e['ceiling_ratio']:.2f}"]
         elif "memory_ratio" in e:
             row += [f"{e['ours_peak_bytes'] / 1e6:,.1f}", f"{e['anchor_peak_bytes'] / 1e6:,.1f}",
                     f"{e['memory_ratio']:.2f} (<= {e['memory_target']:g}, "
@@ -112,6 +117,10 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
     note = (f"ratio = {compares}. Sizes: b batch, L length, ch channels, K models, "
             "N state size, D model width." if compares else
             "Sizes: b batch, L length, N state size, D model width.")
+    if extra and extra[-1] == "ceiling":
+        note += (" one model ms: one model's training step on all K b sequences at once; "
+                 "ceiling = that / the K sequential steps, about the least any stacking of "
+                 "those K steps can reach (the same arithmetic with one set of weights).")
     if roof:
         note += (" GFLOP/s: flops of one training step (matmuls by FlopCounterMode, one per "
                  "element of pointwise ops and reductions) per second; bound: the limit "
@@ -134,6 +143,73 @@ def bench_tables(record: dict[str, Any]) -> list[Table]:
     """Every section of a record that has entries."""
     out = [section_table(record, *s) for s in SECTIONS]
     return [t for t in out if t is not None]
+
+
+def stacking_ceiling(record: dict[str, Any]) -> str | None:
+    """What the stacked rows' ceiling column (one model on all K b sequences at once) says
+    of their target: for which models even a stack with no overhead would miss it, and how
+    close each stack comes to its ceiling. None for a record made before the ceiling was
+    measured."""
+    rows = [e for e in record["entries"] if "ceiling_ratio" in e]
+    if not rows:
+        return None
+    target, K = rows[0]["target"], rows[0]["sizes"]["models"]
+
+    def model(e: dict[str, Any]) -> str:
+        return e["model"].split(" x")[0]
+
+    above = [e for e in rows if e["ceiling_ratio"] > e["target"]]
+    reach = sorted(e["ceiling_ratio"] / e["ratio"] for e in rows)
+    text = (f"One model's training step on all {K} b sequences at once took "
+            f"{min(e['ceiling_ratio'] for e in rows):.2f} to "
+            f"{max(e['ceiling_ratio'] for e in rows):.2f} of the {K} sequential steps' time "
+            f"(the ceiling column). ")
+    if above:
+        text += (f"For {len(above)} of the {len(rows)} models it is above the target "
+                 f"{target:g}: " + ", ".join(f"{model(e)} ({e['ceiling_ratio']:.2f})"
+                                             for e in above)
+                 + ". There even a stack without any overhead would miss it: what their "
+                 "sequential steps spend goes into the work per sequence, which a stack "
+                 "does all the same, not into per-operation overhead. ")
+    else:
+        text += f"For every model it is below the target {target:g}. "
+    return text + (f"The stacks run at {reach[0]:.2f} to {reach[-1]:.2f} of their ceiling's "
+                   f"speed (median {statistics.median(reach):.2f}).")
+
+
+def other_machine(records: list[dict[str, Any]], record: dict[str, Any]
+                  ) -> dict[str, Any] | None:
+    """The newest full record (:func:`latest`) made on the same kind of device as
+    ``record`` but another CPU model, or None."""
+    device = str(record["device"]).split(":")[0]
+    model = record["hardware"]["cpu_model"]
+    return latest([r for r in records if r["hardware"]["cpu_model"] != model], device)
+
+
+def across_machines(record: dict[str, Any], other: dict[str, Any],
+                    spread: float = 1.5) -> Table:
+    """The rows that both records time, where ours takes more than ``spread`` times as long
+    on one machine as on the other (time on ``record``'s machine / on ``other``'s), and in
+    the note the median of that ratio over every shared row."""
+    theirs = {e["name"]: e for e in other["entries"]}
+    shared = [(e, theirs[e["name"]]) for e in record["entries"] if e["name"] in theirs]
+    ratios = [e["ours_s"] / o["ours_s"] for e, o in shared]
+    here, there = record["hardware"]["cpu_model"], other["hardware"]["cpu_model"]
+    rows, data = [], []
+    for (e, o), r in zip(shared, ratios):
+        if 1 / spread <= r <= spread:
+            continue
+        rows.append([e["name"], _sizes(e["sizes"]), _ms(e["ours_s"]), _ms(o["ours_s"]),
+                     f"{r:.2f}"])
+        data.append({"name": e["name"], "ours_s": e["ours_s"], "other_s": o["ours_s"],
+                     "ratio": r})
+    note = (f"ms on {here} (record of {record['created_utc'][:10]}) and on {there} (record "
+            f"of {other['created_utc'][:10]}); ratio = the first / the second. Shown: the rows "
+            f"outside {1 / spread:.2f}-{spread:g}; over all {len(shared)} shared rows the "
+            f"median ratio is {statistics.median(ratios):.2f}.")
+    return Table(f"The same rows on two machines: {here} against {there}",
+                 ["name", "sizes", f"ms, {here}", f"ms, {there}", "ratio"], rows,
+                 note=note, data=data)
 
 
 def targets(record: dict[str, Any]) -> list[dict[str, Any]]:
