@@ -492,6 +492,26 @@ def test_best_counts_records_without_hashing_code_or_importing_torch(root, monke
     assert out.stdout.strip() == "False"
 
 
+def test_record_file_is_the_record_path_and_tells_apart_what_the_run_id_does(tmp_path):
+    cfg = table2_grid(get_profile("smoke"))[0]
+    assert params.record_file(cfg) == record_path(cfg, Path())
+    assert tmp_path / params.record_file(cfg) == record_path(cfg, tmp_path)
+    # equal as dataclasses, but different run ids: the cache must not take one for the other
+    as_int, as_float = replace(cfg, lr=1), replace(cfg, lr=1.0)
+    assert as_int == as_float and config_hash(as_int) != config_hash(as_float)
+    assert params.record_file(as_int) == record_path(as_int, Path())
+    assert params.record_file(as_float) == record_path(as_float, Path())
+
+
+def test_figure4_runs_is_a_new_list_each_call():
+    P = get_profile("smoke")
+    first = paper1.figure4_runs(P)
+    first.append("not a config")  # a caller's change stays its own
+    again = paper1.figure4_runs(P)
+    assert again == first[:-1] and again is not first
+    assert paper1.figure4_runs(replace(P, fig4_seeds=(*P.fig4_seeds, 99))) != again
+
+
 def test_an_unreadable_record_does_not_count_for_best(root):
     from sst_core.experiments import registry
 

@@ -13,7 +13,6 @@ whose sweep of a chapter has begun, so that the page can show its records so far
 from __future__ import annotations
 
 import dataclasses
-import functools
 import typing
 from dataclasses import fields
 from pathlib import Path
@@ -243,19 +242,26 @@ def chapter_coverage(notebook: str, profile: str, root: Path | None = None) -> t
     that reads no sweep."""
     P = get_profile(profile)
     root = root or results_dir()
-    paths = {root / _run_file(c) for name in chapter_sweeps(notebook)
+    paths = {root / record_file(c) for name in chapter_sweeps(notebook)
              for phase in phases(name, P) for c in phase}
     return sum(_readable(path) for path in paths), len(paths)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _run_file(cfg: Any) -> Path:
+_RECORD_FILES: dict[str, Path] = {}  # repr of a config -> its record file under the results folder
+
+
+def record_file(cfg: Any) -> Path:
     """Where a config's record lies under the results folder (``record_path`` relative to
     it), computed once per config: the run id canonicalises the whole config, the larger
     part of counting a chapter's records, which a book's plan does for every chapter
-    under every profile (the same configs over again). Equal configs have equal ids, so
-    the cache is keyed by value; configs are frozen dataclasses."""
-    return record_path(cfg, Path())
+    under every profile (the same configs over again). Keyed by the config's ``repr``,
+    which, unlike equality, tells ``1`` from ``1.0`` and ``True`` from ``1`` as the run id
+    does (the configs are dataclasses that show every field)."""
+    key = repr(cfg)
+    path = _RECORD_FILES.get(key)
+    if path is None:
+        path = _RECORD_FILES[key] = record_path(cfg, Path())
+    return path
 
 
 def _readable(path: Path) -> bool:
