@@ -107,19 +107,16 @@ if cpu is not None:
 
 # %% [markdown]
 # **Reading the misses.** Stacking removes per-operation overhead (Python, dispatch, kernel
-# launches), not arithmetic or memory traffic. The dense RNNs at these sizes spend much of a
-# step on that overhead, so 16 of them stacked run about two to three times as fast as 16
-# in a row (the figure: those near the line move across it from one record to the next).
-# The Mamba family and AUSSM spend theirs on elementwise work over tensors of shape (batch,
-# length, channels, state), which 16 stacked models do 16 times all the same; on two CPU
-# cores their stacked step stays well short of half the sequential one. What moves them is
+# launches), not arithmetic or memory traffic, so it gains most where a sequential step is
+# mostly overhead, as for the dense RNNs at these small sizes. The Mamba family and AUSSM
+# spend more of theirs on elementwise work over tensors of shape (batch, length, channels,
+# state), which 16 stacked models do 16 times all the same. What moves them is
 # less of that work per model, which helps stacked and sequential runs alike: the fused
 # selective scan (`sst_core.ops.selective_scan`) never builds those tensors for Mamba; linear
 # attention trains through a blocked quadratic form that builds no state at all
 # (`sst_core.models.attention.causal_linear_attention`: compare its throughput row with an
-# older record under `results/bench/`; with less work per model its stacked ratio came down
-# to about the target); AUSSM's training skips assembling its flat states. On a GPU, where a small model leaves most of the
-# device idle, stacking is where the large gains are expected; the CUDA section below will
+# older record under `results/bench/`); AUSSM's training skips assembling its flat states.
+# On a GPU, where a small model leaves most of the device idle, stacking is where the large gains are expected; the CUDA section below will
 # say once a GPU has run it.
 #
 # The stacked table's last two columns measure how much overhead there is to remove. In the

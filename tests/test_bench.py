@@ -379,7 +379,9 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     assert "ceiling = that / the K sequential steps" in table.note
     text = report.stacking_ceiling(result)
     above = [e for e in stacked if e["ceiling_ratio"] > e["target"]]
-    assert text.startswith("One model's training step on all 2 b sequences at once took")
+    b = stacked[0]["sizes"]["batch"]
+    assert text.startswith(f"One model's training step on all 2 x {b} = {2 * b} sequences at "
+                           "once took")
     assert (f"For {len(above)} of the {len(stacked)} models" in text) == bool(above)
     assert all(f"{e['model'].split(' x')[0]} ({e['ceiling_ratio']:.2f})" in text for e in above)
     old = {**result, "entries": [{k: v for k, v in e.items() if not k.startswith(("one_model",

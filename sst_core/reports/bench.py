@@ -153,14 +153,14 @@ def stacking_ceiling(record: dict[str, Any]) -> str | None:
     rows = [e for e in record["entries"] if "ceiling_ratio" in e]
     if not rows:
         return None
-    target, K = rows[0]["target"], rows[0]["sizes"]["models"]
+    target, K, b = rows[0]["target"], rows[0]["sizes"]["models"], rows[0]["sizes"]["batch"]
 
     def model(e: dict[str, Any]) -> str:
         return e["model"].split(" x")[0]
 
     above = [e for e in rows if e["ceiling_ratio"] > e["target"]]
     reach = sorted(e["ceiling_ratio"] / e["ratio"] for e in rows)
-    text = (f"One model's training step on all {K} b sequences at once took "
+    text = (f"One model's training step on all {K} x {b} = {K * b} sequences at once took "
             f"{min(e['ceiling_ratio'] for e in rows):.2f} to "
             f"{max(e['ceiling_ratio'] for e in rows):.2f} of the {K} sequential steps' time "
             f"(the ceiling column). ")
