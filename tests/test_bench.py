@@ -414,3 +414,5 @@ def test_across_machines_sets_the_newest_record_beside_another_cpus():
     assert table.rows[1][2:] == ["3,000.00", "1,000.00", "3.00"]
     assert "over all 3 shared rows the median ratio is 1.20" in table.note
     assert table.title == "The same rows on two machines: A against B"
+    disjoint = report.across_machines(_record("A", "2026-12-05", {"w": 1.0}), b)
+    assert disjoint.rows == [] and "the records share no row" in disjoint.note

@@ -203,10 +203,11 @@ def across_machines(record: dict[str, Any], other: dict[str, Any],
                      f"{r:.2f}"])
         data.append({"name": e["name"], "ours_s": e["ours_s"], "other_s": o["ours_s"],
                      "ratio": r})
+    overall = (f"over all {len(shared)} shared rows the median ratio is "
+               f"{statistics.median(ratios):.2f}" if ratios else "the records share no row")
     note = (f"ms on {here} (record of {record['created_utc'][:10]}) and on {there} (record "
             f"of {other['created_utc'][:10]}); ratio = the first / the second. Shown: the rows "
-            f"outside {1 / spread:.2f}-{spread:g}; over all {len(shared)} shared rows the "
-            f"median ratio is {statistics.median(ratios):.2f}.")
+            f"outside {1 / spread:.2f}-{spread:g}; {overall}.")
     return Table(f"The same rows on two machines: {here} against {there}",
                  ["name", "sizes", f"ms, {here}", f"ms, {there}", "ratio"], rows,
                  note=note, data=data)
