@@ -246,6 +246,10 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     assert report.latest([full, record], "cpu") is full
     line = report.provenance(record)
     assert record["git_commit"][:10] in line and record["command"] in line
+    dirty = report.provenance({**record, "git_commit": "0123456789abcdef+dirty"})
+    assert "commit 0123456789 with uncommitted changes," in dirty
+    clean = report.provenance({**record, "git_commit": "0123456789abcdef"})
+    assert "commit 0123456789," in clean and "uncommitted" not in clean
     (table,) = report.bench_tables(record)  # only the dense-RNN section has entries
     assert table.title.startswith("Dense recurrences") and table.rows[0][0] == "tanh_rnn_train_d64"
     entry = record["entries"][0]

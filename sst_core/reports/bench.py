@@ -48,8 +48,14 @@ def provenance(record: dict[str, Any]) -> str:
             + (f"CPU scan: {hw['scan_loops'].split(':')[0]}; " if "scan_loops" in hw else "")
             + f"size {st['size']}, median of {st['repeat']} interleaved rounds; "
             f"load average {'n/a' if load is None else f'{load:.2f}'} at start; "
-            f"commit {record['git_commit'][:10]}, {record['created_utc']}; "
+            f"commit {_commit(record['git_commit'])}, {record['created_utc']}; "
             f"`{record['command']}`; wall time {record['wall_time_s']:.0f} s")
+
+
+def _commit(commit: str) -> str:
+    """A record's commit, shortened, saying when the tree had uncommitted changes."""
+    dirty = commit.endswith("+dirty")
+    return commit.removesuffix("+dirty")[:10] + (" with uncommitted changes" if dirty else "")
 
 
 # short names for the sizes column; None: not shown (the same for every row)
