@@ -116,8 +116,8 @@ if cpu is not None:
 # attention trains through a blocked quadratic form that builds no state at all
 # (`sst_core.models.attention.causal_linear_attention`: compare its throughput row with an
 # older record under `results/bench/`); AUSSM's training skips assembling its flat states.
-# On a GPU, where a small model leaves most of the device idle, stacking is where the large gains are expected; the CUDA section below will
-# say once a GPU has run it.
+# On a GPU, where a small model leaves most of the device idle, stacking is where the large
+# gains are expected; the CUDA section below will say once a GPU has run it.
 #
 # The stacked table's last two columns measure how much overhead there is to remove. In the
 # same rounds, one model takes a training step on all $K b$ sequences at once: the stack's
