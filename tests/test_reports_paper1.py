@@ -371,3 +371,68 @@ def test_the_width_ablation_text_says_which_gaps_width_closes():
         "open at d_model 64 in 1 (c C2: 60 against 100). 1 more pair has runs missing.")
     assert width_ablation_text(Table("t", [], [], "", [], data[-2:]), (16, 64)) == \
         "No model-group pair of the width ablation has its runs stored yet."
+
+
+def test_best_of_k_is_the_distribution_of_the_best_of_every_subset():
+    from itertools import combinations
+
+    from sst_core.reports.paper1 import DIVERGED, _draw_rank, best_of_k
+
+    values = [None, 60, 1000, 60, DIVERGED, 300, None]  # ties, failures and a diverged run
+    for k in range(1, len(values) + 1):
+        subsets = list(combinations(values, k))
+        brute: dict = {}
+        for sub in subsets:
+            best = max(sub, key=_draw_rank)
+            brute[best] = brute.get(best, 0) + 1 / len(subsets)
+        got = best_of_k(values, k)
+        assert set(got) == set(values) and sum(got.values()) == pytest.approx(1)
+        for v in values:
+            assert got[v] == pytest.approx(brute.get(v, 0.0), abs=1e-12), (k, v)
+    assert best_of_k(values, len(values))[1000] == 1.0
+    assert best_of_k([60], 1) == {60: 1.0}
+    for bad in (0, len(values) + 1):
+        with pytest.raises(ValueError, match=f"k={bad}"):
+            best_of_k(values, bad)
+
+
+def test_runs_needed_ends_at_table2_and_starts_at_the_mean_run(tmp_path, P):
+    from sst_core.reports.paper1 import (
+        agreement_counts,
+        m_p_class,
+        runs_needed_text,
+        table2_runs_needed,
+    )
+
+    models = ("mamba", "tanh_rnn")
+    grid = paper1.table2_grid(P, models=models)
+    assert len(grid) // (len(models) * 3 * len(P.track_depths)) == 4  # four runs per cell
+    values = [1000, 60, None, 300, "diverge", 100]
+    for i, cfg in enumerate(grid):
+        cached_run(cfg, fake(values[i % len(values)]), root=tmp_path)
+    t = table2_runs_needed(P, root=tmp_path, models=models)
+    assert [d["k"] for d in t.data] == [1, 2, 3, 4]
+    full = t.data[-1]
+    counts = agreement_counts(table2(P, root=tmp_path, models=models).data)
+    assert (full["exact"], full["by_class"]) == (counts["exact"], counts["by_class"])
+    assert full["reported"] == counts["reported"]
+    # one run per cell: the mean over the runs of the reported cells
+    exact = by_class = 0.0
+    for key in {(c.model, c.group, c.n_layers) for c in grid}:
+        paper = paper_values.TABLE2.get(key, "missing")
+        if paper == "missing":
+            continue
+        runs = [values[i % len(values)] for i, c in enumerate(grid)
+                if (c.model, c.group, c.n_layers) == key]
+        exact += sum(v == paper for v in runs) / len(runs)
+        by_class += sum(v != "diverge" and m_p_class(v) == m_p_class(paper)
+                        for v in runs) / len(runs)
+    assert t.data[0]["exact"] == pytest.approx(exact)
+    assert t.data[0]["by_class"] == pytest.approx(by_class)
+    assert full["compute_h"] > 0
+    assert t.data[0]["compute_h"] == pytest.approx(full["compute_h"] / 4)
+    assert "with 2 runs" in runs_needed_text(t) and "whole grid of 4" in runs_needed_text(t)
+    assert get_report("table2_runs_needed") is table2_runs_needed
+    one = replace(P, track_seeds=(0,), track_lrs=(1e-3,))
+    assert "1 run per cell" in runs_needed_text(table2_runs_needed(one, root=tmp_path,
+                                                                     models=models))

@@ -11,10 +11,11 @@ from typing import Any, Sequence
 
 from sst_core.experiments import paper1
 from sst_core.models.registry import expected_affine
-from sst_core.reports import Table, group_records
+from sst_core.reports import Table, group_records, stored_record
 from sst_core.reports.select import best_per_cell, seeds_of
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
+from sst_core.store.records import run_compute_s
 
 MARK = {"agree": "✓", "close": "≈", "differ": "✗", "not reported": "", "no runs": ""}
 
@@ -301,6 +302,118 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs. "
             f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
+
+
+DIVERGED = "diverged"  # a run of best_of_k's draw that gave no m_p (ranks below a failure)
+
+
+def _draw_rank(m_p: int | None | str) -> int:
+    return -2 if m_p == DIVERGED else _rank(m_p)
+
+
+def best_of_k(values: Sequence[int | None | str], k: int) -> dict[int | None | str, float]:
+    """The distribution of the best m_p of ``k`` runs drawn at random, without replacement
+    and all subsets equally likely, from a cell's runs ``values`` (None: a failure, below
+    every length; :data:`DIVERGED`: a run that diverged, below a failure):
+    ``{m_p: probability}``. Exact: the best is at most ``v`` with probability
+    C(#runs <= v, k) / C(n, k). ``k`` at least 1 and at most ``len(values)``."""
+    from math import comb
+
+    n = len(values)
+    if not 1 <= k <= n:
+        raise ValueError(f"k={k}: draw between 1 and the cell's {n} runs")
+    ranked = sorted(values, key=_draw_rank)
+    out: dict[int | None | str, float] = {}
+    below = 0  # runs strictly below the current value
+    for v in dict.fromkeys(ranked):  # distinct values, ascending
+        at_most = below + ranked.count(v)
+        out[v] = (comb(at_most, k) - comb(below, k)) / comb(n, k)
+        below = at_most
+    return out
+
+
+def table2_runs_needed(P: Profile, root=None, models=paper1.TABLE2_MODELS,
+                       ks: Sequence[int] | None = None) -> Table:
+    """How Table 2's agreement with the paper depends on the number of runs per cell.
+
+    For ``k`` runs per cell, drawn at random from each cell's stored grid (all subsets of
+    ``k`` equally likely; :func:`best_of_k`), the expected number of reported cells whose
+    best m_p equals the paper's and whose class (:func:`m_p_class`) does, and the expected
+    compute of those runs (``k`` / n of each cell's stored compute). At ``k`` = n each cell
+    draws its whole grid, and the counts are Table 2's. A run that diverged counts as a
+    draw that gives no m_p; a cell whose draw holds nothing else agrees with nothing.
+    ``ks`` defaults to 1, 2, 3, 6, 12, ... up to the largest grid, and that grid's size."""
+    cfgs = paper1.table2_grid(P, models=models)
+    cells: dict[tuple, list] = {}
+    for cfg in cfgs:
+        rec = stored_record(cfg, root)
+        if rec is not None:
+            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(rec)
+    reported = {key: paper_values.TABLE2[key] for key in cells
+                if paper_values.TABLE2.get(key, "missing") != "missing"}
+    n_max = max((len(recs) for recs in cells.values()), default=0)
+    if ks is None:  # 1, 2, then 3 doubled (3, 6, 12, ...) below the largest grid, and it
+        ks, k = [1, 2], 3
+        while k < n_max:
+            ks, k = ks + [k], 2 * k
+        ks = sorted({k for k in ks if k < n_max} | ({n_max} if n_max else set()))
+    cell_values = {key: [r["metrics"]["m_p"] if r["status"] == "ok" else DIVERGED
+                         for r in recs] for key, recs in cells.items()}
+    # cells whose best m_p only one run of the grid reaches
+    single = sum(1 for key in reported
+                 if cell_values[key].count(max(cell_values[key], key=_draw_rank)) == 1)
+    rows, data = [], []
+    for k in ks:
+        exact = by_class = hours = 0.0
+        for key, recs in cells.items():
+            n = len(recs)
+            draw = min(k, n)
+            hours += draw / n * sum(run_compute_s(r) for r in recs) / 3600
+            if key not in reported:
+                continue
+            dist = best_of_k(cell_values[key], draw)
+            paper = reported[key]
+            exact += dist.get(paper, 0.0)
+            by_class += sum(p for v, p in dist.items()
+                            if v != DIVERGED and m_p_class(v) == m_p_class(paper))
+        rows.append([k, f"{exact:.1f}", f"{by_class:.1f}", f"{hours:.1f}"])
+        data.append({"k": k, "exact": exact, "by_class": by_class, "compute_h": hours,
+                     "reported": len(reported), "cells_best_in_one_run": single})
+    note = (f"Expected agreement with the paper over its {len(reported)} reported cells "
+            f"computed here, when each cell keeps k of its stored runs drawn at random (exact: "
+            f"every subset of k equally likely); compute: the expected single-thread hours of "
+            f"those runs (a stack's wall time shared by its runs). The last row is the whole "
+            f"grid, Table 2 itself. {single} of the {len(reported)} cells reach their best m_p "
+            f"in only one run of their grid. A random subset of runs is not a smaller grid "
+            f"(it can keep two seeds of one setting and drop another setting), and nothing here "
+            f"says what more runs than the grid's would give. "
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+    return Table("Table 2's agreement against the number of runs per cell",
+                 ["runs per cell (k)", "agree exactly", "agree by class", "compute (h)"],
+                 rows, note, [r["run_id"] for recs in cells.values() for r in recs], data)
+
+
+def runs_needed_text(table: Table) -> str:
+    """What :func:`table2_runs_needed` shows, in a sentence or three with its numbers: the
+    expected agreement by class at one run per cell, at the half grid and at the whole
+    grid, and the compute of each."""
+    rows = table.data
+    if not rows:
+        return "No run of Table 2 is stored at this profile."
+    full = rows[-1]
+    if len(rows) == 1:
+        return (f"This profile trains {full['k']} run per cell, so there is nothing to draw "
+                f"from; `standard` trains a grid of several.")
+    one = rows[0]
+    half = max((d for d in rows if d["k"] <= full["k"] / 2), key=lambda d: d["k"])
+    return (f"With one run per cell, {one['by_class']:.1f} of the {full['reported']} cells "
+            f"would agree with the paper by class in expectation ({one['exact']:.1f} "
+            f"exactly), for {one['compute_h']:.1f} h of compute; with {half['k']} runs, "
+            f"{half['by_class']:.1f} by class ({half['exact']:.1f} exactly) for "
+            f"{half['compute_h']:.1f} h; the whole grid of {full['k']} gives "
+            f"{full['by_class']:.0f} ({full['exact']:.0f} exactly) for {full['compute_h']:.1f} h. "
+            f"{full['cells_best_in_one_run']} of the cells reach their best m_p in only one "
+            f"run of their grid.")
 
 
 def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
