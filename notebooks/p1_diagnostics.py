@@ -274,8 +274,7 @@ def median_text(est, lo, hi) -> str:
 glue("dg_f4_q", median_text(stats["q_median"], stats["q_lo"], stats["q_hi"]), display=False)
 glue("dg_f4_q_med", median_text(stats["q_med_median"], stats["q_med_lo"], stats["q_med_hi"]),
      display=False)
-glue("dg_f4_r", f"undefined ({stats['why_no_r']})" if stats["r"] is None else f"r = {stats['r']:.3f}",
-     display=False)
+glue("dg_f4_r", ec.figure4_r_text(stats), display=False)
 
 # %% [markdown]
 # Under this profile {glue:text}`dg_f4_n:d` of {glue:text}`dg_f4_candidates:d` affine runs

@@ -129,6 +129,36 @@ def test_figure4_selection_and_statistics():
     assert s["r"] is None and "same" in s["why_no_r"] and s["n"] == 4
 
 
+def test_figure4_r_has_the_interval_of_a_plain_pairs_bootstrap():
+    rng = np.random.default_rng(3)
+    T = np.exp(rng.normal(4, 1, 63))  # (63,) an awkward number of runs
+    m_p = np.exp(np.log(T) + rng.normal(0, 0.7, 63))
+    recs = [_fake("mamba", float(m), float(t), 0.9) for m, t in zip(m_p, T)]
+    s = ec.figure4_stats(recs, n_boot=400, seed=5)
+    # reference: the same resamples of the runs (bootstrap_ci's generator), r of each by
+    # np.corrcoef, and the percentile interval
+    idx = np.random.default_rng(5).integers(0, 63, size=(400, 63))  # (n_boot, n)
+    lx, ly = np.log(T), np.log(m_p)
+    boot = [np.corrcoef(lx[i], ly[i])[0, 1] for i in idx]
+    lo, hi = np.quantile(boot, [0.025, 0.975])
+    assert (s["r_lo"], s["r_hi"]) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert s["r_lo"] < s["r"] < s["r_hi"]
+    assert s["r"] == pytest.approx(np.corrcoef(lx, ly)[0, 1])
+    # three runs: some resample repeats one run three times, its r is undefined, no interval
+    few = ec.figure4_stats(recs[:3], n_boot=200)
+    assert few["r"] is not None and few["r_lo"] is None and few["r_hi"] is None
+    paper_r = ec.PAPER_FIGURE4["r"]
+    text = ec.figure4_r_text(s)
+    assert f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]" in text
+    assert ("lies inside it" in text) == (s["r_lo"] <= paper_r <= s["r_hi"])
+    assert "lies inside it" in ec.figure4_r_text({**s, "r_lo": paper_r - 0.01,
+                                                  "r_hi": paper_r + 0.01})
+    assert "lies outside it" in ec.figure4_r_text({**s, "r_lo": 0.1, "r_hi": 0.2})
+    assert "no bootstrap interval" in ec.figure4_r_text(few)
+    assert ec.figure4_r_text({"r": None, "why_no_r": "fewer than three runs qualify"}) == (
+        "undefined (fewer than three runs qualify)")
+
+
 def test_figure4_counts_architectures_and_the_spread_over_word_samples():
     sel = [_fake("mamba", 100 * k, 40 * k, 0.9) for k in range(1, 4)]
     for k, r in enumerate(sel):

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -124,17 +124,40 @@ def diagnostics_table(P: Profile, root=None) -> Table:
     return Table("Error-control diagnostics of the trained S3 trackers", cols, rows, note, ids, data)
 
 
+def resampled_r(x: np.ndarray, y: np.ndarray) -> Callable[..., Any]:
+    """Pearson r of ``x`` and ``y`` (each (n,)) over the runs a row of indices names, as a
+    statistic for :func:`sst_core.analysis.stats.bootstrap_ci` resampling the indices
+    ``arange(n)`` (it hands them over as floats): ``stat(rows, axis)`` with rows (n,) or
+    (n_boot, n) gives r per row (``scipy.stats.pearsonr``, NaN for a row whose x or y is
+    constant)."""
+    import warnings
+
+    import scipy.stats
+
+    def stat(rows: np.ndarray, axis: int = -1) -> np.ndarray:
+        i = np.asarray(rows).astype(np.int64)  # (..., n) run indices
+        with warnings.catch_warnings():  # a constant resample: NaN, said by the caller
+            warnings.simplefilter("ignore")
+            return scipy.stats.pearsonr(x[i], y[i], axis=axis).statistic  # (...,)
+    return stat
+
+
 def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0) -> dict[str, Any]:
-    """Pearson r of log T_cross vs log m_p and the bootstrap interval of q at m_p."""
+    """Pearson r of log T_cross vs log m_p with its bootstrap interval (resampling the runs;
+    None where a resample's r is undefined) and the bootstrap interval of q at m_p."""
     from sst_core.analysis.stats import bootstrap_ci, loglog_pearson
 
-    out: dict[str, Any] = {"n": len(records), "r": None, "p": None,
+    out: dict[str, Any] = {"n": len(records), "r": None, "p": None, "r_lo": None, "r_hi": None,
                            "q_median": None, "q_lo": None, "q_hi": None, "n_q": 0}
     T = np.log([r["metrics"]["T_cross"] for r in records])
     m_p = np.log([r["metrics"]["m_p"] for r in records])
     if len(records) >= 3 and T.std() > 0 and m_p.std() > 0:
         corr = loglog_pearson(np.exp(T), np.exp(m_p))
         out.update(r=float(corr["r"]), p=float(corr["p"]), n=int(corr["n"]))
+        _, lo, hi = bootstrap_ci(np.arange(len(records)), resampled_r(T, m_p), n_boot=n_boot,
+                                 seed=seed)
+        if np.isfinite(lo) and np.isfinite(hi):
+            out.update(r_lo=lo, r_hi=hi)
     elif len(records) >= 3:
         out["why_no_r"] = "T_cross or m_p is the same for every selected run"
     else:
@@ -155,6 +178,22 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
     return out
 
 
+def figure4_r_text(stats: dict[str, Any]) -> str:
+    """Figure 4's correlation in words, from :func:`figure4_stats`: r with its bootstrap
+    interval, and whether the paper's r lies inside that interval."""
+    if stats["r"] is None:
+        return f"undefined ({stats['why_no_r']})"
+    if stats["r_lo"] is None:
+        return (f"r = {stats['r']:.3f} (no bootstrap interval: some resample of so few runs "
+                f"repeats one run throughout)")
+    paper = PAPER_FIGURE4["r"]
+    inside = stats["r_lo"] <= paper <= stats["r_hi"]
+    return (f"r = {stats['r']:.3f}, bootstrap 95% interval [{stats['r_lo']:.2f}, "
+            f"{stats['r_hi']:.2f}] over the selected runs; the paper's r = {paper} "
+            + ("lies inside it" if inside else
+               "lies outside it: resampling our runs does not reach the paper's value"))
+
+
 def figure4_table(P: Profile, root=None) -> Table:
     from sst_core.experiments.paper1 import (
         FIGURE4_GROWTH_RULE,
@@ -172,6 +211,8 @@ def figure4_table(P: Profile, root=None) -> Table:
     rows = [["models analysed (affine S3 runs with a record)", len(candidates), "—"],
             ["models selected", s["n"], PAPER_FIGURE4["n"]],
             ["Pearson r of log T_cross vs log m_p", format_value(s["r"]), f"{PAPER_FIGURE4['r']}"],
+            ["its bootstrap 95% interval", "—" if s["r_lo"] is None else
+             f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]", "—"],
             ["p-value", format_value(s["p"], ".2g"), f"{PAPER_FIGURE4['p']:.2g}"],
             ["median q at m_p", format_value(s["q_median"]), f"{PAPER_FIGURE4['q_median']}"],
             ["bootstrap 95% interval", "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]",

@@ -66,11 +66,13 @@ def _figure4(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
 
     d = figure4_table(P, root).data[0]
     paper = d["paper"]
+    interval = "" if d["r_lo"] is None else f" [{d['r_lo']:.2f}, {d['r_hi']:.2f}]"
     ours = ("no model qualifies yet" if d["r"] is None else
-            f"r = {d['r']:.2f} over {d['n']} models")
-    return ("Figure 4: log T_cross against log m_p (Pearson r)", ours,
+            f"r = {d['r']:.2f}{interval} over {d['n']} models")
+    return ("Figure 4: log T_cross against log m_p (Pearson r, bootstrap 95% interval)", ours,
             f"r = {paper['r']} over {paper['n']} models",
-            {"r": d["r"], "n": d["n"], "paper_r": paper["r"], "paper_n": paper["n"]})
+            {"r": d["r"], "r_lo": d["r_lo"], "r_hi": d["r_hi"], "n": d["n"],
+             "paper_r": paper["r"], "paper_n": paper["n"]})
 
 
 def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
