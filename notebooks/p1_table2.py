@@ -46,12 +46,14 @@ from sst_core.reports import compute_text, stored_records
 from sst_core.reports.paper1 import (
     agreement_counts,
     best_runs,
+    compute_split_text,
     longest_stall,
     retrain_noise,
     retrain_text,
     runs_needed_text,
     table2,
     table2_checkpoints,
+    table2_compute_split,
     table2_disagreements,
     table2_runs_needed,
     table2_spread,
@@ -371,6 +373,15 @@ glue("t2_plateau_text", plateau_text, display=False)
 # {glue:text}`t2_affin_rose:d` and fell in {glue:text}`t2_affin_fell:d` by the end of the
 # budget; of the state-dependent ones ({glue:text}`t2_state_passing:d`), it rose in
 # {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`.
+
+# %%
+split = table2_compute_split(P)
+glue("t2_cost_text", Markdown(compute_split_text(split, P.track_post_steps, P.track_max_steps)),
+     display=False)
+
+# %% [markdown]
+# {glue:md}`t2_cost_text` That is the price of the last checkpoint and of the step limit;
+# the grid's is in "How many runs does a cell need?" above.
 
 # %% [markdown]
 # `sst report table2 --profile P --format json` prints the same table from the stored

@@ -436,3 +436,54 @@ def test_runs_needed_ends_at_table2_and_starts_at_the_mean_run(tmp_path, P):
     one = replace(P, track_seeds=(0,), track_lrs=(1e-3,))
     assert "1 run per cell" in runs_needed_text(table2_runs_needed(one, root=tmp_path,
                                                                      models=models))
+
+
+def test_tokens_after_a_step_weights_each_epoch_by_its_length():
+    from sst_core.reports.paper1 import tokens_after
+
+    history = {"step": [25, 50, 75], "length": [2, 4, 60]}
+    assert tokens_after(history, 30) == (20 * 4 + 25 * 60, 25 * 2 + 25 * 4 + 25 * 60)
+    assert tokens_after(history, 0) == (1650, 1650)
+    assert tokens_after(history, 75) == (0, 1650) == tokens_after(history, 1000)
+    assert tokens_after({"step": [], "length": []}, 3) == (0, 0)
+
+
+def test_compute_split_shares_out_each_run_by_the_tokens_it_read(tmp_path, P):
+    from sst_core.reports.paper1 import compute_split_text, table2_compute_split
+    from sst_core.store.records import run_compute_s
+
+    history = {"step": [25, 50, 75, 100], "length": [2, 60, 60, 60], "accuracy": [1] * 4,
+               "loss": [0] * 4}
+
+    def run(kind):
+        def fn(cfg):
+            cp = {"passed_60": {"m_p": 100, "step": 50}, "end": {"m_p": 100, "step": 100},
+                  "heldout": {"m_p": 100, "step": 75}}
+            if kind == "never":
+                cp = {"passed_60": None, "heldout": None, "end": {"m_p": None, "step": 100}}
+            elif kind == "unmet":
+                cp["heldout"] = None
+            return {"m_p": 100 if kind != "never" else None, "eval": {}, "history": history,
+                    "checkpoints": cp}
+        return fn
+
+    grid = paper1.table2_grid(P, models=("mamba",), groups=("C2",))
+    kinds = ["met", "never", "unmet", "met"]
+    assert len(grid) == len(kinds)
+    for cfg, kind in zip(grid, kinds):
+        cached_run(cfg, run(kind), root=tmp_path)
+    records = {kind: [] for kind in kinds}
+    from sst_core.reports import stored_record
+    for cfg, kind in zip(grid, kinds):
+        records[kind].append(run_compute_s(stored_record(cfg, tmp_path)) / 3600)
+    s = table2_compute_split(P, root=tmp_path, models=("mamba",))
+    assert (s["runs"], s["criterion_met"], s["never_60"]) == (4, 2, 1)
+    share = 25 * 60 / (25 * 2 + 75 * 60)  # the last epoch of four
+    assert s["after_criterion_h"] == pytest.approx(share * sum(records["met"]))
+    assert s["never_60_h"] == pytest.approx(sum(records["never"]))
+    assert s["compute_h"] == pytest.approx(sum(sum(v) for v in records.values()))
+    text = compute_split_text(s, 2000, 6000)
+    assert "the 2 runs that met the criterion" in text and "the 1 run whose" in text
+    assert "2000 steps" in text and "6000 steps" in text
+    empty = table2_compute_split(P, root=tmp_path / "none", models=("mamba",))
+    assert empty["runs"] == 0 and "No run" in compute_split_text(empty, 2000, 6000)

@@ -277,6 +277,62 @@ def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Ta
     return Table("Where training stops moves m_p", cols, rows, note, ids, data)
 
 
+def tokens_after(history: dict[str, list], step: int) -> tuple[int, int]:
+    """Of a run's training, the tokens read after ``step`` and in all, from its epoch log
+    (``history``: the step at the end of each epoch and the length trained at; every
+    step of an epoch reads one batch of that length)."""
+    done, after, last = 0, 0, 0
+    for end, length in zip(history["step"], history["length"]):
+        steps = end - last
+        done += steps * length
+        after += max(0, end - max(last, step)) * length
+        last = end
+    return after, done
+
+
+def table2_compute_split(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> dict[str, Any]:
+    """Where Table 2's compute goes (its ``ok`` runs; a stack's wall time shared by its
+    runs): the hours after a run met the held-out criterion (spent for the checkpoint at
+    the end of the budget alone: the table reads m_p at the criterion), the hours of the
+    runs whose curriculum never passed 60, and in all. A run's hours are shared out
+    between its parts by the tokens it read (:func:`tokens_after`), which leaves out
+    what a step costs whatever its length and the evaluations."""
+    cfgs = paper1.table2_grid(P, models=models)
+    out = {"compute_h": 0.0, "after_criterion_h": 0.0, "never_60_h": 0.0, "runs": 0,
+           "criterion_met": 0, "never_60": 0}
+    for cfg in cfgs:
+        rec = stored_record(cfg, root)
+        if rec is None or rec["status"] != "ok":
+            continue
+        m, hours = rec["metrics"], run_compute_s(rec) / 3600
+        cp = m.get("checkpoints") or {}
+        out["runs"] += 1
+        out["compute_h"] += hours
+        if not cp.get("passed_60"):
+            out["never_60"] += 1
+            out["never_60_h"] += hours
+        elif cp.get("heldout"):
+            after, done = tokens_after(m["history"], cp["heldout"]["step"])
+            out["criterion_met"] += 1
+            out["after_criterion_h"] += hours * after / done if done else 0.0
+    return out
+
+
+def compute_split_text(split: dict[str, Any], post_steps: int, max_steps: int) -> str:
+    """:func:`table2_compute_split` in a sentence (the profile's post-60 budget and step
+    limit beside it)."""
+    if not split["runs"]:
+        return "No run of Table 2 is stored at this profile."
+    return (f"Of Table 2's {split['compute_h']:.1f} h of compute, the training from the "
+            f"held-out criterion to the end of the budget ({post_steps} steps after first "
+            f"passing 60), which only the last checkpoint reads, took about "
+            f"{split['after_criterion_h']:.1f} h in the {split['criterion_met']} runs that met "
+            f"the criterion, and the {split['never_60']} "
+            f"run{'' if split['never_60'] == 1 else 's'} whose curriculum never passed 60 "
+            f"(trained to the limit of {max_steps} steps) took {split['never_60_h']:.1f} h "
+            f"(a run's hours shared out by the tokens it read).")
+
+
 def grid_spread(values: Sequence[int | None]) -> dict[str, Any]:
     """Median, lowest and highest m_p of a cell's runs (a failure below every length)."""
     ranked = sorted(values, key=_rank)
@@ -411,9 +467,7 @@ def runs_needed_text(table: Table) -> str:
             f"exactly), for {one['compute_h']:.1f} h of compute; with {half['k']} runs, "
             f"{half['by_class']:.1f} by class ({half['exact']:.1f} exactly) for "
             f"{half['compute_h']:.1f} h; the whole grid of {full['k']} gives "
-            f"{full['by_class']:.0f} ({full['exact']:.0f} exactly) for {full['compute_h']:.1f} h. "
-            f"{full['cells_best_in_one_run']} of the cells reach their best m_p in only one "
-            f"run of their grid.")
+            f"{full['by_class']:.0f} ({full['exact']:.0f} exactly) for {full['compute_h']:.1f} h.")
 
 
 def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
