@@ -487,3 +487,57 @@ def test_compute_split_shares_out_each_run_by_the_tokens_it_read(tmp_path, P):
     assert "2000 steps" in text and "6000 steps" in text
     empty = table2_compute_split(P, root=tmp_path / "none", models=("mamba",))
     assert empty["runs"] == 0 and "No run" in compute_split_text(empty, 2000, 6000)
+
+
+def test_slices_of_the_grid_keep_one_value_of_one_axis(tmp_path, P):
+    from sst_core.reports.paper1 import (
+        agreement_counts,
+        grid_slices,
+        m_p_class,
+        slices_text,
+        table2_slices,
+    )
+
+    models = ("mamba", "tanh_rnn")
+    grid = paper1.table2_grid(P, models=models)
+    values = [1000, 60, None, 300, "diverge", 100, 200]
+    for i, cfg in enumerate(grid):
+        cached_run(cfg, fake(values[i % len(values)]), root=tmp_path)
+    assert [label for label, _ in grid_slices(P)] == [
+        "whole grid", "lr 0.001", "lr 0.0001", "seed 0", "seed 1"]
+    t = table2_slices(P, root=tmp_path, models=models)
+    whole = t.data[0]
+    counts = agreement_counts(table2(P, root=tmp_path, models=models).data)
+    assert (whole["exact"], whole["by_class"], whole["reported"]) == (
+        counts["exact"], counts["by_class"], counts["reported"])
+    assert whole["runs_per_cell"] == 4 and t.data[1]["runs_per_cell"] == 2
+    # one slice by hand: seed 1's runs, the best of each cell against the paper
+    cells: dict = {}
+    for i, cfg in enumerate(grid):
+        if cfg.seed == 1:
+            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(
+                values[i % len(values)])
+    rank = {"diverge": -2, None: -1}
+    exact = by_class = 0
+    for key, vs in cells.items():
+        paper = paper_values.TABLE2.get(key, "missing")
+        if paper == "missing":
+            continue
+        best = max(vs, key=lambda v: rank.get(v, v))
+        exact += best == paper
+        by_class += best != "diverge" and m_p_class(best) == m_p_class(paper)
+    seed1 = next(d for d in t.data if d["slice"] == "seed 1")
+    assert (seed1["exact"], seed1["by_class"]) == (exact, by_class)
+    assert sum(d["compute_h"] for d in t.data if d["slice"].startswith("seed")) == (
+        pytest.approx(whole["compute_h"]))
+    assert "the slices range from" in slices_text(t)
+    assert get_report("table2_slices") is table2_slices
+    one = replace(P, track_seeds=(0,), track_lrs=(1e-3,))
+    assert "nothing to slice" in slices_text(table2_slices(one, root=tmp_path, models=models))
+    # two state sizes: each model's smaller and larger of its own list
+    two = replace(P, track_d_states=(8, 16), track_rnn_widths=(16, 32))
+    labels = [label for label, _ in grid_slices(two)]
+    assert labels[1:3] == ["smaller state (N 8, RNN width 16)", "larger state (N 16, RNN width 32)"]
+    keep_small = grid_slices(two)[1][1]
+    kept = [c for c in paper1.table2_grid(two, models=models) if keep_small(c)]
+    assert {(c.model, c.d_state) for c in kept} == {("mamba", 8), ("tanh_rnn", 16)}

@@ -262,6 +262,7 @@ REPORTS: dict[str, str] = {
     "table2_checkpoints": "sst_core.reports.paper1:table2_checkpoints",
     "table2_spread": "sst_core.reports.paper1:table2_spread",
     "table2_runs_needed": "sst_core.reports.paper1:table2_runs_needed",
+    "table2_slices": "sst_core.reports.paper1:table2_slices",
     "table2_disagreements": "sst_core.reports.paper1:table2_disagreements",
     "retrain_noise": "sst_core.reports.paper1:retrain_noise",
     "width_ablation": "sst_core.reports.paper1:width_ablation",

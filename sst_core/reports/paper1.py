@@ -470,6 +470,80 @@ def runs_needed_text(table: Table) -> str:
             f"{full['by_class']:.0f} ({full['exact']:.0f} exactly) for {full['compute_h']:.1f} h.")
 
 
+def grid_slices(P: Profile) -> list[tuple[str, Any]]:
+    """The one-value slices of Table 2's grid, ``(label, keep(cfg))``: the whole grid first,
+    then for each axis with more than one value (state size by its position in the model's
+    own list, :func:`sst_core.experiments.paper1.d_state_grid`; learning rate; schedule;
+    seed) each of its values alone."""
+    out: list[tuple[str, Any]] = [("whole grid", lambda c: True)]
+    if len(P.track_d_states) > 1 or len(P.track_rnn_widths) > 1:  # each model's own list
+        for end, label in ((0, "smaller"), (-1, "larger")):
+            out.append((f"{label} state (N {P.track_d_states[end]}, RNN width "
+                        f"{P.track_rnn_widths[end]})",
+                        lambda c, end=end: c.d_state == paper1.d_state_grid(P, c.model)[end]))
+    for axis, values, name in (("lr", P.track_lrs, "lr {}"),
+                               ("schedule", P.track_schedules, "{} schedule"),
+                               ("seed", P.track_seeds, "seed {}")):
+        if len(values) > 1:
+            out += [(name.format(v), lambda c, axis=axis, v=v: getattr(c, axis) == v)
+                    for v in values]
+    return out
+
+
+def table2_slices(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+    """Table 2 on each one-value slice of its grid (:func:`grid_slices`): keeping only the
+    runs at one state size, one learning rate, one schedule or one seed, the best m_p of
+    each cell and how many of the paper's reported cells agree with it, exactly and by
+    class, with the runs per cell and the compute of the slice's runs. The whole grid's row
+    is Table 2's. A run that diverged gives no m_p."""
+    cfgs = paper1.table2_grid(P, models=models)
+    runs = [(cfg, rec) for cfg in cfgs if (rec := stored_record(cfg, root)) is not None]
+    rows, data = [], []
+    for label, keep in grid_slices(P):
+        cells: dict[tuple, list[Any]] = {}
+        hours = 0.0
+        kept = [(cfg, rec) for cfg, rec in runs if keep(cfg)]
+        for cfg, rec in kept:
+            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(
+                rec["metrics"]["m_p"] if rec["status"] == "ok" else DIVERGED)
+            hours += run_compute_s(rec) / 3600
+        exact = by_class = reported = 0
+        for key, values in cells.items():
+            paper = paper_values.TABLE2.get(key, "missing")
+            if paper == "missing":
+                continue
+            best = max(values, key=_draw_rank)
+            reported += 1
+            exact += best == paper
+            by_class += best != DIVERGED and m_p_class(best) == m_p_class(paper)
+        per_cell = len(kept) / len(cells) if cells else 0.0
+        rows.append([label, f"{per_cell:g}", exact, by_class, f"{hours:.1f}"])
+        data.append({"slice": label, "runs_per_cell": per_cell, "exact": exact,
+                     "by_class": by_class, "reported": reported, "compute_h": hours})
+    note = ("Table 2 from one value of one axis of its grid at a time: the best m_p of each "
+            "cell over the runs kept, and how many of the paper's reported cells computed here "
+            "agree with it; compute: the single-thread hours of the runs kept (a stack's wall "
+            "time shared by its runs). The state size is the SSMs' N and the RNNs' width. "
+            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+    return Table("Table 2 on slices of its grid", ["runs kept", "runs per cell", "agree exactly",
+                                                   "agree by class", "compute (h)"],
+                 rows, note, [rec["run_id"] for _, rec in runs], data)
+
+
+def slices_text(table: Table) -> str:
+    """:func:`table2_slices` in a sentence: the whole grid's agreement by class, and the
+    slices that agree most and least."""
+    whole, parts = table.data[0], table.data[1:]
+    if not parts:
+        return "This profile's grid has one value on every axis: there is nothing to slice."
+    hi = max(parts, key=lambda d: (d["by_class"], d["exact"]))
+    lo = min(parts, key=lambda d: (d["by_class"], d["exact"]))
+    return (f"The whole grid agrees by class in {whole['by_class']} of {whole['reported']} "
+            f"cells; the slices range from {lo['by_class']} ({lo['slice']}, "
+            f"{lo['runs_per_cell']:g} runs per cell) to {hi['by_class']} ({hi['slice']}, "
+            f"{hi['runs_per_cell']:g} runs per cell).")
+
+
 def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
     """Every pair (a replaced record, the record that replaced it) of the tracking runs
     ``cfgs`` that one version of the code made twice (same ``code_hash``;
