@@ -396,6 +396,13 @@ def test_best_of_k_is_the_distribution_of_the_best_of_every_subset():
             best_of_k(values, bad)
 
 
+def store_cycle(grid, values, root):
+    """Store a constructed record for each config of ``grid``, m_p cycling through
+    ``values`` ('diverge': a failed run)."""
+    for i, cfg in enumerate(grid):
+        cached_run(cfg, fake(values[i % len(values)]), root=root)
+
+
 def test_runs_needed_ends_at_table2_and_starts_at_the_mean_run(tmp_path, P):
     from sst_core.reports.paper1 import (
         agreement_counts,
@@ -408,8 +415,7 @@ def test_runs_needed_ends_at_table2_and_starts_at_the_mean_run(tmp_path, P):
     grid = paper1.table2_grid(P, models=models)
     assert len(grid) // (len(models) * 3 * len(P.track_depths)) == 4  # four runs per cell
     values = [1000, 60, None, 300, "diverge", 100]
-    for i, cfg in enumerate(grid):
-        cached_run(cfg, fake(values[i % len(values)]), root=tmp_path)
+    store_cycle(grid, values, tmp_path)
     t = table2_runs_needed(P, root=tmp_path, models=models)
     assert [d["k"] for d in t.data] == [1, 2, 3, 4]
     full = t.data[-1]
@@ -432,6 +438,9 @@ def test_runs_needed_ends_at_table2_and_starts_at_the_mean_run(tmp_path, P):
     assert full["compute_h"] > 0
     assert t.data[0]["compute_h"] == pytest.approx(full["compute_h"] / 4)
     assert "with 2 runs" in runs_needed_text(t) and "whole grid of 4" in runs_needed_text(t)
+    two = table2_runs_needed(replace(P, track_seeds=(0,)), root=tmp_path, models=models)
+    assert [d["k"] for d in two.data] == [1, 2]  # two runs per cell: no middle row to name
+    assert "runs," not in runs_needed_text(two) and "whole grid of 2" in runs_needed_text(two)
     assert get_report("table2_runs_needed") is table2_runs_needed
     one = replace(P, track_seeds=(0,), track_lrs=(1e-3,))
     assert "1 run per cell" in runs_needed_text(table2_runs_needed(one, root=tmp_path,
@@ -501,8 +510,7 @@ def test_slices_of_the_grid_keep_one_value_of_one_axis(tmp_path, P):
     models = ("mamba", "tanh_rnn")
     grid = paper1.table2_grid(P, models=models)
     values = [1000, 60, None, 300, "diverge", 100, 200]
-    for i, cfg in enumerate(grid):
-        cached_run(cfg, fake(values[i % len(values)]), root=tmp_path)
+    store_cycle(grid, values, tmp_path)
     assert [label for label, _ in grid_slices(P)] == [
         "whole grid", "lr 0.001", "lr 0.0001", "seed 0", "seed 1"]
     t = table2_slices(P, root=tmp_path, models=models)

@@ -462,12 +462,14 @@ def runs_needed_text(table: Table) -> str:
                 f"from; `standard` trains a grid of several.")
     one = rows[0]
     half = max((d for d in rows if d["k"] <= full["k"] / 2), key=lambda d: d["k"])
+    middle = ("" if half is one else
+              f"; with {half['k']} runs, {half['by_class']:.1f} by class "
+              f"({half['exact']:.1f} exactly) for {half['compute_h']:.1f} h")
     return (f"With one run per cell, {one['by_class']:.1f} of the {full['reported']} cells "
             f"would agree with the paper by class in expectation ({one['exact']:.1f} "
-            f"exactly), for {one['compute_h']:.1f} h of compute; with {half['k']} runs, "
-            f"{half['by_class']:.1f} by class ({half['exact']:.1f} exactly) for "
-            f"{half['compute_h']:.1f} h; the whole grid of {full['k']} gives "
-            f"{full['by_class']:.0f} ({full['exact']:.0f} exactly) for {full['compute_h']:.1f} h.")
+            f"exactly), for {one['compute_h']:.1f} h of compute{middle}; the whole grid of "
+            f"{full['k']} gives {full['by_class']:.0f} ({full['exact']:.0f} exactly) for "
+            f"{full['compute_h']:.1f} h.")
 
 
 def grid_slices(P: Profile) -> list[tuple[str, Any]]:
