@@ -290,6 +290,13 @@ def tokens_after(history: dict[str, list], step: int) -> tuple[int, int]:
     return after, done
 
 
+def table2_stored(P: Profile, root=None, models=paper1.TABLE2_MODELS
+                  ) -> list[tuple[Any, dict[str, Any]]]:
+    """``(config, record)`` of every stored run of Table 2's grid, in the grid's order."""
+    return [(cfg, rec) for cfg in paper1.table2_grid(P, models=models)
+            if (rec := stored_record(cfg, root)) is not None]
+
+
 def table2_compute_split(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> dict[str, Any]:
     """Where Table 2's compute goes (its ``ok`` runs; a stack's wall time shared by its
     runs): the hours after a run met the held-out criterion (spent for the checkpoint at
@@ -297,12 +304,10 @@ def table2_compute_split(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> 
     runs whose curriculum never passed 60, and in all. A run's hours are shared out
     between its parts by the tokens it read (:func:`tokens_after`), which leaves out
     what a step costs whatever its length and the evaluations."""
-    cfgs = paper1.table2_grid(P, models=models)
     out = {"compute_h": 0.0, "after_criterion_h": 0.0, "never_60_h": 0.0, "runs": 0,
            "criterion_met": 0, "never_60": 0}
-    for cfg in cfgs:
-        rec = stored_record(cfg, root)
-        if rec is None or rec["status"] != "ok":
+    for _, rec in table2_stored(P, root, models):
+        if rec["status"] != "ok":
             continue
         m, hours = rec["metrics"], run_compute_s(rec) / 3600
         cp = m.get("checkpoints") or {}
@@ -367,6 +372,11 @@ def _draw_rank(m_p: int | None | str) -> int:
     return -2 if m_p == DIVERGED else _rank(m_p)
 
 
+def draw_value(record: dict[str, Any]) -> int | None | str:
+    """What a stored run gives a draw of :func:`best_of_k`: its m_p, or :data:`DIVERGED`."""
+    return record["metrics"]["m_p"] if record["status"] == "ok" else DIVERGED
+
+
 def best_of_k(values: Sequence[int | None | str], k: int) -> dict[int | None | str, float]:
     """The distribution of the best m_p of ``k`` runs drawn at random, without replacement
     and all subsets equally likely, from a cell's runs ``values`` (None: a failure, below
@@ -399,12 +409,9 @@ def table2_runs_needed(P: Profile, root=None, models=paper1.TABLE2_MODELS,
     draws its whole grid, and the counts are Table 2's. A run that diverged counts as a
     draw that gives no m_p; a cell whose draw holds nothing else agrees with nothing.
     ``ks`` defaults to 1, 2, 3, 6, 12, ... up to the largest grid, and that grid's size."""
-    cfgs = paper1.table2_grid(P, models=models)
     cells: dict[tuple, list] = {}
-    for cfg in cfgs:
-        rec = stored_record(cfg, root)
-        if rec is not None:
-            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(rec)
+    for cfg, rec in table2_stored(P, root, models):
+        cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(rec)
     reported = {key: paper_values.TABLE2[key] for key in cells
                 if paper_values.TABLE2.get(key, "missing") != "missing"}
     n_max = max((len(recs) for recs in cells.values()), default=0)
@@ -413,8 +420,7 @@ def table2_runs_needed(P: Profile, root=None, models=paper1.TABLE2_MODELS,
         while k < n_max:
             ks, k = ks + [k], 2 * k
         ks = sorted({k for k in ks if k < n_max} | ({n_max} if n_max else set()))
-    cell_values = {key: [r["metrics"]["m_p"] if r["status"] == "ok" else DIVERGED
-                         for r in recs] for key, recs in cells.items()}
+    cell_values = {key: [draw_value(r) for r in recs] for key, recs in cells.items()}
     # cells whose best m_p only one run of the grid reaches
     single = sum(1 for key in reported
                  if cell_values[key].count(max(cell_values[key], key=_draw_rank)) == 1)
@@ -496,28 +502,24 @@ def table2_slices(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     """Table 2 on each one-value slice of its grid (:func:`grid_slices`): keeping only the
     runs at one state size, one learning rate, one schedule or one seed, the best m_p of
     each cell and how many of the paper's reported cells agree with it, exactly and by
-    class, with the runs per cell and the compute of the slice's runs. The whole grid's row
-    is Table 2's. A run that diverged gives no m_p."""
-    cfgs = paper1.table2_grid(P, models=models)
-    runs = [(cfg, rec) for cfg in cfgs if (rec := stored_record(cfg, root)) is not None]
+    class (:func:`agreement_counts`, Table 2's rule: a cell whose runs kept all diverged is
+    not counted), with the runs per cell and the compute of the slice's runs. The whole
+    grid's row is Table 2's."""
+    runs = table2_stored(P, root, models)
     rows, data = [], []
     for label, keep in grid_slices(P):
-        cells: dict[tuple, list[Any]] = {}
-        hours = 0.0
         kept = [(cfg, rec) for cfg, rec in runs if keep(cfg)]
+        cells: dict[tuple, list[Any]] = {}
         for cfg, rec in kept:
-            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(
-                rec["metrics"]["m_p"] if rec["status"] == "ok" else DIVERGED)
-            hours += run_compute_s(rec) / 3600
-        exact = by_class = reported = 0
-        for key, values in cells.items():
-            paper = paper_values.TABLE2.get(key, "missing")
-            if paper == "missing":
-                continue
-            best = max(values, key=_draw_rank)
-            reported += 1
-            exact += best == paper
-            by_class += best != DIVERGED and m_p_class(best) == m_p_class(paper)
+            cells.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(draw_value(rec))
+        hours = sum(run_compute_s(rec) for _, rec in kept) / 3600
+        # each cell's best, counted by Table 2's own rule (a diverged best is no cell)
+        best = {key: max(values, key=_draw_rank) for key, values in cells.items()}
+        counts = agreement_counts([
+            {"paper_reported": paper_values.TABLE2.get(key, "missing") != "missing",
+             "status": "diverged" if m_p == DIVERGED else "fail" if m_p is None else "ok",
+             "m_p": m_p, "paper": paper_values.TABLE2.get(key)} for key, m_p in best.items()])
+        exact, by_class, reported = counts["exact"], counts["by_class"], counts["reported"]
         per_cell = len(kept) / len(cells) if cells else 0.0
         rows.append([label, f"{per_cell:g}", exact, by_class, f"{hours:.1f}"])
         data.append({"slice": label, "runs_per_cell": per_cell, "exact": exact,
