@@ -164,15 +164,16 @@ else:
 # %% [markdown]
 # **Reading it** (the records so far: an Intel Xeon with AVX-512, an AMD EPYC with AVX2
 # only). Most rows move together, by about the ratio of the two machines' speeds.
-# Where the C selective scan of `sst_core/ops/native_selective.c` is involved (the Mamba and
-# Negative Mamba rows, and the scan's own), they do not: the runs' records name the SIMD
-# extensions of their machine (`host` in a record), and that scan is several times faster on
-# a CPU with AVX-512 than on one with only AVX2. Its loops clamp their argument before the
-# exp polynomial; with AVX-512's masked instructions gcc vectorises them, while with AVX2
-# only and its default `-ftrapping-math` it leaves much of them scalar (the compiled
-# library's instructions show it). A build option that vectorises them on AVX2 changes
-# the code that the tracking records' hashes cover, so it waits until those records are
-# computed again.
+# The C selective scan of `sst_core/ops/native_selective.c` (the Mamba and Negative Mamba
+# rows, and the scan's own) clamps its argument before the exp polynomial. With AVX-512's
+# masked instructions gcc vectorises such loops; with AVX2 only it kept much of them scalar
+# unless it may assume that comparisons raise no floating-point exception, and the first
+# AMD record (2026-12-06, 04:15 UTC) shows that scan several times slower than on the Xeon.
+# The source now has a block compiled only for targets without AVX-512 that gives gcc that
+# permission (`#pragma GCC optimize("no-trapping-math")`); the AMD benchmark records made
+# since show its effect. On a target with AVX-512 the block is not compiled and the
+# library is byte for byte the one built before it (a test builds both), so the tracking
+# records made on the Xeon hold (`sst verify-stale --same-build`).
 
 # %% [markdown]
 # ## On CUDA

@@ -11,7 +11,7 @@
               [--stop-by WHEN]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
     sst verify-stale SWEEP [--profile P] [--sample K | --run ID ...] [--made-by HASH]
-              [--dry-run]
+              [--same-build] [--dry-run]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
 """
@@ -228,6 +228,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="recompute this run instead (repeatable)")
     ver.add_argument("--made-by", default=None, metavar="HASH",
                      help="only the records that hold this code hash")
+    ver.add_argument("--same-build", action="store_true",
+                     help="recompute nothing: show instead that the only change since the "
+                     "records is the selective scan's block for CPUs without AVX-512 and that "
+                     "they were made on CPUs with AVX-512, where the library is built as before "
+                     "(sst_core.sweep.verify)")
     ver.add_argument("--dry-run", action="store_true",
                      help="compare, but write no ledger entry")
 
@@ -394,6 +399,14 @@ def _status(args: argparse.Namespace) -> int:
 def _verify_stale(args: argparse.Namespace) -> int:
     from sst_core.sweep import verify
 
+    if args.same_build:
+        if args.run or args.made_by:
+            print("sst verify-stale: --same-build checks every stale group; it takes no "
+                  "--run or --made-by", file=sys.stderr)
+            return 2
+        same = verify.verify_same_build(args.sweep, args.profile, write=not args.dry_run)
+        print(verify.same_build_markdown(same))
+        return 0 if all(g.verified for g in same) else 1
     try:
         groups = verify.verify_stale(args.sweep, args.profile, sample=args.sample,
                                      run_ids=args.run, made_by=args.made_by,

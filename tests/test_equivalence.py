@@ -234,3 +234,101 @@ def test_results_dir_at_sets_and_restores_the_results_folder(tmp_path, monkeypat
         with results_dir_at(tmp_path / "c"):
             raise RuntimeError("inside")
     assert "SST_RESULTS_DIR" not in __import__("os").environ
+
+
+# -- the same build: the block for CPUs without AVX-512 -------------------------------------------
+
+def _restamp(cfg, **fields):
+    """Change fields of ``cfg``'s stored record (``host=None``: drop the host)."""
+    path = record_path(cfg)
+    rec = json.loads(path.read_text())
+    rec.update(fields)
+    if rec.get("host") is None:
+        rec.pop("host", None)
+    path.write_text(json.dumps(rec))
+
+
+def _host(*simd):
+    return {"cpu": {"model": "test", "simd": list(simd)}, "cpus": 2}
+
+
+def test_same_build_vouches_for_records_made_on_avx512_cpus_before_the_block(root, capsys):
+    from sst_core.ops import native_selective
+
+    grid = table2_grid(get_profile("smoke"))
+    cfgs = [c for c in grid if c.model == "mamba"][:3]
+    other = next(c for c in grid if c.model == "tanh_rnn")  # its code never reaches the block
+    for cfg in (*cfgs, other):
+        run(cfg)
+    config = load_record(record_path(cfgs[0]))["config"]
+    before = registry.code_hash("tracking", config, contents={
+        native_selective.CODE_FILE_NODE:
+        native_selective.avx512_source(native_selective.SOURCE.read_bytes())})
+    assert before != registry.code_hash("tracking", config)
+    _restamp(cfgs[0], code_hash=before, host=_host("avx512f", "avx2"))
+    _restamp(cfgs[1], code_hash=before, host=None, created_utc="2026-01-01T00:00:00+00:00")
+    _restamp(cfgs[2], code_hash=before, host=_host("avx2", "fma"),
+             created_utc="2026-02-01T00:00:00+00:00")
+    _restamp(other, host=_host("avx512f"))
+    assert sweep_status.status("smoke", ["table2"])[0].stale == 3
+
+    # one record from a CPU without AVX-512: the group stays stale
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert not group.verified and group.ledger is None
+    assert group.before == group.made_by == before and group.via is None
+    assert group.hosts == {"avx512f": 1, "unknown": 1}  # the first is older than the avx2 one
+    (problem,) = group.problems
+    assert "made on a CPU without AVX-512 (avx2, fma)" in problem
+    assert equivalence.load_ledger() == []
+    assert "stale: recompute them" in verify.same_build_markdown([group])
+
+    # all on AVX-512 CPUs, but the record without a CPU is younger than an AVX2 record
+    _restamp(cfgs[2], host=_host("avx512f"))
+    _restamp(other, host=_host("avx2"), created_utc="2025-12-31T00:00:00+00:00")
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert [p.split(":")[0] for p in group.problems] == [load_record(record_path(cfgs[1]))["run_id"]]
+    assert "not before the first record without AVX-512 (2025-12-31" in group.problems[0]
+
+    # no record older than it from a CPU without AVX-512: the entry is written
+    _restamp(other, created_utc="2026-03-01T00:00:00+00:00")
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--same-build",
+                     "--dry-run"]) == 0
+    assert "same build (not written)" in capsys.readouterr().out
+    assert not (root / "code_equivalence.json").exists()
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert group.verified and group.hosts == {"avx512f": 2, "unknown": 1}
+    (entry,) = equivalence.load_ledger()
+    assert (entry["from"], entry["to"], entry["evidence"], entry["records"], entry["runs"]) == (
+        before, group.current, "same build", 3, [])
+    assert entry["unknown_host_before"] == "2026-03-01T00:00:00+00:00"
+    assert sweep_status.status("smoke", ["table2"])[0].stale == 0
+    records = [load_record(record_path(c)) for c in cfgs]
+    text = stale_text(records, "table2")
+    assert text.startswith(f"3 of these 3 records were made by an earlier version of the code "
+                           f"(`{before}`) that builds the same library")
+    assert "(1 of the group's 3 before records named their CPU" in text
+
+
+def test_same_build_needs_the_block_to_be_the_only_change(root, capsys):
+    from sst_core.ops import native_selective
+
+    cfg = next(c for c in table2_grid(get_profile("smoke")) if c.model == "mamba")
+    run(cfg)
+    _restamp(cfg, code_hash="0000000000000000", host=_host("avx512f"))
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert not group.verified and "more than the block changed" in group.problems[0]
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--same-build"]) == 1
+    assert cli.main(["verify-stale", "table2", "--profile", "smoke", "--same-build",
+                     "--made-by", "0000000000000000"]) == 2
+    assert "takes no --run or --made-by" in capsys.readouterr().err
+    # an earlier entry (by recomputation) from its hash to the code before the block: the
+    # new entry goes straight from the record's hash to the current one
+    before = registry.code_hash("tracking", load_record(record_path(cfg))["config"], contents={
+        native_selective.CODE_FILE_NODE:
+        native_selective.avx512_source(native_selective.SOURCE.read_bytes())})
+    equivalence.add_entry({"experiment": "tracking", "from": "0000000000000000",
+                           "to": before, "profile": "smoke", "runs": []})
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert group.verified and group.via["to"] == before
+    assert equivalence.load_ledger()[-1]["from"] == "0000000000000000"
+    assert not registry.is_stale_record(load_record(record_path(cfg)))

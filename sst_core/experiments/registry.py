@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from sst_core.spec.profiles import Profile
 from sst_core.store.equivalence import same_code
@@ -261,7 +261,8 @@ CHAPTERS: tuple[str, ...] = tuple(dict.fromkeys(
 _code_hashes: dict[tuple[str, str | None], str | None] = {}
 
 
-def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | None:
+def code_hash(experiment: str, config: dict[str, Any] | None = None, *,
+              contents: Mapping[str, bytes] | None = None) -> str | None:
     """The fingerprint of the code ``experiment``'s runs depend on (its ``code_deps``,
     :func:`sst_core.store.codeversion.fingerprint`); None for an unknown experiment.
 
@@ -273,11 +274,18 @@ def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | No
     cache when a process starts). None too when a source file the runs reach was edited
     after this process imported it (:class:`~sst_core.store.codeversion.SourceChanged`,
     with a warning): its records then say "code unknown" rather than name code they did
-    not run.
+    not run. ``contents`` (code file -> bytes, see
+    :func:`~sst_core.store.codeversion.fingerprint`): the hash the code would have with
+    those files so; not cached.
     """
     if experiment not in EXPERIMENTS:
         return None
     model = model_of(config) if MODELS in EXPERIMENTS[experiment].code_deps else None
+    if contents:
+        from sst_core.store.codeversion import fingerprint
+
+        points, scope = code_scope(experiment, model)
+        return fingerprint(points, **scope, contents=contents)
     if (experiment, model) not in _code_hashes:
         from sst_core.store.codeversion import SourceChanged, fingerprint
 

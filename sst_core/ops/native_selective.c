@@ -40,6 +40,15 @@
    Compiled on first use by sst_core/ops/native_selective.py (one library per source,
    flags and CPU); the torch path in selective_scan.py computes the same, and the tests
    compare both with the per-step reference. */
+/* Only for targets without AVX-512. Without masked vector operations, gcc keeps a loop
+   that selects between floats by a comparison (the clamps in exp, softplus's threshold)
+   scalar unless it may assume that comparisons raise no floating-point exception; nothing
+   here reads the exception flags. With AVX-512 the loops vectorise as they are and the
+   preprocessor drops this block, so the library built there is the one built before the
+   block existed (native_selective.py: avx512_source). */
+#ifndef __AVX512F__
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -127,8 +127,9 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
     """A sentence for a chapter that shows ``records``: how many of them an earlier version
     of the code they depend on made (:func:`sst_core.experiments.registry.is_stale_record`)
     and how to compute them again (``sweep``: the sweep that makes them), and how many
-    were made by an earlier version that recomputed runs showed to give the same numbers
-    (:mod:`sst_core.store.equivalence`); empty when neither."""
+    were made by an earlier version that recomputed runs showed to give the same numbers,
+    or that builds the same library where they were made (:mod:`sst_core.store.equivalence`,
+    :mod:`sst_core.sweep.verify`); empty when neither."""
     from sst_core.experiments.registry import code_hash, is_stale_record
     from sst_core.store.equivalence import TOLERANCE, entry_for
 
@@ -147,6 +148,19 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
                    f"{sweep} --profile {profile} --retry-stale` computes them again).")
     for entry, k in verified.values():
         runs = entry.get("runs", [])
+        if entry.get("evidence") == "same build":
+            unknown = entry.get("hosts", {}).get("unknown", 0)
+            out.append(
+                f"{k} of these {len(records)} records were made by an earlier version of the "
+                f"code (`{entry['from']}`) that builds the same library as the current one "
+                f"(`{entry['to']}`) on the CPUs that made them: the only change since is the "
+                f"selective scan's block for CPUs without AVX-512, and they were made on CPUs "
+                f"with AVX-512" + (
+                    f" ({unknown} of the group's {entry.get('records', unknown)} before records "
+                    f"named their CPU, taken as such because they are older than every record "
+                    f"from a CPU without it)" if unknown else "")
+                + " (`sst verify-stale --same-build`, `results/code_equivalence.json`).")
+            continue
         out.append(
             f"{k} of these {len(records)} records were made by an earlier version of the code "
             f"(`{entry['from']}`) that gives the same numbers as the current one (`{entry['to']}`): "

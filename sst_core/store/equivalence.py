@@ -24,6 +24,12 @@ the current hash, and the records are stale again until a new check (of records 
 hash) says otherwise. The book says how many records of a chapter rest on such an entry
 and which runs were recomputed to make it (:func:`sst_core.reports.stale_text`).
 
+One other kind of entry (``"evidence": "same build"``, no runs) is written by ``sst
+verify-stale --same-build`` for the one change that some CPUs never compile (the selective
+scan's block for targets without AVX-512): it shows that this block is the only difference
+between the records' code and the current one, and that the records were made on CPUs with
+AVX-512, where the library built is the same (:func:`sst_core.sweep.verify.verify_same_build`).
+
 Agreement (:func:`compare_metrics`): the same keys, strings, booleans, integers and nulls
 equal, lists of one length, and floats within :data:`TOLERANCE` (one unit in the sixth
 decimal, the rounding records keep: a value computed again in another process can land on

@@ -15,6 +15,22 @@ entry: its records stay stale, and ``sst sweep --retry-stale`` computes them aga
 
 A stacked tracking run is computed alone here, so its ``stacked`` metrics differ from the
 record's and such a group cannot be verified this way: recompute it.
+
+``--same-build`` (:func:`verify_same_build`) needs no recomputation, for one kind of change
+only: the block of the selective scan's C source compiled for targets without AVX-512
+(:data:`~sst_core.ops.native_selective.NO_AVX512_BLOCK`). A group is shown to hold when
+
+1. its code, computed from the current code with that block taken out
+   (:func:`~sst_core.ops.native_selective.avx512_source`), has the hash its records hold,
+   or the hash that a ledger entry from theirs leads to: so that block is the only change
+   since; and
+2. every record was made on a CPU with AVX-512 (its ``host``), where the block is not
+   compiled and the library is the one built before it; a record from before records
+   named their CPU counts only if it is older than every record of the results folder
+   made on a CPU without AVX-512 (the CPU cannot be read from it, so that is the
+   evidence, and the entry says how many rest on it).
+
+The entry then says so (``"evidence": "same build"``) instead of listing recomputed runs.
 """
 from __future__ import annotations
 
@@ -42,7 +58,10 @@ from sst_core.store.records import (
     run_compute_s,
 )
 
-__all__ = ["Check", "Group", "stale_groups", "verify_stale", "groups_markdown"]
+__all__ = ["Check", "Group", "stale_groups", "verify_stale", "groups_markdown", "SameBuild",
+           "verify_same_build", "same_build_markdown", "AVX512"]
+
+AVX512 = "avx512f"  # the CPU flag (sst_core.store.provenance's host "simd") that drops the block
 
 
 @dataclass
@@ -210,4 +229,125 @@ def groups_markdown(groups: list[Group]) -> str:
         for c in g.checks:
             for p in c.problems:
                 lines.append(f"- {g.experiment} {c.run_id}: {p}")
+    return "\n".join(lines)
+
+
+# -- the same build ---------------------------------------------------------------------------
+
+@dataclass
+class SameBuild:
+    experiment: str
+    made_by: str  # the code hash the group's records hold
+    current: str
+    run_ids: list[str]
+    before: str  # the current code's hash with the block for targets without AVX-512 taken out
+    via: dict[str, Any] | None = None  # the ledger entry made_by -> before, if not equal
+    hosts: dict[str, int] = field(default_factory=dict)  # AVX512 / "unknown" -> records
+    problems: list[str] = field(default_factory=list)
+    ledger: Path | None = None
+
+    @property
+    def verified(self) -> bool:
+        return not self.problems
+
+
+def _cpu_flags(record: dict[str, Any]) -> list[str] | None:
+    """The SIMD flags of the CPU that made ``record``, or None when it does not say."""
+    host = record.get("host")
+    cpu = host.get("cpu") if isinstance(host, dict) else None
+    simd = cpu.get("simd") if isinstance(cpu, dict) else None
+    return list(simd) if isinstance(simd, list) else None
+
+
+def first_without_avx512(root: Path | None = None) -> str | None:
+    """The creation time (ISO) of the oldest record under ``root`` (every profile and
+    experiment) made on a CPU that names its flags without AVX-512; None if there is none."""
+    from sst_core.experiments.registry import EXPERIMENTS
+    from sst_core.spec.profiles import PROFILES
+    from sst_core.store.records import iter_records
+
+    times = [r["created_utc"] for prof in PROFILES for exp in EXPERIMENTS
+             for r in iter_records(exp, prof, root)
+             if r.get("created_utc") and (f := _cpu_flags(r)) is not None and AVX512 not in f]
+    return min(times, key=datetime.fromisoformat) if times else None
+
+
+def verify_same_build(sweep: str, profile: str, *, write: bool = True,
+                      root: Path | None = None) -> list[SameBuild]:
+    """Check the stale records of ``sweep`` under ``profile`` for the one change that an
+    AVX-512 CPU does not compile (see the module docstring); with ``write``, one ledger
+    entry per group that holds. Returns the groups."""
+    from sst_core.ops import native_selective
+
+    contents = {native_selective.CODE_FILE_NODE:
+                native_selective.avx512_source(native_selective.SOURCE.read_bytes())}
+    _, groups = stale_groups(sweep, profile, root)
+    cutoff = first_without_avx512(root)
+    out = []
+    for (experiment, old), records in sorted(groups.items()):
+        config = records[0]["config"]
+        group = SameBuild(experiment, old, code_hash(experiment, config),
+                          sorted(r["run_id"] for r in records),
+                          code_hash(experiment, config, contents=contents))
+        if group.before != old:
+            group.via = next((e for e in equivalence.load_ledger(root)
+                              if e["experiment"] == experiment and e["profile"] == profile
+                              and e["from"] == old and e["to"] == group.before), None)
+            if group.via is None:
+                group.problems.append(
+                    f"the current code without the block hashes to {group.before}, not "
+                    f"{old} (nor does a ledger entry lead there): more than the block changed")
+        for r in records:
+            flags = _cpu_flags(r)
+            if flags is None:
+                made = r.get("created_utc")
+                if cutoff is None or (made and datetime.fromisoformat(made)
+                                      < datetime.fromisoformat(cutoff)):
+                    group.hosts["unknown"] = group.hosts.get("unknown", 0) + 1
+                else:
+                    group.problems.append(f"{r['run_id']}: no CPU named, made {made}, not "
+                                          f"before the first record without AVX-512 ({cutoff})")
+            elif AVX512 in flags:
+                group.hosts[AVX512] = group.hosts.get(AVX512, 0) + 1
+            else:
+                group.problems.append(f"{r['run_id']}: made on a CPU without AVX-512 "
+                                      f"({', '.join(flags) or 'no flags named'})")
+        if group.verified and write:
+            group.ledger = equivalence.add_entry(_same_build_entry(group, profile, cutoff), root)
+        out.append(group)
+    return out
+
+
+def _same_build_entry(group: SameBuild, profile: str, cutoff: str | None) -> dict[str, Any]:
+    where = project_root() or Path.cwd()
+    return {
+        "experiment": group.experiment, "from": group.made_by, "to": group.current,
+        "profile": profile, "evidence": "same build", "before": group.before,
+        "via": None if group.via is None else {k: group.via.get(k) for k in (
+            "from", "to", "command", "created_utc")},
+        "hosts": dict(sorted(group.hosts.items())), "unknown_host_before": cutoff,
+        "runs": [], "records": len(group.run_ids),
+        "command": f"sst verify-stale --profile {profile} --same-build",
+        "git_commit": git_commit(where),
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def same_build_markdown(groups: list[SameBuild]) -> str:
+    if not groups:
+        return "no stale records with a code hash: nothing to verify"
+    lines = ["| experiment | made by | current | stale records | code without the block | "
+             "CPUs | verdict |", "|---|---|---|---:|---|---|---|"]
+    for g in groups:
+        code = g.before + ("" if g.via is None else f" (ledger: {g.made_by} -> {g.before})")
+        hosts = ", ".join(f"{k} {v}" for k, v in sorted(g.hosts.items()))
+        verdict = ("same build: recorded in " + str(g.ledger) if g.ledger else
+                   "same build (not written)" if g.verified else "stale: recompute them")
+        lines.append(f"| {g.experiment} | {g.made_by} | {g.current} | {len(g.run_ids)} | "
+                     f"{code} | {hosts} | {verdict} |")
+    for g in groups:
+        for p in g.problems[:5]:
+            lines.append(f"- {g.experiment} {g.made_by}: {p}")
+        if len(g.problems) > 5:
+            lines.append(f"- {g.experiment} {g.made_by}: {len(g.problems) - 5} more")
     return "\n".join(lines)
