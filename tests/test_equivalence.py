@@ -304,9 +304,13 @@ def test_same_build_vouches_for_records_made_on_avx512_cpus_before_the_block(roo
     assert sweep_status.status("smoke", ["table2"])[0].stale == 0
     records = [load_record(record_path(c)) for c in cfgs]
     text = stale_text(records, "table2")
-    assert text.startswith(f"3 of these 3 records were made by an earlier version of the code "
-                           f"(`{before}`) that builds the same library")
-    assert "(1 of the group's 3 before records named their CPU" in text
+    assert text.startswith("3 of these 3 records were made by an earlier version of the code "
+                           "that differs from the current one only by the selective scan's "
+                           "block for CPUs without AVX-512, on CPUs with AVX-512")
+    assert text.endswith("; 1 of them are from before records named their CPU, and count as "
+                         "made on one with AVX-512 because they are older than every record "
+                         "from a CPU without it.")
+    assert "--retry-stale" not in text
 
 
 def test_same_build_needs_the_block_to_be_the_only_change(root, capsys):
@@ -332,3 +336,25 @@ def test_same_build_needs_the_block_to_be_the_only_change(root, capsys):
     assert group.verified and group.via["to"] == before
     assert equivalence.load_ledger()[-1]["from"] == "0000000000000000"
     assert not registry.is_stale_record(load_record(record_path(cfg)))
+
+
+def test_same_build_checks_every_record_of_the_hash_not_only_the_sweeps(root):
+    """The entry makes every record of its hash current, so a record of that hash outside
+    the sweep's grid, made on a CPU without AVX-512, keeps the whole group stale."""
+    from sst_core.ops import native_selective
+
+    cfg = next(c for c in table2_grid(get_profile("smoke")) if c.model == "mamba")
+    run(cfg)
+    config = load_record(record_path(cfg))["config"]
+    before = registry.code_hash("tracking", config, contents={
+        native_selective.CODE_FILE_NODE:
+        native_selective.avx512_source(native_selective.SOURCE.read_bytes())})
+    _restamp(cfg, code_hash=before, host=_host("avx512f"))
+    rec = json.loads(record_path(cfg).read_text())
+    own = rec["run_id"]
+    rec.update(run_id="f" * 16, host=_host("avx2"))  # in no grid of this profile
+    (record_path(cfg).parent / ("f" * 16 + ".json")).write_text(json.dumps(rec))
+    (group,) = verify.verify_same_build("table2", "smoke")
+    assert not group.verified and group.run_ids == sorted([own, "f" * 16])
+    assert any(p.startswith("f" * 16 + ": made on a CPU without AVX-512") for p in group.problems)
+    assert equivalence.load_ledger() == []

@@ -138,6 +138,14 @@ def test_records_name_the_processor_and_its_vector_instructions(tmp_path):
     assert cpu_info(arm) == {"model": "BCM2835", "simd": ["asimd"]}
     assert cpu_info("") == {"model": "unknown", "simd": []}
 
+    from sst_core.store.provenance import record_simd
+
+    assert record_simd(rec) == rec["host"]["cpu"]["simd"]
+    assert record_simd({"host": {"cpu": {"model": "x", "simd": ["avx2"]}}}) == ["avx2"]
+    for older in ({}, {"host": None}, {"host": {"machine": "x86_64"}},
+                  {"host": {"cpu": {"model": "x"}}}):
+        assert record_simd(older) is None
+
 
 def test_the_commit_check_takes_no_lock_on_the_repository(monkeypatch, tmp_path):
     """A record's git_commit runs git status while the user may be committing: with

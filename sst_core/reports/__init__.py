@@ -132,11 +132,12 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
     :mod:`sst_core.sweep.verify`); empty when neither."""
     from sst_core.experiments.registry import code_hash, is_stale_record
     from sst_core.store.equivalence import TOLERANCE, entry_for
+    from sst_core.store.provenance import record_simd
 
     n = sum(is_stale_record(r) for r in records)
     verified: dict[tuple[str, str, str], list[Any]] = {}  # ledger entry -> [entry, records]
-    for r in records:
-        entry = entry_for(r, code_hash(r["experiment"], r["config"]))
+    entries = [entry_for(r, code_hash(r["experiment"], r["config"])) for r in records]
+    for entry in entries:
         if entry is not None:
             verified.setdefault((entry["experiment"], entry["from"], entry["to"]),
                                 [entry, 0])[1] += 1
@@ -146,20 +147,22 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
         out.append(f"{n} of these {len(records)} records were made by an earlier version of "
                    f"the code they depend on (`sst status` calls them stale; `sst sweep "
                    f"{sweep} --profile {profile} --retry-stale` computes them again).")
+    same_build = [r for r, e in zip(records, entries)
+                  if e is not None and e.get("evidence") == "same build"]
+    if same_build:
+        unknown = sum(record_simd(r) is None for r in same_build)
+        out.append(
+            f"{len(same_build)} of these {len(records)} records were made by an earlier version "
+            f"of the code that differs from the current one only by the selective scan's block "
+            f"for CPUs without AVX-512, on CPUs with AVX-512, where that block is not compiled "
+            f"and the library built is the same (`sst verify-stale --same-build`, "
+            f"`results/code_equivalence.json`)" + (
+                f"; {unknown} of them are from before records named their CPU, and count as "
+                f"made on one with AVX-512 because they are older than every record from a CPU "
+                f"without it" if unknown else "") + ".")
     for entry, k in verified.values():
         runs = entry.get("runs", [])
         if entry.get("evidence") == "same build":
-            unknown = entry.get("hosts", {}).get("unknown", 0)
-            out.append(
-                f"{k} of these {len(records)} records were made by an earlier version of the "
-                f"code (`{entry['from']}`) that builds the same library as the current one "
-                f"(`{entry['to']}`) on the CPUs that made them: the only change since is the "
-                f"selective scan's block for CPUs without AVX-512, and they were made on CPUs "
-                f"with AVX-512" + (
-                    f" ({unknown} of the group's {entry.get('records', unknown)} before records "
-                    f"named their CPU, taken as such because they are older than every record "
-                    f"from a CPU without it)" if unknown else "")
-                + " (`sst verify-stale --same-build`, `results/code_equivalence.json`).")
             continue
         out.append(
             f"{k} of these {len(records)} records were made by an earlier version of the code "

@@ -31,6 +31,8 @@ only: the block of the selective scan's C source compiled for targets without AV
    evidence, and the entry says how many rest on it).
 
 The entry then says so (``"evidence": "same build"``) instead of listing recomputed runs.
+The records checked and counted are all those of the experiment and profile that hold a
+stale group's code hash (the entry makes them all current), not only the sweep's.
 """
 from __future__ import annotations
 
@@ -47,9 +49,10 @@ from sst_core.experiments.registry import code_hash, is_stale_record, sweep_conf
 from sst_core.spec.configs import config_dict, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store import equivalence
-from sst_core.store.provenance import git_commit
+from sst_core.store.provenance import git_commit, record_simd
 from sst_core.store.records import (
     artifact_path,
+    iter_records,
     load_record,
     project_root,
     record_path,
@@ -251,24 +254,15 @@ class SameBuild:
         return not self.problems
 
 
-def _cpu_flags(record: dict[str, Any]) -> list[str] | None:
-    """The SIMD flags of the CPU that made ``record``, or None when it does not say."""
-    host = record.get("host")
-    cpu = host.get("cpu") if isinstance(host, dict) else None
-    simd = cpu.get("simd") if isinstance(cpu, dict) else None
-    return list(simd) if isinstance(simd, list) else None
-
-
 def first_without_avx512(root: Path | None = None) -> str | None:
     """The creation time (ISO) of the oldest record under ``root`` (every profile and
     experiment) made on a CPU that names its flags without AVX-512; None if there is none."""
     from sst_core.experiments.registry import EXPERIMENTS
     from sst_core.spec.profiles import PROFILES
-    from sst_core.store.records import iter_records
 
     times = [r["created_utc"] for prof in PROFILES for exp in EXPERIMENTS
              for r in iter_records(exp, prof, root)
-             if r.get("created_utc") and (f := _cpu_flags(r)) is not None and AVX512 not in f]
+             if r.get("created_utc") and (f := record_simd(r)) is not None and AVX512 not in f]
     return min(times, key=datetime.fromisoformat) if times else None
 
 
@@ -284,7 +278,14 @@ def verify_same_build(sweep: str, profile: str, *, write: bool = True,
     _, groups = stale_groups(sweep, profile, root)
     cutoff = first_without_avx512(root)
     out = []
+    by_hash: dict[str, dict[str, list[dict[str, Any]]]] = {}  # experiment -> hash -> records
     for (experiment, old), records in sorted(groups.items()):
+        if experiment not in by_hash:
+            by_hash[experiment] = defaultdict(list)
+            for r in iter_records(experiment, profile, root):
+                by_hash[experiment][r.get("code_hash")].append(r)
+        # the entry will count every record of this hash, not only the sweep's: check them all
+        records = by_hash[experiment][old]
         config = records[0]["config"]
         group = SameBuild(experiment, old, code_hash(experiment, config),
                           sorted(r["run_id"] for r in records),
@@ -298,7 +299,7 @@ def verify_same_build(sweep: str, profile: str, *, write: bool = True,
                     f"the current code without the block hashes to {group.before}, not "
                     f"{old} (nor does a ledger entry lead there): more than the block changed")
         for r in records:
-            flags = _cpu_flags(r)
+            flags = record_simd(r)
             if flags is None:
                 made = r.get("created_utc")
                 if cutoff is None or (made and datetime.fromisoformat(made)
