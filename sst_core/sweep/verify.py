@@ -201,7 +201,6 @@ def stage_tracker(cfg: Any, stored: Path, scratch: Path) -> None:
 
 
 def _entry(group: Group, profile: str, sample: int, run_ids: Sequence[str]) -> dict[str, Any]:
-    where = project_root() or Path.cwd()
     command = f"sst verify-stale --profile {profile} --made-by {group.made_by} " + (
         " ".join(f"--run {r}" for r in run_ids) if run_ids else f"--sample {sample}")
     return {
@@ -209,10 +208,14 @@ def _entry(group: Group, profile: str, sample: int, run_ids: Sequence[str]) -> d
         "profile": profile, "tolerance": equivalence.TOLERANCE,
         "runs": [{"run_id": c.run_id, "compute_s": round(c.compute_s, 1),
                   "largest_difference": c.largest_difference} for c in group.checks],
-        "records": len(group.run_ids), "command": command,
-        "git_commit": git_commit(where),
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "records": len(group.run_ids), **_made_by_command(command),
     }
+
+
+def _made_by_command(command: str) -> dict[str, str]:
+    """What every ledger entry says of how it was written: the command, the commit, when."""
+    return {"command": command, "git_commit": git_commit(project_root() or Path.cwd()),
+            "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}
 
 
 def groups_markdown(groups: list[Group]) -> str:
@@ -320,7 +323,6 @@ def verify_same_build(sweep: str, profile: str, *, write: bool = True,
 
 
 def _same_build_entry(group: SameBuild, profile: str, cutoff: str | None) -> dict[str, Any]:
-    where = project_root() or Path.cwd()
     return {
         "experiment": group.experiment, "from": group.made_by, "to": group.current,
         "profile": profile, "evidence": "same build", "before": group.before,
@@ -328,9 +330,7 @@ def _same_build_entry(group: SameBuild, profile: str, cutoff: str | None) -> dic
             "from", "to", "command", "created_utc")},
         "hosts": dict(sorted(group.hosts.items())), "unknown_host_before": cutoff,
         "runs": [], "records": len(group.run_ids),
-        "command": f"sst verify-stale --profile {profile} --same-build",
-        "git_commit": git_commit(where),
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **_made_by_command(f"sst verify-stale --profile {profile} --same-build"),
     }
 
 
