@@ -30,11 +30,19 @@ from IPython.display import Markdown, display
 from sst_core.book import params
 from sst_core.book.plan import book_plan, status_markdown
 from sst_core.book.runner import find_root, toc_notebooks
+from sst_core.reports import ledger_text
 
 params.from_notebook("book_status", globals())  # fails here on a typo or a wrong type
 chapters = [n for n in toc_notebooks(find_root()) if n != "book_status"]
 plans = book_plan(chapters, profile)
 display(Markdown(status_markdown(plans)))
+
+# %% [markdown]
+# Records that count as current through the ledger of code versions shown to give the same
+# results (`results/code_equivalence.json`), rather than by the code hash they hold:
+
+# %% tags=["remove-input"]
+display(Markdown(ledger_text() or "None: no record rests on a ledger entry."))
 
 # %% [markdown]
 # Why each chapter shows its profile:

@@ -8,7 +8,7 @@ from sst_core import cli
 from sst_core.experiments import registry
 from sst_core.experiments.paper1 import table2_grid
 from sst_core.experiments.runs import needs_run, run
-from sst_core.reports import stale_text
+from sst_core.reports import ledger_text, stale_text
 from sst_core.spec.profiles import get_profile
 from sst_core.store import equivalence
 from sst_core.store.records import load_record, record_path
@@ -148,6 +148,10 @@ def test_verify_stale_records_an_equivalence_when_the_recomputed_runs_agree(root
                            "(`0000000000000000`) that gives the same numbers")
     assert f"`{group.checks[0].run_id}`" in text and "--retry-stale" not in text
     assert "| verified: recorded in" in verify.groups_markdown([group])
+    assert ledger_text() == (
+        "- `smoke`: 2 records made by an earlier version of the code they depend on count as "
+        "current: 2 because runs of their code version were computed again under the current "
+        "code and every metric agreed (`sst verify-stale`).")
 
 
 def test_verify_stale_leaves_records_stale_when_a_recomputed_run_disagrees(root):
@@ -160,7 +164,7 @@ def test_verify_stale_leaves_records_stale_when_a_recomputed_run_disagrees(root)
     (group,) = verify.verify_stale("table2", "smoke", sample=1)
     assert not group.verified
     assert any(p.startswith("metrics.steps:") for p in group.checks[0].problems)
-    assert equivalence.load_ledger() == []
+    assert equivalence.load_ledger() == [] and ledger_text() == ""
     assert registry.is_stale_record(load_record(path))
     text = verify.groups_markdown([group])
     assert "stale: recompute them" in text and "metrics.steps" in text
@@ -311,6 +315,12 @@ def test_same_build_vouches_for_records_made_on_avx512_cpus_before_the_block(roo
                          "made on one with AVX-512 because they are older than every record "
                          "from a CPU without it.")
     assert "--retry-stale" not in text
+    assert ledger_text() == (
+        "- `smoke`: 3 records made by an earlier version of the code they depend on count as "
+        "current: 3 because the only change since is the selective scan's block for CPUs "
+        "without AVX-512 and they were made on CPUs with AVX-512, where the library built is "
+        "the same (`sst verify-stale --same-build`; 1 of them from before records named their "
+        "CPU, older than every record from a CPU without AVX-512).")
 
 
 def test_same_build_needs_the_block_to_be_the_only_change(root, capsys):

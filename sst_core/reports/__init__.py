@@ -174,6 +174,46 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
     return " ".join(out)
 
 
+def ledger_text(root: Path | None = None) -> str:
+    """A list for the status page: per profile, how many records were made by an earlier
+    version of the code they depend on and count as current only through a ledger entry
+    (:mod:`sst_core.store.equivalence`), by which evidence; empty when none do."""
+    from sst_core.experiments.registry import code_hash
+    from sst_core.store.equivalence import entry_for, load_ledger
+    from sst_core.store.provenance import record_simd
+    from sst_core.store.records import iter_records
+
+    counts: dict[str, list[int]] = {}  # profile -> [recomputed, same build, no CPU named]
+    for profile, experiment in sorted({(e["profile"], e["experiment"])
+                                       for e in load_ledger(root)}):
+        for r in iter_records(experiment, profile, root):
+            entry = entry_for(r, code_hash(experiment, r["config"]), root)
+            if entry is None:
+                continue
+            c = counts.setdefault(profile, [0, 0, 0])
+            if entry.get("evidence") == "same build":
+                c[1] += 1
+                c[2] += record_simd(r) is None
+            else:
+                c[0] += 1
+    lines = []
+    for profile, (again, same, unknown) in sorted(counts.items()):
+        why = []
+        if again:
+            why.append(f"{again} because runs of their code version were computed again under "
+                       f"the current code and every metric agreed (`sst verify-stale`)")
+        if same:
+            why.append(
+                f"{same} because the only change since is the selective scan's block for CPUs "
+                f"without AVX-512 and they were made on CPUs with AVX-512, where the library "
+                f"built is the same (`sst verify-stale --same-build`" + (
+                    f"; {unknown} of them from before records named their CPU, older than every "
+                    f"record from a CPU without AVX-512" if unknown else "") + ")")
+        lines.append(f"- `{profile}`: {again + same} records made by an earlier version of the "
+                     f"code they depend on count as current: " + "; ".join(why) + ".")
+    return "\n".join(lines)
+
+
 def changes_since_stale(records: list[dict[str, Any]], changes: Sequence[tuple[str, str, str]]
                         ) -> list[tuple[str, str, str]]:
     """Of ``changes`` (``(commit, when, what)``, ``when`` an ISO time with its zone: the
