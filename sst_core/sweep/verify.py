@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -248,7 +248,7 @@ class SameBuild:
     run_ids: list[str]
     before: str  # the current code's hash with the block for targets without AVX-512 taken out
     via: dict[str, Any] | None = None  # the ledger entry made_by -> before, if not equal
-    hosts: dict[str, int] = field(default_factory=dict)  # AVX512 / "unknown" -> records
+    hosts: Counter[str] = field(default_factory=Counter)  # AVX512 / "unknown" -> records
     problems: list[str] = field(default_factory=list)
     ledger: Path | None = None
 
@@ -307,12 +307,12 @@ def verify_same_build(sweep: str, profile: str, *, write: bool = True,
                 made = r.get("created_utc")
                 if cutoff is None or (made and datetime.fromisoformat(made)
                                       < datetime.fromisoformat(cutoff)):
-                    group.hosts["unknown"] = group.hosts.get("unknown", 0) + 1
+                    group.hosts["unknown"] += 1
                 else:
                     group.problems.append(f"{r['run_id']}: no CPU named, made {made}, not "
                                           f"before the first record without AVX-512 ({cutoff})")
             elif AVX512 in flags:
-                group.hosts[AVX512] = group.hosts.get(AVX512, 0) + 1
+                group.hosts[AVX512] += 1
             else:
                 group.problems.append(f"{r['run_id']}: made on a CPU without AVX-512 "
                                       f"({', '.join(flags) or 'no flags named'})")
