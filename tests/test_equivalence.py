@@ -84,6 +84,31 @@ def test_a_ledger_entry_makes_exactly_its_old_hash_current_for_its_experiment(ro
     assert sorted(e["runs"][0]["run_id"] for e in equivalence.load_ledger()) == ["q1", "r2"]
 
 
+def test_records_of_several_recomputed_versions_share_one_sentence(root, monkeypatch):
+    """A chapter's records may rest on many ledger entries (the diagnostics: six versions):
+    one sentence counts them and leaves the versions and runs to the ledger."""
+    monkeypatch.setattr(registry, "code_hash", lambda experiment, config=None: "cccc")
+    monkeypatch.setattr(registry, "is_stale_record", lambda record: False)
+    for old, runs in (("aaaa", ["r1", "r2"]), ("bbbb", ["r3"])):
+        equivalence.add_entry(_entry(**{"from": old, "to": "cccc", "tolerance": 1e-6,
+                                        "runs": [{"run_id": r} for r in runs]}))
+    records = [{"experiment": "lra", "profile": "standard", "config": {}, "code_hash": h}
+               for h in ("aaaa", "aaaa", "bbbb", "cccc")]
+    assert stale_text(records, "lra") == (
+        "3 of these 4 records were made by 2 earlier versions of the code that give the same "
+        "numbers as the current one: of each version, 1 to 2 of its runs were computed again "
+        "under the current code (3 in all) and every metric agreed to within 1e-06 "
+        "(`sst verify-stale`; `results/code_equivalence.json` names the versions and the "
+        "runs).")
+    # the records of one version: its sentence names it and the runs computed again
+    assert stale_text(records[:2], "lra") == (
+        "2 of these 2 records were made by an earlier version of the code (`aaaa`) that gives "
+        "the same numbers as the current one (`cccc`): 2 of them (`r1`, `r2`) were computed "
+        "again under the current code and every metric agreed to within 1e-06 "
+        "(`sst verify-stale`, `results/code_equivalence.json`).")
+    assert stale_text(records[3:], "lra") == ""  # made by the current code
+
+
 def test_a_broken_ledger_or_entry_is_a_clear_error(root):
     with pytest.raises(ValueError, match="'to'"):
         equivalence.add_entry({"experiment": "lra", "from": "aaaa"})

@@ -129,7 +129,8 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
     and how to compute them again (``sweep``: the sweep that makes them), and how many
     were made by an earlier version that recomputed runs showed to give the same numbers,
     or that builds the same library where they were made (:mod:`sst_core.store.equivalence`,
-    :mod:`sst_core.sweep.verify`); empty when neither."""
+    :mod:`sst_core.sweep.verify`); empty when neither. Records of several recomputed
+    versions share one sentence, which leaves the versions and their runs to the ledger."""
     from sst_core.experiments.registry import code_hash, is_stale_record
     from sst_core.store.equivalence import TOLERANCE, entry_for
     from sst_core.store.provenance import record_simd
@@ -160,10 +161,10 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
                 f"; {unknown} of them are from before records named their CPU, and count as "
                 f"made on one with AVX-512 because they are older than every record from a CPU "
                 f"without it" if unknown else "") + ".")
-    for entry, k in verified.values():
+    recomputed = [(e, k) for e, k in verified.values() if e.get("evidence") != "same build"]
+    if len(recomputed) == 1:
+        ((entry, k),) = recomputed
         runs = entry.get("runs", [])
-        if entry.get("evidence") == "same build":
-            continue
         out.append(
             f"{k} of these {len(records)} records were made by an earlier version of the code "
             f"(`{entry['from']}`) that gives the same numbers as the current one (`{entry['to']}`): "
@@ -171,6 +172,18 @@ def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
             f"computed again under the current code and every metric agreed to within "
             f"{entry.get('tolerance', TOLERANCE):.2g} (`sst verify-stale`, "
             f"`results/code_equivalence.json`).")
+    elif recomputed:  # one sentence for all versions: the ledger names them and their runs
+        per_version = sorted(len(e.get("runs", [])) for e, _ in recomputed)
+        spread = (f"{per_version[0]}" if per_version[0] == per_version[-1]
+                  else f"{per_version[0]} to {per_version[-1]}")
+        out.append(
+            f"{sum(k for _, k in recomputed)} of these {len(records)} records were made by "
+            f"{len(recomputed)} earlier versions of the code that give the same numbers as the "
+            f"current one: of each version, {spread} of its runs were computed again under the "
+            f"current code ({sum(per_version)} in all) and every metric agreed to within "
+            f"{max(e.get('tolerance', TOLERANCE) for e, _ in recomputed):.2g} "
+            f"(`sst verify-stale`; `results/code_equivalence.json` names the versions and "
+            f"the runs).")
     return " ".join(out)
 
 
