@@ -162,6 +162,9 @@ def test_verify_stale_records_an_equivalence_when_the_recomputed_runs_agree(root
     assert (entry["experiment"], entry["from"], entry["to"], entry["records"]) == (
         "tracking", "0000000000000000", group.current, 2)
     assert entry["runs"][0]["run_id"] == group.checks[0].run_id
+    # the command as written runs the check again
+    assert entry["command"] == ("sst verify-stale table2 --profile smoke --made-by "
+                                "0000000000000000 --sample 1")
     # both records of that code now count as current, for status, sweeps and chapters
     (after,) = sweep_status.status("smoke", ["table2"])
     assert after.stale == 0
@@ -329,6 +332,7 @@ def test_same_build_vouches_for_records_made_on_avx512_cpus_before_the_block(roo
     (entry,) = equivalence.load_ledger()
     assert (entry["from"], entry["to"], entry["evidence"], entry["records"], entry["runs"]) == (
         before, group.current, "same build", 3, [])
+    assert entry["command"] == "sst verify-stale table2 --profile smoke --same-build"
     assert entry["unknown_host_before"] == "2026-03-01T00:00:00+00:00"
     assert sweep_status.status("smoke", ["table2"])[0].stale == 0
     records = [load_record(record_path(c)) for c in cfgs]

@@ -144,7 +144,8 @@ def verify_stale(sweep: str, profile: str, *, sample: int = 2, run_ids: Sequence
             if check.problems:  # the group stays stale whatever the other runs give
                 break
         if group.verified and write:
-            group.ledger = equivalence.add_entry(_entry(group, profile, sample, run_ids), root)
+            entry = _entry(group, sweep, profile, sample, run_ids)
+            group.ledger = equivalence.add_entry(entry, root)
         out.append(group)
     return out
 
@@ -200,8 +201,9 @@ def stage_tracker(cfg: Any, stored: Path, scratch: Path) -> None:
             shutil.copy2(src, dst)
 
 
-def _entry(group: Group, profile: str, sample: int, run_ids: Sequence[str]) -> dict[str, Any]:
-    command = f"sst verify-stale --profile {profile} --made-by {group.made_by} " + (
+def _entry(group: Group, sweep: str, profile: str, sample: int, run_ids: Sequence[str]
+           ) -> dict[str, Any]:
+    command = f"sst verify-stale {sweep} --profile {profile} --made-by {group.made_by} " + (
         " ".join(f"--run {r}" for r in run_ids) if run_ids else f"--sample {sample}")
     return {
         "experiment": group.experiment, "from": group.made_by, "to": group.current,
@@ -317,12 +319,14 @@ def verify_same_build(sweep: str, profile: str, *, write: bool = True,
                 group.problems.append(f"{r['run_id']}: made on a CPU without AVX-512 "
                                       f"({', '.join(flags) or 'no flags named'})")
         if group.verified and write:
-            group.ledger = equivalence.add_entry(_same_build_entry(group, profile, cutoff), root)
+            entry = _same_build_entry(group, sweep, profile, cutoff)
+            group.ledger = equivalence.add_entry(entry, root)
         out.append(group)
     return out
 
 
-def _same_build_entry(group: SameBuild, profile: str, cutoff: str | None) -> dict[str, Any]:
+def _same_build_entry(group: SameBuild, sweep: str, profile: str, cutoff: str | None
+                      ) -> dict[str, Any]:
     return {
         "experiment": group.experiment, "from": group.made_by, "to": group.current,
         "profile": profile, "evidence": "same build", "before": group.before,
@@ -330,7 +334,7 @@ def _same_build_entry(group: SameBuild, profile: str, cutoff: str | None) -> dic
             "from", "to", "command", "created_utc")},
         "hosts": dict(sorted(group.hosts.items())), "unknown_host_before": cutoff,
         "runs": [], "records": len(group.run_ids),
-        **_made_by_command(f"sst verify-stale --profile {profile} --same-build"),
+        **_made_by_command(f"sst verify-stale {sweep} --profile {profile} --same-build"),
     }
 
 
