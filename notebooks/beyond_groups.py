@@ -51,7 +51,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 from sst_core.reports import paper1 as rp1
 from sst_core.spec import paper_values
 
@@ -92,7 +92,6 @@ for r in failed:
 glue("hg_runs", len(records), display=False)
 glue("hg_failed", len(failed), display=False)
 glue("hg_compute", compute_text(records), display=False)
-glue("hg_code", Markdown(stale_text(records, "harder_groups")), display=False)
 
 # %%
 from sst_core.models import expected_affine
@@ -129,8 +128,6 @@ for g in ("S3",) + beyond.HARDER_GROUPS:
 # simply need more width or steps (60 classes from 3 tokens is a far larger automaton than
 # $S_3$'s 6). The claim this table can test is the *split*: whether any affine model
 # reaches 1000 where the state-dependent ones do.
-#
-# {glue:md}`hg_code`
 
 # %%
 ok = [r for r in records if r["status"] == "ok"]

@@ -44,9 +44,8 @@ from myst_nb import glue
 from sst_core.analysis.stats import pearson_p_value
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
-from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -108,7 +107,6 @@ glue("dg_runs", len({c.run for c in all_cfgs}), display=False)
 glue("dg_resampled", len(paper1.resample_grid(P)), display=False)
 glue("dg_failed", len(failed), display=False)
 glue("dg_compute", compute_text(records), display=False)
-glue("dg_code", Markdown(stale_text(records, "diagnostics")), display=False)
 for r in failed:
     print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 best = ec.best_per_model(s3_records)
@@ -119,8 +117,6 @@ best = ec.best_per_model(s3_records)
 # not be made, because their training diverged); the analysis took
 # {glue:text}`dg_compute`.{glue:text}`dg_overflow`
 # The figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does.
-#
-# {glue:md}`dg_code`
 
 # %%
 display(ec.diagnostics_table(P))
@@ -376,12 +372,6 @@ if so_far:
     plt.show()
     display(ec.figure4_within_table(so_far.profile))
     display(ec.crossing_table(so_far.profile))
-    stale = sum(is_stale_record(r) for r in so_far_diag)
-    so_far_text += (
-        f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "
-        "diagnostics code (`sst status` calls them stale) and wait to be computed again; "
-        "that change stores the curves at fewer times and leaves every number of this table "
-        "as it was." if stale else "")
 glue("dg_so_far", Markdown(so_far_text), display=False)
 
 # %% [markdown]

@@ -42,7 +42,7 @@ from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.models import REGISTRY, build, expected_affine
-from sst_core.reports import compute_text, stale_text, stored_records
+from sst_core.reports import compute_text, stored_records
 from sst_core.reports.paper1 import (
     agreement_counts,
     best_runs,
@@ -151,15 +151,12 @@ glue("t2_per_cell", f"{len(records) // n_cells}", display=False)
 glue("t2_d_model", f"{P.track_d_model}", display=False)
 glue("t2_failed", len(failed), display=False)
 glue("t2_compute", compute_text(records), display=False)
-glue("t2_code", Markdown(stale_text(records, "table2")), display=False)  # ledger, stale
 for r in failed:
     print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
 
 # %% [markdown]
 # The sweep holds {glue:text}`t2_runs:d` runs ({glue:text}`t2_failed:d` of them diverged and are
 # recorded as failed); together they took {glue:text}`t2_compute` of compute.
-#
-# {glue:md}`t2_code`
 
 # %%
 table = table2(P)

@@ -45,7 +45,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
-from sst_core.reports import compute_text, stale_changes_text
+from sst_core.reports import compute_text
 from sst_core.spec import paper_values
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.images import digits_images
@@ -119,33 +119,6 @@ for r in failed:
 glue("lra_runs", len(records), display=False)
 glue("lra_failed", len(failed), display=False)
 glue("lra_compute", compute_text(records), display=False)
-# records made before a change to their code are shown, and said to be (the change the
-# stored ones predate, checked against the code hashes of the commits either side of it)
-MF_CHANGE = ("it now carries as many fixed-point bits as its working precision, and a run "
-             "whose trained spectrum's memory function cannot be computed keeps its accuracy "
-             "instead of failing. Training never reads the memory function, and each stored "
-             "memory function passed the sum-rule check that the current code applies too; "
-             "computed again under the current code, a memory function after training can "
-             "differ slightly (`sst verify-stale` found such differences), so these records "
-             "stay marked until they are computed again.")
-# the LRA runs' code changed twice since the first records (a run computed with and
-# without its per-epoch saves gives the same numbers; `sst verify-stale lra` then found
-# that a stored ListOps run is not reproduced by a fresh process); a stale record is
-# said to predate only the changes made after it
-LRA_CHANGES = [
-    ("bf5aca5", "2026-12-02T13:31:13+00:00", "the memory function (commit `bf5aca5`): "
-     + MF_CHANGE),
-    ("57f76f7", "2026-12-04T22:40:00+00:00",
-     "resuming (commit `57f76f7`): a run saves its state after every epoch, so that a run "
-     "stopped with its session goes on from there; the saves do not change what a run "
-     "computes (tested). Still, each record is one sample of its run, not the number every "
-     "process would give: computed again in a fresh process, a stored ListOps run followed "
-     "its curves for the first epochs and then drifted away from them (`sst verify-stale "
-     "lra`), as rounding that differs between processes is amplified by training, the same "
-     "spread that Table 2's chapter measures for the trackers."),
-]
-glue("lra_stale_text", Markdown(stale_changes_text(records, "lra", LRA_CHANGES)),
-     display=False)
 main = lra_reports.lra_main(P)
 display(main)
 paper_retrieval = {frozen: paper_values.LRA_MAIN[("Retrieval", "inv", frozen)]
@@ -171,8 +144,6 @@ glue("lra_scale_text",
 # the seeds ({glue:text}`lra_paper_retrieval`). The last column
 # says, task by task, whether the best frozen run is at least as good as the best learned
 # run here.
-#
-# {glue:md}`lra_stale_text`
 #
 # **Why our numbers differ.** {glue:text}`lra_scale_text` At this scale the accuracies are
 # far from the published ones, and what can carry over is the ordering of learned against
@@ -353,9 +324,6 @@ def verdict(claim: dict) -> str:
 glue("hz_runs", len(horizon_records), display=False)
 glue("hz_failed", sum(r["status"] != "ok" for r in horizon_records), display=False)
 glue("hz_compute", compute_text(horizon_records), display=False)
-# of the LRA runs' changes, only the memory function's concerns the memory-horizon runs
-glue("hz_stale_text", Markdown(stale_changes_text(horizon_records, "memory_horizon",
-                                                  LRA_CHANGES[:1])), display=False)
 glue("hz_taus", ", ".join(map(str, P.horizon_taus)), display=False)
 glue("hz_chance", horizon_cfgs[0].chance, display=False)
 glue("hz_band", band, display=False)
@@ -375,8 +343,6 @@ for name, claim in horizon_claims.items():
 # counts as *at chance*, and $M[\tau] < $ {glue:text}`hz_mf_zero:g` (less than 1% of the
 # target's variance recoverable from any one channel's state, for every seed) counts as
 # *memory gone*. {glue:text}`hz_n_dead:d` learned cells start with their memory gone.
-#
-# {glue:md}`hz_stale_text`
 #
 # - Where the memory is gone at initialisation, learned accuracy stays at chance:
 #   {glue:text}`hz_dead_memory_stays_at_chance`.

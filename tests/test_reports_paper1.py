@@ -275,17 +275,18 @@ def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_
     grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("S3",))[:4]
     before, after = (200, 300, None, 1000), (200, 600, 60, 1000)
     for cfg, a, b in zip(grid, before, after):
-        cached_run(cfg, lambda c, m=b: {"m_p": m, "eval": {}, "steps": 100}, root=tmp_path)
+        cached_run(cfg, lambda c, m=b: {"m_p": m, "eval": {}, "steps": 100}, root=tmp_path,
+                   version=1)
         current = json.loads(record_path(cfg, tmp_path).read_text())
         old = {**current, "created_utc": "2026-01-01T00:00:00+00:00",
                "metrics": {**current["metrics"], "m_p": a, "steps": 90 if a is None else 100}}
         folder = replaced_folder(cfg, tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{current['run_id']}.20260101000000.json").write_text(json.dumps(old))
-    # not pairs: a record another version of the code made, and the stored record itself
+    # not pairs: a record an older version made, and the stored record itself
     other = json.loads(record_path(grid[3], tmp_path).read_text())
     (replaced_folder(grid[3], tmp_path) / f"{other['run_id']}.1.json").write_text(
-        json.dumps({**other, "created_utc": "2025", "code_hash": "another",
+        json.dumps({**other, "created_utc": "2025", "version": 0,
                     "metrics": {**other["metrics"], "m_p": 60}}))
     keep_replaced(grid[3], tmp_path)  # kept before a recomputation that has not happened
     t = retrain_noise(P, root=tmp_path)

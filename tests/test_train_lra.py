@@ -518,10 +518,10 @@ def test_a_failed_run_leaves_no_state(store, monkeypatch, one_thread):
 
 def test_a_sweep_run_resumes_beside_its_record_under_its_run_id_and_code(store, one_thread):
     """Through the sweep's path (``runs.run``): the state lies beside the record and is keyed
-    by run id and code hash; the record says the run resumed, and its compute counts the
+    by run id and version; the record says the run resumed, and its compute counts the
     earlier part."""
-    from sst_core.experiments.registry import code_hash
-    from sst_core.spec.configs import config_dict, config_hash
+    from sst_core.experiments.registry import version
+    from sst_core.spec.configs import config_hash
     from sst_core.store.records import artifact_path, load_record, record_path, run_compute_s
     from sst_core.training import lra
 
@@ -532,7 +532,7 @@ def test_a_sweep_run_resumes_beside_its_record_under_its_run_id_and_code(store, 
             runs.run(cfg)
     path = artifact_path(cfg, runs.RESUME_SUFFIX)
     assert torch.load(path, weights_only=True)["key"] == \
-        f"{config_hash(cfg)}:{code_hash('lra', config_dict(cfg))}"
+        f"{config_hash(cfg)}:v{version('lra')}"
     rec = runs.run(cfg)
     assert rec["status"] == "ok" and rec["metrics"]["resumed"]["from_epoch"] == 1
     assert not path.exists() and load_record(record_path(cfg)) == rec

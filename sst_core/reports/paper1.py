@@ -550,7 +550,7 @@ def slices_text(table: Table) -> str:
 
 def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
     """Every pair (a replaced record, the record that replaced it) of the tracking runs
-    ``cfgs`` that one version of the code made twice (same ``code_hash``;
+    ``cfgs`` that one version of the experiment made twice (same ``version``;
     :mod:`sst_core.store.replaced`): the run's label, group and seed, m_p and the stopping
     step of each, and how many evaluated lengths apart the two m_p are (a failure counts
     as one length below the shortest)."""
@@ -564,9 +564,9 @@ def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
         if new is None or new["status"] != "ok":
             continue
         for r in old:
-            # another version of the code, or the stored record itself (kept before a
-            # recomputation that has not finished yet)
-            if (r.get("code_hash") != new.get("code_hash")
+            # another version, or the stored record itself (kept before a recomputation
+            # that has not finished yet)
+            if (r.get("version", 0) != new.get("version", 0)
                     or r.get("created_utc") == new.get("created_utc")):
                 continue
             a, b = r["metrics"]["m_p"], new["metrics"]["m_p"]
