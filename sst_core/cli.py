@@ -214,17 +214,19 @@ def _parser() -> argparse.ArgumentParser:
                   description="Each experiment has a version (sst_core/experiments/registry.py); "
                   "results/versions.lock holds it with the fingerprints of the code its runs "
                   "reach, and a test fails when they no longer match. After a version bump this "
-                  "writes the new version (its records are stale). Else it recomputes, in a "
-                  "scratch folder, the cheapest stored run per changed model and profile "
-                  "(--sample of them), compares every metric with the stored record (floats to "
-                  "1.5e-6, one unit in the sixth decimal the records keep; timings not compared) "
-                  "and updates the lock only if all agree; otherwise it prints the differences "
-                  "and exits 1: then raise the version instead.")
+                  "writes the new version (its records are stale). Else it recomputes the "
+                  "cheapest stored runs of each changed model and profile (--sample of them) "
+                  "on this machine twice, with the code of the commit that last wrote the lock "
+                  "and with the code as it is, compares every metric (floats to 1.5e-6, one "
+                  "unit in the sixth decimal the records keep; timings not compared) and "
+                  "updates the lock only if all agree; otherwise it prints the differences and "
+                  "exits 1: then raise the version instead.")
     lck.add_argument("experiment", nargs="+", choices=list(registry.EXPERIMENTS),
                      metavar="EXPERIMENT",
                      help="one or more of: " + ", ".join(registry.EXPERIMENTS))
     lck.add_argument("--sample", type=_positive_int, default=1,
-                     help="runs recomputed per changed model and profile (the cheapest)")
+                     help="runs recomputed per changed model (the cheapest), and at least as "
+                  "many per profile")
 
     gpu = command("gpu-check", help="CUDA results against CPU results, then the "
                   "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
@@ -406,8 +408,10 @@ def _lock(args: argparse.Namespace) -> int:
                   "recomputed; records of older versions are stale)")
         elif result.action == "locked":
             print(f"{name}: changed code ({changed}); {len(result.checked)} stored run(s) "
-                  f"recomputed, every metric agrees (largest difference "
-                  f"{result.largest_difference:.2g}): lock updated")
+                  f"recomputed with the locked and the current code, every metric agrees "
+                  f"(largest difference {result.largest_difference:.2g}): lock updated. "
+                  f"This machine reproduces {result.reproduced} of those "
+                  f"{len(result.checked)} stored records as they are.")
         else:
             print(f"{name}: changed code ({changed}); the recomputed runs differ from the "
                   f"stored ones, so the lock is unchanged. Raise the version of {name} in "

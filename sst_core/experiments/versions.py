@@ -15,18 +15,30 @@ choices of whoever changed the code:
   status`` counts them, ``sst sweep ... --retry-stale`` computes them again); then ``sst
   lock EXPERIMENT`` writes the new version and fingerprints without recomputing anything;
 - **lock** it, ``sst lock EXPERIMENT`` (:func:`lock`): recompute a small sample of its
-  stored runs, in every profile that has records reaching the changed code, in a scratch
-  folder, and compare every metric with the stored record (:func:`compare_metrics`, to
-  :data:`TOLERANCE`). Any difference refuses the lock and prints a table of them; else the
-  lock's fingerprints are updated, a one-line diff per changed fingerprint for a reviewer.
+  stored runs (every changed model, every profile that has records of them) twice on this
+  machine, with the code of the commit that last wrote the lock and with the code as it is
+  now, each in a fresh process and a scratch folder, and compare every metric
+  (:func:`compare_metrics`, to :data:`TOLERANCE`). Any difference refuses the lock and
+  prints a table of them; else the lock's fingerprints are updated, a one-line diff per
+  changed fingerprint for a reviewer.
+
+The two recomputes run on one machine because a stored record need not be reproducible on
+another: the C loops are built with ``-march=native``, and a run trained on another CPU
+(another vector width, another float summation order) drifts from its record from the
+first rounding on, whatever the code. The result also says how many of the sampled
+records this machine reproduces as stored (``reproduced``), which tells whether it is the
+kind of machine that made them.
 
 This is DVC's ``dvc.lock`` and ``dvc commit``: the fingerprint is only a tripwire, the
 version is the decision.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -47,14 +59,13 @@ from sst_core.store.records import (
     load_record,
     record_path,
     results_dir,
-    results_dir_at,
     run_compute_s,
     write_bytes_atomic,
 )
 
 __all__ = ["LOCK_PATH", "TOLERANCE", "read_lock", "write_lock", "Mismatch", "check",
-           "Difference", "LockResult", "lock", "sample_records", "compare_metrics",
-           "differences_markdown"]
+           "Difference", "LockResult", "lock", "locked_checkout", "recompute_in",
+           "sample_records", "compare_metrics", "differences_markdown"]
 
 LOCK_PATH = Path(__file__).resolve().parents[2] / "results" / "versions.lock"
 # One unit in the sixth decimal (records round metrics to six), with room for the float
@@ -169,21 +180,25 @@ class LockResult:
     action: str  # "unchanged", "added", "version", "locked" or "refused"
     changed: list[str] = field(default_factory=list)
     checked: list[tuple[str, str, float, float]] = field(default_factory=list)
-    # (profile, run id, stored compute s, recompute s) of every run recomputed
+    # (profile, run id, stored compute s, both recomputes s) of every run recomputed
     differences: list[Difference] = field(default_factory=list)
     largest_difference: float = 0.0
+    reproduced: int = 0  # sampled records this machine recomputes as stored (locked code)
 
 
 def lock(experiment: str, *, sample: int = 1, root: Path | None = None,
-         path: Path | None = None,
-         report: Callable[[str], None] = lambda msg: None) -> LockResult:
+         path: Path | None = None, report: Callable[[str], None] = lambda msg: None,
+         recompute_with: Callable[[str, dict[str, Any], Path], dict[str, Any]] | None = None
+         ) -> LockResult:
     """``sst lock EXPERIMENT`` (the module docstring). ``sample``: runs recomputed per
-    changed fingerprint key and profile (the cheapest ``ok`` current records by their
-    stored compute); ``root``: the results folder (default :func:`results_dir`)."""
+    changed fingerprint key (:func:`sample_records`); ``root``: the results folder
+    (default :func:`results_dir`); ``recompute_with(code, record, stored)``: the record
+    recomputed with ``code`` ("locked" or "current"), default :func:`recompute_in` the
+    lock's commit or this checkout."""
     get_experiment(experiment)
     if not isinstance(sample, int) or isinstance(sample, bool) or sample < 1:
         raise ValueError(f"sample={sample!r}: recompute at least one run per changed "
-                         "fingerprint and profile (an int >= 1)")
+                         "fingerprint (an int >= 1)")
     entries = read_lock(path)
     now = current_entry(experiment)
     entry = entries.get(experiment)
@@ -200,17 +215,28 @@ def lock(experiment: str, *, sample: int = 1, root: Path | None = None,
     result = LockResult(experiment, "unchanged", changed)
     if not changed:
         return result
-    for profile, record in sample_records(experiment, set(changed), sample, root):
-        report(f"{experiment} ({profile}): recomputing {record['run_id']} "
-               f"(stored compute {run_compute_s(record):.0f} s)")
-        new, seconds = recompute(record, root or results_dir())
-        result.checked.append((profile, record["run_id"], run_compute_s(record), seconds))
-        diffs, largest = compare_records(record, new)
-        result.largest_difference = max(result.largest_difference, largest)
-        result.differences += [Difference(profile, record["run_id"], *d) for d in diffs]
-        report(f"{experiment} ({profile}): {record['run_id']}: " + (
-            f"agrees (largest difference {largest:.2g})" if not diffs
-            else f"{len(diffs)} difference(s)"))
+    chosen = list(sample_records(experiment, set(changed), sample, root))
+    stored = root or results_dir()
+    with contextlib.ExitStack() as stack:
+        if recompute_with is None:
+            locked = stack.enter_context(locked_checkout(experiment, path))
+            recompute_with = lambda code, record, where: recompute_in(  # noqa: E731
+                locked if code == "locked" else PROJECT, record, where)
+        for profile, record in chosen:
+            report(f"{experiment} ({profile}): recomputing {record['run_id']} with the "
+                   f"locked and the current code (stored compute {run_compute_s(record):.0f} s)")
+            start = time.perf_counter()
+            before = recompute_with("locked", record, stored)
+            after = recompute_with("current", record, stored)
+            seconds = time.perf_counter() - start
+            result.checked.append((profile, record["run_id"], run_compute_s(record), seconds))
+            result.reproduced += not compare_records(record, before)[0]
+            diffs, largest = compare_records(before, after)
+            result.largest_difference = max(result.largest_difference, largest)
+            result.differences += [Difference(profile, record["run_id"], *d) for d in diffs]
+            report(f"{experiment} ({profile}): {record['run_id']}: " + (
+                f"agrees (largest difference {largest:.2g})" if not diffs
+                else f"{len(diffs)} difference(s)"))
     if result.differences:
         result.action = "refused"
         return result
@@ -220,13 +246,104 @@ def lock(experiment: str, *, sample: int = 1, root: Path | None = None,
     return result
 
 
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout this package runs from
+
+
+@contextlib.contextmanager
+def locked_checkout(experiment: str, path: Path | None = None) -> Iterator[Path]:
+    """A temporary copy of the package at the commit that last wrote the lock (``git
+    archive``): the code whose fingerprints it holds. ValueError when the lock is not committed, or
+    when ``experiment``'s entry differs from the committed one (lock one change at a
+    time: commit the lock first)."""
+    import subprocess
+
+    path = path or LOCK_PATH
+    rel = path.resolve().relative_to(PROJECT).as_posix()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=PROJECT, check=True, capture_output=True,
+                              text=True).stdout
+
+    commit = git("log", "-1", "--format=%H", "--", rel).strip()
+    if not commit:
+        raise ValueError(f"{rel} is not committed: commit it first (sst lock compares "
+                         "with the code of the commit that last wrote it)")
+    committed = json.loads(git("show", f"{commit}:{rel}")).get(experiment)
+    if committed != read_lock(path).get(experiment):
+        raise ValueError(f"{experiment}: its entry in {rel} differs from the committed one "
+                         f"({commit[:12]}): commit the lock first")
+    where = Path(tempfile.mkdtemp(prefix="sst-locked-"))
+    try:  # the package alone, as it was at that commit
+        archive = subprocess.run(["git", "archive", commit, "sst_core"], cwd=PROJECT,
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(where)], input=archive, check=True,
+                       capture_output=True)
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+# Run in a fresh process with the code of a checkout: builds the config of a record the
+# way every version of the package can (its experiment's config class), computes it in
+# the results folder given, and prints its record. Reads {"config", "threads", "root"}.
+RECOMPUTE_SCRIPT = """
+import json, sys
+from pathlib import Path
+import torch
+from sst_core.experiments import registry, runs
+req = json.loads(sys.stdin.read())
+def build(d):
+    cls = registry.resolve(registry.get_experiment(d["experiment"]).config)
+    kw = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and "experiment" in v:
+            v = build(v)
+        elif isinstance(v, list):
+            v = tuple(tuple(x) if isinstance(x, list) else x for x in v)
+        kw[k] = v
+    return cls(**kw)
+torch.set_num_threads(req["threads"])
+record = runs.run(build(req["config"]), root=Path(req["root"]))
+print()
+print("RECORD " + json.dumps(record))
+"""
+
+
+def recompute_in(source: Path, record: dict[str, Any], stored: Path) -> dict[str, Any]:
+    """``record``'s run computed again by the package in checkout ``source``, in a fresh
+    process, alone, in a scratch results folder (nothing it writes lands beside the stored
+    records; an analysis gets copies of its tracker's record and weights), with the torch
+    thread count the record names: the new record."""
+    import subprocess
+    import sys
+
+    cfg = config_from_dict(record["config"])
+    threads = int((record.get("host") or {}).get("torch_threads") or 1)
+    with tempfile.TemporaryDirectory(prefix="sst-lock-") as scratch:
+        stage_tracker(cfg, stored, Path(scratch))
+        env = {**os.environ, "PYTHONPATH": str(source), "SST_RESULTS_DIR": scratch,
+               "SST_PROGRESS": "0"}
+        done = subprocess.run([sys.executable, "-c", RECOMPUTE_SCRIPT], cwd=scratch, env=env,
+                              input=json.dumps({"config": record["config"], "threads": threads,
+                                                "root": scratch}),
+                              capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RECORD ")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"recomputing {record['run_id']} with the code in {source} "
+                           f"failed: {done.stderr.strip()[-800:]}")
+    return json.loads(lines[-1][len("RECORD "):])
+
+
 def sample_records(experiment: str, keys: set[str], sample: int, root: Path | None = None
-                   ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(profile, record)``: per profile folder under ``root`` and fingerprint key in
-    ``keys``, the ``sample`` cheapest ``ok`` current records of ``experiment``."""
+                   ) -> list[tuple[str, dict[str, Any]]]:
+    """The runs ``sst lock`` recomputes, as ``(profile, record)``: of the ``ok`` current
+    records of ``experiment`` whose fingerprint key (model) is in ``keys``, the ``sample``
+    cheapest of each key (whatever their profile), and as many more of each profile folder
+    under ``root`` as it needs to have ``sample`` of its own (its cheapest), by profile
+    and cost."""
     base = root or results_dir()
+    found: list[tuple[str, str, float, dict[str, Any]]] = []  # (profile, key, cost, record)
     for folder in sorted(p for p in base.glob(f"*/{experiment}") if p.is_dir()):
-        by_key: dict[str, list[dict[str, Any]]] = {}
         for file in sorted(folder.glob("*.json")):
             try:
                 record = load_record(file)
@@ -234,34 +351,19 @@ def sample_records(experiment: str, keys: set[str], sample: int, root: Path | No
                 continue
             if (record["status"] == "ok" and record.get("version") == version(experiment)
                     and fingerprint_key(record) in keys):
-                by_key.setdefault(fingerprint_key(record), []).append(record)
-        for key in sorted(by_key):
-            for record in sorted(by_key[key], key=run_compute_s)[:sample]:
-                yield folder.parent.name, record
-
-
-def recompute(record: dict[str, Any], stored: Path) -> tuple[dict[str, Any], float]:
-    """``record``'s run computed again with today's code, alone, in a scratch results
-    folder (nothing it writes lands beside the stored records), with the torch thread
-    count the record names: the new record and the seconds it took."""
-    import torch
-
-    from sst_core.experiments import runs
-
-    cfg = config_from_dict(record["config"])
-    threads = (record.get("host") or {}).get("torch_threads")
-    before = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(int(threads))
-    start = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory(prefix="sst-lock-") as scratch, \
-                results_dir_at(scratch):
-            stage_tracker(cfg, stored, Path(scratch))
-            new = runs.run(cfg, root=Path(scratch))
-    finally:
-        torch.set_num_threads(before)
-    return new, time.perf_counter() - start
+                found.append((folder.parent.name, fingerprint_key(record),
+                              run_compute_s(record), record))
+    found.sort(key=lambda f: (f[2], f[0], f[3]["run_id"]))
+    chosen: dict[str, tuple[str, float, dict[str, Any]]] = {}
+    for key in sorted({f[1] for f in found}):
+        for profile, _, cost, record in [f for f in found if f[1] == key][:sample]:
+            chosen[record["run_id"]] = (profile, cost, record)
+    for profile in sorted({f[0] for f in found}):
+        have = sum(1 for p, _, _ in chosen.values() if p == profile)
+        for _, _, cost, record in [f for f in found if f[0] == profile
+                                   and f[3]["run_id"] not in chosen][:max(0, sample - have)]:
+            chosen[record["run_id"]] = (profile, cost, record)
+    return [(p, r) for p, _, r in sorted(chosen.values(), key=lambda c: (c[0], c[1]))]
 
 
 def stage_tracker(cfg: Any, stored: Path, scratch: Path) -> None:

@@ -96,15 +96,30 @@ def toy(tmp_path, monkeypatch):
     OFFSET[0] = 0.0
 
 
+def toy_recompute(code, record, stored):
+    """The locked code adds nothing; the current one adds OFFSET (in a scratch folder)."""
+    import tempfile
+
+    before = OFFSET[0]
+    OFFSET[0] = before if code == "current" else 0.0
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            return runs.run(registry.config_from_dict(record["config"]), root=Path(scratch))
+    finally:
+        OFFSET[0] = before
+
+
 def test_lock_accepts_a_change_that_leaves_every_metric_as_it_was(toy):
     lock_path, prints, records = toy
     assert versions.lock("toy", path=lock_path).action == "unchanged"
     prints[registry.ALL] = "new"
     assert [m.changed for m in versions.check(["toy"], lock_path)] == [[registry.ALL]]
     seen = []
-    result = versions.lock("toy", path=lock_path, report=seen.append)
+    result = versions.lock("toy", path=lock_path, report=seen.append,
+                           recompute_with=toy_recompute)
     assert result.action == "locked" and not result.differences
-    assert [(p, r) for p, r, _, _ in result.checked] == [("smoke", records[0]["run_id"])]
+    assert len(result.checked) == 1 and result.checked[0][0] == "smoke"
+    assert result.reproduced == 1  # the locked code gives the stored record here
     assert any("recomputing" in s for s in seen)
     assert versions.read_lock(lock_path)["toy"]["fingerprints"] == {registry.ALL: "new"}
     assert versions.check(["toy"], lock_path) == []
@@ -116,7 +131,7 @@ def test_lock_refuses_a_change_that_moves_a_metric_and_prints_the_differences(to
     lock_path, prints, records = toy
     prints[registry.ALL] = "new"
     OFFSET[0] = 1e-3
-    result = versions.lock("toy", path=lock_path, sample=2)
+    result = versions.lock("toy", path=lock_path, sample=2, recompute_with=toy_recompute)
     assert result.action == "refused"
     ids = {d.run_id for d in result.differences}
     assert len(ids) == 2 and ids <= {r["run_id"] for r in records}
@@ -125,7 +140,7 @@ def test_lock_refuses_a_change_that_moves_a_metric_and_prints_the_differences(to
     assert "| smoke | " in table and "| y | 0.333333" in table
     assert versions.read_lock(lock_path)["toy"]["fingerprints"] == {registry.ALL: "old"}
     OFFSET[0] = 1e-7  # within the rounding of the sixth decimal: accepted
-    assert versions.lock("toy", path=lock_path).action == "locked"
+    assert versions.lock("toy", path=lock_path, recompute_with=toy_recompute).action == "locked"
 
 
 def test_a_version_bump_is_written_without_recomputing_and_makes_records_stale(toy, monkeypatch):
@@ -148,8 +163,8 @@ def test_a_version_bump_is_written_without_recomputing_and_makes_records_stale(t
 
 
 def test_lock_samples_only_current_ok_records_of_the_changed_models(tmp_path, monkeypatch):
-    """Per profile and changed fingerprint key, the cheapest ok records of the current
-    version; failed, stale and other models' records are not sampled."""
+    """The cheapest ok current records of each changed model, and each profile's own
+    cheapest; failed, stale and other models' records are not sampled."""
     def put(profile, run_id, model, wall, status="ok", version=1):
         rec = {"schema": 1, "run_id": run_id, "experiment": "tracking", "profile": profile,
                "config": {"experiment": "tracking", "model": model}, "status": status,
@@ -170,7 +185,7 @@ def test_lock_samples_only_current_ok_records_of_the_changed_models(tmp_path, mo
     assert got == [("quick", "b"), ("standard", "f")]
     got = [(p, r["run_id"]) for p, r in versions.sample_records(
         "tracking", {"mamba", "tanh_rnn"}, 2, tmp_path)]
-    assert got == [("quick", "b"), ("quick", "a"), ("quick", "e"), ("standard", "f")]
+    assert got == [("quick", "e"), ("quick", "b"), ("quick", "a"), ("standard", "f")]
 
 
 def test_lock_checks_its_arguments():
@@ -256,3 +271,30 @@ def test_every_committed_record_holds_a_version():
     for profile in ("paper", "standard", "quick"):
         for file in (ROOT / "results" / profile).rglob("*.json"):
             assert isinstance(json.loads(file.read_text()).get("version"), int), file
+
+
+def test_a_record_is_recomputed_in_a_fresh_process_with_a_checkouts_code():
+    """What ``sst lock`` runs twice (the locked code and the current one): here with this
+    checkout, on a committed record that takes a fraction of a second."""
+    file = sorted((ROOT / "results" / "quick" / "memory_curve").glob("*.json"))[0]
+    record = load_record(file)
+    new = versions.recompute_in(ROOT, record, ROOT / "results")
+    assert new["run_id"] == record["run_id"] and new["version"] == record["version"]
+    assert versions.compare_records(record, new)[0] == []
+
+
+def test_the_locked_code_is_the_commit_that_last_wrote_the_lock(tmp_path):
+    with versions.locked_checkout("lra") as src:
+        assert (src / "sst_core" / "experiments" / "registry.py").is_file()
+        assert not (src / "results").exists()
+    assert not src.exists()
+    entries = versions.read_lock()
+    entries["lra"] = {**entries["lra"], "fingerprints": {registry.ALL: "0" * 16}}
+    moved = versions.LOCK_PATH.with_name("versions.lock.test")
+    try:
+        versions.write_lock(entries, moved)
+        with pytest.raises(ValueError, match="is not committed"):
+            with versions.locked_checkout("lra", moved):
+                pass
+    finally:
+        moved.unlink(missing_ok=True)
