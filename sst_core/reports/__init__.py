@@ -345,6 +345,7 @@ REPORTS: dict[str, str] = {
     "lra_main": "sst_core.reports.lra:lra_main",
     "lra_ablation": "sst_core.reports.lra:lra_ablation",
     "lra_claims": "sst_core.reports.lra:lra_claims",
+    "paper_claims": "sst_core.reports.lra:paper_claims",
     "lra_fit": "sst_core.reports.lra:lra_fit",
     "memory_horizon": "sst_core.reports.lra:memory_horizon",
     "memory_horizon_noise": "sst_core.reports.lra:memory_horizon_noise",
