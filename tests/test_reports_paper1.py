@@ -648,3 +648,35 @@ def test_slices_of_the_grid_keep_one_value_of_one_axis(tmp_path, P):
     keep_small = grid_slices(two)[1][1]
     kept = [c for c in paper1.table2_grid(two, models=models) if keep_small(c)]
     assert {(c.model, c.d_state) for c in kept} == {("mamba", 8), ("tanh_rnn", 16)}
+
+
+def test_the_pilots_change_one_thing_at_a_time_and_add_runs_only():
+    from dataclasses import fields
+
+    from sst_core.experiments.registry import SWEEPS, chapter_sweeps, phases
+    from sst_core.spec.configs import config_hash
+
+    S = profiles.PROFILES["standard"]
+    grid = paper1.pilot_grid(S)
+    assert len(grid) == len(paper1.PILOT_CELLS) * 3 * len(paper1.PILOT_CHANGES) == 63
+    existing = {config_hash(c) for name in SWEEPS if name != "pilots_60"
+                for phase in phases(name, S) for c in phase}
+    shared = [c for c in grid if config_hash(c) in existing]  # the width ablation's
+    assert {(c.model, c.group, c.d_model) for c in shared} == {("negative_mamba", "C6", 64)}
+    assert set(shared) <= set(paper1.width_grid(S)) and len(shared) == 3
+    for cell in paper1.PILOT_CELLS:
+        bases = paper1.pilot_base(S, cell)
+        assert len(bases) == 3 and {c.seed for c in bases} == set(S.track_seeds)
+        assert all(config_hash(b) in existing for b in bases)  # Table 2's own runs
+        for base in bases:
+            for name, variant in paper1.pilot_variants(base).items():
+                changed = [f.name for f in fields(base)
+                           if getattr(base, f.name) != getattr(variant, f.name)]
+                assert changed == [paper1.PILOT_CHANGES[name]], name
+    v = paper1.pilot_variants(paper1.pilot_base(S, paper1.PILOT_CELLS[0])[0])
+    assert v["steps_x3"].max_steps == 3 * S.track_max_steps
+    assert v["gate_at_pass"].curriculum_threshold == v["gate_at_pass"].pass_threshold == 0.9
+    assert v["no_curriculum"].curriculum_start == v["no_curriculum"].curriculum_max == 60
+    assert (v["d_model_64"].d_model, v["d_model_128"].d_model) == (64, 128)
+    assert (v["lr_5e-4"].lr, v["lr_1e-4"].lr) == (5e-4, 1e-4)
+    assert "pilots_60" in SWEEPS and "pilots_60" not in chapter_sweeps("p1_table2")

@@ -93,6 +93,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Mamba-3 on C2 and C6"),
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
+         # prepared, not yet run: no chapter counts it until its runs are stored
+         Grid("pilots_60", f"{P1}:pilot_grid", (),
+              "pilots: one change at a time to the runs of the three Table 2 cells that never "
+              "pass length 60"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
