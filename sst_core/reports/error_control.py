@@ -617,7 +617,7 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
     (:func:`sst_core.analysis.spread_tail.spread_tail`), beside the record's own ratio of
     q to q_median at m_p; rows in the order of that ratio."""
     from sst_core.analysis.spread_tail import TOP_SHARE, spread_tail
-    from sst_core.analysis.trackers import held_out_words, load_tracker
+    from sst_core.analysis.trackers import TrackerMissing, held_out_words, load_tracker
     from sst_core.experiments.paper1 import (
         diagnostics_config,
         figure4_population,
@@ -638,9 +638,13 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
             f"top {TOP_SHARE:.0%} of words' share", "log-normal ratio exp(s²/2)",
             "median state norm", "largest spectral radius", "tokens with radius > 1",
             "growth rate per token"]
-    rows, data = [], []
+    rows, data, lost = [], [], 0
     for cfg, r in selected:
-        _, tracker = load_tracker(cfg)
+        try:
+            _, tracker = load_tracker(cfg)
+        except TrackerMissing:  # weights not stored (not committed at this profile)
+            lost += 1
+            continue
         m_p = r["metrics"]["m_p"]
         words, states = held_out_words(cfg, SPREAD_TAIL_WORDS, m_p, r["config"]["seed"])
         out = spread_tail(tracker, words, states, m_p, get_group(cfg.group).order)
@@ -664,6 +668,8 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
             "exponent of the products along the words, per token (above 0: the state grows "
             "exponentially). At initialisation W_h is 0.99 times an orthogonal matrix, so "
             "every A(a) starts with spectral radius below 0.99. "
+            + (f"{lost} selected run{'s' if lost > 1 else ''} whose weights are not stored "
+               "left out. " if lost else "") +
             f"Scale: {P.scale('track_rnn_widths', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'track_max_steps')}.")
     return Table(f"What makes the spread heavy-tailed: the one-layer {model} trackers", cols,
                  rows, note, [d["run_id"] for d in data], data)
