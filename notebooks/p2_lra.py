@@ -156,6 +156,16 @@ glue("lra_scale_text",
 # S4D-Inv model reaches above it, what it reaches with more training examples where the
 # profile has a data probe for the task, then whether each of the paper's four claims holds
 # on our runs, by the rules in the note.
+#
+# Claims 1 and 2 compare accuracies over seeds, and seeds differ: a rule that counts a
+# frozen model 0.002 below a learned one as a failure refutes a claim on noise. Each part of
+# these claims (one spectrum's frozen runs against its learned ones, S4D-Inv against one
+# unstructured spectrum) is therefore judged against the standard error (SE) of the
+# difference of the two means over seeds: it *holds* when the claimed direction holds by
+# more than two SE, *fails* when it is reversed by more than two SE, and is a *tie* in
+# between; a claim holds when all its parts hold and fails when one fails. The spread part
+# of claim 1 (frozen runs no wider over seeds) compares the log of the ratio of standard
+# deviations the same way.
 
 # %%
 claims = lra_reports.lra_claims(P)
@@ -164,11 +174,37 @@ glue("lra_margin_text", lra_reports.margin_text(claims.data), display=False)
 glue("lra_claim_counts",
      lra_reports.claim_counts_text(lra_reports.claim_counts(claims.data), ", "),
      display=False)
-glue("lra_claim1_text", lra_reports.frozen_gap_text(claims.data), display=False)
 
 # %% [markdown]
 # Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:
-# {glue:text}`lra_claim_counts`. {glue:text}`lra_claim1_text`
+# {glue:text}`lra_claim_counts`.
+#
+# The rule is calibrated on the paper's own numbers ({numref}`tab-lra-paper-claims`). The
+# paper gives each cell as max / min over its {glue:text}`lra_paper_seeds:d` seeds, so a
+# cell's mean is taken as the midrange and its standard deviation as the range over $d_2$
+# = {glue:text}`lra_d2`, the expected range of that many normal draws. The paper draws claim 1
+# from Retrieval and Path-X; there the rule finds its rows consistent with the claim
+# (Retrieval: {glue:text}`lra_paper_c1_retrieval`; Path-X: {glue:text}`lra_paper_c1_pathx`).
+# On the rows it does not cite the same rule can disagree with the paper: on its own ListOps
+# row, claim 1 {glue:text}`lra_paper_c1_listops`.
+
+# %% tags=["remove-input"]
+paper_claims = lra_reports.paper_claims(P)
+glue("lra_paper_claims_table", paper_claims, display=False)
+paper_by = {d["task"]: d for d in paper_claims.data}
+glue("lra_paper_seeds", paper_values.LRA_SEEDS, display=False)
+glue("lra_d2", lra_reports.RANGE_TO_SD[paper_values.LRA_SEEDS], display=False)
+for task, name in (("Retrieval", "retrieval"), ("Path-X", "pathx"), ("ListOps", "listops")):
+    glue(f"lra_paper_c1_{name}", paper_by[task]["frozen_as_good"], display=False)
+
+# %% [markdown]
+# ```{glue:figure} lra_paper_claims_table
+# :name: "tab-lra-paper-claims"
+#
+# The claim rule on the paper's own main table (claim 1) and ablation (claim 2): each part
+# of a claim in standard errors, and the verdict; "(cited)" where the paper draws the claim
+# from the task (`sst report paper_claims`).
+# ```
 #
 # A task near chance is either too hard for the model or too small a sample of itself. The
 # training curves of the learned S4D-Inv runs tell the two apart: a model that cannot learn
@@ -204,7 +240,6 @@ if so_far:
     display(lra_reports.lra_main(so_far.profile))
     so_far_claims = lra_reports.lra_claims(so_far.profile)
     display(so_far_claims.transposed())
-    display(Markdown(lra_reports.frozen_gap_text(so_far_claims.data)))
     so_far_fit = lra_reports.lra_fit(so_far.profile)
     display(so_far_fit)
     display(Markdown(lra_reports.still_falling_text(so_far_fit.data)))
@@ -260,7 +295,7 @@ fig = plots_lra.fig_sup_mf(lra_reports.sup_mf_runs(records, task), task, SCALE)
 plt.show()
 gain = lra_reports.mf_growth_ratios(records)
 glue("lra_mf_gain", float(np.median(gain)) if gain else float("nan"), display=False)
-verdict = {True: "within the limit", False: "beyond it", None: "not judged"}
+verdict = {"holds": "within the limit", "fails": "beyond it", None: "not judged"}
 glue("lra_mf_gain_tasks", "; ".join(
     f"{d['task']} ×{d['mf_growth_median']:.2f} ({verdict[d['memory_not_extended']]})"
     for d in claims.data if d["mf_growth_median"] is not None)

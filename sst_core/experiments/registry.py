@@ -103,6 +103,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Mamba-3 on C2 and C6"),
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
+         # prepared, not yet run: no chapter counts it until its runs are stored
+         Grid("pilots_60", f"{P1}:pilot_grid", (),
+              "pilots: one change at a time to the runs of the three Table 2 cells that never "
+              "pass length 60"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
@@ -161,7 +165,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("lra", f"{P2}:lra_probe_grid", ("p2_lra",),
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
          Grid("lra", f"{P2}:lra_data_probe_grid", ("p2_lra",),
-              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)")),
+              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
+         # prepared, not yet run: no chapter counts it until its runs are stored
+         Grid("lra_pathfinder", f"{P2}:lra_pathfinder_grid", (),
+              "Paper 2: the main table's grid on Pathfinder at the probe's size")),
         TORCH_STARTUP),
     Experiment(
         "memory_horizon", "sst_core.spec.configs:MemoryHorizonConfig",

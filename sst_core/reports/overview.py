@@ -94,7 +94,7 @@ def _lra_claims(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
     counts = claim_counts(lra_claims(P, root).data)
     ours = claim_counts_text(counts)
     return ("LRA stand-ins: the paper's four claims on frozen against learned spectra", ours,
-            "all four hold on LRA", {k: {"holds": h, "tasks": n} for k, (h, n) in counts.items()})
+            "all four hold on LRA", {k: {**c, "tasks": c["judged"]} for k, c in counts.items()})
 
 
 def _memory_horizon(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
