@@ -214,7 +214,7 @@ glue("t2_affine_s3", len(affine_s3), display=False)
 # - **Never passed 60**: how many of the cell's runs never passed length 60 in training,
 #   where their curricula stopped and why (the step cap, or the budget after 60). A reason
 #   for a cell below the paper's when at least half of its runs never passed.
-# - **Width**: the width ablation's best $m_p$ at each $d_{	ext{model}}$ (one layer, some
+# - **Width**: the width ablation's best $m_p$ at each $d_{\text{model}}$ (one layer, some
 #   models and groups only; "not covered" elsewhere). A reason when the widest moves $m_p$
 #   towards the paper's value by more than one evaluated length.
 # - **Stopping point**: the cell's best $m_p$ with every run read where its curriculum first
