@@ -84,6 +84,19 @@ def test_each_script_appears_once_in_its_first_place():
     assert scripts[1] is thebe
 
 
+def test_a_page_without_sections_but_with_wide_content_gets_a_hidden_sidebar():
+    def page(body, items):
+        context = {"body": body, "secondary_sidebar_items": items}
+        site.quiet_console(None, "p", "page.html", context, None)
+        return context["body"]
+
+    wide = '<div class="cell tag_full-width docutils container">x</div>'
+    assert page(wide, []) == wide + site.NO_SIDEBAR
+    assert page(wide, ["page-toc"]) == wide  # the theme's sidebar is there
+    plain = '<div class="cell docutils container">full-width</div>'  # a word, not a class
+    assert page(plain, []) == plain
+
+
 def without_sst_core(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",

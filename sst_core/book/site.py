@@ -24,6 +24,7 @@ extension, named in ``_config.yml`` (``sphinx: extra_extensions``).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,13 +113,28 @@ def _config_inited(app, config) -> None:
     config.html_context = {"default_mode": "auto", **(config.html_context or {})}
 
 
+# What sphinx-book-theme's script looks for on a page with margin or full-width content
+# (it hides the secondary sidebar while such content is in view).
+WIDE_CONTENT = ("marginnote", "sidenote", "margin", "margin-caption", "full-width", "sidebar",
+                "popout")
+NO_SIDEBAR = '<div class="bd-sidebar-secondary" style="display: none"></div>'
+
+
 def quiet_console(app, pagename: str, templatename: str, context: dict[str, Any],
                   doctree) -> None:
     """Each script and style sheet once per page, in its first place: a second copy of an
-    inline script that declares a ``const`` (sphinx-thebe's) is a SyntaxError."""
+    inline script that declares a ``const`` (sphinx-thebe's) is a SyntaxError. And a page
+    without a secondary sidebar (no sections) but with margin or full-width content gets an
+    empty, hidden one: the theme's script assumes it exists there (a TypeError otherwise)."""
     for key in ("script_files", "css_files"):
         if key in context:
             context[key][:] = list(dict.fromkeys(context[key]))
+    body = context.get("body", "")
+    classes = {c for attr in re.findall(r'class="([^"]*)"', body) for c in attr.split()}
+    wide = {w for c in WIDE_CONTENT for w in (c, f"tag_{c}", c.replace("-", "_"))}
+    if "secondary_sidebar_items" in context and not context["secondary_sidebar_items"] \
+            and classes & wide:
+        context["body"] = body + NO_SIDEBAR
 
 
 def source_of(srcdir: Path, pagename: str) -> Path | None:
