@@ -83,5 +83,5 @@ glue("t3_code", Markdown(stale_text(records, "table3")), display=False)
 # {glue:md}`t3_code`
 
 # %%
-fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"], P.scale("track_rnn_widths", "track_max_steps"))
+fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"])
 plt.show()
