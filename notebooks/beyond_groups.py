@@ -38,7 +38,6 @@ from sst_core.book import params
 P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
 KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "track_lrs", "fig4_lrs",
           "track_max_steps", "diag_samples", "diag_rollout")
-SCALE = P.scale(*KNOBS)  # for captions and table notes
 print(P.banner(*KNOBS))
 
 # %%
@@ -131,7 +130,7 @@ for g in ("S3",) + beyond.HARDER_GROUPS:
 
 # %%
 ok = [r for r in records if r["status"] == "ok"]
-fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS, SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS)
 plt.show()
 
 # %% [markdown]
@@ -160,7 +159,7 @@ glue("f4_paper", f"r = {paper_values.FIGURE4['r']} rests on {paper_values.FIGURE
 from sst_core.experiments.paper1 import figure4_selection
 
 sel_a5 = figure4_selection(rb.figure4_records(P, "A5"))
-fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], SCALE, group="A5")
+fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], group="A5")
 plt.show()
 
 # %% [markdown]

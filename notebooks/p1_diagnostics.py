@@ -29,8 +29,6 @@ diag_rollout = None
 from sst_core.book import params
 
 P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or a wrong type
-SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
-                "track_rnn_widths", "track_max_steps")
 print(P.banner("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                "track_rnn_widths", "track_max_steps"))
 
@@ -134,7 +132,7 @@ display(ec.diagnostics_table(P))
 
 # %%
 order = sorted(best, key=lambda k: (best[k]["metrics"]["is_affine"], k))
-fig = plots_error.fig_recovery([best[k] for k in order], SCALE)
+fig = plots_error.fig_recovery([best[k] for k in order])
 plt.show()
 final = {k: best[k]["metrics"]["recovery"]["U"][-1] for k in order}
 sd = [v for k, v in final.items() if not best[k]["metrics"]["is_affine"] and v is not None]
@@ -166,7 +164,7 @@ glue("dg_rec_af_min", min(af) if af else float("nan"), display=False)
 # %%
 fig2 = [best[k] for k in order if best[k]["metrics"]["is_affine"]] + \
        [best[k] for k in order if not best[k]["metrics"]["is_affine"]]
-fig = plots_error.fig_q_trajectories(fig2, SCALE)
+fig = plots_error.fig_q_trajectories(fig2)
 plt.show()
 before = [best[k] for k in order if best[k]["metrics"]["is_affine"]
           and best[k]["metrics"]["T_cross"] is not None and best[k]["metrics"]["m_p"]]
@@ -195,7 +193,7 @@ glue("dg_before_n", len(before), display=False)
 
 # %%
 fig3 = [best[k] for k in paper1.FIGURE3_MODELS if k in best]
-fig = plots_error.fig_q_split(fig3, SCALE)
+fig = plots_error.fig_q_split(fig3)
 plt.show()
 at_mp = ec.split_at_m_p(fig3)
 rows = ["| model | t | q | q_U (through W_out) | q_U_perp (through W_out) |", "|---|---|---|---|---|"]
@@ -261,7 +259,7 @@ glue("dg_f4_resample", (
     f"{spread['median_factor']:.2f} (largest {spread['max_factor']:.2f}) over "
     f"{spread['n']} runs" if spread["n"] else
     "This profile does not repeat the diagnostics on a second word sample"), display=False)
-fig = plots_error.fig_tcross_vs_mp(fig4_records, stats, SCALE)
+fig = plots_error.fig_tcross_vs_mp(fig4_records, stats)
 plt.show()
 glue("dg_f4_n", stats["n"], display=False)
 
@@ -464,10 +462,7 @@ if so_far:
     display(ec.figure4_table(so_far.profile))
     so_far_diag = ec.diagnostic_records(so_far.profile, which="figure4")
     so_far_f4 = paper1.figure4_selection(so_far_diag)
-    fig = plots_error.fig_tcross_vs_mp(
-        so_far_f4, ec.figure4_stats(so_far_f4),
-        so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
-                             "track_rnn_widths", "track_max_steps"))
+    fig = plots_error.fig_tcross_vs_mp(so_far_f4, ec.figure4_stats(so_far_f4))
     plt.show()
     display(ec.figure4_within_table(so_far.profile))
     display(ec.crossing_table(so_far.profile))

@@ -299,9 +299,7 @@ glue("t2_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False
 if so_far:
     display(table2(so_far.profile))
     fig = plots.fig_accuracy_vs_length(
-        best_runs(stored_records(paper1.table2_grid(so_far.profile))), paper1.TABLE2_GROUPS,
-        so_far.profile.scale("track_d_model", "track_d_states", "track_rnn_widths",
-                             "track_max_steps"))
+        best_runs(stored_records(paper1.table2_grid(so_far.profile))), paper1.TABLE2_GROUPS)
     plt.show()
     display(table2_disagreements(so_far.profile))
     display(retrain_noise(so_far.profile))
@@ -312,8 +310,7 @@ if so_far:
 # {glue:md}`t2_so_far`
 
 # %%
-fig = plots.fig_accuracy_vs_length(best_runs(records), paper1.TABLE2_GROUPS,
-                                   P.scale("track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
+fig = plots.fig_accuracy_vs_length(best_runs(records), paper1.TABLE2_GROUPS)
 plt.show()
 
 # %% [markdown]

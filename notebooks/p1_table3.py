@@ -79,5 +79,5 @@ glue("t3_n", sum(1 for d in table.data if d["n_runs"]), display=False)
 # operators the paper does not spell out (max, min, the sphere radius).
 
 # %%
-fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"], P.scale("track_rnn_widths", "track_max_steps"))
+fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"])
 plt.show()
