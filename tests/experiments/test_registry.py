@@ -32,7 +32,8 @@ def test_every_entry_resolves_lazily():
         for dep in exp.code_deps:
             resolve_dotted(dep)
         for grid in exp.grids:
-            assert callable(registry.resolve(grid.target)) and grid.chapters and grid.description
+            # a grid with no chapter is a sweep no page reads yet (the pilots)
+            assert callable(registry.resolve(grid.target)) and grid.description
 
 
 def test_every_entry_is_reachable_from_sweep_and_status():
@@ -51,7 +52,7 @@ def test_phases_put_every_tracker_before_its_analyses():
     P = get_profile("smoke")
     for name in registry.SWEEPS:
         ph = registry.phases(name, P)
-        assert all(ph) and len(ph) <= 2
+        assert (all(ph) or ph == [[]]) and len(ph) <= 2  # [[]]: nothing at this profile
         first = set(ph[0])
         assert not any(hasattr(c, "run") for c in first)
         if len(ph) == 2:
