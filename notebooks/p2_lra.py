@@ -25,19 +25,12 @@ lra_n_train = None
 lra_batch = None
 horizon_steps = None
 
-# %%
+# %% tags=["remove-input"]
 from sst_core.book import params
 
 P = params.from_notebook("p2_lra", globals())  # fails here on a typo or a wrong type
-from sst_core.reports.lra import LRA_SCALE_KNOBS
-
-SCALE = P.scale(*LRA_SCALE_KNOBS, "lra_seeds")
-print(P.banner(*LRA_SCALE_KNOBS, "lra_seeds"))
-
-# %%
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.experiments import paper2
@@ -45,43 +38,57 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import lra as plots_lra
 from sst_core.models.s4 import S4DModel
 from sst_core.reports import lra as lra_reports
-from sst_core.reports import compute_text
 from sst_core.spec import paper_values
 from sst_core.tasks import listops, pathfinder
 from sst_core.tasks.images import digits_images
+
 
 # %% [markdown]
 # ## The tasks we can run here
 #
 # The LRA release cannot be downloaded on the machines that build this book, so the chapter
 # runs three tasks that are generated (or ship inside an installed package) and follow the
-# LRA rules:
+# LRA rules ({numref}`fig-lra-examples`):
 #
 # - **ListOps**: nested MIN, MAX, MED and SM (sum mod 10) expressions over digits, with LRA's
 #   sampler (depth up to 10, up to 10 arguments), classified by their value (10 classes);
-# - **Pathfinder**: 32 x 32 images with two markers and dashed contours (LRA's
-#   {glue:text}`lra_pf_difficulty` setting at this profile); are the markers on one
-#   contour? The image is read pixel by pixel (1024 steps). {glue:text}`lra_probe_text`
+# - **Pathfinder**: 32 x 32 images with two markers and dashed contours, at LRA's
+#   {glue:text}`lra_pf_difficulty` setting; are the markers on one contour? The image is read
+#   pixel by pixel (1024 steps). Where a profile's budget cannot hold its full grid, it runs
+#   as a *probe*: learned S4D-Inv only, which says whether the task is learned at this
+#   scale at all;
 # - **digits**: scikit-learn's 8 x 8 handwritten digits, resized and read pixel by pixel, as a
 #   stand-in for sequential CIFAR.
 #
-# The `lra_*` tasks (`lra_listops`, `lra_pathfinder`, `lra_imdb`, `lra_aan` with its two-document
-# retrieval decoder, `lra_cifar`) read the real
-# LRA files instead: `sst lra --task lra_listops --data-dir DIR` trains both tables on them
-# (the folder is read through `$SST_LRA_DATA`; the readers are in `sst_core.tasks.lra` and
-# name the layout they expect when something is missing).
+# The scale of this book's runs is far below the paper's ({numref}`tab-lra-scale`). The
+# `lra_*` tasks of `sst_core.tasks.lra` read the real LRA files instead
+# (`sst lra --task lra_listops --data-dir DIR` trains both tables on them).
 
-# %%
-glue("lra_pf_difficulty", f'"{P.lra_pathfinder_difficulty}"', display=False)
-glue("lra_probe_text", lra_reports.pathfinder_text(P), display=False)
+# %% tags=["remove-input"]
+glue("lra_pf_difficulty", P.lra_pathfinder_difficulty, display=False)
 pf = pathfinder.generate(4, pathfinder.lra_params(32, P.lra_pathfinder_difficulty), seed=0)
 imgs, labels = digits_images(16, "bilinear")
 example = listops.generate(1, min_length=20, max_length=60, seed=0)
-fig = plots_lra.fig_examples(listops.to_text(listops.parse(example.texts[0])) + f"  = {example.y[0]}",
-                             pf.images, pf.y, imgs[:3], labels[:3])
-plt.show()
+glue("lra_examples", plots_lra.fig_examples(
+    listops.to_text(listops.parse(example.texts[0])) + f"  = {example.y[0]}",
+    pf.images, pf.y, imgs[:3], labels[:3]), display=False)
+glue("lra_scale", lra_reports.scale_table(P), display=False)
+plt.close("all")
 
 # %% [markdown]
+# ```{glue:figure} lra_examples
+# :name: "fig-lra-examples"
+#
+# The generated tasks: a ListOps expression and its value, Pathfinder images whose markers
+# are joined by a contour or not, and digits read pixel by pixel.
+# ```
+#
+# ```{glue:figure} lra_scale
+# :name: "tab-lra-scale"
+#
+# This book's scale against the paper's: tasks, models and seeds.
+# ```
+#
 # ## The model and what freezing removes
 #
 # Each block is pre- or post-norm S4D: a bidirectional diagonal SSM with ZOH discretisation
@@ -94,68 +101,49 @@ plt.show()
 
 # %%
 m = S4DModel(16, 10, H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, freeze_spectrum=True)
-glue("lra_frozen_share", 100 * m.frozen_share, display=False)
 big = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True, freeze_spectrum=True)
+glue("lra_frozen_share", 100 * m.frozen_share, display=False)
 glue("lra_frozen_share_paper", 100 * big.frozen_share, display=False)
 
 # %% [markdown]
 # At this scale freezing removes {glue:text}`lra_frozen_share:.1f`% of the parameters; with the
 # published ListOps size ($H = 128$, $N = 64$, 8 layers, an independent spectrum per channel)
 # it is {glue:text}`lra_frozen_share_paper:.1f`%, the order of the paper's "about 10%".
-
-# %% [markdown]
+#
 # ## Main table: S4D-Inv and S4D-Lin, learned and frozen
+#
+# One call runs (or reads back) every training run of the chapter's tables: the main grid,
+# the ablation and the probes.
 
 # %%
-main_cfgs = paper2.lra_main_grid(P)
-abl_cfgs = paper2.lra_ablation_grid(P)
-records = experiments_runs.run_all(list(dict.fromkeys(main_cfgs + abl_cfgs
-                                                     + paper2.lra_probe_grid(P)
-                                                     + paper2.lra_data_probe_grid(P))),
-                                   desc="LRA")
-failed = [r for r in records if r["status"] != "ok"]
-for r in failed:
-    print(f"failed: {r['config']['task']} {r['config']['init']}: {r['reason']}")
-glue("lra_runs", len(records), display=False)
-glue("lra_failed", len(failed), display=False)
-glue("lra_compute", compute_text(records), display=False)
-main = lra_reports.lra_main(P)
-display(main)
-paper_retrieval = {frozen: paper_values.LRA_MAIN[("Retrieval", "inv", frozen)]
-                   for frozen in (False, True)}  # (max, min) over the paper's seeds
-glue("lra_paper_retrieval",
-     "learned S4D-Inv {:.3f} / {:.3f} against frozen {:.3f} / {:.3f}, max / min".format(
-         *paper_retrieval[False], *paper_retrieval[True]), display=False)
-n_examples = ", ".join(f"{r['metrics']['task'].get('n_train', '?')} ({r['config']['task']})"
-                       for r in {r["config"]["task"]: r for r in records
-                                 if r["status"] == "ok"}.values())
-glue("lra_scale_text",
-     f"Our tasks are generated stand-ins for LRA's, with {n_examples or 'no'} training "
-     f"examples instead of LRA's 96,000 to 160,000, ListOps of length at most "
-     f"{P.lra_listops_max_len} (LRA: 2,000) and {P.lra_image_side} x {P.lra_image_side} digits "
-     f"instead of CIFAR; the models have {lra_reports.model_size_text(P)} (the paper: "
-     f"6-8 of 128-512) and train for {P.lra_epochs} epochs, over {len(P.lra_seeds)} seeds "
-     "(the paper: 6).", display=False)
+records = experiments_runs.run_all(list(dict.fromkeys(
+    paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P) + paper2.lra_probe_grid(P)
+    + paper2.lra_data_probe_grid(P))), desc="LRA")
+
+# %% tags=["remove-input"]
+glue("lra_main", lra_reports.lra_main(P), display=False)
 
 # %% [markdown]
-# {glue:text}`lra_runs:d` runs ({glue:text}`lra_failed:d` diverged) took
-# {glue:text}`lra_compute`. The paper finds the frozen spectra as good as the
-# learned ones, and better on Retrieval, where learning the spectrum overfits and spreads
-# the seeds ({glue:text}`lra_paper_retrieval`). The last column
-# says, task by task, whether the best frozen run is at least as good as the best learned
-# run here.
+# ```{glue:figure} lra_main
+# :name: "tab-lra-main"
 #
-# **Why our numbers differ.** {glue:text}`lra_scale_text` At this scale the accuracies are
-# far from the published ones, and what can carry over is the ordering of learned against
-# frozen within one task, not the values.
+# The paper's main LRA table, ours beside theirs (in brackets): test accuracy, max / min over
+# seeds, of learned and frozen S4D-Inv and S4D-Lin on each task.
+# ```
+#
+# The paper finds the frozen spectra as good as the learned ones, and better on Retrieval,
+# where learning the spectrum overfits and spreads the seeds. Our tasks are stand-ins far
+# smaller than LRA's, so the accuracies are far from the published ones
+# ({numref}`tab-lra-main`); what can carry over is the ordering of learned against frozen
+# within one task, not the values.
 #
 # ## The paper's claims at this scale
 #
-# Before any claim can be judged, each task must be learned: the table gives the chance
-# level (always answering the test set's most frequent class) and the margin the learned
-# S4D-Inv model reaches above it, what it reaches with more training examples where the
-# profile has a data probe for the task, then whether each of the paper's four claims holds
-# on our runs, by the rules in the note.
+# Before any claim can be judged, each task must be learned: {numref}`tab-lra-claims` gives
+# the chance level (always answering the test set's most frequent class), the margin the
+# learned S4D-Inv model reaches above it and, where the profile has a data probe for the
+# task, what it reaches with more training examples; then whether each of the paper's four
+# claims holds on our runs.
 #
 # Claims 1 and 2 compare accuracies over seeds, and seeds differ: a rule that counts a
 # frozen model 0.002 below a learned one as a failure refutes a claim on noise. Each part of
@@ -165,30 +153,13 @@ glue("lra_scale_text",
 # more than two SE, *fails* when it is reversed by more than two SE, and is a *tie* in
 # between; a claim holds when all its parts hold and fails when one fails. The spread part
 # of claim 1 (frozen runs no wider over seeds) compares the log of the ratio of standard
-# deviations the same way.
-
-# %%
-claims = lra_reports.lra_claims(P)
-display(claims.transposed())  # nine columns, three tasks: one column per task
-glue("lra_margin_text", lra_reports.margin_text(claims.data), display=False)
-glue("lra_claim_counts",
-     lra_reports.claim_counts_text(lra_reports.claim_counts(claims.data), ", "),
-     display=False)
-
-# %% [markdown]
-# Chance and margin: {glue:text}`lra_margin_text`. Over the tasks with runs:
-# {glue:text}`lra_claim_counts`.
-#
-# The rule is calibrated on the paper's own numbers ({numref}`tab-lra-paper-claims`). The
-# paper gives each cell as max / min over its {glue:text}`lra_paper_seeds:d` seeds, so a
-# cell's mean is taken as the midrange and its standard deviation as the range over $d_2$
-# = {glue:text}`lra_d2`, the expected range of that many normal draws. The paper draws claim 1
-# from Retrieval and Path-X; there the rule finds its rows consistent with the claim
-# (Retrieval: {glue:text}`lra_paper_c1_retrieval`; Path-X: {glue:text}`lra_paper_c1_pathx`).
-# On the rows it does not cite the same rule can disagree with the paper: on its own ListOps
-# row, claim 1 {glue:text}`lra_paper_c1_listops`.
+# deviations the same way. {numref}`tab-lra-claim-counts` counts the verdicts over the tasks.
 
 # %% tags=["remove-input"]
+claims = lra_reports.lra_claims(P)
+glue("lra_claims", claims.transposed(), display=False)  # one column per task
+glue("lra_claim_counts", lra_reports.claim_counts_table(lra_reports.claim_counts(claims.data)),
+     display=False)
 paper_claims = lra_reports.paper_claims(P)
 glue("lra_paper_claims_table", paper_claims, display=False)
 paper_by = {d["task"]: d for d in paper_claims.data}
@@ -198,129 +169,139 @@ for task, name in (("Retrieval", "retrieval"), ("Path-X", "pathx"), ("ListOps", 
     glue(f"lra_paper_c1_{name}", paper_by[task]["frozen_as_good"], display=False)
 
 # %% [markdown]
+# ```{glue:figure} lra_claims
+# :name: "tab-lra-claims"
+#
+# The paper's four claims on our runs, task by task, beside the chance level and the margin
+# of learned S4D-Inv above it; each part of claims 1 and 2 in standard errors.
+# ```
+#
+# ```{glue:figure} lra_claim_counts
+# :name: "tab-lra-claim-counts"
+#
+# On how many tasks each claim holds, ties and fails.
+# ```
+#
+# The rule is calibrated on the paper's own numbers ({numref}`tab-lra-paper-claims`). The
+# paper gives each cell as max / min over its {glue:text}`lra_paper_seeds:d` seeds, so a
+# cell's mean is taken as the midrange and its standard deviation as the range over $d_2$
+# = {glue:text}`lra_d2`, the expected range of that many normal draws. The paper draws claim 1
+# from Retrieval and Path-X; there the rule finds its rows consistent with the claim
+# (Retrieval: {glue:text}`lra_paper_c1_retrieval`; Path-X: {glue:text}`lra_paper_c1_pathx`).
+# On the rows it does not cite the same rule can disagree with the paper: on its own ListOps
+# row, claim 1 {glue:text}`lra_paper_c1_listops`.
+#
 # ```{glue:figure} lra_paper_claims_table
 # :name: "tab-lra-paper-claims"
 #
 # The claim rule on the paper's own main table (claim 1) and ablation (claim 2): each part
 # of a claim in standard errors, and the verdict; "(cited)" where the paper draws the claim
-# from the task (`sst report paper_claims`).
+# from the task.
 # ```
 #
 # A task near chance is either too hard for the model or too small a sample of itself. The
-# training curves of the learned S4D-Inv runs tell the two apart: a model that cannot learn
-# the rule keeps a high train loss, one that memorises its training set drives the train
-# loss down while the test loss, after its minimum, climbs.
+# training curves of the learned S4D-Inv runs tell the two apart ({numref}`tab-lra-fit`): a
+# model that cannot learn the rule keeps a high train loss; one that memorises its training
+# set drives the train loss down while the test loss, after its minimum, climbs (it
+# *overfits*: its last test loss more than 10% above its smallest while its train loss
+# fell). Where most runs of a task overfit, the training set, not the number of epochs,
+# limits what the task shows at this scale, and more epochs on the same examples would
+# mostly memorise them further; runs with more training examples (the data probes) test
+# that directly. Where most runs are still learning at their last epoch (smallest test
+# loss there), their accuracies are what the epoch budget reached; the cosine schedule takes
+# the learning rate to zero over the last epochs, so a longer schedule, not more epochs at
+# its end, is what might raise them.
 
-# %%
-fit = lra_reports.lra_fit(P)
-display(fit)
-glue("lra_fit_text", lra_reports.overfit_text(fit.data), display=False)
-glue("lra_data_probe_text", lra_reports.other_sizes_text(P, fit.data), display=False)
-glue("lra_still_falling_text", lra_reports.still_falling_text(fit.data), display=False)
+# %% tags=["remove-input"]
+glue("lra_fit", lra_reports.lra_fit(P), display=False)
 
 # %% [markdown]
-# {glue:text}`lra_fit_text` Runs of the same model for the same epochs on another
-# training-set size test that directly. {glue:text}`lra_data_probe_text`
-# {glue:text}`lra_still_falling_text`
-
-# %% [markdown]
-# ### The larger sweep so far
+# ```{glue:figure} lra_fit
+# :name: "tab-lra-fit"
 #
-# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. While it is under way, its stored runs are shown here as
-# they are: the
-# main table, the claims, the ablation and the memory-horizon tables and figure (the
-# sections below), each read from the `standard` records alone.
-# The sentence at the end of this section says whether it is.
-
-# %%
-so_far = params.under_way("p2_lra", P.name)
-glue("lra_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
-if so_far:
-    display(lra_reports.lra_main(so_far.profile))
-    so_far_claims = lra_reports.lra_claims(so_far.profile)
-    display(so_far_claims.transposed())
-    so_far_fit = lra_reports.lra_fit(so_far.profile)
-    display(so_far_fit)
-    display(Markdown(lra_reports.still_falling_text(so_far_fit.data)))
-    display(lra_reports.lra_ablation(so_far.profile))
-    so_far_horizon = lra_reports.memory_horizon(so_far.profile)
-    display(so_far_horizon)
-    so_far_cfg = paper2.memory_horizon_grid(so_far.profile)[0]
-    fig = plots_lra.fig_memory_horizon(
-        [d for d in so_far_horizon.data if d["kind"] == "cell"], so_far_cfg.chance,
-        lra_reports.chance_band(so_far_cfg.alphabet, so_far_cfg.n_test),
-        so_far.profile.scale("horizon_N", "horizon_H", "horizon_steps"),
-        mf_zero=lra_reports.MF_ZERO)
-    plt.show()
-    display(lra_reports.memory_horizon_noise(so_far.profile))
-
-# %% [markdown]
-# {glue:md}`lra_so_far`
-
-# %% [markdown]
+# How the learned S4D-Inv runs fit their training sets, per task and training-set size:
+# train and test loss over the epochs, the late gain in validation accuracy, and how many
+# runs overfit or were still learning at the last epoch.
+# ```
+#
 # ## Ablation: does the initial spectrum decide?
 #
 # The ablation's four eigenvalue types are random, *linear*, step and S4D-Inv. Its "linear"
 # is the spectrum with roots only on the real axis (the ablation's own description), not
 # S4D-Lin: the published learned "linear" Pathfinder cell ({glue:text}`lra_paper_real_pf`)
 # is far from the main table's learned S4D-Lin ({glue:text}`lra_paper_lin_pf`). It runs
-# here as `real`, and the paper's "linear" numbers stand beside it.
+# here as `real`, and the paper's "linear" numbers stand beside it
+# ({numref}`tab-lra-ablation`).
 
-# %%
-display(lra_reports.lra_ablation(P))
+# %% tags=["remove-input"]
+glue("lra_ablation", lra_reports.lra_ablation(P), display=False)
 glue("lra_paper_real_pf", "{:.3f} / {:.3f}".format(
     *paper_values.LRA_ABLATION[("Pathfinder", "real", False)]), display=False)  # (max, min)
 glue("lra_paper_lin_pf", "{:.3f} / {:.3f}".format(
     *paper_values.LRA_MAIN[("Pathfinder", "lin", False)]), display=False)
 
 # %% [markdown]
+# ```{glue:figure} lra_ablation
+# :name: "tab-lra-ablation"
+#
+# The paper's ablation, ours beside theirs (in brackets): test accuracy, max / min over
+# seeds, of four eigenvalue types, learned and frozen.
+# ```
+#
 # The paper's ablation says that a spectrum that starts with short memory (random, linear or
 # step eigenvalues with fast decay) stays short when learned, and that S4D-Inv, whose memory
 # function is long from the start, is the best choice frozen or learned. Its claim "training
-# does not create memory" is about the memory function itself, which the next figure shows.
-
-# %% [markdown]
+# does not create memory" is about the memory function itself.
+#
 # ## Does training create memory?
 #
 # For each layer we compute the memory function of every channel from its eigenvalues and
 # step (`sst_core.theory.memory.memory_function`, ZOH) and take the largest value over the
 # channels at each delay, the "supremum memory function" (our reading of the paper's
-# "Supremum MF"; its definition is not public). Dotted: at initialisation; solid: after
-# learning the spectrum.
+# "Supremum MF"; its definition is not public), at initialisation and after learning the
+# spectrum ({numref}`fig-lra-sup-mf`).
 
-# %%
+# %% tags=["remove-input"]
 task = P.lra_tasks[0]
-fig = plots_lra.fig_sup_mf(lra_reports.sup_mf_runs(records, task), task, SCALE)
-plt.show()
+glue("lra_sup_mf", plots_lra.fig_sup_mf(lra_reports.sup_mf_runs(records, task), task),
+     display=False)
 gain = lra_reports.mf_growth_ratios(records)
 glue("lra_mf_gain", float(np.median(gain)) if gain else float("nan"), display=False)
-verdict = {"holds": "within the limit", "fails": "beyond it", None: "not judged"}
-glue("lra_mf_gain_tasks", "; ".join(
-    f"{d['task']} ×{d['mf_growth_median']:.2f} ({verdict[d['memory_not_extended']]})"
-    for d in claims.data if d["mf_growth_median"] is not None)
-    or "no learned run has both memory functions yet", display=False)
 glue("lra_mf_limit", lra_reports.MF_GROWTH_LIMIT, display=False)
+plt.close("all")
 
 # %% [markdown]
+# ```{glue:figure} lra_sup_mf
+# :name: "fig-lra-sup-mf"
+#
+# The supremum memory function of each layer of a learned run per eigenvalue type, at
+# initialisation (dotted) and after training (solid).
+# ```
+#
 # Summed over delays and layers, the learned runs end with {glue:text}`lra_mf_gain:.2f` times
 # the supremum memory of their initialisation (median over the runs of every task). Claim 3
 # counts memory as not extended where that median stays below ×{glue:text}`lra_mf_limit:g`;
-# per task: {glue:text}`lra_mf_gain_tasks`. Where it holds, it is what the memory chapter
-# predicts: delays the state has forgotten give the gradient nothing to follow.
-
-# %% [markdown]
+# the ratio of each task is in {numref}`tab-lra-claims`. Where it holds, it is what the
+# memory chapter predicts: delays the state has forgotten give the gradient nothing to follow.
+#
 # ## Does a frozen spectrum converge faster?
 #
 # The paper reports that on Image, Retrieval and Path-X the frozen models' test loss falls
-# more steeply and plateaus earlier.
+# more steeply and plateaus earlier ({numref}`fig-lra-test-loss`; claim 4 compares the
+# median epoch at which the test loss comes within 5% of its minimum).
 
-# %%
-fig = plots_lra.fig_test_loss([r for r in records if r["config"]["init"] in ("inv", "lin")],
-                              P.lra_tasks, SCALE)
-plt.show()
+# %% tags=["remove-input"]
+glue("lra_test_loss", plots_lra.fig_test_loss(
+    [r for r in records if r["config"]["init"] in ("inv", "lin")], P.lra_tasks), display=False)
+plt.close("all")
 
 # %% [markdown]
+# ```{glue:figure} lra_test_loss
+# :name: "fig-lra-test-loss"
+#
+# Test loss per epoch of every seed, S4D-Inv and S4D-Lin, learned (solid) and frozen (dashed).
+# ```
+#
 # ## A controlled memory horizon: delayed recall
 #
 # LRA tasks mix many delays, so they test the claim only on average. A task that needs the
@@ -337,73 +318,66 @@ plt.show()
 # %%
 horizon_cfgs = paper2.memory_horizon_grid(P)
 horizon_records = experiments_runs.run_all(horizon_cfgs, desc="memory horizon")
+
+# %% tags=["remove-input"]
 horizon = lra_reports.memory_horizon(P)
-display(horizon)
-horizon_cells = [d for d in horizon.data if d["kind"] == "cell"]
-horizon_claims = {d["claim"]: d for d in horizon.data if d["kind"] == "claim"}
 band = lra_reports.chance_band(horizon_cfgs[0].alphabet, horizon_cfgs[0].n_test)
-fig = plots_lra.fig_memory_horizon(horizon_cells, horizon_cfgs[0].chance, band,
-                                   P.scale("horizon_N", "horizon_H", "horizon_steps"),
-                                   mf_zero=lra_reports.MF_ZERO)
-plt.show()
-
-
-def verdict(claim: dict) -> str:
-    if claim["holds"] is None:
-        return "cannot be checked here (no cell qualifies)"
-    where = "" if claim["holds"] else " (fails at " + ", ".join(
-        f"{i} {'frozen' if f else 'learned'} tau={t}" for i, f, t in claim["failing"]) + ")"
-    return ("holds" if claim["holds"] else "does not hold") + f" in {claim['n_cells']} cells" + where
-
-
-glue("hz_runs", len(horizon_records), display=False)
-glue("hz_failed", sum(r["status"] != "ok" for r in horizon_records), display=False)
-glue("hz_compute", compute_text(horizon_records), display=False)
-glue("hz_taus", ", ".join(map(str, P.horizon_taus)), display=False)
-glue("hz_chance", horizon_cfgs[0].chance, display=False)
-glue("hz_band", band, display=False)
-glue("hz_mf_zero", lra_reports.MF_ZERO, display=False)
-glue("hz_mf_live", lra_reports.MF_LIVE, display=False)
-glue("hz_n_dead", sum(c["status"] == "ok" and not c["frozen"]
-                      and c["mf_before"] < lra_reports.MF_ZERO for c in horizon_cells),
-     display=False)
-for name, claim in horizon_claims.items():
-    glue(f"hz_{name}", verdict(claim), display=False)
+glue("hz_table", horizon, display=False)
+glue("hz_figure", plots_lra.fig_memory_horizon(
+    [d for d in horizon.data if d["kind"] == "cell"], horizon_cfgs[0].chance, band,
+    mf_zero=lra_reports.MF_ZERO), display=False)
+glue("hz_claims", lra_reports.horizon_claims_table(horizon.data), display=False)
+plt.close("all")
+for name, value in {"hz_chance": horizon_cfgs[0].chance, "hz_band": band,
+                    "hz_mf_zero": lra_reports.MF_ZERO, "hz_mf_live": lra_reports.MF_LIVE}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
-# {glue:text}`hz_runs:d` runs ({glue:text}`hz_failed:d` failed) at delays
-# {glue:text}`hz_taus` took {glue:text}`hz_compute`. Chance is
-# {glue:text}`hz_chance:.3f`; a best accuracy over the seeds of at most
+# ```{glue:figure} hz_figure
+# :name: "fig-memory-horizon"
+#
+# Delayed recall against the delay $\tau$: the best test accuracy over the seeds per
+# spectrum, learned and frozen (left; shaded from the worst seed to the best), beside the
+# memory at the task's delay at initialisation and after training (right; dashed: the
+# "memory gone" threshold).
+# ```
+#
+# Chance is {glue:text}`hz_chance:.3f`; a best accuracy over the seeds of at most
 # {glue:text}`hz_band:.3f` (chance plus three binomial standard deviations of the test set)
 # counts as *at chance*, and $M[\tau] < $ {glue:text}`hz_mf_zero:g` (less than 1% of the
 # target's variance recoverable from any one channel's state, for every seed) counts as
-# *memory gone*. {glue:text}`hz_n_dead:d` learned cells start with their memory gone.
+# *memory gone*. Memory counts as *present* from $M[\tau] \ge$ {glue:text}`hz_mf_live:g`
+# (signal as strong as noise for a linear readout), one threshold for every cell, set after a
+# first `quick` probe in which cells with $M[\tau]$ of 0.1 to 0.25 stayed near chance within
+# the step budget. {numref}`tab-hz-claims` checks the claim and its controls on every cell
+# of {numref}`tab-hz`.
 #
-# - Where the memory is gone at initialisation, learned accuracy stays at chance:
-#   {glue:text}`hz_dead_memory_stays_at_chance`.
-# - Learning does not bring that memory back ($M[\tau]$ after training still below the
-#   threshold): {glue:text}`hz_dead_memory_is_not_learned`.
-# - The task is learnable where memory exists (every cell with $M[\tau] \ge$
-#   {glue:text}`hz_mf_live:g` at initialisation above chance):
-#   {glue:text}`hz_live_memory_is_used`. (That threshold, signal as strong as noise for a
-#   linear readout, was set after a first `quick` probe in which cells with $M[\tau]$ of
-#   0.1-0.25 stayed near chance within the step budget; it is one threshold for every cell.)
-# - A frozen spectrum keeps its memory function exactly: {glue:text}`hz_frozen_memory_unchanged`.
+# ```{glue:figure} hz_claims
+# :name: "tab-hz-claims"
+#
+# The claim that memory gone at initialisation is not learned back, and its controls, on the
+# cells of delayed recall.
+# ```
+#
+# ```{glue:figure} hz_table
+# :name: "tab-hz"
+#
+# Delayed recall per spectrum, learned and frozen, and delay: accuracy max / min over the
+# seeds, and the memory at the delay at initialisation and after training.
+# ```
 #
 # Between the two thresholds the runs are limited by their training budget as much as by
 # memory: a weak memory of the target can be used only with enough steps, and these runs
 # are short, so an accuracy at chance there says little about the spectrum.
-
-# %% [markdown]
+#
 # ### Memory that only exact arithmetic can read
 #
 # $M[\tau]$ is computed exactly (`sst_core.theory.memory`), and that is the point to
 # check: it counts a direction of the state that holds $10^{-15}$ of the signal like any
 # other. A spectrum with at least as many distinct modes as the window has delays has
 # $M[\tau] = 1$ at every delay, however ill-conditioned its Vandermonde basis (condition
-# numbers of $10^{45}$ and beyond for real spectra at $N = 64$, module
-# `sst_core.theory.memory`); no float32 model, and no readout trained for a thousand
-# steps, reads memory held that weakly. So we read the
+# numbers of $10^{45}$ and beyond for real spectra at $N = 64$); no float32 model, and no
+# readout trained for a thousand steps, reads memory held that weakly. So we read the
 # same initial spectra with noise: $M_\delta[\tau] = w_\tau^H (G + \sigma^2 I)^{-1}
 # w_\tau$, the variance of the token at delay $\tau$ that the best linear readout of the
 # state recovers when the state carries white noise of variance $\sigma^2 = \delta$ times
@@ -414,80 +388,53 @@ for name, claim in horizon_claims.items():
 # $1 / (\eta \sigma^2)$ steps applies nearly the same one, so $M_\delta$ also models the
 # memory that a finite training budget can use. The levels are $\delta$ =
 # {glue:text}`nz_levels`, from about float32's rounding of a sum to 1% of the signal; all
-# are shown and none is picked.
+# are shown ({numref}`tab-memory-noise`, {numref}`fig-memory-noise`) and none is picked.
 
 # %%
-noise_cfgs = paper2.memory_noise_grid(P)
-noise_records = experiments_runs.run_all(noise_cfgs, desc="memory read with noise")
+noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P), desc="memory read with noise")
+
+# %% tags=["remove-input"]
 noise_table = lra_reports.memory_horizon_noise(P)
-display(noise_table)
-noise_cells = [d for d in noise_table.data if d["kind"] == "cell"]
-noise_levels = [d for d in noise_table.data if d["kind"] == "level"]
-fig = plots_lra.fig_memory_noise(noise_cells, noise_levels, horizon_cfgs[0].chance, band,
-                                 P.scale("horizon_N", "horizon_H", "horizon_steps"),
-                                 mf_live=lra_reports.MF_LIVE)
-plt.show()
-
-# %% tags=["hide-input"]
-def rho_text(level: dict) -> str:
-    return "undefined (one value in every cell)" if level["rho"] is None else f"{level['rho']:.2f}"
-
-
-exact_level, noisy_levels = noise_levels[0], noise_levels[1:]
+glue("nz_table", noise_table, display=False)
+glue("nz_figure", plots_lra.fig_memory_noise(
+    [d for d in noise_table.data if d["kind"] == "cell"],
+    [d for d in noise_table.data if d["kind"] == "level"], horizon_cfgs[0].chance, band,
+    mf_live=lra_reports.MF_LIVE), display=False)
+stuck = lra_reports.live_but_at_chance(noise_table.data)
 glue("nz_levels", ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE), display=False)
-glue("nz_runs", len(noise_records), display=False)
-glue("nz_compute", compute_text(noise_records), display=False)
-glue("nz_exact_rho", rho_text(exact_level), display=False)
-glue("nz_exact_live", exact_level["n_live"], display=False)
-glue("nz_exact_failing", len(exact_level["live_failing"]), display=False)
-glue("nz_noisy_rho", "; ".join(f"{d['noise']:g}: {rho_text(d)}" for d in noisy_levels),
-     display=False)
-glue("nz_noisy_live", "; ".join(
-    f"{d['noise']:g}: {d['n_live'] - len(d['live_failing'])} of {d['n_live']}"
-    for d in noisy_levels), display=False)
-glue("nz_holds", sum(bool(d["holds"]) for d in noisy_levels), display=False)
-# the cells the exact memory function calls live but which stay at chance: is their memory
-# below the threshold once read with noise, at every level?
-stuck = [c for c in noise_cells
-         if [c["init"], c["frozen"], c["tau"]] in exact_level["live_failing"]]
-explained = [c for c in stuck if all(c["memory"][d["noise"]] is not None
-                                     and c["memory"][d["noise"]] < lra_reports.MF_LIVE
-                                     for d in noisy_levels)]
-glue("nz_stuck", "; ".join(f"{c['init']} {'frozen' if c['frozen'] else 'learned'} tau={c['tau']}"
-                           for c in stuck) or "none", display=False)
-glue("nz_explained", f"{len(explained)} of {len(stuck)}", display=False)
-shifts = [abs(d["rho"] - exact_level["rho"]) for d in noisy_levels
-          if d["rho"] is not None and exact_level["rho"] is not None]
-glue("nz_rank_change", "cannot be compared here (a correlation is undefined)" if not shifts
-     else f"changes by at most {max(shifts):.2f} between levels", display=False)
-glue("nz_n_levels", len(noisy_levels), display=False)
+glue("nz_stuck", len(stuck["stuck"]), display=False)
+glue("nz_explained", len(stuck["explained"]), display=False)
+plt.close("all")
 
 # %% [markdown]
-# {glue:text}`nz_runs:d` spectra were read ({glue:text}`nz_compute` of compute, no
-# training).
-# With the exact memory function, {glue:text}`nz_exact_failing:d` of the
-# {glue:text}`nz_exact_live:d` cells whose memory at the delay is at least
-# {glue:text}`hz_mf_live:g` stay at chance, and the rank correlation between memory and best
-# accuracy over the cells is {glue:text}`nz_exact_rho`. Read with noise, the correlation is,
-# per level $\delta$: {glue:text}`nz_noisy_rho`; the cells with memory at least
-# {glue:text}`hz_mf_live:g` that are above chance, per level: {glue:text}`nz_noisy_live`
-# ("live memory is used" holds at {glue:text}`nz_holds:d` of {glue:text}`nz_n_levels:d`
-# levels).
+# ```{glue:figure} nz_table
+# :name: "tab-memory-noise"
 #
-# The cells that the exact memory function calls live but that stay at chance
-# ({glue:text}`nz_stuck`): in {glue:text}`nz_explained` of them the memory read with noise
-# is below {glue:text}`hz_mf_live:g` at every level. The rank correlation over all cells
-# {glue:text}`nz_rank_change`; the threshold claim is what the noise decides, by which
-# cells count as having memory at all.
+# Memory read exactly and with noise against delayed-recall accuracy: per level, the rank
+# correlation over the cells and whether the cells with memory present are above chance.
+# ```
+#
+# ```{glue:figure} nz_figure
+# :name: "fig-memory-noise"
+#
+# The best accuracy of each delayed-recall cell against its memory at the delay, read
+# exactly (first panel) and with more and more noise; filled: learned, hollow: frozen;
+# dashed: the "memory present" threshold.
+# ```
+#
+# Of the cells that the exact memory function counts as having memory but that stay at
+# chance ({glue:text}`nz_stuck:d`), {glue:text}`nz_explained:d` have a memory read with
+# noise below {glue:text}`hz_mf_live:g` at every level: the noise decides which cells count
+# as having memory at all.
 #
 # This is our reading, not the paper's. The paper's claim (3) is that memory which has
-# decayed to zero cannot be learned back, and the runs above agree with it. They suggest a
-# second half: memory that exists only in exact arithmetic is not used either, so the
-# memory function is an upper bound on the memory a model can use. The memory of a
-# learned run is taken at its initial spectrum here (its exact memory function hardly
-# moves in training, as the table above shows); a frozen run's is exactly its own.
+# decayed to zero cannot be learned back, and {numref}`tab-hz-claims` tests it. These runs
+# suggest a second half: memory that exists only in exact arithmetic is not used either, so
+# the memory function is an upper bound on the memory a model can use. The memory of a
+# learned run is taken at its initial spectrum here (its exact memory function hardly moves
+# in training, {numref}`tab-hz`); a frozen run's is exactly its own.
 
-# %% [markdown]
-# `sst report lra_main`, `sst report lra_ablation`, `sst report memory_horizon` and
-# `sst report memory_horizon_noise` (`--format md|json`) print the four tables from the
-# stored records.
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
+
+how_made("p2_lra", P)

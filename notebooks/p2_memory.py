@@ -25,7 +25,10 @@
 # ablation) reached us through a secondary summary rather than the paper text; the sections
 # that use them say so. Every formula below is derived in SymPy
 # (`sst_core.theory.memory_sym`) and then checked against its numeric twin
-# (`sst_core.theory.memory`); `tests/theory` repeats those checks.
+# (`sst_core.theory.memory`); `tests/theory` repeats those checks. At this book's scale the
+# spectra have $N=$ {glue:text}`N` states and the memory function spans $T=$
+# {glue:text}`T` delays (the paper's worked example: $N=4$, $T=1024$), and the white-noise
+# simulations run {glue:text}`n_sim` steps.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -36,13 +39,10 @@ mem_T = None
 mem_sim_T = None
 mem_gd_steps = None
 
-# %%
+# %% tags=["remove-input"]
 from sst_core.book import params
 
 P = params.from_notebook("p2_memory", globals())  # fails here on a typo or a wrong type
-print(P.banner("mem_N", "mem_T", "mem_sim_T", "mem_gd_steps", "seed", describe=True))
-
-# %%
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
@@ -58,9 +58,9 @@ from sst_core.spec import configs
 from sst_core.theory import memory as mf
 from sst_core.theory import memory_sym as ms
 
-SCALE = P.scale("mem_N", "mem_T")
-curves = [experiments_runs.run(c) for c in paper2.memory_grid(P)]
-curve = {(r["config"]["init"], r["config"]["dt"]): r for r in curves}
+glue("N", P.mem_N, display=False)
+glue("T", P.mem_T, display=False)
+glue("n_sim", P.mem_sim_T, display=False)
 
 # %% [markdown]
 # ## The model and the five spectra
@@ -93,21 +93,32 @@ curve = {(r["config"]["init"], r["config"]["dt"]): r for r in curves}
 # as S4D-Real. `step` takes equal steps along a ray: each step adds $-\tfrac12$ to the real
 # part and $\pi$ to the imaginary part. `random` places the discrete eigenvalues uniformly in
 # the unit disk at the chosen $\Delta$, with a fixed seed. These two are assumptions: the
-# paper's baselines may differ.
+# paper's baselines may differ. One call computes (or reads back) the memory function of
+# every initialisation at every step $\Delta$:
 
 # %%
+curves = [experiments_runs.run(c) for c in paper2.memory_grid(P)]
+curve = {(r["config"]["init"], r["config"]["dt"]): r for r in curves}
+
+# %% tags=["remove-input"]
 dt_show = 0.01
-fig = plots_memory.fig_spectra([curve[(k, dt_show)] for k in configs.INITS], SCALE)
-plt.show()
+glue("fig_spectra", plots_memory.fig_spectra([curve[(k, dt_show)] for k in configs.INITS]),
+     display=False)
+plt.close("all")
 ranks = {k: curve[(k, dt_show)]["metrics"]["rank"] for k in configs.INITS}
-glue("N", P.mem_N, display=False)
-glue("T", P.mem_T, display=False)
 glue("rank_lin", ranks["lin"], display=False)
 glue("rank_real", ranks["real"], display=False)
 glue("rank_inv", ranks["inv"], display=False)
 
 # %% [markdown]
-# With $\Delta$ small, every spectrum except `random` (uniform in the disk by construction)
+# ```{glue:figure} fig_spectra
+# :name: "fig-mem-spectra"
+#
+# The discrete eigenvalues $\mu$ of the five initialisations on the unit disk (top) and near
+# $\mu = 1$ (bottom), with the rank of each Vandermonde matrix.
+# ```
+#
+# With $\Delta$ small ({numref}`fig-mem-spectra`), every spectrum except `random` (uniform in the disk by construction)
 # sits close to $\mu=1$; S4D-Inv spreads its
 # frequencies over a wide range, S4D-Lin and `step` use equally spaced ones, and S4D-Real
 # stays on the real axis. The panel titles give the rank of the Vandermonde matrix (defined
@@ -181,7 +192,7 @@ print("P idempotent:", d_sum["idempotent"], "| closed form holds:", d_sum["gram_
 caps = {k: curve[(k, dt_show)]["metrics"]["capacity"] for k in configs.INITS}
 display(Markdown("| init | capacity (sum of M) | rank V |\n|---|---|---|\n" + "\n".join(
     f"| {plots_memory.LABELS[k]} | {caps[k]:.10f} | {ranks[k]} |" for k in configs.INITS)
-    + f"\n\nScale: {SCALE}, dt = {dt_show}."))
+    + f"\n\nAt Δ = {dt_show}."))
 glue("cap_err", max(abs(caps[k] - ranks[k]) for k in configs.INITS), display=False)
 # aliasing at the reference's size (cheap: the rank needs no precision)
 mu_alias = mf.spectrum("lin", 64, 0.1)
@@ -268,10 +279,25 @@ glue("wall_T", ref_records[0]["config"]["T"], display=False)
 #
 # ## The memory of the five initialisations
 
-# %%
-fig = plots_memory.fig_memory_curves(curves, configs.REPORT_DTS, SCALE)
-plt.show()
-display(memory_table(P))
+# %% tags=["remove-input"]
+glue("fig_curves", plots_memory.fig_memory_curves(curves, configs.REPORT_DTS), display=False)
+plt.close("all")
+glue("tab_memory", memory_table(P), display=False)
+
+# %% [markdown]
+# ```{glue:figure} fig_curves
+# :name: "fig-mem-curves"
+#
+# The memory function $M[\tau]$ (top) and the capacity used up to each delay (bottom) of the
+# five initialisations, at three steps $\Delta$.
+# ```
+#
+# ```{glue:figure} tab_memory
+# :name: "tab-mem-memory"
+#
+# The memory function of the five initialisations at three delays, with the capacity and
+# the rank.
+# ```
 
 # %% [markdown]
 # Our implementation notes list values at $N=64$, $T=4096$ that were computed
@@ -291,8 +317,7 @@ glue("rand_m100", rand_at[100], display=False)
 
 # %% [markdown]
 # The largest difference from those values is {glue:text}`ref_table_diff:.4f`, the size of
-# their rounding to three decimals. (Under the `smoke` profile the table is computed at the smoke size, and
-# the comparison means nothing.)
+# their rounding to three decimals.
 #
 # The rise at the right end of the curves at small $\Delta$ is the edge of the window: the
 # state holds exactly $T$ inputs, and the oldest one has no older input to be confused
@@ -321,7 +346,7 @@ for k in configs.INITS:
         cells.append(f"{t50} / {t90}")
     rows.append(f"| {plots_memory.LABELS[k]} | " + " | ".join(cells) + " |")
 display(Markdown("\n".join(rows) + "\n\nDelay by which half and 90 % of the capacity "
-                 f"(sum of M up to that delay) is used, on the stored delay grid. Scale: {SCALE}."))
+                 "(sum of M up to that delay) is used, on the stored delay grid."))
 order = sorted(configs.INITS, key=lambda k: -half_at[(k, 0.01)])
 glue("order_001", " > ".join(plots_memory.LABELS[k] for k in order), display=False)
 
@@ -357,7 +382,6 @@ gc = gd_by["inv"]["grad_check"]
 g_auto, g_formula = np.array(gc["autograd_at_0"]), np.array(gc["formula_at_0"])
 glue("grad_rel", float(np.linalg.norm(g_auto - g_formula) / np.linalg.norm(g_formula)), display=False)
 glue("grad_moments", max(r["metrics"]["grad_check"]["moments_vs_autograd_max_abs"] for r in gd), display=False)
-glue("n_sim", P.mem_sim_T, display=False)
 
 # %% [markdown]
 # Written out per delay, the teacher enters the gradient only as
@@ -388,8 +412,8 @@ glue("n_sim", P.mem_sim_T, display=False)
 # and on a simulated sample (held-out loss on a fresh sample).
 
 # %%
-fig = plots_memory.fig_readout_gd(gd, P.scale("mem_sim_T", "mem_gd_steps"))
-plt.show()
+glue("fig_gd", plots_memory.fig_readout_gd(gd), display=False)
+plt.close("all")
 for k in ("random", "inv"):
     m = gd_by[k]
     glue(f"gd_{k}_M500", m["M_teacher"], display=False)
@@ -405,6 +429,14 @@ mu_random = np.array(gd_by["random"]["mu_re"]) + 1j * np.array(gd_by["random"]["
 glue("gd_random_mu500", float(np.max(np.abs(mu_random)) ** 500), display=False)
 
 # %% [markdown]
+# ```{glue:figure} fig_gd
+# :name: "fig-mem-gd"
+#
+# Gradient descent on the readout for a teacher at delay 500: the share of the teacher's
+# variance explained (expected loss and a held-out sample), the readout's norm, and the
+# column of the projection through which the teacher enters the gradient.
+# ```
+#
 # - **Random spectrum** (seed {glue:text}`seed`, {glue:text}`gd_steps` steps of descent): $M[40]=$
 #   {glue:text}`gd_random_M40:.1e` and $M[500]=$ {glue:text}`gd_random_M500:.1e`. The gradient
 #   at $\theta=0$ is $-2\sigma^2 B\,v_{500}$, and $\max_n\lvert\mu_n\rvert^{500}=$
@@ -419,7 +451,7 @@ glue("gd_random_mu500", float(np.max(np.abs(mu_random)) ** 500), display=False)
 #   {glue:text}`gd_inv_cond:.0f`). On the held-out sample the gain
 #   ({glue:text}`gd_inv_test_r2:.4f`) is within sampling noise of that small value.
 #
-# The right panel shows why. The teacher at $\tau_0=500$ reaches the gradient as the column
+# The right panel of {numref}`fig-mem-gd` shows why. The teacher at $\tau_0=500$ reaches the gradient as the column
 # $P_{\cdot,500}$: for S4D-Inv it is small but spread over the delays the state remembers,
 # while for the random spectrum it is zero to machine precision.
 #
@@ -446,10 +478,18 @@ glue("sim_gramian", check["gramian"], display=False)
 glue("sim_eig_err", check["eigenvalues"], display=False)
 glue("sim_N", sim["config"]["N"], display=False)
 glue("sim_same", check["sim_same"], display=False)
-fig = plots_memory.fig_simulation_check(sim, P.scale("mem_N", "mem_T", "mem_sim_T"))
-plt.show()
+glue("fig_sim", plots_memory.fig_simulation_check(sim), display=False)
+plt.close("all")
 
 # %% [markdown]
+# ```{glue:figure} fig_sim
+# :name: "fig-mem-s4-s4d"
+#
+# S4 = S4D: the memory function of a diagonal S4D and of a dense S4 with the same spectrum,
+# from the formula and from white-noise simulations (left), and how far each is from the
+# formula (right).
+# ```
+#
 # The determinant of the state Gram matrix $W$ shows when the argument holds: every
 # $\beta_n\ne0$ (each mode is driven by the input), distinct eigenvalues, and an invertible
 # $Q$. The numeric twin uses S4D-Inv with $N=$ {glue:text}`sim_N` at $\Delta=0.01$. The dense
@@ -463,7 +503,7 @@ plt.show()
 # {glue:text}`sim_dense_err:.4f` (dense) as the largest deviation, the size of the finite-sample
 # bias ($\approx N/n$). The two simulations share their input, and their states differ by
 # an invertible map that least squares undoes, so they agree with each other to
-# {glue:text}`sim_same:.1e`: their markers coincide in the figure.
+# {glue:text}`sim_same:.1e`: their markers coincide in {numref}`fig-mem-s4-s4d`.
 #
 # ### HiPPO-LegS is a different spectrum
 #
@@ -476,8 +516,9 @@ A_legs, _ = mf.hippo_legs(N_legs)
 lam_legs = np.linalg.eigvals(A_legs)
 Lambda_legs_normal = mf.legs_normal_spectrum(N_legs)
 Lambda_inv = mf.init_Lambda("inv", N_legs)
-fig = plots_memory.fig_legs(A_legs, lam_legs, Lambda_inv, Lambda_legs_normal, P.scale("mem_N"))
-plt.show()
+glue("fig_legs", plots_memory.fig_legs(A_legs, lam_legs, Lambda_inv, Lambda_legs_normal),
+     display=False)
+plt.close("all")
 glue("legs_min", float(lam_legs.real.min()), display=False)
 glue("legs_max", float(lam_legs.real.max()), display=False)
 glue("legs_imag", float(np.abs(lam_legs.imag).max()), display=False)
@@ -493,7 +534,14 @@ glue("legs_omega_max", float(Lambda_legs_normal.imag.max()), display=False)
 glue("inv_omega_max", float(Lambda_inv.imag.max()), display=False)
 
 # %% [markdown]
-# The LegS matrix is lower triangular, so its eigenvalues are its diagonal: real, from
+# ```{glue:figure} fig_legs
+# :name: "fig-mem-legs"
+#
+# The HiPPO-LegS matrix (left) and the continuous-time spectra of LegS, of its normal part
+# (S4D-LegS) and of S4D-Inv (right).
+# ```
+#
+# The LegS matrix ({numref}`fig-mem-legs`) is lower triangular, so its eigenvalues are its diagonal: real, from
 # {glue:text}`legs_min:.0f` to {glue:text}`legs_max:.0f` (largest imaginary part
 # {glue:text}`legs_imag:.0e`). That is the S4D-Real spectrum, with $N$ distinct eigenvalues
 # instead of $N/2$. S4D-LegS and S4D-Inv use instead the spectrum $-\tfrac12+i\omega_n$ of
@@ -523,7 +571,16 @@ glue("inv_omega_max", float(Lambda_inv.imag.max()), display=False)
 views = {(init, N, dt): mf.explore_spectrum(init, N, dt, P.mem_T, seed=P.seed)
          for init in configs.INITS for N in plots_memory.EXPLORER_N for dt in configs.DTS}
 N0 = P.mem_N if P.mem_N in plots_memory.EXPLORER_N else None
-display(HTML(plots_memory.explorer_html(*plots_memory.spectrum_explorer(views, N=N0, dt=0.01))))
+glue("fig_explorer", HTML(plots_memory.explorer_html(
+    *plots_memory.spectrum_explorer(views, N=N0, dt=0.01))), display=False)
+
+# %% [markdown]
+# ```{glue:figure} fig_explorer
+# :name: "fig-mem-explorer"
+#
+# The spectra explorer, computed when the page was built: choose an initialisation, a state
+# size and a step.
+# ```
 
 # %% [markdown]
 # In a running notebook (a live kernel: this chapter opened in Jupyter) the cell below,
@@ -567,10 +624,17 @@ display(widgets.VBox(list(controls.values()) + [view]))
 # %%
 glue("attn_m", mf.memory_function([1.0], P.mem_T, 0), display=False)
 glue("attn_cap", mf.capacity([1.0], P.mem_T), display=False)
-fig_plotly = plots_memory.plotly_explorer(curves, configs.DTS, SCALE)
-html = fig_plotly.to_html(full_html=False, include_plotlyjs=False)
-glue("plotly_kb", len(html) / 1024, display=False)
-display(HTML(html))
+fig_plotly = plots_memory.plotly_explorer(curves, configs.DTS)
+glue("fig_delta_slider", HTML(fig_plotly.to_html(full_html=False, include_plotlyjs=False)),
+     display=False)
+
+# %% [markdown]
+# ```{glue:figure} fig_delta_slider
+# :name: "fig-mem-delta-slider"
+#
+# The five initialisations' spectra and memory functions as the step $\Delta$ changes, from
+# the stored runs.
+# ```
 
 # %% [markdown]
 # ## What we reproduce, and where we differ
@@ -597,3 +661,8 @@ display(HTML(html))
 #   frozen-spectrum ("reservoir") training reduces overfitting need trained deep models;
 #   those are later chapters. The theory here assumes a single linear layer, white-noise
 #   input and a squared loss, as the paper's does.
+
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
+
+how_made("p2_memory", P)

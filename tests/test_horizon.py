@@ -129,7 +129,7 @@ def test_report_from_constructed_records(store):
     assert "chance is 0.125" in t.note and "smoke" in t.note and f"{band:.3f}" in t.note
     from sst_core.figures import lra as plots_lra
     fig = plots_lra.fig_memory_horizon([d for d in t.data if d["kind"] == "cell"], 0.125, band,
-                                       "smoke", mf_zero=lra_reports.MF_ZERO)
+                                       mf_zero=lra_reports.MF_ZERO)
     acc_ax, mf_ax = fig.axes
     assert len(acc_ax.get_lines()) == 10 + 1  # 5 inits x 2 modes, and the chance line
     assert len(mf_ax.get_lines()) == 5 + 5 + 1  # init and trained per init, the threshold
@@ -183,7 +183,7 @@ def test_report_from_constructed_records(store):
     assert c4["dead_memory_is_not_learned"]["n_cells"] == 0
     assert c4["dead_memory_is_not_learned"]["holds"] is None
     plots_lra.fig_memory_horizon([d for d in t4.data if d["kind"] == "cell"], 0.125, band,
-                                 "smoke", mf_zero=lra_reports.MF_ZERO)
+                                 mf_zero=lra_reports.MF_ZERO)
 
 
 def test_memory_after_training_that_cannot_be_computed_keeps_the_run(
@@ -208,7 +208,7 @@ def test_report_and_figure_from_an_empty_store(store):
     assert all(v == "missing" for r in t.rows for v in r[2:])
     assert all(d["holds"] is None for d in t.data if d["kind"] == "claim")
     cells = [d for d in t.data if d["kind"] == "cell"]
-    fig = plots_lra.fig_memory_horizon(cells, chance=0.125, band=0.2, scale="smoke")
+    fig = plots_lra.fig_memory_horizon(cells, chance=0.125, band=0.2)
     assert len(fig.axes) == 2
 
 
@@ -291,7 +291,7 @@ def test_noise_report_from_constructed_records(store):
     assert first["holds"] is True and first["n_live"] == 4 * len(P.horizon_taus)
     assert t.rows[1][0] == f"M_δ[τ], δ = {paper2.MEMORY_NOISE[0]:g}" and t.rows[1][4] == "holds"
     assert "smoke" in t.note and "none fitted" in t.note
-    fig = plots_lra.fig_memory_noise(cells, levels, 0.125, 0.2, "smoke", mf_live=0.5)
+    fig = plots_lra.fig_memory_noise(cells, levels, 0.125, 0.2, mf_live=0.5)
     panels = [ax for ax in fig.axes if ax.axison]
     assert len(panels) == len(levels) and len(fig.axes) == 6  # 2 rows of 3, legend apart
     assert all(len(ax.collections) >= len(cells) for ax in panels)

@@ -113,28 +113,6 @@ def test_fit_curves_tells_memorising_from_not_learning():
     assert fit_curves([rec([0.7], [0.5])])["still_falling"] == 0  # one epoch: cannot tell
 
 
-def test_the_still_learning_sentence_names_the_tasks_whose_runs_mostly_still_fell():
-    from sst_core.reports.lra import still_falling_text
-
-    rows = [{"task": "listops", "n_train": 16384, "runs": 6, "still_falling": 4},
-            {"task": "digits", "n_train": 1258, "runs": 6, "still_falling": 3},  # half: no
-            {"task": "listops", "n_train": 32768, "runs": 0, "still_falling": 0}]
-    assert still_falling_text(rows) == (
-        "Still learning when the epochs ran out (smallest test loss at the last epoch): "
-        "listops with 16,384 examples, 4 of 6 runs. Their accuracies are what the profile's "
-        "epoch budget reached: the test loss had not levelled off, and more epochs might "
-        "raise them.")
-    assert still_falling_text(rows[1:]).startswith("No task's runs were mostly still learning")
-    rows[0].update(val_gain_late=0.0123, val_gain_last=-0.0004)
-    assert still_falling_text(rows).endswith(
-        "raise them. Their validation accuracy rose by a median of +0.012 over the last 3 "
-        "epochs and +0.000 over the last one (listops, 16,384 examples); the cosine "
-        "schedule takes the learning rate to zero over those epochs, so a flattening there "
-        "is the schedule's as much as the task's: a longer schedule, not more epochs at its "
-        "end, is what might raise them.")
-    assert still_falling_text(rows[2:]) == ""
-
-
 def test_the_compute_behind_records_counts_each_stacked_run_once_and_resumed_parts():
     """A chapter's "hours of compute" (reports.compute_s): a stack's wall time is stored on
     each of its runs, so summing wall times would count it once per run; a run that resumed
@@ -156,20 +134,3 @@ def test_a_chapter_says_its_compute_in_the_unit_a_reader_would(seconds, said):
     assert reports.duration_text(seconds) == said
     stack = [{"wall_time_s": seconds, "stack": {"size": 12}} for _ in range(12)]
     assert reports.compute_text(stack) == said
-
-
-def test_the_overfitting_sentence_names_the_tasks_whose_runs_mostly_overfit():
-    from sst_core.reports.lra import overfit_text
-
-    rows = [{"task": "pathfinder", "n_train": 512, "runs": 3, "overfit": 2, "train_first": 0.7,
-             "train_last": 0.1, "test_min": 0.68, "test_min_epoch": 2.0, "test_last": 0.9},
-            {"task": "digits", "n_train": 512, "runs": 2, "overfit": 1, "train_first": 2.3,
-             "train_last": 0.2, "test_min": 0.3, "test_min_epoch": 5.0, "test_last": 0.3},
-            {"task": "listops", "n_train": 1024, "runs": 0, "overfit": 0}]
-    assert overfit_text(rows) == (
-        "Most learned S4D-Inv runs overfit on pathfinder with 512 examples: 2 of 3 runs "
-        "(train loss 0.70 to 0.10, test loss from 0.68 at epoch 2 to 0.90). Where they do, "
-        "the training set, not the number of epochs, limits what the task shows at this "
-        "scale: LRA trains on 96,000 to 160,000 examples per task, and more epochs on the "
-        "same examples would mostly memorise them further.")
-    assert overfit_text(rows[1:]) == "By this rule no task's runs mostly overfit."

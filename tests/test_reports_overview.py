@@ -1,11 +1,13 @@
-"""The results overview reads the chapters' own reports: its numbers are theirs."""
+"""The results overview reads the chapters' own reports (its numbers are theirs) and
+gives each result the verdict of one rule fixed in advance."""
 from dataclasses import replace
 
 import pytest
 
 from sst_core.experiments import paper1
-from sst_core.reports.overview import CHAPTER_RESULTS, Source, overview
-from sst_core.reports.paper1 import agreement_counts, table2, table3
+from sst_core.reports import overview as ov
+from sst_core.reports.overview import CHAPTER_RESULTS, RESULTS, overview
+from sst_core.reports.paper1 import table2, table3
 from sst_core.spec import configs, profiles
 from sst_core.spec.paper_values import TABLE2
 from sst_core.store.records import cached_run
@@ -16,15 +18,50 @@ def P():
     return replace(profiles.PROFILES["smoke"], track_eval_lengths=configs.EVAL_LENGTHS)
 
 
-def test_without_records_every_result_has_a_row_that_says_so(tmp_path, P):
-    t = overview([Source(c, P, 0, 5) for c in CHAPTER_RESULTS], root=tmp_path)
-    assert [d["result"] for d in t.data] == [r for rs in CHAPTER_RESULTS.values() for r in rs]
+def every_chapter(P):
+    return {chapter: P for chapter in CHAPTER_RESULTS}
+
+
+def test_cells_rule():
+    assert ov.verdict_of_cells(5, 0, 0) == "agrees"
+    assert ov.verdict_of_cells(5, 1, 0) == "close"
+    assert ov.verdict_of_cells(0, 0, 1) == "differs"
+    assert ov.verdict_of_cells(0, 0, 0) is None
+    with pytest.raises(ValueError, match="-1"):
+        ov.verdict_of_cells(-1, 0, 0)
+
+
+def test_interval_rule():
+    assert ov.verdict_of_interval(0.7, 0.6, 0.8, 0.7) == "agrees"
+    assert ov.verdict_of_interval(0.6, 0.6, 0.8, 0.7) == "agrees"  # the ends belong to it
+    # widened to twice its width about the estimate: [0.5, 0.9]
+    assert ov.verdict_of_interval(0.89, 0.6, 0.8, 0.7) == "close"
+    assert ov.verdict_of_interval(0.91, 0.6, 0.8, 0.7) == "differs"
+    assert ov.verdict_of_interval(0.869, 0.58, 0.72, 0.66) == "differs"
+    assert ov.verdict_of_interval(0.7, None, None, None) is None
+    with pytest.raises(ValueError, match="lo <= hi"):
+        ov.verdict_of_interval(0.7, 0.8, 0.6, 0.7)
+
+
+def test_identity_and_claim_rules():
+    assert ov.verdict_of_identity(2e-13) == "agrees"
+    assert ov.verdict_of_identity(1e-6) == "differs"
+    assert ov.verdict_of_identity(None) is None
+    assert ov.verdict_of_claim(2, 0, 0) == "agrees"
+    assert ov.verdict_of_claim(1, 1, 0) == "close"
+    assert ov.verdict_of_claim(3, 1, 1) == "differs"
+    assert ov.verdict_of_claim(0, 0, 0) is None
+
+
+def test_without_records_every_result_has_a_row_not_judged(tmp_path, P):
+    t = overview(every_chapter(P), root=tmp_path)
+    assert [d["result"] for d in t.data] == list(RESULTS)
     by = {d["result"]: (row, d) for row, d in zip(t.rows, t.data)}
-    assert by["table2"][1]["values"] == {"reported": 0, "exact": 0, "by_class": 0}
-    assert by["figure4"][0][1] == "no model qualifies yet"
-    assert all(row[3] == "`smoke` (0 of 5 runs; numbers meaningless at this scale)"
-               for row in t.rows)
-    assert by["table3"][0][4] == "{doc}`p1_table3`"
+    assert by["table2"][1]["values"] == {"agree": 0, "close": 0, "differ": 0}
+    assert by["figure4"][0][2] == "no model qualifies"
+    assert all(d["verdict"] is None for d in t.data)
+    assert all(row[3] == "not judged" for row in t.rows)
+    assert by["table3"][0][4] == "{doc}`Table 3 <p1_table3>`"
 
 
 def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
@@ -35,39 +72,33 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
         cached_run(cfg, lambda c, v=m_p: {"m_p": v, "eval": {}}, root=tmp_path)
     for cfg in paper1.table3_grid(P):
         cached_run(cfg, lambda c: {"m_p": 1000, "eval": {}}, root=tmp_path)
-    sources = [Source("p1_table2", P, 3, 3), Source("p1_table3", P, 2, 4)]
-    t = overview(sources, root=tmp_path)
-    counts2 = agreement_counts(table2(P, tmp_path).data)
-    counts3 = agreement_counts(table3(P, tmp_path).data)
-    assert t.data[0]["values"] == counts2 and 0 < counts2["exact"] < counts2["reported"]
-    assert t.rows[0][1].startswith(f"{counts2['exact']} of the paper's {counts2['reported']} ")
-    assert t.data[1]["values"] == counts3
-    assert t.rows[1][1] == f"{counts3['exact']} of {counts3['reported']} rows agree exactly"
-    assert t.rows[0][3].startswith("`smoke` (all 3 runs;")
-    assert t.rows[1][3].startswith("`smoke` (2 of 4 runs;")
-    quick = Source("p1_table3", profiles.PROFILES["quick"], 8, 8)
-    assert quick.label() == "`quick` (all 8 runs)"
-    older = Source("p1_table3", profiles.PROFILES["quick"], 6, 8)
-    assert older.label() == "`quick` (6 of 8 runs)"
+    shown = {"p1_table2": P, "p1_table3": P}
+    t = overview(shown, root=tmp_path)
+    cells2 = [d for d in table2(P, tmp_path).data if d["paper_reported"]]
+    want = {k: sum(d["agreement"] == k for d in cells2) for k in ("agree", "close", "differ")}
+    assert t.data[0]["values"] == want and want["agree"] and want["differ"]
+    assert t.data[0]["verdict"] == "differs"
+    assert t.rows[0][2].startswith(f"{sum(want.values())} cells: {want['agree']} the same")
+    assert ov.cells_text({"agree": 8, "close": 0, "differ": 0}, "rows") == "8 rows: 8 the same"
+    assert ov.cells_text({"agree": 0, "close": 0, "differ": 0}, "rows") == "no rows computed"
+    cells3 = [d for d in table3(P, tmp_path).data if d["paper_reported"]]
+    assert t.data[1]["values"]["agree"] == sum(d["agreement"] == "agree" for d in cells3)
+    assert [d["chapter"] for d in t.data] == ["p1_table2", "p1_table3"]
 
 
 def test_a_chapter_without_headline_results_adds_no_row(tmp_path, P):
-    assert overview([Source("p1_groups", P, 1, 1)], root=tmp_path).rows == []
+    assert overview({"p1_groups": P}, root=tmp_path).rows == []
 
 
 def test_the_s4_row_reads_the_simulation_check_the_memory_chapter_shows(tmp_path, P):
     from sst_core.experiments import paper2
     from sst_core.reports.memory import simulation_check
 
-    assert overview([Source("p2_memory", P, 0, 1)], root=tmp_path).rows[0][1] == \
-        "no stored run yet"
+    assert overview({"p2_memory": P}, root=tmp_path).rows[0][2] == "no run"
     metrics = {"formula": [1.0, 0.5, 0.25], "formula_dense_eigs": [1.0, 0.5, 0.25 + 3e-15],
                "gramian_dense": [1.0, 0.5 - 2e-13, 0.25], "sim_diag": [0.99, 0.5, 0.26],
                "sim_dense": [0.99, 0.5, 0.26 + 1e-12], "eig_max_err": 4e-16}
     record = cached_run(paper2.simulation_grid(P)[0], lambda c: metrics, root=tmp_path)
-    c = simulation_check(record)
-    t = overview([Source("p2_memory", P, 1, 1)], root=tmp_path)
-    assert t.data[0]["values"] == c
-    assert t.rows[0][1] == ("memory functions equal to 3e-15 (from the dense matrix's "
-                            "eigenvalues) and 2e-13 (its impulse response); their white-noise "
-                            "simulations agree to 1e-12")
+    t = overview({"p2_memory": P}, root=tmp_path)
+    assert t.data[0]["values"] == simulation_check(record)
+    assert t.rows[0][2] == "equal to 2e-13" and t.data[0]["verdict"] == "agrees"

@@ -147,8 +147,8 @@ def test_sup_mf_runs_take_the_first_learned_seed_of_each_init():
             lra("lin", 1), lra("random", 0, task="listops"), lra("random", 0, status="failed")]
     chosen = rl.sup_mf_runs(recs, "digits")
     assert [r["run_id"] for r in chosen] == ["lin-1-False", "inv-1-False"]  # panel order
-    fig = plots_lra.fig_sup_mf(chosen, "digits", "profile `smoke`")
-    assert [ax.get_title().split(":")[0] for ax in fig.axes if ax.axison] == ["lin", "inv"]
+    fig = plots_lra.fig_sup_mf(chosen, "digits")
+    assert [ax.get_title() for ax in fig.axes if ax.axison] == ["S4D-Lin", "S4D-Inv"]
     plt.close("all")
 
 

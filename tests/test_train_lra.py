@@ -99,7 +99,7 @@ def test_memory_after_training_that_cannot_be_computed_keeps_the_run(
     assert rec["status"] == "ok" and len(calls) == 2 and 0.0 <= m["test_accuracy"] <= 1.0
     assert m["sup_mf_after"] is None and len(m["sup_mf_before"]) == 1
     assert "did not converge" in m["mf_after_error"]
-    fig = plots_lra.fig_sup_mf([rec], "listops", "smoke")
+    fig = plots_lra.fig_sup_mf([rec], "listops")
     assert "not computable" in fig.axes[0].get_title()
     assert len(fig.axes[0].get_lines()) == 1  # at init only
 
@@ -359,24 +359,20 @@ def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(
     assert d["learned_inv_best"] is None and not d["probe"]
     main = next(c for c in paper2.lra_main_grid(P) if c.task == "pathfinder"
                 and c.init == "inv" and not c.freeze_spectrum and c.seed == 0)
-    assert lra_reports.other_sizes_text(P, lra_reports.lra_fit(P).data) == (
-        "Learned S4D-Inv on other training-set sizes: with 32 examples (probe) pathfinder "
-        "reaches 0.550 against chance 0.500, and overfits.")
+    fit = {(d["task"], d["n_train_asked"]): d for d in lra_reports.lra_fit(P).data}
+    assert fit["pathfinder", 32]["best_test_accuracy"] == pytest.approx(0.55)
+    assert fit["pathfinder", 32]["chance"] == pytest.approx(0.5)
+    assert fit["pathfinder", 32]["overfit"] == 2 and fit["pathfinder", 96]["runs"] == 0
     cached_run(main, fake(0.8))
     d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
     assert d["learned_inv_best"] == pytest.approx(0.8)
-    assert lra_reports.other_sizes_text(P, lra_reports.lra_fit(P).data) == (
-        "Learned S4D-Inv on other training-set sizes: with 32 examples (probe) pathfinder "
-        "reaches 0.550 against chance 0.500 (0.800 with its own 96), and overfits.")
-    assert lra_reports.pathfinder_text(P) == (
-        "At profile smoke, Pathfinder trains on 96 generated images where the other tasks "
-        "have 32 examples: the fitting table below shows what learned S4D-Inv reaches on 32.")
-    assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_tasks=("listops",))).startswith(
-        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1, 96 "
-        "generated images, 1 layer of H = 8)")
-    assert lra_reports.pathfinder_text(dataclasses.replace(P, lra_task_n_train=())) == ""
-    assert lra_reports.other_sizes_text(PROFILES["smoke"], []) == (
-        "This profile trains every task on one training-set size only.")
+    fit = {(d["task"], d["n_train_asked"]): d for d in lra_reports.lra_fit(P).data}
+    assert fit["pathfinder", 96]["best_test_accuracy"] == pytest.approx(0.8)
+    assert fit["pathfinder", 32]["best_test_accuracy"] == pytest.approx(0.55)
+    scale = {d["quantity"]: d["ours"] for d in lra_reports.scale_table(P).data}
+    assert scale["training examples"] == "32 (pathfinder: 96)"
+    assert lra_reports.scale_table(dataclasses.replace(P, lra_task_n_train=())).data[0][
+        "ours"] == "32"
 
 
 def test_a_probe_only_task_trains_at_its_own_size_and_model():
@@ -390,16 +386,14 @@ def test_a_probe_only_task_trains_at_its_own_size_and_model():
             for c in probes] == [("pathfinder", 96, 16, 3, 0, "inv", False),
                                  ("pathfinder", 96, 16, 3, 1, "inv", False)]
     assert {(c.H, c.n_layers) for c in paper2.lra_main_grid(P)} == {(8, 1)}
-    assert lra_reports.model_size_text(P) == "1 layer of H = 8 (pathfinder: 3 of 16)"
-    assert lra_reports.model_size_text(PROFILES["standard"]) == (
-        "2 layers of H = 32 (pathfinder: 4 of 64)")
+    scale = {d["quantity"]: d["ours"] for d in lra_reports.scale_table(P).data}
+    assert scale["layers"] == "1 (pathfinder: 3)" and scale["width H"] == "8 (pathfinder: 16)"
+    standard = {d["quantity"]: (d["ours"], d["paper"])
+                for d in lra_reports.scale_table(PROFILES["standard"]).data}
+    assert standard["layers"] == ("2 (pathfinder: 4)", "6 to 8")
+    assert standard["width H"] == ("32 (pathfinder: 64)", "128 to 512")
     assert "lra_task_H={pathfinder: 16}, lra_task_layers={pathfinder: 3}" in P.scale(
         "lra_task_H", "lra_task_layers")
-    assert lra_reports.pathfinder_text(P) == (
-        "At profile smoke, Pathfinder runs only as a probe (learned S4D-Inv, seeds 0, 1, 96 "
-        "generated images, 3 layers of H = 16): its full grid does not fit the profile's "
-        "budget, and the probe says whether the task is learned at this scale at all (the "
-        "claims table below).")
 
 
 def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_shows_both(store):
@@ -438,10 +432,7 @@ def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_sho
     assert c["learned_inv_best"] == pytest.approx(0.3)  # the main run, not the probe
     row = next(r for r in claims.rows if r[0].startswith("listops"))
     assert row[4] == f"0.600 with {probe.n_train:,} examples (chance 0.200)"
-    assert lra_reports.margin_text(claims.data) == (
-        f"listops: chance 0.200, learned S4D-Inv 0.300 (+0.100), and 0.600 with "
-        f"{probe.n_train:,} training examples (chance 0.200)")
-    assert lra_reports.margin_text([]) == "no task has runs yet"
+    assert c["margin"] == pytest.approx(0.1)
 
 
 # -- resuming a stopped run ---------------------------------------------------------------------
@@ -563,16 +554,12 @@ def test_claim_counts_skip_probes_and_say_when_no_task_is_judged():
         "memory_not_extended": {"holds": 0, "tie": 0, "fails": 0, "judged": 0},
         "frozen_converges_faster": {"holds": 2, "tie": 0, "fails": 0, "judged": 2}}
     assert list(counts) == list(lra_reports.LRA_CLAIMS)  # the paper's order
-    text = lra_reports.claim_counts_text(counts)
-    assert text.split("; ") == [
-        "claim 1 (frozen ≥ learned) holds on 1, ties on 1 and fails on 0 of 2 tasks",
-        "claim 2 (unstructured worse) holds on 0, ties on 0 and fails on 1 of 1 tasks",
-        "claim 3 (memory not extended) judged on no task",
-        "claim 4 (frozen converges faster) holds on 2, ties on 0 and fails on 0 of 2 tasks"]
-    assert lra_reports.claim_counts_text(counts, ", ").count(", claim ") == 3
-    none = lra_reports.claim_counts_text({k: {"holds": 0, "tie": 0, "fails": 0, "judged": 0}
-                                          for k in counts})
-    assert none.startswith("no claim judged on any task") and "claim 1" not in none
+    table = lra_reports.claim_counts_table(counts)
+    assert table.rows == [["1: frozen ≥ learned", 1, 1, 0, 2],
+                          ["2: unstructured worse", 0, 0, 1, 1],
+                          ["3: memory not extended", 0, 0, 0, 0],
+                          ["4: frozen converges faster", 2, 0, 0, 2]]
+    assert [d["claim"] for d in table.data] == list(lra_reports.LRA_CLAIMS)
 
 
 def test_claim_one_calls_a_gap_well_inside_the_seeds_noise_a_tie(store):

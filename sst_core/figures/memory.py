@@ -1,7 +1,8 @@
 """Figures of the chapter "Memory function and the direction of learning".
 
 Each ``fig_*`` takes run records (or plain arrays the chapter computed with
-``sst_core.theory.memory``), never models, and states the profile and scale it was given.
+``sst_core.theory.memory``), never models. Titles are short and in words; the scale is the
+chapter's to say.
 Matplotlib for the static figures; ``plotly_explorer`` builds the offline slider figure of
 the published book (display it with ``IPython.display.HTML(fig.to_html(full_html=False,
 include_plotlyjs=False))``: the book serves plotly.min.js itself).
@@ -13,7 +14,7 @@ from typing import Any, Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sst_core.figures.common import suptitle
+from sst_core.figures.common import for_readers, suptitle
 
 LABELS = {"inv": "S4D-Inv", "lin": "S4D-Lin", "real": "S4D-Real", "step": "step (ours)",
           "random": "random (ours)"}
@@ -33,10 +34,11 @@ def _unit_circle(ax) -> None:
     ax.set_aspect("equal")
 
 
-def fig_spectra(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figure:
+@for_readers
+def fig_spectra(records: Sequence[Mapping[str, Any]]) -> plt.Figure:
     """Discrete eigenvalues mu of each initialisation on the unit disk (one panel each),
     with a zoom on mu near 1 underneath."""
-    fig, axes = plt.subplots(2, len(records), figsize=(3.0 * len(records), 6.0), squeeze=False)
+    fig, axes = plt.subplots(2, len(records), figsize=(7.7, 3.9), squeeze=False)
     for col, r in enumerate(records):
         mu = np.array(r["metrics"]["mu_re"]) + 1j * np.array(r["metrics"]["mu_im"])
         c = r["config"]
@@ -50,21 +52,21 @@ def fig_spectra(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figure:
             else:
                 ax.set_xlim(0.8, 1.02)
                 ax.set_ylim(-0.11, 0.11)
-                ax.set_title("zoom near mu = 1", fontsize=8)
-            ax.tick_params(labelsize=7)
+                ax.set_title("zoom near mu = 1", fontsize=9)
+            ax.tick_params(labelsize=9)
     c0 = records[0]["config"]
-    suptitle(fig, f"Discrete spectra mu = exp(dt lambda), dt={c0['dt']}, N={c0['N']} ({scale})",
-                 fontsize=10)
+    fig.suptitle(f"Discrete spectra μ = exp(Δλ), Δ = {c0['dt']}, N = {c0['N']}")
     fig.tight_layout()
     return fig
 
 
-def fig_memory_curves(records: Sequence[Mapping[str, Any]], dts: Sequence[float], scale: str,
+@for_readers
+def fig_memory_curves(records: Sequence[Mapping[str, Any]], dts: Sequence[float],
                       ref: Mapping[tuple, Sequence[float]] | None = None,
                       ref_delays: Sequence[int] = ()) -> plt.Figure:
     """M[tau] (top) and the cumulative capacity sum_{tau' <= tau} M (bottom) per dt,
     one curve per initialisation; optional reference points (markers)."""
-    fig, axes = plt.subplots(2, len(dts), figsize=(4.2 * len(dts), 6.4), squeeze=False,
+    fig, axes = plt.subplots(2, len(dts), figsize=(7.7, 5.6), squeeze=False,
                              sharex=True)
     for col, dt in enumerate(dts):
         top, bottom = axes[0, col], axes[1, col]
@@ -82,80 +84,86 @@ def fig_memory_curves(records: Sequence[Mapping[str, Any]], dts: Sequence[float]
                 if pts:
                     top.scatter(*zip(*pts), marker="x", color=color, s=30, zorder=4)
         top.set_xscale("log")
-        top.set_title(f"dt = {dt}", fontsize=10)
+        top.set_title(f"Δ = {dt}")
         top.set_ylim(-0.02, 1.02)
-        bottom.set_xlabel("delay tau (log axis, from 1)")
+        bottom.set_xlabel("delay τ")
         top.grid(alpha=0.3)
         bottom.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("memory function M[tau]")
+    axes[0, 0].set_ylabel("M[τ]")
     axes[1, 0].set_ylabel("cumulative capacity")
-    axes[0, 0].legend(fontsize=8)
-    suptitle(fig, f"Memory function of the initialisations ({scale})", fontsize=10)
+    axes[0, 0].legend(fontsize=9)
+    fig.suptitle("Memory function of the initialisations")
     fig.tight_layout()
     return fig
 
 
-def fig_simulation_check(record: Mapping[str, Any], scale: str) -> plt.Figure:
+@for_readers
+def fig_simulation_check(record: Mapping[str, Any]) -> plt.Figure:
     """Formula vs white-noise simulation, diagonal S4D vs dense S4 with the same spectrum."""
     m, c = record["metrics"], record["config"]
     d = np.array(m["delay"])
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
-    ax.plot(d, m["formula"], color="k", lw=1.5, label="formula, eigenvalues of the S4D")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(7.7, 4.4), layout="constrained")
+    ax.plot(d, m["formula"], color="k", lw=1.5, label="formula, S4D eigenvalues")
     ax.plot(d, m["formula_dense_eigs"], color="C1", ls="--", lw=1.5,
-            label="formula, eigenvalues of the dense A_bar")
+            label="formula, dense eigenvalues")
     ax.scatter(d, m["sim_diag"], marker="o", s=28, facecolors="none", edgecolors="C0",
-               label="simulation + least squares, S4D")
-    ax.scatter(d, m["sim_dense"], marker="x", s=22, color="C3", label="simulation + least squares, dense S4")
+               label="simulation, S4D")
+    ax.scatter(d, m["sim_dense"], marker="x", s=22, color="C3", label="simulation, dense S4")
     ax.set_xscale("symlog", linthresh=1)
     ax.set_xlim(left=0)
-    ax.set_xlabel("delay tau (linear up to 1, then log)")
-    ax.set_ylabel("M[tau]")
-    ax.legend(fontsize=8)
-    ax.set_title(f"{c['init']}, N={c['N']}, T={c['T']}, dt={c['dt']}", fontsize=9)
-    for key, style, label in (("sim_diag", "o", "simulation S4D"), ("sim_dense", "x", "simulation dense S4"),
-                              ("gramian_dense", "s", "Gramian of the dense impulse response")):
+    ax.set_xlabel("delay τ")
+    ax.set_ylabel("M[τ]")
+    ax.legend()
+    ax.set_title(f"{_label(c['init'])}, N = {c['N']}")
+    for key, style, label in (("sim_diag", "o", "simulation, S4D"),
+                              ("sim_dense", "x", "simulation, dense S4"),
+                              ("gramian_dense", "s", "dense impulse response")):
         ax2.plot(d, np.abs(np.array(m[key]) - np.array(m["formula"])), style, ms=6 if style == "o" else 4,
                  mfc="none" if style == "o" else None, label=label)
     ax2.set_yscale("log")
     ax2.set_xscale("symlog", linthresh=1)
     ax2.set_xlim(left=0)
-    ax2.set_xlabel("delay tau (linear up to 1, then log)")
+    ax2.set_xlabel("delay τ")
     ax2.set_ylabel("|difference from the formula|")
-    ax2.legend(fontsize=8)
-    suptitle(fig, f"S4 = S4D: same spectrum, same memory ({scale})", fontsize=10)
-    fig.tight_layout()
+    ax2.set_title("differences")
+    fig.legend(*ax2.get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               frameon=False)
+    fig.suptitle("S4 = S4D: same spectrum, same memory")
     return fig
 
 
+@for_readers
 def fig_legs(A_legs: np.ndarray, lambda_legs: np.ndarray, Lambda_inv: np.ndarray,
-             Lambda_legs_normal: np.ndarray, scale: str) -> plt.Figure:
+             Lambda_legs_normal: np.ndarray) -> plt.Figure:
     """The HiPPO-LegS matrix and the continuous-time spectra of LegS, S4D-LegS and S4D-Inv."""
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1, 1.5]})
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(7.7, 4.4), gridspec_kw={"width_ratios": [1, 1.5]},
+                                  layout="constrained")
     lim = np.max(np.abs(A_legs))
     im = ax.imshow(A_legs, cmap="RdBu_r", vmin=-lim, vmax=lim)
     fig.colorbar(im, ax=ax, shrink=0.8)
-    ax.set_title(f"HiPPO-LegS A (N={A_legs.shape[0]}): lower triangular", fontsize=9)
+    ax.set_title(f"LegS A, N = {A_legs.shape[0]}")
     ax2.scatter(lambda_legs.real, lambda_legs.imag, s=14, color=COLORS["real"],
-                label="eigenvalues of LegS A: -1..-N (S4D-Real formula, N values)")
+                label="LegS A: -1 to -N")
     ax2.scatter(Lambda_legs_normal.real, Lambda_legs_normal.imag, s=30, marker="o",
-                facecolors="none", edgecolors="k", label="normal part A + PP^T: S4D-LegS")
+                facecolors="none", edgecolors="k", label="its normal part: S4D-LegS")
     ax2.scatter(Lambda_inv.real, Lambda_inv.imag, s=10, marker="x", color=COLORS["inv"],
                 label="S4D-Inv")
     ax2.set_yscale("symlog", linthresh=1)
-    ax2.set_xlabel("Re lambda")
-    ax2.set_ylabel("Im lambda (symlog; one member per pair)")
-    ax2.legend(fontsize=8)
+    ax2.set_xlabel("Re λ")
+    ax2.set_ylabel("Im λ (one per pair)")
+    fig.legend(*ax2.get_legend_handles_labels(), loc="outside lower center", ncol=3,
+               frameon=False)
     ax2.grid(alpha=0.3)
-    suptitle(fig, f"HiPPO-LegS and S4D spectra ({scale})", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle("HiPPO-LegS and S4D spectra")
     return fig
 
 
-def fig_readout_gd(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figure:
+@for_readers
+def fig_readout_gd(records: Sequence[Mapping[str, Any]]) -> plt.Figure:
     """Gradient descent on the readout for a teacher at one delay: share of the teacher's
     variance explained (population and held-out sample), distance to theta*, and the
     projector column through which the teacher enters the gradient."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(7.7, 3.9), layout="constrained")
     for r in records:
         c, m = r["config"], r["metrics"]
         color = COLORS.get(c["init"], "k")
@@ -164,37 +172,33 @@ def fig_readout_gd(records: Sequence[Mapping[str, Any]], scale: str) -> plt.Figu
         r2_pop = 1.0 - np.array(m["pop_loss"]) / m["pop_loss"][0]
         r2_test = 1.0 - np.array(m["emp_test_loss"]) / m["emp_test_loss"][0]
         lab = _label(c["init"])
-        axes[0].plot(x, r2_pop, color=color, label=f"{lab}: expected loss")
-        axes[0].plot(x, r2_test, color=color, ls=":", label=f"{lab}: held-out sample")
+        axes[0].plot(x, r2_pop, color=color, label=f"{lab}, expected loss")
+        axes[0].plot(x, r2_test, color=color, ls=":", label=f"{lab}, held-out sample")
         axes[0].axhline(m["M_teacher"], color=color, lw=0.8, ls="--")
         later = steps >= 1
-        axes[1].plot(steps[later], np.array(m["theta_norm"])[later], color=color, label=f"{lab}: ||theta||")
+        axes[1].plot(steps[later], np.array(m["theta_norm"])[later], color=color)
         axes[1].axhline(np.linalg.norm(m["theta_star"]), color=color, ls="--", lw=0.8)
         d = np.array(m["delay"])
-        axes[2].plot(d, np.abs(m["column"]), color=color, label=lab)
+        axes[2].plot(d, np.abs(m["column"]), color=color)
     tau0 = records[0]["config"]["teacher_delay"]
     axes[0].set_xscale("log")
-    axes[0].set_xlabel("gradient-descent step")
-    axes[0].set_ylabel("teacher variance explained, 1 - L/L(0)")
-    axes[0].set_title("dashed: M[tau0], the most any readout can explain", fontsize=9)
-    axes[0].legend(fontsize=7)
+    axes[0].set_xlabel("step")
+    axes[0].set_ylabel("variance explained")
+    axes[0].set_title("explained (dashed: M[τ₀])")
     axes[1].set_xscale("log")
     axes[1].set_yscale("log")
-    axes[1].set_xlabel("gradient-descent step")
+    axes[1].set_xlabel("step")
     axes[1].set_ylabel("readout norm")
-    axes[1].legend(fontsize=7)
-    axes[1].set_title("expected-loss run; dashed: ||theta*||", fontsize=9)
+    axes[1].set_title("‖θ‖ (dashed: ‖θ*‖)")
     axes[2].axvline(tau0, color="0.5", lw=0.8, ls="--")
     axes[2].set_yscale("log")
     axes[2].set_ylim(1e-12, 2)
-    axes[2].set_xlabel("delay tau")
-    axes[2].set_ylabel(f"|P[tau, {tau0}]|")
-    axes[2].set_title(f"how a teacher at tau0={tau0} enters the gradient", fontsize=9)
-    axes[2].legend(fontsize=7)
-    c0 = records[0]["config"]
-    suptitle(fig, f"Readout learning with N={c0['N']}, T={c0['T']}, dt={c0['dt']}, teacher "
-                 f"y_t = u_(t-{tau0}) ({scale})", fontsize=10)
-    fig.tight_layout()
+    axes[2].set_xlabel("delay τ")
+    axes[2].set_ylabel(f"|P[τ, {tau0}]|")
+    axes[2].set_title("the teacher in the gradient")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2,
+               frameon=False)
+    fig.suptitle(f"Readout learning, teacher at delay {tau0}")
     return fig
 
 
@@ -229,7 +233,7 @@ def fig_explorer(mu: np.ndarray, delay: np.ndarray, memory: np.ndarray, cumulati
     return fig
 
 
-def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float], scale: str):
+def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float]):
     """Offline slider figure: one slider step per dt; per initialisation the spectrum on the
     unit disk, M[tau], the cumulative capacity and the gradient weighting |P[tau, T/2]|."""
     import plotly.graph_objects as go
@@ -275,17 +279,17 @@ def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float], 
                 ys.append(list(y))
         steps.append(dict(method="update", label=f"{dt:g}",
                           args=[{"x": xs, "y": ys},
-                                {"title.text": f"dt = {dt:g}: N={c0['N']}, T={c0['T']} ({scale})"},
+                                {"title.text": f"Δ = {dt:g}"},
                                 trace_ids]))
     fig.update_layout(
         sliders=[dict(active=0, currentvalue=dict(prefix="dt = "), pad=dict(t=40), steps=steps)],
-        title=dict(text=f"dt = {first:g}: N={c0['N']}, T={c0['T']} ({scale})", font=dict(size=13)),
+        title=dict(text=f"Δ = {first:g}", font=dict(size=13)),
         width=760, height=800, margin=dict(l=45, r=15, t=110, b=40),
         legend=dict(orientation="h", x=0, y=1.1, yanchor="bottom"))
     fig.update_xaxes(range=[-1.1, 1.1], row=1, col=1)
     fig.update_yaxes(range=[-1.1, 1.1], scaleanchor="x", row=1, col=1)
     for row, col in ((1, 2), (2, 1), (2, 2)):
-        fig.update_xaxes(type="log", title_text="delay tau", row=row, col=col)
+        fig.update_xaxes(type="log", title_text="delay τ", row=row, col=col)
     fig.update_yaxes(range=[-0.02, 1.02], row=1, col=2)
     fig.update_yaxes(type="log", range=[-12, 0.3], row=2, col=2)
     fig.update_xaxes(type="linear", row=2, col=2)

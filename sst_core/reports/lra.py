@@ -221,48 +221,6 @@ def fit_curves(records: list[dict[str, Any]]) -> dict[str, Any]:
             "val_gain_last": _median(gain_last), "val_gain_late": _median(gain_late)}
 
 
-def overfit_text(rows: list[dict[str, Any]]) -> str:
-    """A sentence on the rows of :func:`lra_fit` (its ``data``) whose runs mostly overfit
-    (:func:`fit_curves`), or that none did."""
-    overfitting = [d for d in rows if d["runs"] and d["overfit"] * 2 > d["runs"]]
-    if not overfitting:
-        return "By this rule no task's runs mostly overfit."
-    return ("Most learned S4D-Inv runs overfit on " + "; ".join(
-        f"{d['task']} with {d['n_train']:,.0f} examples: {d['overfit']} of {d['runs']} runs "
-        f"(train loss {d['train_first']:.2f} to {d['train_last']:.2f}, test loss from "
-        f"{d['test_min']:.2f} at epoch {d['test_min_epoch']:g} to {d['test_last']:.2f})"
-        for d in overfitting) + ". Where they do, the training set, not the number of "
-        "epochs, limits what the task shows at this scale: LRA trains on 96,000 to 160,000 "
-        "examples per task, and more epochs on the same examples would mostly memorise them "
-        "further.")
-
-
-def still_falling_text(rows: list[dict[str, Any]]) -> str:
-    """A sentence on the rows of :func:`lra_fit` (its ``data``) whose runs were mostly
-    still learning when their epochs ran out (:func:`fit_curves`), or that none were."""
-    falling = [d for d in rows if d["runs"] and d["still_falling"] * 2 > d["runs"]]
-    if not any(d["runs"] for d in rows):
-        return ""
-    if not falling:
-        return ("No task's runs were mostly still learning at their last epoch: the test "
-                "loss had reached its smallest before the epochs ran out.")
-    gains = [d for d in falling if d.get("val_gain_late") is not None]
-    return ("Still learning when the epochs ran out (smallest test loss at the last epoch): "
-            + "; ".join(f"{d['task']} with {d['n_train']:,.0f} examples, {d['still_falling']} "
-                        f"of {d['runs']} runs" for d in falling)
-            + ". Their accuracies are what the profile's epoch budget reached: the test "
-              "loss had not levelled off, and more epochs might raise them."
-            + (" Their validation accuracy rose by a median of "
-               + "; ".join(f"{_signed(d['val_gain_late'])} over the last {LATE_EPOCHS} epochs "
-                           f"and {_signed(d['val_gain_last'])} over the last one ({d['task']}, "
-                           f"{d['n_train']:,.0f} examples)"
-                           for d in gains)
-               + "; the cosine schedule takes the learning rate to zero over those "
-                 "epochs, so a flattening there is the schedule's as much as the task's: a "
-                 "longer schedule, not more epochs at its end, is what might raise them."
-               if gains else ""))
-
-
 def lra_fit(P: Profile, root=None) -> Table:
     """Per task and training-set size, how the learned S4D-Inv runs fit
     (:func:`fit_curves`) and the best test accuracy they reach beside chance: whether the
@@ -276,7 +234,7 @@ def lra_fit(P: Profile, root=None) -> Table:
     cols = ["task", "training examples", "runs", "best test accuracy (chance)",
             "train loss: first → last epoch", "test loss: smallest (epoch) → last epoch",
             f"validation accuracy: gain over the last {LATE_EPOCHS} epochs (last one)",
-            "runs that overfit"]
+            "runs that overfit", "runs still learning at the last epoch"]
     rows, data = [], []
     for task, size in dict.fromkeys((c.task, c.n_train) for c in cfgs):
         recs = [rec for _, rec in ok.get((task, size), [])]
@@ -294,10 +252,10 @@ def lra_fit(P: Profile, root=None) -> Table:
                          f"{f['test_min']:.3f} ({f['test_min_epoch']:g}) → {f['test_last']:.3f}",
                          "—" if f["val_gain_late"] is None else
                          f"{_signed(f['val_gain_late'])} ({_signed(f['val_gain_last'])})",
-                         f"{f['overfit']} of {f['runs']}"])
+                         f"{f['overfit']} of {f['runs']}", f"{f['still_falling']} of {f['runs']}"])
         else:
             what = "missing" if st.get("missing") else "failed"
-            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—", "—"])
+            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—", "—", "—"])
         data.append({"task": task, "n_train_asked": size, "n_train": n_train,
                      "best_test_accuracy": best, "chance": chance, **f})
     note = ("Learned S4D-Inv runs of each task (main table, probes and data probes: "
@@ -306,72 +264,13 @@ def lra_fit(P: Profile, root=None) -> Table:
             "medians over their seeds; the training examples are those the task has (digits "
             "has fewer than the profile asks). A run overfits when its last epoch's test "
             f"loss is more than {OVERFIT_RISE:.0%} above its smallest while its train loss "
-            "fell. Test accuracy is read at the epoch of best validation accuracy. The "
+            "fell; it is still learning when its smallest test loss is at its last epoch. "
+            "Test accuracy is read at the epoch of best validation accuracy. The "
             "validation accuracy's gains are medians over the runs; the learning rate "
             "follows a cosine schedule that reaches zero at the last epoch. Scale: "
             f"{P.scale(*LRA_SCALE_KNOBS)}.")
     return Table("How the learned S4D-Inv runs fit their training sets", cols, rows, note,
                  ids, data)
-
-
-def model_size_text(P: Profile) -> str:
-    """The classifiers' sizes at profile ``P``: the common one, then any task's own, e.g.
-    "2 layers of H = 32 (pathfinder: 4 of 64)"."""
-    sizes = {t: P.lra_model_size(t) for t in P.lra_tasks + P.lra_probe_tasks}
-    own = [f"{t}: {layers} of {H}" for t, (H, layers) in sizes.items()
-           if (H, layers) != (P.lra_H, P.lra_layers)]
-    return _layers(P.lra_layers, P.lra_H) + (f" ({', '.join(own)})" if own else "")
-
-
-def _layers(n: int, H: int) -> str:
-    return f"{n} layer{'' if n == 1 else 's'} of H = {H}"
-
-
-def pathfinder_text(P: Profile) -> str:
-    """What the chapter says of Pathfinder at profile ``P``: run only as a probe, or on a
-    training set of its own size; empty when it runs like every other task."""
-    n = P.lra_train_size("pathfinder")
-    if "pathfinder" not in P.lra_tasks and "pathfinder" in P.lra_probe_tasks:
-        H, layers = P.lra_model_size("pathfinder")
-        return (f"At profile {P.name}, Pathfinder runs only as a probe (learned S4D-Inv, seeds "
-                f"{', '.join(map(str, P.lra_seeds[:2]))}, {n:,} generated images, "
-                f"{_layers(layers, H)}): its full grid does not fit the profile's budget, and "
-                "the probe says whether the task is learned at this scale at all (the claims "
-                "table below).")
-    if "pathfinder" in P.lra_tasks and n != P.lra_n_train:
-        return (f"At profile {P.name}, Pathfinder trains on {n:,} generated images where the "
-                f"other tasks have {P.lra_n_train:,} examples" + (
-                    f": the fitting table below shows what learned S4D-Inv reaches on "
-                    f"{P.lra_n_train:,}." if "pathfinder" in P.lra_probe_tasks else "."))
-    return ""
-
-
-def other_sizes_text(P: Profile, rows: list[dict[str, Any]]) -> str:
-    """A sentence on the learned S4D-Inv runs of :func:`lra_fit` (its ``data``) whose
-    training set is not their task's own size (``P.lra_train_size``): the data probes
-    (more examples) and the probes on the common size of a task that trains on more, each
-    beside what the task's own size reaches."""
-    parts = []
-    for d in rows:
-        own = P.lra_train_size(d["task"])
-        if d["n_train_asked"] == own:
-            continue
-        what = "data probe" if d["n_train_asked"] > own else "probe"
-        if not d["runs"]:
-            parts.append(f"the {d['task']} {what} ({d['n_train_asked']:,} examples) has no "
-                         "stored run yet")
-            continue
-        base = next((b for b in rows if b["task"] == d["task"] and b["runs"]
-                     and b["n_train_asked"] == own), None)
-        parts.append(
-            f"with {d['n_train']:,.0f} examples ({what}) {d['task']} reaches "
-            f"{d['best_test_accuracy']:.3f} against chance {d['chance']:.3f}"
-            + (f" ({base['best_test_accuracy']:.3f} with its own {base['n_train']:,.0f})"
-               if base else "")
-            + (", and overfits" if d["overfit"] else ", without overfitting"))
-    if not parts:
-        return "This profile trains every task on one training-set size only."
-    return "Learned S4D-Inv on other training-set sizes: " + "; ".join(parts) + "."
 
 
 def _chance(records: list[dict[str, Any]]) -> tuple[float | None, float | None]:
@@ -586,19 +485,50 @@ def claim_counts(data: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
                 "judged": sum(d[k] is not None for d in rows)} for k in LRA_CLAIMS}
 
 
-def claim_counts_text(counts: dict[str, dict[str, int]], separator: str = "; ") -> str:
-    """:func:`claim_counts` as a chapter says it: "claim 1 (frozen ≥ learned) holds on 0,
-    ties on 2 and fails on 0 of 2 tasks", "... judged on no task" for a claim no task
-    could judge, and one sentence when no claim could be judged at all (no task learned
-    above chance, or not every run a claim compares stored yet)."""
-    if not any(c["judged"] for c in counts.values()):
-        return ("no claim judged on any task (none is learned above chance with every run "
-                "a claim compares stored)")
-    return separator.join(
-        f"claim {i} ({LRA_CLAIMS[k]}) " + (
-            f"holds on {c['holds']}, ties on {c['tie']} and fails on {c['fails']} of "
-            f"{c['judged']} tasks" if c["judged"] else "judged on no task")
-        for i, (k, c) in enumerate(counts.items(), 1))
+def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
+    """:func:`claim_counts` as a table: per claim of :data:`LRA_CLAIMS`, the tasks on which
+    it holds, ties and fails, and how many could be judged."""
+    cols = ["claim", "holds", "ties", "fails", "tasks judged"]
+    rows = [[f"{i}: {LRA_CLAIMS[k]}", c["holds"], c["tie"], c["fails"], c["judged"]]
+            for i, (k, c) in enumerate(counts.items(), 1)]
+    data = [{"claim": k, **c} for k, c in counts.items()]
+    return Table("The paper's claims over the tasks", cols, rows, "", [], data)
+
+
+# the published scale of the LRA experiments, beside a profile's: the LRA benchmark's sizes
+# (Tay et al. 2021) and the paper's S4D models (the ListOps size: H = 128, N = 64, 8
+# layers), as this chapter has quoted them; the paper does not give its epochs here
+PAPER_SCALE = {"training examples": "96,000 to 160,000", "ListOps length": "up to 2,000",
+               "images": "CIFAR, 32 x 32", "layers": "6 to 8", "width H": "128 to 512",
+               "seeds": "6"}
+
+
+def scale_table(P: Profile) -> Table:
+    """The scale of profile ``P``'s LRA runs beside the paper's (:data:`PAPER_SCALE`):
+    training examples, sequence and image sizes, model size, epochs and seeds, with a
+    task's own size where it has one (``P.lra_task_n_train``, ``lra_task_H``,
+    ``lra_task_layers``)."""
+    tasks = list(dict.fromkeys(P.lra_tasks + P.lra_probe_tasks))
+
+    def per_task(common: Any, own: Any) -> str:
+        extra = [f"{t}: {own(t):,}" for t in tasks if own(t) != common]
+        return f"{common:,}" + (f" ({', '.join(extra)})" if extra else "")
+
+    rows = [["training examples", per_task(P.lra_n_train, P.lra_train_size),
+             PAPER_SCALE["training examples"]],
+            ["ListOps length", f"up to {P.lra_listops_max_len:,}", PAPER_SCALE["ListOps length"]],
+            ["images", f"digits, {P.lra_image_side} x {P.lra_image_side}",
+             PAPER_SCALE["images"]],
+            ["layers", per_task(P.lra_layers, lambda t: P.lra_model_size(t)[1]),
+             PAPER_SCALE["layers"]],
+            ["width H", per_task(P.lra_H, lambda t: P.lra_model_size(t)[0]),
+             PAPER_SCALE["width H"]],
+            ["state size N", f"{P.lra_N}", "64"],
+            ["epochs", f"{P.lra_epochs}", "—"],
+            ["seeds", f"{len(P.lra_seeds)}", PAPER_SCALE["seeds"]]]
+    data = [{"quantity": r[0], "ours": r[1], "paper": r[2]} for r in rows]
+    return Table("This book's scale against the paper's", ["", "ours", "paper"], rows, "",
+                 [], data)
 
 
 def lra_claims(P: Profile, root=None) -> Table:
@@ -715,23 +645,6 @@ def lra_claims(P: Profile, root=None) -> Table:
             "frozen than learned. '—': runs missing. "
             f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
-
-
-def margin_text(rows: list[dict[str, Any]]) -> str:
-    """A sentence of :func:`lra_claims`'s chance and margin per task with runs, and the
-    data probe's accuracy where a task has one."""
-    parts = []
-    for d in rows:
-        if d["margin"] is None:
-            continue
-        text = (f"{d['task']}: chance {d['chance']:.3f}, learned S4D-Inv "
-                f"{d['learned_inv_best']:.3f} ({d['margin']:+.3f})")
-        more = d.get("data_probe")
-        if more is not None:
-            text += (f", and {more['best']:.3f} with {more['n_train']:,} training examples "
-                     f"(chance {more['chance']:.3f})")
-        parts.append(text)
-    return "; ".join(parts) or "no task has runs yet"
 
 
 # -- the memory-horizon task (delayed recall at lag tau) ----------------------------------
@@ -946,3 +859,46 @@ def memory_horizon_noise(P: Profile, root=None) -> Table:
             f"{P.scale('horizon_N', 'horizon_H', 'horizon_steps', 'horizon_batch', 'horizon_n_test')}.")
     return Table("Memory read with noise against delayed-recall accuracy", cols, rows, note,
                  ids + nids, cells + level_data)
+
+
+HORIZON_CLAIMS = {"dead_memory_stays_at_chance": "memory gone at initialisation: learned "
+                                                 "accuracy stays at chance",
+                  "dead_memory_is_not_learned": "memory gone at initialisation: learning "
+                                                "does not bring it back",
+                  "live_memory_is_used": "memory present at initialisation: accuracy above "
+                                         "chance",
+                  "frozen_memory_unchanged": "a frozen spectrum keeps its memory exactly"}
+
+
+def _cell_name(init: str, frozen: bool, tau: int) -> str:
+    return f"{INIT_NAMES[init]} {'frozen' if frozen else 'learned'}, τ = {tau}"
+
+
+def horizon_claims_table(data: list[dict[str, Any]]) -> Table:
+    """The claims of :func:`memory_horizon` (its ``data``) as a table: the claim in words,
+    the cells it is about, whether it holds, and the cells where it does not."""
+    claims = [d for d in data if d["kind"] == "claim"]
+    rows = [[HORIZON_CLAIMS[c["claim"]], c["n_cells"],
+             "no cell qualifies" if c["holds"] is None else
+             "holds" if c["holds"] else "does not hold",
+             "; ".join(_cell_name(*f) for f in c["failing"]) or "—"] for c in claims]
+    return Table("Delayed recall: the claims", ["claim", "cells", "verdict",
+                                                "cells where it does not hold"], rows, "",
+                 [], claims)
+
+
+def live_but_at_chance(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of :func:`memory_horizon_noise`'s ``data``: the cells the exact memory function
+    counts as live (at least :data:`MF_LIVE`) that stay at chance (``stuck``, as
+    [init, frozen, tau]), and those of them whose memory read with noise is below
+    :data:`MF_LIVE` at every noise level (``explained``)."""
+    levels = [d for d in data if d["kind"] == "level"]
+    cells = [d for d in data if d["kind"] == "cell"]
+    if not levels:
+        return {"stuck": [], "explained": []}
+    exact, noisy = levels[0], levels[1:]
+    stuck = [c for c in cells if [c["init"], c["frozen"], c["tau"]] in exact["live_failing"]]
+    explained = [c for c in stuck if all(c["memory"][d["noise"]] is not None
+                                         and c["memory"][d["noise"]] < MF_LIVE for d in noisy)]
+    key = lambda c: [c["init"], c["frozen"], c["tau"]]  # noqa: E731
+    return {"stuck": [key(c) for c in stuck], "explained": [key(c) for c in explained]}

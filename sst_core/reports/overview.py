@@ -1,132 +1,218 @@
-"""The book's results at a glance: one row per headline result of the two papers, ours
-beside the paper's, read from the same reports the chapters show (nothing is computed
-here that a chapter does not compute too).
+"""The book's verdict: one row per headline result of the two papers, the paper's value,
+ours and a verdict (*agrees*, *close* or *differs*), read from the same reports the
+chapters show (nothing is computed here that a chapter does not compute too).
 
-:func:`overview` takes, per chapter, the profiles to read (the one the chapter shows and,
-where a larger sweep is under way, that one too), so that a reader sees both the complete
-smaller table and the larger one so far, each labelled with its profile and how many of its
-runs are stored.
+The verdict follows one rule, fixed before any of our numbers were looked at and applied
+here by code (the page "Results at a glance" says it in words):
+
+- a table of lengths m_p (Tables 2 and 3): a cell agrees when our m_p equals the paper's,
+  is close when it is :data:`~sst_core.reports.paper1.CLOSE_LENGTHS` evaluated length
+  away, and differs otherwise (:func:`sst_core.reports.paper1.agreement`); the table
+  agrees when every cell agrees, is close when no cell differs, and differs otherwise
+  (:func:`verdict_of_cells`);
+- an estimate with an interval (Figure 4's r): agrees when the paper's value lies inside
+  our 95% interval, is close when it lies inside that interval widened to
+  :data:`CLOSE_WIDTH` times its width about our estimate, differs otherwise
+  (:func:`verdict_of_interval`);
+- an identity (S4 = S4D): agrees when the two sides differ by at most
+  :data:`IDENTITY_TOL`, differs otherwise (:func:`verdict_of_identity`);
+- a claim judged task by task or cell by cell (LRA, delayed recall): agrees when it holds
+  wherever it can be judged, is close when it ties somewhere and fails nowhere, differs
+  when it fails somewhere (:func:`verdict_of_claim`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Mapping
 
 from sst_core.reports import Table
 from sst_core.spec.profiles import Profile
 
-# chapter -> the headline results it holds (the report behind each row is in _ROWS)
-CHAPTER_RESULTS: dict[str, tuple[str, ...]] = {
-    "p1_table2": ("table2",),
-    "p1_table3": ("table3",),
-    "p1_diagnostics": ("figure4",),
-    "p2_memory": ("s4_is_s4d",),
-    "p2_lra": ("lra_claims", "memory_horizon"),
-}
+VERDICTS = ("agrees", "close", "differs")
+# an identity computed in float64 from a matrix of a few dozen rows holds to rounding,
+# about 1e-13; anything above 1e-9 is a real difference
+IDENTITY_TOL = 1e-9
+# an estimate is close when the paper's value lies in our 95% interval widened to this many
+# times its width about our estimate
+CLOSE_WIDTH = 2.0
 
 
-@dataclass(frozen=True)
-class Source:
-    """One profile's records of one chapter: ``stored`` of ``total`` runs."""
-
-    chapter: str
-    profile: Profile
-    stored: int
-    total: int
-
-    def label(self) -> str:
-        done = "all" if self.stored == self.total else f"{self.stored} of"
-        meaningless = "; numbers meaningless at this scale" if self.profile.name == "smoke" else ""
-        return f"`{self.profile.name}` ({done} {self.total} runs{meaningless})"
+def verdict_of_cells(agree: int, close: int, differ: int) -> str | None:
+    """A table's verdict from its cells' (``agree``, ``close``, ``differ``); None for a
+    table with no cell compared."""
+    if min(agree, close, differ) < 0:
+        raise ValueError(f"cell counts cannot be negative: {agree}, {close}, {differ}")
+    if agree + close + differ == 0:
+        return None
+    return "differs" if differ else "close" if close else "agrees"
 
 
-def _table2(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
-    from sst_core.reports.paper1 import agreement_counts, table2
-
-    c = agreement_counts(table2(P, root).data)
-    return ("Table 2: the longest length each architecture tracks (m_p), C2 / C6 / S3",
-            f"{c['exact']} of the paper's {c['reported']} cells computed here agree exactly, "
-            f"{c['by_class']} by class (fail / 60 / 100-600 / 700-1000)",
-            "the published table", c)
-
-
-def _table3(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
-    from sst_core.reports.paper1 import agreement_counts, table3
-
-    c = agreement_counts(table3(P, root).data)
-    return ("Table 3: the nonlinearity family on S3",
-            f"{c['exact']} of {c['reported']} rows agree exactly", "the published table", c)
+def verdict_of_interval(paper: float, lo: float | None, hi: float | None,
+                        estimate: float | None) -> str | None:
+    """An estimate's verdict: the paper's value inside ``[lo, hi]`` (agrees), inside the
+    interval widened to :data:`CLOSE_WIDTH` times its width about ``estimate`` (close),
+    or neither (differs); None without an estimate or interval."""
+    if estimate is None or lo is None or hi is None:
+        return None
+    if lo > hi:
+        raise ValueError(f"an interval needs lo <= hi, got [{lo}, {hi}]")
+    if lo <= paper <= hi:
+        return "agrees"
+    half = CLOSE_WIDTH * (hi - lo) / 2
+    return "close" if abs(paper - estimate) <= half else "differs"
 
 
-def _figure4(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+def verdict_of_identity(gap: float | None) -> str | None:
+    """An identity's verdict from the largest gap between its two sides."""
+    if gap is None:
+        return None
+    return "agrees" if abs(gap) <= IDENTITY_TOL else "differs"
+
+
+def verdict_of_claim(holds: int, ties: int, fails: int) -> str | None:
+    """A claim's verdict from where it ``holds``, ``ties`` and ``fails``; None when it
+    could be judged nowhere."""
+    if holds + ties + fails == 0:
+        return None
+    return "differs" if fails else "close" if ties else "agrees"
+
+
+def table2_cells(data) -> dict[str, int]:
+    """Of the Table 2 (or 3) cells the paper reports and we computed: how many agree, are
+    close and differ (the ``agreement`` of :func:`sst_core.reports.paper1.table2`'s data)."""
+    cells = [d for d in data if d["paper_reported"] and d["status"] in ("ok", "fail")]
+    return {k: sum(d["agreement"] == k for d in cells) for k in ("agree", "close", "differ")}
+
+
+def cells_text(counts: dict[str, int], unit: str) -> str:
+    """A table's cell counts as its row shows them: "48 cells: 31 the same, 6 one length
+    away, 11 further" (parts with no cell left out)."""
+    n = sum(counts.values())
+    if not n:
+        return f"no {unit} computed"
+    parts = [f"{counts['agree']} the same"] + [
+        f"{counts[k]} {what}" for k, what in (("close", "one length away"),
+                                              ("differ", "further")) if counts[k]]
+    return f"{n} {unit}: " + ", ".join(parts)
+
+
+# -- one function per result: (paper, ours, verdict, values) ------------------------------
+
+def _table2(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+    from sst_core.reports.paper1 import table2
+
+    c = table2_cells(table2(P, root).data)
+    return "m_p per cell", cells_text(c, "cells"), verdict_of_cells(
+        c["agree"], c["close"], c["differ"]), c
+
+
+def _table3(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+    from sst_core.reports.paper1 import table3
+
+    c = table2_cells(table3(P, root).data)
+    return "m_p per row", cells_text(c, "rows"), verdict_of_cells(
+        c["agree"], c["close"], c["differ"]), c
+
+
+def _figure4(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.error_control import figure4_table
 
     d = figure4_table(P, root).data[0]
     paper = d["paper"]
-    interval = "" if d["r_lo"] is None else f" [{d['r_lo']:.2f}, {d['r_hi']:.2f}]"
-    ours = ("no model qualifies yet" if d["r"] is None else
-            f"r = {d['r']:.2f}{interval} over {d['n']} models")
-    return ("Figure 4: log T_cross against log m_p (Pearson r, bootstrap 95% interval)", ours,
-            f"r = {paper['r']} over {paper['n']} models",
-            {"r": d["r"], "r_lo": d["r_lo"], "r_hi": d["r_hi"], "n": d["n"],
-             "paper_r": paper["r"], "paper_n": paper["n"]})
+    ours = ("no model qualifies" if d["r"] is None else
+            f"r = {d['r']:.2f}" + ("" if d["r_lo"] is None else
+                                   f" [{d['r_lo']:.2f}, {d['r_hi']:.2f}]")
+            + f", {d['n']} models")
+    values = {"r": d["r"], "r_lo": d["r_lo"], "r_hi": d["r_hi"], "n": d["n"],
+              "paper_r": paper["r"], "paper_n": paper["n"]}
+    return (f"r = {paper['r']}, {paper['n']} models", ours,
+            verdict_of_interval(paper["r"], d["r_lo"], d["r_hi"], d["r"]), values)
 
 
-def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.experiments.paper2 import simulation_grid
     from sst_core.reports import stored_records
     from sst_core.reports.memory import simulation_check
 
-    what = "S4 = S4D: a dense SSM and a diagonal one with one spectrum remember the same"
-    paper = "equal (a theorem: only the eigenvalues matter)"
     records = [r for r in stored_records(simulation_grid(P), root) if r["status"] == "ok"]
     if not records:
-        return what, "no stored run yet", paper, {}
+        return "equal (a theorem)", "no run", None, {}
     c = simulation_check(records[0])
-    return (what, f"memory functions equal to {c['dense_formula']:.0e} (from the dense "
-            f"matrix's eigenvalues) and {c['gramian']:.0e} (its impulse response); their "
-            f"white-noise simulations agree to {c['sim_same']:.0e}", paper, c)
+    gap = max(c["dense_formula"], c["gramian"])
+    return "equal (a theorem)", f"equal to {gap:.0e}", verdict_of_identity(gap), c
 
 
-def _lra_claims(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
-    from sst_core.reports.lra import claim_counts, claim_counts_text, lra_claims
+def _lra_claim(key: str) -> Callable[[Profile, Any], tuple[str, str, str | None, dict]]:
+    def row(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+        from sst_core.reports.lra import claim_counts, lra_claims
+        from sst_core.spec.paper_values import LRA_CLAIM_TASKS
 
-    counts = claim_counts(lra_claims(P, root).data)
-    ours = claim_counts_text(counts)
-    return ("LRA stand-ins: the paper's four claims on frozen against learned spectra", ours,
-            "all four hold on LRA", {k: {**c, "tasks": c["judged"]} for k, c in counts.items()})
+        c = claim_counts(lra_claims(P, root).data)[key]
+        cited = LRA_CLAIM_TASKS.get(key)
+        paper = "holds" + (f" ({', '.join(cited)})" if cited else "")
+        ours = (f"holds on {c['holds']}, ties on {c['tie']}, fails on {c['fails']} of "
+                f"{c['judged']} tasks" if c["judged"] else "no task judged")
+        return paper, ours, verdict_of_claim(c["holds"], c["tie"], c["fails"]), c
+    return row
 
 
-def _memory_horizon(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
+def _dead_memory(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.lra import memory_horizon
 
-    claims = [d for d in memory_horizon(P, root).data if d["kind"] == "claim"]
-    verdict = {d["claim"]: d["holds"] for d in claims}
-    word = {True: "holds", False: "does not hold", None: "not checkable"}
-    ours = "; ".join(f"{d['claim'].replace('_', ' ')}: {word[d['holds']]} ({d['n_cells']} cells)"
-                     for d in claims)
-    return ("Delayed recall: memory gone at initialisation is not learned back", ours,
-            "the paper's central claim (its worked example, not run at this scale)", verdict)
+    claims = {d["claim"]: d for d in memory_horizon(P, root).data if d["kind"] == "claim"}
+    parts = [claims["dead_memory_stays_at_chance"], claims["dead_memory_is_not_learned"]]
+    judged = [p for p in parts if p["holds"] is not None]
+    cells = max((p["n_cells"] for p in judged), default=0)
+    failing = {tuple(f) for p in judged for f in p["failing"]}
+    holds = sum(p["holds"] for p in judged)
+    ours = (f"holds in {cells - len(failing)} of {cells} cells" if judged
+            else "no cell starts without memory")
+    return ("holds (a theorem and a worked example)", ours,
+            verdict_of_claim(holds, 0, len(judged) - holds),
+            {p["claim"]: p["holds"] for p in parts} | {"cells": cells})
 
 
-_ROWS = {"table2": _table2, "table3": _table3, "figure4": _figure4, "s4_is_s4d": _s4_is_s4d,
-         "lra_claims": _lra_claims, "memory_horizon": _memory_horizon}
+# result -> (what, the chapter it is read from, the link's text, how its row is read)
+RESULTS: dict[str, tuple[str, str, str, Callable]] = {
+    "table2": ("Table 2: longest length tracked, ten architectures on C2, C6, S3",
+               "p1_table2", "Table 2", _table2),
+    "table3": ("Table 3: the nonlinearity family on S3", "p1_table3", "Table 3", _table3),
+    "figure4": ("Figure 4: T_cross predicts m_p (Pearson r of the logs)", "p1_diagnostics",
+                "Figures 1-4", _figure4),
+    "s4_is_s4d": ("Only the eigenvalues matter: S4 and S4D with one spectrum remember the same",
+                  "p2_memory", "Memory", _s4_is_s4d),
+    "lra_frozen_as_good": ("LRA claim 1: a frozen spectrum is as good as a learned one",
+                           "p2_lra", "LRA", _lra_claim("frozen_as_good")),
+    "lra_unstructured_worse": ("LRA claim 2: unstructured spectra are worse than S4D-Inv",
+                               "p2_lra", "LRA", _lra_claim("unstructured_worse")),
+    "lra_memory_not_extended": ("LRA claim 3: training does not extend memory", "p2_lra",
+                                "LRA", _lra_claim("memory_not_extended")),
+    "lra_frozen_converges_faster": ("LRA claim 4: a frozen spectrum converges faster",
+                                    "p2_lra", "LRA", _lra_claim("frozen_converges_faster")),
+    "dead_memory": ("Memory gone at initialisation is not learned back (delayed recall)",
+                    "p2_lra", "LRA", _dead_memory),
+}
+
+# chapter -> the headline results read from it, in the table's order
+CHAPTER_RESULTS: dict[str, tuple[str, ...]] = {}
+for _name, (_, _chapter, _, _) in RESULTS.items():
+    CHAPTER_RESULTS.setdefault(_chapter, ())
+    CHAPTER_RESULTS[_chapter] += (_name,)
 
 
-def overview(sources: Sequence[Source], root=None) -> Table:
-    """One row per headline result (:data:`CHAPTER_RESULTS`) and source, in order."""
-    cols = ["result", "ours", "paper", "profile (runs stored)", "chapter"]
+def overview(profiles: Mapping[str, Profile], root=None) -> Table:
+    """One row per result of :data:`RESULTS` whose chapter has a profile in ``profiles``
+    (chapter -> the profile that chapter shows), in that order: the result, the paper's
+    value, ours, the verdict (the module's rule; "not judged" where ours is missing) and a
+    link to the chapter."""
+    cols = ["result", "paper", "ours", "verdict", "chapter"]
     rows, data = [], []
-    for src in sources:
-        for result in CHAPTER_RESULTS.get(src.chapter, ()):
-            what, ours, paper, values = _ROWS[result](src.profile, root)
-            rows.append([what, ours, paper, src.label(), f"{{doc}}`{src.chapter}`"])
-            data.append({"result": result, "chapter": src.chapter, "profile": src.profile.name,
-                         "stored": src.stored, "total": src.total,
-                         "values": values})
-    note = ("Each row is read from the report its chapter shows, at the profile named (a "
-            "chapter whose larger sweep is under way has a row for that profile's records so "
-            "far); "
-            "the chapter says how the numbers were produced and why they may differ "
-            "from the paper's.")
-    return Table("Results at a glance", cols, rows, note, [], data)
+    for name, (what, chapter, link, read) in RESULTS.items():
+        if chapter not in profiles:
+            continue
+        P = profiles[chapter]
+        paper, ours, verdict, values = read(P, root)
+        rows.append([what, paper, ours, verdict or "not judged",
+                     f"{{doc}}`{link} <{chapter}>`"])
+        data.append({"result": name, "chapter": chapter, "profile": P.name,
+                     "verdict": verdict, "values": values})
+    return Table("The reproduction at a glance", cols, rows, "", [], data)
