@@ -127,8 +127,17 @@ def quiet_console(app, pagename: str, templatename: str, context: dict[str, Any]
     without a secondary sidebar (no sections) but with margin or full-width content gets an
     empty, hidden one: the theme's script assumes it exists there (a TypeError otherwise)."""
     for key in ("script_files", "css_files"):
+        seen, kept = set(), []
+        for asset in context.get(key, []):
+            # the same asset may come as filename None or "" (Sphinx's registry gives ""),
+            # and with another priority
+            what = (getattr(asset, "filename", asset) or "",
+                    tuple(sorted(getattr(asset, "attributes", {}).items())))
+            if what not in seen:
+                seen.add(what)
+                kept.append(asset)
         if key in context:
-            context[key][:] = list(dict.fromkeys(context[key]))
+            context[key][:] = kept
     body = context.get("body", "")
     classes = {c for attr in re.findall(r'class="([^"]*)"', body) for c in attr.split()}
     wide = {w for c in WIDE_CONTENT for w in (c, f"tag_{c}", c.replace("-", "_"))}
