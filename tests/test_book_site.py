@@ -211,6 +211,8 @@ def test_a_built_chapter_has_the_buttons_only_with_the_setting(tmp_path):
     for root, page in ((tmp_path / "with", with_key), (tmp_path / "without", without)):
         assert 'href="../_sources/notebooks/ch.py"' in page
         assert page.count("const THEBE_JS_URL") == 1  # twice: a SyntaxError
+        assert f'href="../_static/{site.STYLE}' in page
+        assert (root / "_build" / "html" / "_static" / site.STYLE).is_file()
         copied = jupytext.read(root / "_build" / "html" / "_sources" / "notebooks" / "ch.py")
         source = jupytext.read(root / "notebooks" / "ch.py")
         url = REPO if page is with_key else ""

@@ -20,6 +20,7 @@ extension, named in ``_config.yml`` (``sphinx: extra_extensions``).
   ``_static/html-manager/``, not under the page's folder) and typesets widget labels with
   the book's MathJax 3 (it calls MathJax 2's ``MathJax.Hub``): ``static/sst-widgets.js``,
   loaded just before the manager.
+- **Wide tables** in outputs scroll sideways instead of being cut off (``static/sst.css``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ SOURCES = "notebooks"  # the folder of the jupytext chapters, relative to the bo
 REPOSITORY_ENV = "SST_REPOSITORY_URL"
 STATIC = Path(__file__).with_name("static")  # served as _static/ beside the book's own
 WIDGET_SHIM = "sst-widgets.js"
+STYLE = "sst.css"  # after the theme's: a wide table in an output scrolls, not cut off
 
 # The first cell of every notebook a reader downloads (the executed .ipynb and the
 # jupytext .py): {clone} is filled with the repository, where one is set.
@@ -189,6 +191,7 @@ def copy_sources(app, exception) -> None:
 
 def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _config_inited)
+    app.add_css_file(STYLE)
     # after sphinx-book-theme's header buttons (priority 501)
     app.connect("html-page-context", add_source_download, priority=600)
     # after every extension has added its scripts
