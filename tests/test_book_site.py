@@ -76,7 +76,7 @@ def test_each_script_appears_once_in_its_first_place():
 
     thebe = _JavaScript(None, body="const THEBE_JS_URL = 1")
     scripts = [_JavaScript("a.js"), thebe, _JavaScript("b.js"),
-               _JavaScript(None, body="const THEBE_JS_URL = 1")]
+               _JavaScript("", body="const THEBE_JS_URL = 1", priority=400)]
     context = {"script_files": scripts, "css_files": []}
     site.quiet_console(None, "p", "page.html", context, None)
     assert context["script_files"] is scripts  # the page's own list, changed in place
@@ -210,6 +210,9 @@ def test_a_built_chapter_has_the_buttons_only_with_the_setting(tmp_path):
     assert "mybinder.org" not in without and "example-owner" not in without
     for root, page in ((tmp_path / "with", with_key), (tmp_path / "without", without)):
         assert 'href="../_sources/notebooks/ch.py"' in page
+        assert page.count("const THEBE_JS_URL") == 1  # twice: a SyntaxError
+        assert f'href="../_static/{site.STYLE}' in page
+        assert (root / "_build" / "html" / "_static" / site.STYLE).is_file()
         copied = jupytext.read(root / "_build" / "html" / "_sources" / "notebooks" / "ch.py")
         source = jupytext.read(root / "notebooks" / "ch.py")
         url = REPO if page is with_key else ""

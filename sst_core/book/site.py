@@ -20,6 +20,7 @@ extension, named in ``_config.yml`` (``sphinx: extra_extensions``).
   ``_static/html-manager/``, not under the page's folder) and typesets widget labels with
   the book's MathJax 3 (it calls MathJax 2's ``MathJax.Hub``): ``static/sst-widgets.js``,
   loaded just before the manager.
+- **Wide tables** in outputs scroll sideways instead of being cut off (``static/sst.css``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ SOURCES = "notebooks"  # the folder of the jupytext chapters, relative to the bo
 REPOSITORY_ENV = "SST_REPOSITORY_URL"
 STATIC = Path(__file__).with_name("static")  # served as _static/ beside the book's own
 WIDGET_SHIM = "sst-widgets.js"
+STYLE = "sst.css"  # after the theme's: a wide table in an output scrolls, not cut off
 
 # The first cell of every notebook a reader downloads (the executed .ipynb and the
 # jupytext .py): {clone} is filled with the repository, where one is set.
@@ -127,8 +129,17 @@ def quiet_console(app, pagename: str, templatename: str, context: dict[str, Any]
     without a secondary sidebar (no sections) but with margin or full-width content gets an
     empty, hidden one: the theme's script assumes it exists there (a TypeError otherwise)."""
     for key in ("script_files", "css_files"):
+        seen, kept = set(), []
+        for asset in context.get(key, []):
+            # the same asset may come as filename None or "" (Sphinx's registry gives ""),
+            # and with another priority
+            what = (getattr(asset, "filename", asset) or "",
+                    tuple(sorted(getattr(asset, "attributes", {}).items())))
+            if what not in seen:
+                seen.add(what)
+                kept.append(asset)
         if key in context:
-            context[key][:] = list(dict.fromkeys(context[key]))
+            context[key][:] = kept
     body = context.get("body", "")
     classes = {c for attr in re.findall(r'class="([^"]*)"', body) for c in attr.split()}
     wide = {w for c in WIDE_CONTENT for w in (c, f"tag_{c}", c.replace("-", "_"))}
@@ -180,6 +191,7 @@ def copy_sources(app, exception) -> None:
 
 def setup(app) -> dict[str, Any]:
     app.connect("config-inited", _config_inited)
+    app.add_css_file(STYLE)
     # after sphinx-book-theme's header buttons (priority 501)
     app.connect("html-page-context", add_source_download, priority=600)
     # after every extension has added its scripts

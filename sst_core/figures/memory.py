@@ -389,12 +389,10 @@ def spectrum_explorer(views: Mapping[tuple[str, int, float], Mapping[str, Any]],
         raise ValueError(f"N={N}, dt={dt} are not in the explorer's views; allowed: "
                          f"N in {data['N']}, dt in {data['dt']}")
     v = data["views"][f"{init}|{N}|{dt:g}"]
-    binned = f" (largest in bins of {data['width']})" if data["width"] > 1 else ""
-    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.1, vertical_spacing=0.2,
+    binned = f" (largest of each {data['width']})" if data["width"] > 1 else ""
+    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.12, vertical_spacing=0.2,
                         subplot_titles=("spectrum μ on the unit disk", "memory function M[τ]",
-                                        "cumulative capacity",
-                                        f"gradient weighting |P[τ, {data['teacher_delay']}]|"
-                                        + binned))
+                                        "cumulative capacity", "gradient weighting |P[τ, T/2]|"))
     t = np.linspace(0, 2 * np.pi, 200)
     fig.add_trace(go.Scatter(x=np.round(np.cos(t), 4), y=np.round(np.sin(t), 4), mode="lines",
                              line=dict(color="#999", width=1), hoverinfo="skip"), row=1, col=1)
@@ -418,21 +416,21 @@ def spectrum_explorer(views: Mapping[tuple[str, int, float], Mapping[str, Any]],
              " + ': capacity ' + v.total")
     fig.update_layout(
         title=dict(text=f"{_label(init)}, N = {N}, Δ = {dt:g}: capacity {v['total']}",
-                   font=dict(size=15), x=0.5, y=0.98),
+                   font=dict(size=15), x=0.01, xanchor="left", y=0.98),
         updatemenus=[dict(type="dropdown", direction="down", active=0, x=0, y=1.14,
                           xanchor="left", yanchor="top", font=dict(size=13),
                           buttons=[dict(method="skip", label=_label(k), args=[])
                                    for k in data["inits"]])],
         sliders=[slider("N", "N", data["N"], N, 0.0), slider("dt", "Δ", data["dt"], dt, 0.55)],
-        showlegend=False, width=760, height=760, font=dict(size=13),
+        showlegend=False, autosize=True, height=760, font=dict(size=13),
         margin=dict(l=55, r=20, t=110, b=150))
     fig.update_xaxes(range=[-1.1, 1.1], row=1, col=1)
     fig.update_yaxes(range=[-1.1, 1.1], scaleanchor="x", row=1, col=1)
     for row, col in ((1, 2), (2, 1)):
         fig.update_xaxes(type="log", title_text="delay τ", row=row, col=col)
-    fig.update_xaxes(title_text="delay τ", row=2, col=2)
+    fig.update_xaxes(title_text="delay τ" + binned, row=2, col=2)
     fig.update_yaxes(range=[-0.02, 1.02], row=1, col=2)
-    fig.update_yaxes(type="log", range=[-12, 0.3], row=2, col=2)
+    fig.update_yaxes(type="log", range=[-12, 0.3], exponentformat="power", row=2, col=2)
     script = (_EXPLORER_JS.replace("__DATA__", json.dumps(data, separators=(",", ":")))
               .replace("__N0__", str(N)).replace("__DT0__", json.dumps(f"{dt:g}"))
               .replace("__TITLE__", title))
@@ -440,5 +438,8 @@ def spectrum_explorer(views: Mapping[tuple[str, int, float], Mapping[str, Any]],
 
 
 def explorer_html(fig, script: str) -> str:
-    """The explorer as HTML for a page that serves plotly.js itself (as the book does)."""
-    return fig.to_html(full_html=False, include_plotlyjs=False, post_script=script)
+    """The explorer as HTML for a page that serves plotly.js itself (as the book does), as
+    wide as the page's column."""
+    return fig.to_html(full_html=False, include_plotlyjs=False, post_script=script,
+                       default_width="100%", default_height="760px",
+                       config={"responsive": True})
