@@ -106,7 +106,8 @@ for name, value in {
         "dg_resampled": len(paper1.resample_grid(P)), "dg_rollout": P.diag_rollout,
         "dg_samples": P.diag_samples, "dg_d_model": P.track_d_model,
         "dg_overflow_n": len(overflow),
-        "dg_overflow": "; ".join(overflow) or "none"}.items():
+        "dg_overflow": "; ".join(label_name(a) + " on " + g for a, g in
+                                 (o.rsplit(" ", 1) for o in overflow)) or "none"}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
@@ -254,7 +255,7 @@ spread = f4["resample"]["T_cross"]
 for name, value in {
         "dg_f4_table": f4_table, "dg_fig4": plots_error.fig_tcross_vs_mp(fig4_records, stats),
         "dg_f4_n": stats["n"], "dg_f4_candidates": f4["candidates"],
-        "dg_f4_archs": "; ".join(f"{label_name(k)} {v}" for k, v in
+        "dg_f4_archs": "; ".join(f"{label_name(k)}: {v}" for k, v in
                                  f4["per_architecture"].items()) or "none",
         "dg_f4_r": interval(stats["r"], stats["r_lo"], stats["r_hi"], 3),
         "dg_f4_resample_n": spread["n"],

@@ -30,6 +30,9 @@ import matplotlib.pyplot as plt
 from myst_nb import glue
 
 from sst_core.book import params
+
+P = params.from_notebook("p1_table2", globals())  # fails here on a typo or a wrong type
+
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
@@ -41,8 +44,6 @@ from sst_core.reports.paper1 import (agreement_counts, best_runs, label_name, lo
                                      table2_runs_needed, table2_slices, table2_spread,
                                      width_ablation, width_gap)
 from sst_core.spec import paper_values
-
-P = params.from_notebook("p1_table2", globals())  # fails here on a typo or a wrong type
 
 # %% [markdown]
 # ## The architectures
@@ -401,7 +402,7 @@ for name, value in {
         **{f"t2_{c}_{k}": by_class[c][k] for c in ("affin", "state")
            for k in ("passing_60", "rose", "fell")},
         "t2_stall_runs": stall["runs"], "t2_stall": "—" if stall["steps"] is None else
-        f"{stall['steps']} steps ({label_name(stall['model'])} at length {stall['length']})",
+        f"{stall['steps']} steps ({label_name(stall['model'])}, at length {stall['length']})",
         "t2_max_steps": P.track_max_steps, "t2_compute_h": f"{split['compute_h']:.1f}",
         "t2_after_h": f"{split['after_criterion_h']:.1f}", "t2_met": split["criterion_met"],
         "t2_never": split["never_60"], "t2_never_h": f"{split['never_60_h']:.1f}"}.items():

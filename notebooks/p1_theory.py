@@ -240,7 +240,7 @@ for name, value in {"th1_T_pred": T_pred, "th1_T_meas": T_meas,
 # ```
 #
 # Predicted crossing {glue:text}`th1_T_pred:.1f`, simulated {glue:text}`th1_T_meas:d`
-# (the first integer step past the prediction; {numref}`fig-corollary1-drift`).
+# (the first step at which the simulated error reaches $\tau M$; {numref}`fig-corollary1-drift`).
 #
 # ## Do trained models obey the theorem?
 #

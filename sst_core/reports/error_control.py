@@ -239,7 +239,7 @@ def figure4_table(P: Profile, root=None) -> Table:
             "tail of far-out words does not dominate.")
     counts = architecture_counts(selected)
     rows.append(["selected runs per architecture",
-                 ", ".join(f"{label_name(k)} {v}" for k, v in counts.items()) or "—", "—"])
+                 "; ".join(f"{label_name(k)}: {v}" for k, v in counts.items()) or "—", "—"])
     cells = figure4_growth_cells(P, root)
     growth = {"seeds": list(P.fig4_growth_seeds), "rule": FIGURE4_GROWTH_RULE,
               "cells": [f"{m}" + (f" L{d}" if d > 1 else "") for m, d in cells],
@@ -579,7 +579,7 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
                      "—" if d["r_lo"] is None else f"[{d['r_lo']:.2f}, {d['r_hi']:.2f}]",
                      format_value(d["q_median"]),
                      "—" if d["q_lo"] is None else f"[{d['q_lo']:.2f}, {d['q_hi']:.2f}]",
-                     "; ".join(f"{label_name(k)} {v}" for k, v in d["architectures"].items())
+                     "; ".join(f"{label_name(k)}: {v}" for k, v in d["architectures"].items())
                      or "—"])
     rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}", "—",
                  f"{PAPER_FIGURE4['q_median']}",
