@@ -30,6 +30,7 @@ import warnings
 from statistics import median
 
 import matplotlib.pyplot as plt
+from IPython.display import Markdown
 from myst_nb import glue
 
 from sst_core.analysis.stats import pearson_p_value
@@ -95,13 +96,15 @@ experiments_runs.run_all(paper1.figure4_growth_runs(P), desc="training, Figure 4
 with warnings.catch_warnings():  # overflowing states are named in the prose, not warned
     warnings.simplefilter("ignore", RuntimeWarning)
     s3_records = experiments_runs.run_all(s3_cfgs, desc="diagnostics, S3")
-    records = experiments_runs.run_all(paper1.diagnostics_grid(P), desc="diagnostics, Figure 4")
+    records = experiments_runs.run_all(paper1.diagnostics_grid(P),
+                                       desc="diagnostics, Figure 4")
 best = ec.best_per_model(s3_records)
 
 # %% tags=["remove-input"]
 overflow = ec.overflowed(records + s3_records)
 for name, value in {
-        "dg_table": ec.diagnostics_table(P),
+        "dg_table": Markdown("\n\n".join(  # in two halves, for the page's width
+            t.to_markdown() for t in ec.diagnostics_table(P).split(1, 5))),
         "dg_runs": len({c.run for c in paper1.diagnostics_grid(P)}),
         "dg_resampled": len(paper1.resample_grid(P)), "dg_rollout": P.diag_rollout,
         "dg_samples": P.diag_samples, "dg_d_model": P.track_d_model,
@@ -334,7 +337,7 @@ for r in fig4_records:
 tail = ec.spread_tail_summary(ec.spread_tail_table(P))
 tail_by = {d["measure"]: d for d in tail.data}
 for name, value in {
-        "dg_f4_both_table": both, "dg_tail_table": tail,
+        "dg_f4_both_table": Markdown("\n\n".join(t.to_markdown() for t in both.split(2, 5))), "dg_tail_table": tail,
         "dg_f4_r_mean": interval(pooled["mean"]["r"], pooled["mean"]["r_lo"],
                                  pooled["mean"]["r_hi"], 3),
         "dg_f4_r_median": interval(pooled["median"]["r"], pooled["median"]["r_lo"],

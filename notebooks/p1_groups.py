@@ -59,8 +59,8 @@ P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wr
 # %%
 C2, C6, S3 = (get_group(name) for name in ("C2", "C6", "S3"))
 for g in (C2, C6, S3):
-    print(f"{g.name}: order {g.order}, elements {list(g.elements)}, "
-          f"generators {[g.elements[i] for i in g.generators]}")
+    print(f"{g.name} (order {g.order}): elements {', '.join(g.elements)}; "
+          f"generators {', '.join(g.elements[i] for i in g.generators)}")
 
 # %% tags=["remove-input"]
 glue("gr_cayley", plots.fig_cayley([C2, C6, S3]), display=False)
@@ -118,7 +118,9 @@ table = groups_table(P)
 
 # %% tags=["remove-input"]
 by = {(r["config"]["group"], r["config"]["tokens"]): r["metrics"] for r in records}
-for name, value in {"gr_table": table, "s3_sr": S3.elements[sr], "s3_rs": S3.elements[rs], "gr_n_words": P.n_words, "gr_word_length": P.word_length,
+halves = "\n\n".join(t.to_markdown() for t in table.split(2, 5))  # for the page's width
+for name, value in {"gr_table": Markdown(halves), "s3_sr": S3.elements[sr], "s3_rs": S3.elements[rs],
+                    "gr_n_words": P.n_words, "gr_word_length": P.word_length,
                     "c6_swap": by[("C6", "all")]["swap_changes"],
                     "s3_swap": by[("S3", "all")]["swap_changes"],
                     "s3_noncommuting": by[("S3", "all")]["noncommuting_pairs"]}.items():

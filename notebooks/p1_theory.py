@@ -92,14 +92,15 @@ display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first r
 # basis $Q$ of $U$, while $d(d - r)$ parameters ($r = \dim U$) remain free and act on $U^\perp$ only.
 
 # %%
-rows = ["| d | number of states | dim U | free parameters | expected d(d - r) | A on U = I | U-perp free |",
+rows = ["| d | states | dim U | free parameters | expected d(d - r) | A on U = I | U-perp free |",
         "|---|---|---|---|---|---|---|"]
 all_ok = True
 for d, n_g in [(2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3)]:
     inst = ec.derive_theorem1_instance(d, n_g, seed=0)
     all_ok &= bool(inst["holds"])
     rows.append(f"| {d} | {n_g} | {inst['r']} | {inst['n_free']} | {inst['expected_free']} | "
-                f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | {'✓' if inst['U_perp_free'] else '✗'} |")
+                f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | "
+                f"{'✓' if inst['U_perp_free'] else '✗'} |")
 display(Markdown("\n".join(rows)))
 
 # %% [markdown]
@@ -181,10 +182,11 @@ plt.close(fig)
 
 # %%
 cor = ec.derive_corollary1()
-display(Math(r"e_U(t) = " + sp.latex(cor["closed_form"]) + r",\qquad \text{constant drift: } e_U(t) = "
-             + sp.latex(cor["constant_drift"])))
-display(Math(r"T_{\text{cross}}^{\text{unsquared}} = " + sp.latex(cor["T_cross_unsquared"])
-             + r",\qquad T_{\text{cross}}^{\text{squared}} = " + sp.latex(cor["T_cross_squared"])))
+latex = {k: sp.latex(v) for k, v in cor.items() if isinstance(v, sp.Basic)}
+display(Math(rf"e_U(t) = {latex['closed_form']},\qquad \text{{constant drift: }} "
+             rf"e_U(t) = {latex['constant_drift']}"))
+display(Math(rf"T_{{\text{{cross}}}}^{{\text{{unsquared}}}} = {latex['T_cross_unsquared']},"
+             rf"\qquad T_{{\text{{cross}}}}^{{\text{{squared}}}} = {latex['T_cross_squared']}"))
 
 # %% [markdown]
 # (SymPy checks the base case and the induction step; the derivation {glue:text}`th1_cor_holds`.)
@@ -207,7 +209,8 @@ centroids = rng.normal(size=(6, 8))
 A, b = ec.affine_map_fixing(centroids, rng, perp_scale=0.1)
 U, _ = ec.symbolic_subspace(centroids)
 eta = 0.01 * rng.normal(size=8)
-M_dist = min(np.linalg.norm(a - c) for i, a in enumerate(centroids) for c in centroids[i + 1:])
+M_dist = min(np.linalg.norm(a - c)  # the smallest distance between two centroids
+             for i, a in enumerate(centroids) for c in centroids[i + 1:])
 eta_W = np.linalg.norm(U @ U.T @ eta)
 T_pred = ec.predicted_T_cross(M_dist, eta_W, tau=0.5, convention="unsquared")
 err = ec.simulate_drift(A, b, centroids[0], eta, int(T_pred) + 20, U=U)
