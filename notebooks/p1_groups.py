@@ -59,8 +59,8 @@ P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wr
 # %%
 C2, C6, S3 = (get_group(name) for name in ("C2", "C6", "S3"))
 for g in (C2, C6, S3):
-    print(f"{g.name} (order {g.order}): elements {', '.join(g.elements)}; "
-          f"generators {', '.join(g.elements[i] for i in g.generators)}")
+    print(f"{g.name} (order {g.order}): elements {', '.join(g.elements)}")
+    print(f"    generators {', '.join(g.elements[i] for i in g.generators)}")
 
 # %% tags=["remove-input"]
 glue("gr_cayley", plots.fig_cayley([C2, C6, S3]), display=False)
