@@ -32,22 +32,19 @@ seed = None
 n_words = None
 word_length = None
 
-# %%
-from sst_core.book import params
-
-P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
-print(P.banner("n_words", "word_length", "seed", describe=True))
-
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from sst_core.book import params
 from sst_core.experiments import paper1, runs
 from sst_core.figures import common as plots
 from sst_core.groups import get_group
 from sst_core.reports.groups import groups_table
 from sst_core.tasks.tracking import sample
+
+P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
 
 # %% [markdown]
 # ## Groups as multiplication tables
@@ -62,13 +59,22 @@ from sst_core.tasks.tracking import sample
 # %%
 C2, C6, S3 = (get_group(name) for name in ("C2", "C6", "S3"))
 for g in (C2, C6, S3):
-    print(f"{g.name}: order {g.order}, elements {list(g.elements)}, "
-          f"generators {[g.elements[i] for i in g.generators]}")
-fig = plots.fig_cayley([C2, C6, S3])
-plt.show()
+    print(f"{g.name} (order {g.order}): elements {', '.join(g.elements)}")
+    print(f"    generators {', '.join(g.elements[i] for i in g.generators)}")
+
+# %% tags=["remove-input"]
+glue("gr_cayley", plots.fig_cayley([C2, C6, S3]), display=False)
+plt.close("all")
 
 # %% [markdown]
-# The tables of $C_2$ and $C_6$ are symmetric about the diagonal: $a\cdot b=b\cdot a$ for
+# ```{glue:figure} gr_cayley
+# :name: "fig-cayley"
+#
+# The Cayley tables of $C_2$, $C_6$ and $S_3$: the cell in row $a$ and column $b$ holds
+# $a\cdot b$, coloured by element.
+# ```
+#
+# The tables ({numref}`fig-cayley`) of $C_2$ and $C_6$ are symmetric about the diagonal: $a\cdot b=b\cdot a$ for
 # every pair, the groups are *abelian*. The table of $S_3$ is not. Its two generators, the
 # transposition $s=(0\,1)$ and the rotation $r=(0\,1\,2)$, do not commute:
 
@@ -76,8 +82,6 @@ plt.show()
 s, r = S3.index("(0 1)"), S3.index("(0 1 2)")
 sr, rs = S3.multiply(s, r), S3.multiply(r, s)
 print(f"s*r = {S3.elements[sr]},  r*s = {S3.elements[rs]}")
-glue("s3_sr", S3.elements[sr], display=False)
-glue("s3_rs", S3.elements[rs], display=False)
 
 # %% [markdown]
 # ## Words and their running products
@@ -103,45 +107,76 @@ display(Markdown("\n".join(rows)))
 # {glue:text}`s3_rs`, and the model must apply every token in turn. We measure this on
 # sampled words: swap two adjacent tokens at a random position and check whether the final
 # state changes. We also follow the distribution of $g_t$: how many tokens it takes for the
-# state to become uniform, that is, to forget where it started. Each group and vocabulary is
-# one run, stored as a record under `results/` (`sst_core.store.records`).
+# state to become uniform, that is, to forget where it started. At this book's scale each
+# group and vocabulary is {glue:text}`gr_n_words:d` words of length
+# {glue:text}`gr_word_length:d`; each is one run of `sst_core.experiments`, stored and
+# read back when the page is built again.
 
 # %%
 records = [runs.run(cfg) for cfg in paper1.order_sensitivity_grid(P)]
 table = groups_table(P)
-display(table)
 
+# %% tags=["remove-input"]
 by = {(r["config"]["group"], r["config"]["tokens"]): r["metrics"] for r in records}
-glue("c6_swap", by[("C6", "all")]["swap_changes"], display=False)
-glue("s3_swap", by[("S3", "all")]["swap_changes"], display=False)
-glue("s3_noncommuting", by[("S3", "all")]["noncommuting_pairs"], display=False)
+halves = "\n\n".join(t.to_markdown() for t in table.split(2, 5))  # for the page's width
+for name, value in {"gr_table": Markdown(halves), "s3_sr": S3.elements[sr], "s3_rs": S3.elements[rs],
+                    "gr_n_words": P.n_words, "gr_word_length": P.word_length,
+                    "c6_swap": by[("C6", "all")]["swap_changes"],
+                    "s3_swap": by[("S3", "all")]["swap_changes"],
+                    "s3_noncommuting": by[("S3", "all")]["noncommuting_pairs"]}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
-# With all six elements as tokens, a single adjacent swap changes the final state of
-# {glue:text}`s3_swap:.3f` of the $S_3$ words and {glue:text}`c6_swap:.3f` of the $C_6$ words;
-# exactly {glue:text}`s3_noncommuting:.3f` of the ordered pairs of $S_3$ elements do not
-# commute. The two $S_3$ shares agree up to sampling error, as they should: a swap of $a$ and
-# $b$ changes the product exactly when $ab \ne ba$, because the rest of the word carries the
-# difference to the end unchanged ($u\,ab\,w \ne u\,ba\,w$ whenever $ab \ne ba$, by
-# cancellation). In $C_6$ no swap ever matters.
+# ```{glue:figure} gr_table
+# :name: "tab-order-sensitivity"
 #
-# The next figure shows how fast each state distribution becomes uniform. With the
-# generators as tokens, $C_6$ is a lazy random walk on a 6-cycle and mixes slowly; $S_3$ mixes
-# within a few tokens. A model therefore cannot guess the state of a long word from its
-# length: it has to track it.
+# Order sensitivity of $C_2$, $C_6$ and $S_3$ under both token vocabularies: the share of
+# ordered pairs of elements that do not commute (exact), the share of sampled words whose
+# final state one adjacent swap changes, and the total-variation distance of the final
+# state's distribution from uniform (both estimated from the sampled words).
+# ```
+#
+# With all six elements as tokens, a single adjacent swap changes the final state of
+# {glue:text}`s3_swap:.3f` of the $S_3$ words and {glue:text}`c6_swap:.3f` of the $C_6$ words
+# ({numref}`tab-order-sensitivity`); exactly {glue:text}`s3_noncommuting:.3f` of the ordered
+# pairs of $S_3$ elements do not commute. The two $S_3$ shares agree up to sampling error, as
+# they should: a swap of $a$ and $b$ changes the product exactly when $ab \ne ba$, because
+# the rest of the word carries the difference to the end unchanged
+# ($u\,ab\,w \ne u\,ba\,w$ whenever $ab \ne ba$, by cancellation). In $C_6$ no swap ever
+# matters.
+#
+# {numref}`fig-mixing` shows how fast each state distribution becomes uniform. With the
+# generators as tokens, $C_6$ is a lazy random walk on a 6-cycle and mixes slowly; $S_3$
+# mixes within a few tokens ({numref}`fig-state-distribution`). A model therefore cannot
+# guess the state of a long word from its length: it has to track it.
 
-# %%
-fig = plots.fig_mixing(records)
-plt.show()
+# %% tags=["remove-input"]
+gen_records = [r for r in records if r["config"]["tokens"] == "generators"]
+glue("gr_mixing", plots.fig_mixing(records), display=False)
+glue("gr_distribution", plots.fig_state_distribution(gen_records, 2), display=False)
+plt.close("all")
 
 # %% [markdown]
-# Move the slider (in a live notebook) to see the distribution of $g_t$ after $t$ tokens; the
-# static page shows $t = 2$.
+# ```{glue:figure} gr_mixing
+# :name: "fig-mixing"
+#
+# How fast the state forgets where it started: the total-variation distance of the
+# distribution of $g_t$ from uniform against the number of tokens read, with the
+# generators (left) or every element (right) as tokens.
+# ```
+#
+# ```{glue:figure} gr_distribution
+# :name: "fig-state-distribution"
+#
+# The distribution of the running product $g_2$ after two tokens, generators as tokens; the
+# dashed line is the uniform share. The notebook version of this page has a slider over $t$.
+# ```
 
-# %%
+# %% tags=["remove-cell"]
+# a live notebook's slider over t (a control that only a running kernel can serve, so the
+# static page shows the figure above instead)
 import ipywidgets as widgets
 
-gen_records = [r for r in records if r["config"]["tokens"] == "generators"]
 t_slider = widgets.IntSlider(value=2, min=1, max=P.word_length, step=1, description="t")
 view = widgets.Output()
 
@@ -166,3 +201,8 @@ display(widgets.VBox([t_slider, view]))
 #   $c_g$ and the symbolic subspace $U$ (see {doc}`../book/notation`).
 # - A *state-preserving* word, one whose product is the identity (such as $s^2$ or $r^3$ in
 #   $S_3$), gives the return maps $F_s$ of Theorem 1.
+
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
+
+how_made("p1_groups", P)

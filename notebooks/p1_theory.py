@@ -23,23 +23,21 @@ track_batch = None
 track_eval_samples = None
 diag_samples = None
 
-# %%
-from sst_core.book import params
-
-P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
-print(P.banner("diag_samples", "track_d_model", "track_d_states", "track_rnn_widths", "track_max_steps"))
-
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
 from IPython.display import Markdown, Math, display
 from myst_nb import glue
 
+from sst_core.book import params
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.reports import error_control as reports
+from sst_core.spec.names import model_name
 from sst_core.theory import error_control as ec
+
+P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
 
 # %% [markdown]
 # ## Symbols, return maps and the symbolic subspace
@@ -80,8 +78,6 @@ display(Markdown("\n".join(rows)))
 step1 = next(s for s in general["steps"] if s[0].startswith("(1)"))
 display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first row}) = "
              + sp.latex(step1[2][0])))
-glue("th1_general_holds", "holds" if general["holds"] else "FAILS", display=False)
-glue("th1_free", general["n_free"], display=False)
 
 # %% [markdown]
 # The whole chain {glue:text}`th1_general_holds`. Two controls keep the check honest: the same
@@ -96,16 +92,16 @@ glue("th1_free", general["n_free"], display=False)
 # basis $Q$ of $U$, while $d(d - r)$ parameters ($r = \dim U$) remain free and act on $U^\perp$ only.
 
 # %%
-rows = ["| d | number of states | dim U | free parameters | expected d(d - r) | A on U = I | U-perp free |",
+rows = ["| d | states | dim U | free parameters | expected d(d - r) | A on U = I | U-perp free |",
         "|---|---|---|---|---|---|---|"]
 all_ok = True
 for d, n_g in [(2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3)]:
     inst = ec.derive_theorem1_instance(d, n_g, seed=0)
     all_ok &= bool(inst["holds"])
     rows.append(f"| {d} | {n_g} | {inst['r']} | {inst['n_free']} | {inst['expected_free']} | "
-                f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | {'✓' if inst['U_perp_free'] else '✗'} |")
+                f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | "
+                f"{'✓' if inst['U_perp_free'] else '✗'} |")
 display(Markdown("\n".join(rows)))
-glue("th1_instances", "hold" if all_ok else "do NOT all hold", display=False)
 
 # %% [markdown]
 # All instances {glue:text}`th1_instances`. The numeric twin builds a random affine map that
@@ -138,8 +134,6 @@ print(f"delta in U-perp: ||F(c + delta) - F(c) - delta|| = {err_P:.2f}  (unconst
 # %%
 con = ec.derive_state_dependent_contrast()
 display(Math(r"F_e'(\pm c) = " + sp.latex(con["J"]) + r" < 1 \quad (0 < c < 1)"))
-glue("th1_J_half", con["J_value_c_half"], display=False)
-glue("th1_contrast", "holds" if con["holds"] else "FAILS", display=False)
 
 # %% [markdown]
 # SymPy proves the bound: $g(c) = c - (1 - c^2)\operatorname{artanh}(c)$ has $g(0) = 0$ and
@@ -166,9 +160,18 @@ for _ in range(12):
 ax.plot(h_err[:-1], h_err[1:], "C3.", ms=5, label="an error at c + 0.15, iterated")
 ax.set_xlabel("h")
 ax.set_ylabel("F(h)")
-ax.legend(fontsize=7)
-ax.set_title(f"Exact fixed points at ±c = ±{cs}, contracting around them", fontsize=9)
-plt.show()
+ax.legend(fontsize=9)
+glue("th1_contrast_fig", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} th1_contrast_fig
+# :name: "fig-tanh-contrast"
+#
+# One tanh unit $F_e(h) = \tanh(wh)$ with exact fixed points at $\pm c = \pm 0.8$ (black
+# dots): an error that starts at $c + 0.15$ shrinks at every application (red dots), while
+# the only affine map through both fixed points, the identity (dashed), keeps it.
+# ```
 
 # %% [markdown]
 # ## Corollary 1: errors add up
@@ -179,11 +182,11 @@ plt.show()
 
 # %%
 cor = ec.derive_corollary1()
-display(Math(r"e_U(t) = " + sp.latex(cor["closed_form"]) + r",\qquad \text{constant drift: } e_U(t) = "
-             + sp.latex(cor["constant_drift"])))
-display(Math(r"T_{\text{cross}}^{\text{unsquared}} = " + sp.latex(cor["T_cross_unsquared"])
-             + r",\qquad T_{\text{cross}}^{\text{squared}} = " + sp.latex(cor["T_cross_squared"])))
-glue("th1_cor_holds", "holds" if cor["holds"] else "FAILS", display=False)
+latex = {k: sp.latex(v) for k, v in cor.items() if isinstance(v, sp.Basic)}
+display(Math(rf"e_U(t) = {latex['closed_form']},\qquad \text{{constant drift: }} "
+             rf"e_U(t) = {latex['constant_drift']}"))
+display(Math(rf"T_{{\text{{cross}}}}^{{\text{{unsquared}}}} = {latex['T_cross_unsquared']},"
+             rf"\qquad T_{{\text{{cross}}}}^{{\text{{squared}}}} = {latex['T_cross_squared']}"))
 
 # %% [markdown]
 # (SymPy checks the base case and the induction step; the derivation {glue:text}`th1_cor_holds`.)
@@ -206,7 +209,8 @@ centroids = rng.normal(size=(6, 8))
 A, b = ec.affine_map_fixing(centroids, rng, perp_scale=0.1)
 U, _ = ec.symbolic_subspace(centroids)
 eta = 0.01 * rng.normal(size=8)
-M_dist = min(np.linalg.norm(a - c) for i, a in enumerate(centroids) for c in centroids[i + 1:])
+M_dist = min(np.linalg.norm(a - c)  # the smallest distance between two centroids
+             for i, a in enumerate(centroids) for c in centroids[i + 1:])
 eta_W = np.linalg.norm(U @ U.T @ eta)
 T_pred = ec.predicted_T_cross(M_dist, eta_W, tau=0.5, convention="unsquared")
 err = ec.simulate_drift(A, b, centroids[0], eta, int(T_pred) + 20, U=U)
@@ -216,15 +220,30 @@ plt.plot(err, label=r"$\|e_U(t)\|$ (simulated)")
 plt.axhline(0.5 * M_dist, color="k", ls="--", lw=0.8, label=r"$\tau M$")
 plt.axvline(T_pred, color="C3", lw=0.8, label=f"predicted T_cross = {T_pred:.1f}")
 plt.xlabel("t")
-plt.legend(fontsize=7)
-plt.title("Corollary 1: linear growth of the U-error", fontsize=9)
-plt.show()
-glue("th1_T_pred", T_pred, display=False)
-glue("th1_T_meas", T_meas, display=False)
+plt.legend(fontsize=9)
+glue("th1_drift_fig", plt.gcf(), display=False)
+plt.close("all")
+
+# %% tags=["remove-input"]
+for name, value in {"th1_T_pred": T_pred, "th1_T_meas": T_meas,
+                    "th1_cor_holds": "holds" if cor["holds"] else "FAILS",
+                    "th1_general_holds": "holds" if general["holds"] else "FAILS",
+                    "th1_free": general["n_free"], "th1_instances": "hold" if all_ok else
+                    "do NOT all hold", "th1_J_half": con["J_value_c_half"],
+                    "th1_contrast": "holds" if con["holds"] else "FAILS"}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
+# ```{glue:figure} th1_drift_fig
+# :name: "fig-corollary1-drift"
+#
+# Corollary 1 simulated: an affine map that fixes six centroids in $\mathbb R^8$, with a
+# constant residual added at every step. The $U$-error grows linearly and crosses $\tau M$
+# (dashed) where the closed form predicts (red line).
+# ```
+#
 # Predicted crossing {glue:text}`th1_T_pred:.1f`, simulated {glue:text}`th1_T_meas:d`
-# (the first integer step past the prediction).
+# (the first step at which the simulated error reaches $\tau M$; {numref}`fig-corollary1-drift`).
 #
 # ## Do trained models obey the theorem?
 #
@@ -241,55 +260,65 @@ glue("th1_T_meas", T_meas, display=False)
 # itself: Theorem 1 assumes it is zero.
 
 # %%
-s3_records = experiments_runs.run_analyses([paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)],
-                                           "diagnostics, S3", stack=P.track_stack)
+experiments_runs.run_all(paper1.s3_runs(P), desc="training", stack=P.track_stack)
+experiments_runs.run_all([paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)],
+                         desc="diagnostics, S3")
 t1 = reports.theorem1_table(P)
-display(t1)
+
+# %% tags=["remove-input"]
 aff = [d for d in t1.data if d["is_affine"] and d["deviation"] is not None]
 sdep = [d for d in t1.data if not d["is_affine"] and d["gain"] is not None]
-glue("th1_aff_dev", float(np.median([d["deviation"] for d in aff])) if aff else float("nan"), display=False)
-glue("th1_sd_gain", max(d["gain"] for d in sdep) if sdep else float("nan"), display=False)
-glue("th1_sd_names", ", ".join(d["model"] for d in sdep) or "none", display=False)
+for name, value in {
+        "th1_table": t1, "th1_cor_table": reports.corollary1_table(P),
+        "th1_aff_dev": float(np.median([d["deviation"] for d in aff])) if aff else float("nan"),
+        "th1_sd_gain": max(d["gain"] for d in sdep) if sdep else float("nan"),
+        "th1_sd_names": " and ".join(model_name(d["model"])
+                                     for d in sdep if " L" not in d["model"]) or "none",
+        "th1_d_model": P.track_d_model, "th1_words": P.diag_samples,
+        "th1_n_words": P.diag_n_preserving}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
-# The median $\lVert (J - I)Q\rVert$ over the affine models is {glue:text}`th1_aff_dev:.3g`; for the
-# state-dependent models ({glue:text}`th1_sd_names`) the largest $\lVert Q^\top J Q\rVert$ is
-# {glue:text}`th1_sd_gain:.3g`. How to read the table: an affine model that *does* preserve the
-# states (small last column) must have $(J - I)Q \approx 0$ and $\lVert Q^\top J Q\rVert \approx 1$; an
-# affine model far from identity on $U$ pays for it with a large $\lVert F_s(h) - h\rVert$, i.e. it
-# does not keep the state through $s$ at all. A state-dependent model can have both a small
-# return residual and a gain below one. Linear attention's transition is the identity by
-# construction, so its deviation is exactly zero whatever it learned. Theorem 1 speaks about
-# the return map of a *one-layer* stack; at depth 2 the upper layer reads the lower one
-# through norms and gates, and the stack's return map is no longer affine.
+# ```{glue:figure} th1_table
+# :name: "tab-theorem1"
+#
+# Theorem 1 on trained models: the Jacobian $J$ of the return map of state-preserving $S_3$
+# words, on an orthonormal basis $Q$ of $U$, for the best $S_3$ run of every model of
+# Table 2. Theorem 1 sets the two deviations to zero for an affine model that preserves the
+# states exactly; the last column says how nearly each model does.
+# ```
+#
+# At this book's scale ($d_{\text{model}}$ = {glue:text}`th1_d_model:d`, centroids from
+# {glue:text}`th1_words:d` held-out words, the median over {glue:text}`th1_n_words:d`
+# state-preserving words), the median $\lVert (J - I)Q\rVert$ over the affine models is
+# {glue:text}`th1_aff_dev:.3g`; for the state-dependent models ({glue:text}`th1_sd_names`,
+# one and two layers) the largest $\lVert Q^\top J Q\rVert$ is {glue:text}`th1_sd_gain:.3g`
+# ({numref}`tab-theorem1`). How to read the table: an affine model that *does* preserve the
+# states (small last column) must have $(J - I)Q \approx 0$ and
+# $\lVert Q^\top J Q\rVert \approx 1$; an affine model far from identity on $U$ pays for it
+# with a large $\lVert F_s(h) - h\rVert$, i.e. it does not keep the state through $s$ at all.
+# A state-dependent model can have both a small return residual and a gain below one. Linear
+# attention's transition is the identity by construction, so its deviation is exactly zero
+# whatever it learned. Theorem 1 speaks about the return map of a *one-layer* stack; at
+# depth 2 the upper layer reads the lower one through norms and gates, and the stack's return
+# map is no longer affine.
 #
 # ### Corollary 1 on trained models
 #
-# For each affine model we fit the drift $\lVert W_{\text{out}}\bar\eta\rVert$ as the slope of
-# $\sqrt{R_U(t)}$ over $t \in [10, 120]$ (the spread along $U$ read through $W_{\text{out}}$; see the
-# next chapter) and predict where $q$ crosses $1/2$. The prediction only means something for
-# models in the "climb" mode; a saturated model is past the threshold before any drift.
-
-# %%
-display(reports.corollary1_table(P))
-
-# %% [markdown]
-# ### The larger sweep so far
+# For each affine model we fit the drift $\lVert W_{\text{out}}\bar\eta\rVert$ as the slope
+# of $\sqrt{R_U(t)}$ over $t \in [10, 120]$ (the spread along $U$ read through
+# $W_{\text{out}}$; see {doc}`p1_diagnostics`) and predict where $q$ crosses $1/2$
+# ({numref}`tab-corollary1`). The prediction only means something for models in the "climb"
+# mode; a saturated model is past the threshold before any drift.
 #
-# The CPU-scale `standard` sweep of these runs goes on over many sessions, and `best` shows
-# it only once every run is stored. While it is under way, this section shows both tables from
-# its stored runs alone (the sentence at its end says whether it is):
+# ```{glue:figure} th1_cor_table
+# :name: "tab-corollary1"
+#
+# Corollary 1 on the best affine $S_3$ run of each model: the fitted drift per step, the
+# crossing time it predicts and the one measured, and $m_p$.
+# ```
 
-# %%
-so_far = params.under_way("p1_theory", P.name)
-glue("th_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
-if so_far:
-    display(reports.theorem1_table(so_far.profile))
-    display(reports.corollary1_table(so_far.profile))
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
 
-# %% [markdown]
-# {glue:md}`th_so_far`
-
-# %% [markdown]
-# `sst report theorem1` and `sst report corollary1` print these tables from the stored
-# records.
+how_made("p1_theory", P)

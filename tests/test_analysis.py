@@ -147,16 +147,6 @@ def test_figure4_r_has_the_interval_of_a_plain_pairs_bootstrap():
     # three runs: some resample repeats one run three times, its r is undefined, no interval
     few = ec.figure4_stats(recs[:3], n_boot=200)
     assert few["r"] is not None and few["r_lo"] is None and few["r_hi"] is None
-    paper_r = ec.PAPER_FIGURE4["r"]
-    text = ec.figure4_r_text(s)
-    assert f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]" in text
-    assert ("lies inside it" in text) == (s["r_lo"] <= paper_r <= s["r_hi"])
-    assert "lies inside it" in ec.figure4_r_text({**s, "r_lo": paper_r - 0.01,
-                                                  "r_hi": paper_r + 0.01})
-    assert "lies outside it" in ec.figure4_r_text({**s, "r_lo": 0.1, "r_hi": 0.2})
-    assert "no bootstrap interval" in ec.figure4_r_text(few)
-    assert ec.figure4_r_text({"r": None, "why_no_r": "fewer than three runs qualify"}) == (
-        "undefined (fewer than three runs qualify)")
 
 
 def test_figure4_counts_architectures_and_the_spread_over_word_samples():
@@ -203,10 +193,7 @@ def test_figure4_within_separates_architectures_from_runs():
     assert by["all"]["r"] < 0
     # two architectures are two points: no correlation between them, and the reason given
     assert by["between"]["r"] is None and "at least 3" in by["between"]["why_no_r"]
-    text = ec.figure4_within_text(rows)
-    assert text.startswith(f"within architectures r = {by['within']['r']:.3f}")
-    assert "over 8 runs of 2 architectures" in text and "undefined over 2 points" in text
-    assert "nothing to take apart" in ec.figure4_within_text(ec.figure4_within([]))
+    assert [d["n"] for d in ec.figure4_within([])][-3:] == [0, 0, 0]  # nothing to take apart
     one_m_p = ec.figure4_within([_fake("mamba", 100, 10 + k, 0.9) for k in range(3)])
     assert one_m_p[0]["r"] is None and "same" in one_m_p[0]["why_no_r"]
     assert one_m_p[-1]["r"] is None and "same" in one_m_p[-1]["why_no_r"]  # not NaN
@@ -245,7 +232,7 @@ def test_crossing_table_reads_the_stored_s3_diagnostics(store):
     assert table.rows == [] and table.data == [{"model": "all", "runs": 0, "reach": 0,
                                                 "crossing": 0, "median_crossing": 0,
                                                 "no_median": 0}]
-    assert "State-dependent S3 runs only" in table.note and "smoke" in table.note
+    assert "State-dependent S3 runs only" in table.note
 
 
 def test_figure4_grows_by_seeds_in_the_cells_whose_runs_learn(store):
@@ -291,8 +278,8 @@ def test_figure4_grows_by_seeds_in_the_cells_whose_runs_learn(store):
     assert growth["cells"] == ["token_gated_rnn"] and growth["runs"] == len(grown)
     assert growth["seeds"] == [7, 8] and growth["rule"] == paper1.FIGURE4_GROWTH_RULE
     row = next(r for r in table.rows if r[0].startswith("cells grown"))
-    assert row == ["cells grown (seeds 7, 8)", f"token_gated_rnn: {len(grown)} runs added", "—"]
-    assert "Growth: " in table.note and "fig4_growth_seeds=(7, 8)" in table.note
+    assert row == ["cells grown (seeds 7, 8)", f"Token-gated RNN: {len(grown)} runs added", "—"]
+    assert "Growth: " in table.note
     assert not any(r[0].startswith("cells grown") for r in
                    ec.figure4_table(replace(P, fig4_growth_seeds=())).rows)
 
@@ -312,9 +299,8 @@ def test_the_resample_grid_repeats_figure4_on_other_words():
 
 def test_reports_build_from_an_empty_store(store):
     P = PROFILES["smoke"]
-    for table in (ec.theorem1_table(P), ec.diagnostics_table(P), ec.figure4_table(P),
-                  ec.corollary1_table(P)):
-        assert "profile `smoke`" in table.note
+    for table in (ec.theorem1_table(P), ec.diagnostics_table(P), ec.corollary1_table(P)):
+        assert table.rows == [] and table.data == [] and table.note  # no model, a note
     assert ec.figure4_table(P).data[0]["n"] == 0
     with pytest.raises(ValueError, match="'bogus'"):
         ec.diagnostic_records(P, which="bogus")

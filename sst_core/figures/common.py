@@ -106,24 +106,29 @@ def plain_log_ticks(ax: plt.Axes, which: str = "xy") -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
+@for_readers
 def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
-    """Cayley tables side by side: cell (a, b) shows a*b, coloured by element."""
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.2 * len(groups), 4.4), squeeze=False)
+    """Cayley tables side by side: cell (a, b) shows a*b, coloured by element; each panel's
+    width follows its group's order, so every cell has room for its label at the page's
+    width."""
+    fig, axes = plt.subplots(1, len(groups), figsize=(PAGE_WIDTH, 3.9), squeeze=False,
+                             gridspec_kw={"width_ratios": [max(g.order, 3) for g in groups]},
+                             layout="constrained")
     for ax, group in zip(axes[0], groups):
         n_g = group.order
         ax.imshow(group.table, cmap="tab20" if n_g <= 20 else "viridis", vmin=0,
                   vmax=max(n_g - 1, 1) if n_g > 20 else 19)
         labels = list(group.elements)
-        ax.set_xticks(range(n_g), labels, rotation=90 if n_g > 2 else 0, fontsize=8)
-        ax.set_yticks(range(n_g), labels, fontsize=8)
+        ax.set_xticks(range(n_g), labels, rotation=90 if n_g > 2 else 0)
+        ax.set_yticks(range(n_g), labels)
         if n_g <= 12:
             for a in range(n_g):
                 for b in range(n_g):
-                    ax.text(b, a, labels[group.table[a, b]], ha="center", va="center", fontsize=7)
+                    ax.text(b, a, labels[group.table[a, b]], ha="center", va="center",
+                            fontsize=MIN_FONT - 1)
         ax.set_xlabel("b (right factor)")
-        ax.set_ylabel("a (left factor)")
-        ax.set_title(f"{group.name}: a*b  (order {n_g})")
-    fig.tight_layout()
+        ax.set_title(f"{group.name}: a*b")
+    axes[0][0].set_ylabel("a (left factor)")
     return fig
 
 

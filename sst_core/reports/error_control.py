@@ -18,6 +18,7 @@ import numpy as np
 
 from sst_core.experiments.paper1 import recovery_steps
 from sst_core.reports import Table, format_value, stored_records
+from sst_core.reports.paper1 import label_name
 from sst_core.reports.select import best_per_cell, run_config
 from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
@@ -71,6 +72,30 @@ def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str,
     return out
 
 
+def figure3_table(records: list[dict[str, Any]]) -> Table:
+    """Figure 3's ratios read at m_p (:func:`split_at_m_p`) as a table, per record: q, q_U
+    and q_U_perp through ``W_out``, whether q_U is below q_U_perp (the paper's "q_U stays
+    suppressed") and whether both exceed q (the readout cancels most of the spread, and
+    comparing the two says little about decoding)."""
+    at = split_at_m_p(records)
+    cols = ["model", "t", "q", "q_U", "q_U⊥", "q_U below q_U⊥", "both above q"]
+    rows, data = [], []
+    for r in records:
+        model = r["config"]["run"]["model"]
+        a = at[model]
+        below = a["q_U"] < a["q_U_perp"]
+        both = a["q_U"] > a["q"] and a["q_U_perp"] > a["q"]
+        rows.append([label_name(architecture(r)), a["t"], format_value(a["q"]),
+                     format_value(a["q_U"]), format_value(a["q_U_perp"]),
+                     "yes" if below else "no", "yes" if both else "no"])
+        data.append({"model": model, "is_affine": r["metrics"]["is_affine"], **a,
+                     "q_U_below": below, "both_above_q": both})
+    note = ("Through W_out, at t = m_p (at the training length 60 for a model that fails "
+            "there; at most the rollout).")
+    return Table("Figure 3's ratios at m_p", cols, rows, note, [r["run_id"] for r in records],
+                 data)
+
+
 def theorem1_table(P: Profile, root=None) -> Table:
     best = best_per_model(diagnostic_records(P, root, "s3"))
     cols = ["model", "class", "m_p", "dim U", "‖(J − I) Q‖", "‖P_U (J − I) P_U‖", "‖Qᵀ J Q‖",
@@ -79,7 +104,8 @@ def theorem1_table(P: Profile, root=None) -> Table:
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         cls = "affine" if m["is_affine"] else "state-dependent"
-        rows.append([label, cls, format_value(m["m_p"]) if m["m_p"] else "fail", t1["dim_U"],
+        rows.append([label_name(label), cls, format_value(m["m_p"]) if m["m_p"] else "fail",
+                     t1["dim_U"],
                      format_value(t1["deviation"]), format_value(t1.get("deviation_U")), format_value(t1["gain"]),
                      format_value(t1["return_residual"])])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
@@ -91,8 +117,7 @@ def theorem1_table(P: Profile, root=None) -> Table:
             f"differences of the state centroids; medians over {P.diag_n_preserving} words. "
             "Theorem 1: an affine F_s that fixes every centroid has (J - I) Q = 0, hence also "
             "P_U (J - I) P_U = 0; a state-dependent map can have "
-            f"||Q^T J Q|| < 1. Best S3 run per model. Scale: "
-            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_max_steps')}.")
+            f"||Q^T J Q|| < 1. Best S3 run per model.")
     return Table("Theorem 1 on trained models: the return map on U", cols, rows, note, ids, data)
 
 
@@ -106,7 +131,7 @@ def diagnostics_table(P: Profile, root=None) -> Table:
         m = r["metrics"]
         rec = {k: next((v for v in reversed(m["recovery"][k]) if v is not None), None)
                for k in ("random", "U")}
-        rows.append([label, "affine" if m["is_affine"] else "state-dependent",
+        rows.append([label_name(label), "affine" if m["is_affine"] else "state-dependent",
                      m["m_p"] if m["m_p"] else "fail", format_value(m["T_cross"]), format_value(m["T_cross_1"]),
                      format_value(m["T_cross_sqrt"]), format_value(m["q_at_m_p"]), m["failure_mode"],
                      f"{format_value(rec['random'], '.2g')} / {format_value(rec['U'], '.2g')}"])
@@ -120,7 +145,7 @@ def diagnostics_table(P: Profile, root=None) -> Table:
             "number of tokens read); '—' = q stays below the threshold up to the rollout. Modes: "
             "saturation (q crosses 1/2 within the training length 60), climb (crosses later), "
             "none (never). "
-            f"Best S3 run per model. Scale: {P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_max_steps')}.")
+            "Best S3 run per model.")
     return Table("Error-control diagnostics of the trained S3 trackers", cols, rows, note, ids, data)
 
 
@@ -178,22 +203,6 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
     return out
 
 
-def figure4_r_text(stats: dict[str, Any]) -> str:
-    """Figure 4's correlation in words, from :func:`figure4_stats`: r with its bootstrap
-    interval, and whether the paper's r lies inside that interval."""
-    if stats["r"] is None:
-        return f"undefined ({stats['why_no_r']})"
-    if stats["r_lo"] is None:
-        return (f"r = {stats['r']:.3f} (no bootstrap interval: some resample of so few runs "
-                f"repeats one run throughout)")
-    paper = PAPER_FIGURE4["r"]
-    inside = stats["r_lo"] <= paper <= stats["r_hi"]
-    return (f"r = {stats['r']:.3f}, bootstrap 95% interval [{stats['r_lo']:.2f}, "
-            f"{stats['r_hi']:.2f}] over the selected runs; the paper's r = {paper} "
-            + ("lies inside it" if inside else
-               "lies outside it: resampling our runs does not reach the paper's value"))
-
-
 def figure4_table(P: Profile, root=None) -> Table:
     from sst_core.experiments.paper1 import (
         FIGURE4_GROWTH_RULE,
@@ -227,18 +236,18 @@ def figure4_table(P: Profile, root=None) -> Table:
             "q is the paper's ratio, the mean squared spread of a class over the smallest "
             "squared gap between class centroids; the variant takes the median spread over "
             "the words instead (sst_core.analysis.diagnostics.median_ratio), which a heavy "
-            "tail of far-out words does not dominate. "
-            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
+            "tail of far-out words does not dominate.")
     counts = architecture_counts(selected)
     rows.append(["selected runs per architecture",
-                 ", ".join(f"{k} {v}" for k, v in counts.items()) or "—", "—"])
+                 "; ".join(f"{label_name(k)}: {v}" for k, v in counts.items()) or "—", "—"])
     cells = figure4_growth_cells(P, root)
     growth = {"seeds": list(P.fig4_growth_seeds), "rule": FIGURE4_GROWTH_RULE,
               "cells": [f"{m}" + (f" L{d}" if d > 1 else "") for m, d in cells],
+              "names": [label_name(f"{m}" + (f" L{d}" if d > 1 else "")) for m, d in cells],
               "runs": len(figure4_growth_runs(P, root))}
     if P.fig4_growth_seeds:
         rows.append(["cells grown (seeds " + ", ".join(map(str, P.fig4_growth_seeds)) + ")",
-                     (", ".join(growth["cells"]) + f": {growth['runs']} runs added")
+                     ("; ".join(growth["names"]) + f": {growth['runs']} runs added")
                      if cells else "none yet", "—"])
         note = note.replace("Bootstrap:", f"Growth: {FIGURE4_GROWTH_RULE}. Bootstrap:", 1)
     spread = resample_spread(selected, stored_records(resample_grid(P), root))
@@ -331,21 +340,6 @@ def figure4_within(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def figure4_within_text(rows: list[dict[str, Any]]) -> str:
-    """A sentence of :func:`figure4_within`'s pooled rows, for the chapter's prose."""
-    by = {d["kind"]: d for d in rows}
-
-    def r_of(d: dict[str, Any]) -> str:
-        return "undefined" if d["r"] is None else f"r = {d['r']:.3f} (p = {d['p']:.2g})"
-
-    if by["all"]["n"] == 0:
-        return "no run qualifies for Figure 4, so there is nothing to take apart"
-    return (f"within architectures {r_of(by['within'])} over {by['within']['n']} runs of "
-            f"{by['within']['groups']} architectures, between the architectures' geometric "
-            f"means {r_of(by['between'])} over {by['between']['n']} points, and over all "
-            f"runs {r_of(by['all'])}")
-
-
 def figure4_within_table(P: Profile, root=None) -> Table:
     """:func:`figure4_within` of Figure 4's selected runs under ``P``."""
     from sst_core.experiments.paper1 import FIGURE4_RULE, figure4_selection
@@ -356,7 +350,8 @@ def figure4_within_table(P: Profile, root=None) -> Table:
             "r (log T_cross, log m_p)", "p"]
     rows = []
     for d in data:
-        rows.append([d["label"], d["n"],
+        rows.append([label_name(d["label"]) if d["kind"] == "architecture" else d["label"],
+                     d["n"],
                      len(d["m_p_values"]) if d["kind"] == "architecture" else "—",
                      format_value(d.get("T_cross_median")), format_value(d.get("m_p_median")),
                      format_value(d["r"]), format_value(d["p"], ".2g")])
@@ -368,8 +363,7 @@ def figure4_within_table(P: Profile, root=None) -> Table:
             "architectures). Between: the architectures' geometric means, one point each. "
             "Per architecture: r where both T_cross and m_p vary (m_p takes only the evaluated "
             "lengths). '—': undefined. "
-            f"Selection rule: {FIGURE4_RULE}. "
-            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
+            f"Selection rule: {FIGURE4_RULE}.")
     return Table("Figure 4 within and between architectures", cols, rows, note,
                  [r["run_id"] for r in selected], data)
 
@@ -415,7 +409,7 @@ def corollary1_table(P: Profile, root=None) -> Table:
         pred = corollary1_prediction(m, tau=r["config"]["tau"])
         ratio = (pred["T_pred"] / m["T_cross"]
                  if pred["T_pred"] is not None and m["T_cross"] is not None else None)
-        rows.append([label, m["failure_mode"], format_value(pred["drift"]), format_value(pred["T_pred"], ".4g"),
+        rows.append([label_name(label), m["failure_mode"], format_value(pred["drift"]), format_value(pred["T_pred"], ".4g"),
                      format_value(m["T_cross"]), format_value(ratio), m["m_p"] if m["m_p"] else "fail"])
         data.append({"model": label, "failure_mode": m["failure_mode"], **pred,
                      "T_cross": m["T_cross"], "ratio": ratio, "m_p": m["m_p"]})
@@ -423,8 +417,7 @@ def corollary1_table(P: Profile, root=None) -> Table:
     note = ("Corollary 1 with a constant drift: sqrt(R_U(t)) = a + t ||W_out eta_bar||, fitted "
             "by least squares over t in [10, 120]; q crosses tau = 1/2 at (sqrt(tau M) - a) / "
             "||W_out eta_bar||. Meaningful for the 'climb' mode only: a saturated model has "
-            f"crossed before any drift. {DRIFT_NOTE} Best affine S3 run per model. Scale: "
-            f"{P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_max_steps')}.")
+            f"crossed before any drift. {DRIFT_NOTE} Best affine S3 run per model.")
     return Table("Corollary 1: predicted against measured crossing time", cols, rows, note, ids, data)
 
 
@@ -474,7 +467,7 @@ def crossing_table(P: Profile, root=None) -> Table:
     rows, data = [], []
     for label, c in counts.items():
         span = (f"{min(c['T_cross'])}–{max(c['T_cross'])}" if c["T_cross"] else "—")
-        rows.append([label, c["runs"], c["reach"], c["crossing"], span,
+        rows.append([label_name(label), c["runs"], c["reach"], c["crossing"], span,
                      c["median_crossing"] if c["crossing"] > c["no_median"] else "—"])
         data.append({"model": label, **c})
     total = {k: sum(c[k] for c in counts.values())
@@ -483,8 +476,7 @@ def crossing_table(P: Profile, root=None) -> Table:
     note = (f"State-dependent S3 runs only. A run 'crosses' when q = R/M reaches tau = 1/2 "
             f"within the rollout of {P.diag_rollout} (a defined T_cross) although it still "
             f"tracks at length {longest}; q_median is our median-spread variant, checked at its "
-            "stored times. Scale: "
-            f"{P.scale('diag_samples', 'diag_rollout', 'track_d_model', 'track_rnn_widths', 'track_max_steps')}.")
+            "stored times.")
     ids = [r["run_id"] for r in records
            if r["status"] == "ok" and not r["metrics"]["is_affine"]]
     return Table("Does crossing mean failing? q against m_p for the state-dependent trackers",
@@ -587,7 +579,8 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
                      "—" if d["r_lo"] is None else f"[{d['r_lo']:.2f}, {d['r_hi']:.2f}]",
                      format_value(d["q_median"]),
                      "—" if d["q_lo"] is None else f"[{d['q_lo']:.2f}, {d['q_hi']:.2f}]",
-                     ", ".join(f"{k} {v}" for k, v in d["architectures"].items()) or "—"])
+                     "; ".join(f"{label_name(k)}: {v}" for k, v in d["architectures"].items())
+                     or "—"])
     rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}", "—",
                  f"{PAPER_FIGURE4['q_median']}",
                  f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]", "—"])
@@ -598,8 +591,7 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
             "of the median spread is read at the record's stored times (every t up to 32, "
             "then about 6% apart), the paper's at every t. m_p averages accuracy over the "
             "positions of a word, while q is read at t = m_p. Bootstrap: 10,000 resamples "
-            "of the runs, seed 0. "
-            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
+            "of the runs, seed 0.")
     ids = sorted({i for d in rows_data for i in d["run_ids"]})
     return Table("Figure 4 with the mean and the median spread, pooled and per depth", cols,
                  rows, note, ids, [{k: v for k, v in d.items() if k != "run_ids"}
@@ -657,7 +649,7 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
         data.append({"run_id": r["metrics"]["training_run"],
                      "d_state": cfg.d_state, "lr": cfg.lr, "seed": cfg.seed, "m_p": m_p,
                      "q_over_q_median": ratio, **out})
-    note = (f"Every one-layer {model} run of Figure 4's selection, its trained tracker measured "
+    note = (f"Every one-layer {label_name(model)} run of Figure 4's selection, its trained tracker measured "
             f"at t = m_p on {SPREAD_TAIL_WORDS} held-out words. Spread: each word's squared "
             "readout distance to its class centroid (R is their mean, q_median's spread their "
             f"median); top {TOP_SHARE:.0%}: the share of their sum the farthest words carry; "
@@ -669,9 +661,9 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
             "exponentially). At initialisation W_h is 0.99 times an orthogonal matrix, so "
             "every A(a) starts with spectral radius below 0.99. "
             + (f"{lost} selected run{'s' if lost > 1 else ''} whose weights are not stored "
-               "left out. " if lost else "") +
-            f"Scale: {P.scale('track_rnn_widths', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'track_max_steps')}.")
-    return Table(f"What makes the spread heavy-tailed: the one-layer {model} trackers", cols,
+               "left out." if lost else ""))
+    return Table(f"What makes the spread heavy-tailed: the one-layer {label_name(model)} "
+                 "trackers", cols,
                  rows, note, [d["run_id"] for d in data], data)
 
 

@@ -32,6 +32,6 @@ def groups_table(P: Profile, root: Path | None = None) -> Table:
                      "noncommuting_pairs": m["noncommuting_pairs"],
                      "swap_changes": m["swap_changes"], "tv_uniform_end": m["tv_uniform"][-1]})
         ids.append(rec["run_id"])
-    note = (f"Scale: {P.scale('n_words', 'word_length', 'seed')}. "
-            "Swap share and TV are estimated from the sampled words; the non-commuting share is exact.")
+    note = (f"{P.n_words} words of length {P.word_length} per row. Swap share and TV are "
+            "estimated from the sampled words; the non-commuting share is exact.")
     return Table("Order sensitivity of the chapter's groups", cols, rows, note, ids, data)

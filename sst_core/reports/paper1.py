@@ -148,6 +148,16 @@ def run_label(cfg: dict[str, Any]) -> str:
     return label + (f" L{cfg['n_layers']}" if cfg.get("n_layers", 1) > 1 else "")
 
 
+def label_name(label: str) -> str:
+    """A :func:`run_label` as readers read it: the papers' name, "2 layers" for L2
+    (:func:`sst_core.spec.names.run_name`); "tanh_rnn L2" -> "tanh RNN, 2 layers"."""
+    from sst_core.spec.names import PHI_NAMES, run_name
+
+    base, _, depth = label.partition(" L")
+    cfg = {"phi": base} if base in PHI_NAMES else {"model": base}
+    return run_name({**cfg, "n_layers": int(depth) if depth.isdigit() else 1})
+
+
 def best_runs(records) -> list[dict[str, Any]]:
     """The best run of each (group, model-or-phi, depth), the run behind each cell of
     Tables 2 and 3 (:func:`sst_core.reports.select.best_per_cell`), for
@@ -175,7 +185,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     cols = ["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
     rows, data = [], []
     for m in models:
-        row = [m, "affine" if expected_affine(m) else "state-dependent"]
+        row = [label_name(m), "affine" if expected_affine(m) else "state-dependent"]
         for g in paper1.TABLE2_GROUPS:
             for d in depths:
                 s = summary.get((m, g, d), {"m_p": "no runs", "m_p_seeds": [], "ok": 0,
@@ -201,8 +211,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             f"({' / '.join(M_P_CLASSES)}). "
             f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
             f"below 90% at 60), best over the grid; [min–max over seeds] where they differ; "
-            f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds', 'track_max_steps', 'track_batch')}.")
+            f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported.")
     return Table("Table 2: longest length tracked (m_p), trained up to length 60", cols, rows,
                  note, ids, data)
 
@@ -211,7 +220,9 @@ def table3(P: Profile, root=None) -> Table:
     from sst_core.models.registry import PHIS
 
     summary, ids = summarise(paper1.table3_grid(P), root)
-    cols = ["phi", "class", "S3 L1: ours / paper"]
+    from sst_core.spec.names import PHI_NAMES
+
+    cols = ["φ", "class", "S3 L1: ours / paper"]
     rows, data = [], []
     for phi in PHIS:
         s = summary.get((phi, "S3", 1), {"m_p": "no runs", "m_p_seeds": [], "ok": 0, "failed": 0,
@@ -221,14 +232,15 @@ def table3(P: Profile, root=None) -> Table:
         cls = ("affine" if phi == "identity" else
                "whole-vector normalisation" if phi in ("layernorm", "sphere") else
                "pointwise / pair operator")
-        rows.append([phi, cls, text])
+        rows.append([PHI_NAMES.get(phi, phi), cls, text])
         data.append({"phi": phi, "status": cell_status(s),
                      "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                      "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
                      "paper": None if paper == "missing" else paper,
                      "paper_reported": paper != "missing", "agreement": agree})
-    note = (f"h = phi(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid. "
-            f"Scale: {P.scale('track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps', 'track_batch')}.")
+    note = ("h = φ(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid; "
+            "[min–max over seeds] where they differ; ✓ agree, ≈ one evaluated length apart, "
+            "✗ differ.")
     return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)
 
 
@@ -271,13 +283,12 @@ def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Ta
         data.append({"class": label, "model": None, **d})
         for m in family:
             row, d = count([rec for _, rec in ok.get(m, [])])
-            rows.append([m] + row)
+            rows.append([label_name(m)] + row)
             data.append({"class": label, "model": m, **d})
     note = ("Every run of Table 2's grid (all models, groups, depths, sizes, learning rates "
             "and seeds) whose curriculum passed 60; m_p at that point against m_p at the end "
             "of the budget. The table's m_p uses the held-out checkpoint where the criterion "
-            "was met, else the end. "
-            f"Scale: {P.scale('track_max_steps', 'track_post_steps', 'track_heldout_every')}.")
+            "was met, else the end.")
     return Table("Where training stops moves m_p", cols, rows, note, ids, data)
 
 
@@ -327,21 +338,6 @@ def table2_compute_split(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> 
     return out
 
 
-def compute_split_text(split: dict[str, Any], post_steps: int, max_steps: int) -> str:
-    """:func:`table2_compute_split` in a sentence (the profile's post-60 budget and step
-    limit beside it)."""
-    if not split["runs"]:
-        return "No run of Table 2 is stored at this profile."
-    return (f"Of Table 2's {split['compute_h']:.1f} h of compute, the training from the "
-            f"held-out criterion to the end of the budget ({post_steps} steps after first "
-            f"passing 60), which only the last checkpoint reads, took about "
-            f"{split['after_criterion_h']:.1f} h in the {split['criterion_met']} runs that met "
-            f"the criterion, and the {split['never_60']} "
-            f"run{'' if split['never_60'] == 1 else 's'} whose curriculum never passed 60 "
-            f"(trained to the limit of {max_steps} steps) took {split['never_60_h']:.1f} h "
-            f"(a run's hours shared out by the tokens it read).")
-
-
 def grid_spread(values: Sequence[int | None]) -> dict[str, Any]:
     """Median, lowest and highest m_p of a cell's runs (a failure below every length)."""
     ranked = sorted(values, key=_rank)
@@ -357,15 +353,14 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     t2 = table2(P, root, models)  # its data holds each cell's spread (grid_spread)
     cols, ids = t2.columns, t2.records
     rows, data = [], []
-    for row in t2.rows:
-        cells = [d for d in t2.data if d["model"] == row[0]]  # in the columns' order
+    for m, row in zip(models, t2.rows):
+        cells = [d for d in t2.data if d["model"] == m]  # in the columns' order
         rows.append(row[:2] + ["missing" if not d["grid"]["n"] else grid_text(d["grid"])
                                for d in cells])
         data += [{"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
                   **d["grid"]} for d in cells]
     note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs (or "
-            "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+            "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
 
 
@@ -452,34 +447,10 @@ def table2_runs_needed(P: Profile, root=None, models=paper1.TABLE2_MODELS,
             f"grid, Table 2 itself. {single} of the {len(reported)} cells reach their best m_p "
             f"in only one run of their grid. A random subset of runs is not a smaller grid "
             f"(it can keep two seeds of one setting and drop another setting), and nothing here "
-            f"says what more runs than the grid's would give. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+            f"says what more runs than the grid's would give.")
     return Table("Table 2's agreement against the number of runs per cell",
                  ["runs per cell (k)", "agree exactly", "agree by class", "compute (h)"],
                  rows, note, [r["run_id"] for recs in cells.values() for r in recs], data)
-
-
-def runs_needed_text(table: Table) -> str:
-    """What :func:`table2_runs_needed` shows, in a sentence or three with its numbers: the
-    expected agreement by class at one run per cell, at the half grid and at the whole
-    grid, and the compute of each."""
-    rows = table.data
-    if not rows:
-        return "No run of Table 2 is stored at this profile."
-    full = rows[-1]
-    if len(rows) == 1:
-        return (f"This profile trains {full['k']} run per cell, so there is nothing to draw "
-                f"from; `standard` trains a grid of several.")
-    one = rows[0]
-    half = max((d for d in rows if d["k"] <= full["k"] / 2), key=lambda d: d["k"])
-    middle = ("" if half is one else
-              f"; with {half['k']} runs, {half['by_class']:.1f} by class "
-              f"({half['exact']:.1f} exactly) for {half['compute_h']:.1f} h")
-    return (f"With one run per cell, {one['by_class']:.1f} of the {full['reported']} cells "
-            f"would agree with the paper by class in expectation ({one['exact']:.1f} "
-            f"exactly), for {one['compute_h']:.1f} h of compute{middle}; the whole grid of "
-            f"{full['k']} gives {full['by_class']:.0f} ({full['exact']:.0f} exactly) for "
-            f"{full['compute_h']:.1f} h.")
 
 
 def grid_slices(P: Profile) -> list[tuple[str, Any]]:
@@ -531,25 +502,10 @@ def table2_slices(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     note = ("Table 2 from one value of one axis of its grid at a time: the best m_p of each "
             "cell over the runs kept, and how many of the paper's reported cells computed here "
             "agree with it; compute: the single-thread hours of the runs kept (a stack's wall "
-            "time shared by its runs). The state size is the SSMs' N and the RNNs' width. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds')}.")
+            "time shared by its runs). The state size is the SSMs' N and the RNNs' width.")
     return Table("Table 2 on slices of its grid", ["runs kept", "runs per cell", "agree exactly",
                                                    "agree by class", "compute (h)"],
                  rows, note, [rec["run_id"] for _, rec in runs], data)
-
-
-def slices_text(table: Table) -> str:
-    """:func:`table2_slices` in a sentence: the whole grid's agreement by class, and the
-    slices that agree most and least."""
-    whole, parts = table.data[0], table.data[1:]
-    if not parts:
-        return "This profile's grid has one value on every axis: there is nothing to slice."
-    hi = max(parts, key=lambda d: (d["by_class"], d["exact"]))
-    lo = min(parts, key=lambda d: (d["by_class"], d["exact"]))
-    return (f"The whole grid agrees by class in {whole['by_class']} of {whole['reported']} "
-            f"cells; the slices range from {lo['by_class']} ({lo['slice']}, "
-            f"{lo['runs_per_cell']:g} runs per cell) to {hi['by_class']} ({hi['slice']}, "
-            f"{hi['runs_per_cell']:g} runs per cell).")
 
 
 def retrain_pairs(cfgs, root=None) -> list[dict[str, Any]]:
@@ -664,7 +620,8 @@ def retrain_noise(P: Profile, root=None) -> Table:
                            "lengths_apart": worst["lengths_apart"]},
                "seed_pairs": apart_counts(between)}
         data.append(row)
-        rows.append([row["group"], row["label"], row["n"], row["same_steps"], shares(apart),
+        rows.append([row["group"], label_name(row["label"]) if key[1] != "all" else "all",
+                     row["n"], row["same_steps"], shares(apart),
                      "—" if not worst["lengths_apart"] else
                      f"{fmt(worst['m_p_before'])} → {fmt(worst['m_p_after'])}",
                      shares(between)])
@@ -685,39 +642,9 @@ def retrain_noise(P: Profile, root=None) -> Table:
             "the seed (initialisation and words), the yardstick: where training again moves m_p "
             "as often and as far as another seed does, a single run's m_p is one draw of that "
             "spread. Lengths apart: steps on the evaluated lengths, 'fail' "
-            "one below the shortest; a row only where runs were trained again. "
-            f"Scale: {P.scale('track_d_model', 'track_d_states', 'track_max_steps')}.")
+            "one below the shortest; a row only where runs were trained again.")
     return Table("How far one run moves when it is trained again", cols, rows, note,
                  [], data)
-
-
-def retrain_text(rows: list[dict[str, Any]]) -> str:
-    """A sentence of :func:`retrain_noise`'s rows, for the chapter's prose."""
-    total = next((d for d in rows if d["group"] == "all"), None)
-    if total is None:
-        return "no run has been trained twice"
-    worst = max((d for d in rows if d["group"] != "all"),
-                key=lambda d: d["largest"]["lengths_apart"] or 0)
-    text = (f"of the {total['n']} runs trained again, m_p stayed the same in "
-            f"{total['same_m_p']}, moved by one evaluated length in {total['one_apart']} and "
-            f"further in {total['further']}")
-    if worst["largest"]["lengths_apart"]:
-        text += (f" (the largest move: {fmt(worst['largest']['before'])} → "
-                 f"{fmt(worst['largest']['after'])}, {worst['label']} on {worst['group']})")
-    seeds = total.get("seed_pairs") or {"n": 0}
-    if seeds["n"]:
-        n_again = total["same_m_p"] + total["one_apart"] + total["further"]
-
-        def pct(k: int, n: int) -> str:
-            return f"{100 * k / n:.0f} %"
-
-        text += (f". For comparison, two seeds of the same setting of these architectures "
-                 f"have the same m_p in {pct(seeds['same'], seeds['n'])} of {seeds['n']} "
-                 f"pairs, one length apart in {pct(seeds['one'], seeds['n'])} and further in "
-                 f"{pct(seeds['further'], seeds['n'])} (trained again: "
-                 f"{pct(total['same_m_p'], n_again)}, {pct(total['one_apart'], n_again)} and "
-                 f"{pct(total['further'], n_again)})")
-    return text
 
 
 # -- where Table 2 differs from the paper, and what the records show about it -------------
@@ -899,7 +826,7 @@ def table2_disagreements(P: Profile, root=None) -> Table:
                               noise.get((d["group"], label)))
         reasons = [k for k in EVIDENCE_RULES if rules[k]["fires"]]
         apart = lengths_apart(d["m_p"], d["paper"], lengths)
-        rows.append([f"{d['model']} {d['group']} L{d['n_layers']}",
+        rows.append([f"{label_name(d['model'])} on {d['group']}, L{d['n_layers']}",
                      f"{fmt(d['m_p'])} / {fmt(d['paper'])}",
                      f"{kind}, {apart} apart", *_evidence_cells(rules),
                      ", ".join(EVIDENCE_NAMES[k] for k in reasons) or "unexplained"])
@@ -925,8 +852,7 @@ def table2_disagreements(P: Profile, root=None) -> Table:
             "(`sst report retrain_noise`); grid, the paper's value lies inside the range of "
             "the cell's runs. 'unexplained': no rule fires. The paper's protocol: "
             f"{paper_values.TABLE2_RUNS_PER_CELL} runs per cell at d_model "
-            f"{paper_values.TABLE2_D_MODEL}. Scale: "
-            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_schedules', 'track_seeds', 'track_max_steps', 'width_d_models')}.")
+            f"{paper_values.TABLE2_D_MODEL}.")
     return Table("Where Table 2 differs from the paper, and what the records show", cols, rows,
                  note, t2.records, data)
 
@@ -946,7 +872,7 @@ def width_ablation(P: Profile, root=None) -> Table:
     for m in paper1.WIDTH_MODELS:
         for g in paper1.WIDTH_GROUPS:
             paper = paper_values.TABLE2.get((m, g, 1), "missing")
-            row = [m, g]
+            row = [label_name(m), g]
             for w in widths:
                 r = best.get((m, g, w))
                 st = status.get((m, g, w), {"missing": 0, "failed": 0, "ok": 0})
@@ -966,53 +892,44 @@ def width_ablation(P: Profile, root=None) -> Table:
     note = ("One layer, N = " + str(P.track_d_states[0]) + ", schedule " + P.track_schedules[0]
             + "; best m_p over the learning rates and seeds of each width, [min–max over seeds] "
             "at the best learning rate where they differ. The paper's models are parameter-matched at d_model "
-            "698. Scale: " + P.scale("width_d_models", "track_lrs", "width_seeds",
-                                     "track_max_steps", "track_post_steps") + ".")
+            f"{paper_values.TABLE2_D_MODEL}.")
     return Table("Width ablation: does the gap to the paper close with d_model?", cols, rows,
                  note, ids, data)
 
 
-def width_ablation_text(table: Table, widths: Sequence[int]) -> str:
-    """The width ablation's answer (:func:`width_ablation`'s ``table`` over ``widths``): per
-    model-group pair, whether m_p at the widest width is above that at the narrowest, and
-    whether the gap to the paper's value (at d_model 698) was never open (reached at the
-    narrowest width already), closes with width (reached at the widest only) or stays open,
-    naming the pairs; a pair with a width not stored yet is left out and counted."""
-    pairs: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
-    for d in table.data:
-        pairs.setdefault((d["model"], d["group"]), {})[d["d_model"]] = d
-    lo_w, hi_w = widths[0], widths[-1]
-    rising, reached, closes, stays, incomplete = [], [], [], [], 0
-    for (model, group), cells in pairs.items():
-        lo, hi = cells.get(lo_w), cells.get(hi_w)
+def width_gap(table: Table, widths: Sequence[int]) -> dict[str, Any]:
+    """The width ablation's answer (:func:`width_ablation`'s ``table`` over ``widths``), per
+    model-group pair (labelled ``"model group"``): ``rising``, the pairs whose m_p at the
+    widest width is above that at the narrowest; of the pairs the paper reports,
+    ``reached`` (the paper's value reached at the narrowest width already), ``closes``
+    (reached at the widest only) and ``stays`` (not reached at the widest); ``pairs``, the
+    pairs with both widths stored, and ``incomplete``, those with a width missing."""
+    by: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for d in table.data or []:
+        by.setdefault((d["model"], d["group"]), {})[d["d_model"]] = d
+    out: dict[str, Any] = {"pairs": 0, "incomplete": 0, "rising": [], "reached": [],
+                           "closes": [], "stays": []}
+    if not widths:
+        return out
+    for (model, group), cells in by.items():
+        lo, hi = cells.get(widths[0]), cells.get(widths[-1])
         if lo is None or hi is None or "missing" in (lo["status"], hi["status"]):
-            incomplete += 1
+            out["incomplete"] += 1
             continue
+        out["pairs"] += 1
         label = f"{model} {group}"
         if _rank(hi["m_p"]) > _rank(lo["m_p"]):
-            rising.append(label)
+            out["rising"].append(label)
         paper = hi["paper"]
         if paper == "missing":
             continue
         if _rank(lo["m_p"]) >= _rank(paper):
-            reached.append(label)
+            out["reached"].append(label)
         elif _rank(hi["m_p"]) >= _rank(paper):
-            closes.append(label)
+            out["closes"].append(label)
         else:
-            stays.append(f"{label}: {fmt(hi['m_p'])} against {fmt(paper)}")
-    n = len(pairs) - incomplete
-    if not n:
-        return "No model-group pair of the width ablation has its runs stored yet."
-
-    def named(items: list[str]) -> str:
-        return f"{len(items)} ({', '.join(items)})" if items else "none"
-
-    return (f"Of the {n} model-group pairs, m_p at the widest (d_model {hi_w}) is above that "
-            f"at the narrowest (d_model {lo_w}) in {named(rising)}. Already at the narrowest "
-            f"width {named(reached)} reach the paper's value; width closes the gap in "
-            f"{named(closes)}; it stays open at d_model {hi_w} in {named(stays)}."
-            + (f" {incomplete} more pair{'s have' if incomplete > 1 else ' has'} runs "
-               "missing." if incomplete else ""))
+            out["stays"].append(label)
+    return out
 
 
 def longest_stall(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
