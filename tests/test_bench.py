@@ -420,3 +420,17 @@ def test_across_machines_sets_the_newest_record_beside_another_cpus():
     assert table.title == "The same rows on two machines: A against B"
     disjoint = report.across_machines(_record("A", "2026-12-05", {"w": 1.0}), b)
     assert disjoint.rows == [] and "the records share no row" in disjoint.note
+
+
+def test_the_selective_scan_dispatch_rows_time_team_pool_and_torch_path_on_1_and_2_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    out = bench.run(["selective_scan_dispatch_quick"], device="cpu", size="small", repeat=1)
+    rows = {e["name"]: e for e in out["entries"]}
+    assert set(rows) == {"selective_scan_dispatch_quick_t1", "selective_scan_dispatch_quick_t2"}
+    for threads in (1, 2):
+        e = rows[f"selective_scan_dispatch_quick_t{threads}"]
+        assert e["sizes"]["threads"] == threads and e["ours_s"] > 0 and e["anchor_s"] > 0
+        assert e["pool_ratio"] == pytest.approx(e["pool_s"] / e["anchor_s"])
+    assert torch.get_num_threads() == before  # restored

@@ -12,6 +12,7 @@ Negative Mamba. ``small`` shrinks the batch to 2 (times mean nothing).
 """
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from typing import Any, Callable
 
@@ -77,3 +78,58 @@ for _size in SIZES:
 
 
 del _size, _negative, _name
+
+
+def selective_scan_dispatch(ctx: Context, *, size: str) -> list[dict[str, Any]]:
+    """The selective scan's C loops with their parts on torch's OpenMP team (ours) against
+    the torch path, on one and on two threads, in one run: the three calls (team, the
+    Python pool the parts ran on before, the torch path) alternate within each round, so
+    the pool's time is measured beside the team's (``pool_s``, ``pool_ratio``). With one
+    thread a call is one part, and the team and the pool are the same call."""
+    from sst_core.ops import native, native_selective
+    from sst_core.ops.selective_scan import selective_scan
+
+    batch, E, N, L = SIZES[size]
+    if ctx.size == "small":
+        batch = 2
+    *tensors, w = _inputs(batch, E, N, L, ctx.device)
+    leaves = [t.requires_grad_() for t in tensors]
+    dt, A, x, B, C, D, z, bias = leaves
+
+    def step() -> None:
+        y = selective_scan(dt, A, x, B, C, None, False, D=D, z=z, dt_bias=bias,
+                           dt_softplus=True)
+        torch.autograd.grad((w * y).sum(), leaves)
+
+    def pool() -> None:
+        with native_selective.dispatch("pool"):
+            step()
+
+    def torch_path() -> None:
+        with native.disabled():
+            step()
+
+    before = torch.get_num_threads()
+    out = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            t_team, t_pool, t_ref = time_side_by_side([step, pool, torch_path], ctx.repeat,
+                                                      ctx.sizes.warmup, ctx.device)
+            entry = make_entry(
+                f"selective_scan_dispatch_{size}_t{threads}", "train",
+                f"selective_scan, C loops on torch's OpenMP team, {threads} thread(s)", ctx,
+                {"batch": batch, "length": L, "E": E, "N": N, "model": "mamba",
+                 "threads": threads}, t_team, t_ref,
+                "selective_scan, torch path (chunked)", TARGET)
+            pool_s = statistics.median(t_pool)
+            entry.update(pool_s=pool_s, pool_ratio=pool_s / entry["anchor_s"])
+            out.append(entry)
+    finally:
+        torch.set_num_threads(before)
+    return out
+
+
+for _size in SIZES:
+    register(f"selective_scan_dispatch_{_size}")(partial(selective_scan_dispatch, size=_size))
+del _size

@@ -337,7 +337,8 @@ def recompute_in(source: Path, record: dict[str, Any], stored: Path) -> dict[str
 def sample_records(experiment: str, keys: set[str], sample: int, root: Path | None = None
                    ) -> list[tuple[str, dict[str, Any]]]:
     """The runs ``sst lock`` recomputes, as ``(profile, record)``: of the ``ok`` current
-    records of ``experiment`` whose fingerprint key (model) is in ``keys``, the ``sample``
+    records of ``experiment`` whose fingerprint key (model) is in ``keys`` (an analysis
+    only where its tracker's weights are kept), the ``sample``
     cheapest of each key (whatever their profile), and as many more of each profile folder
     under ``root`` as it needs to have ``sample`` of its own (its cheapest), by profile
     and cost."""
@@ -350,7 +351,7 @@ def sample_records(experiment: str, keys: set[str], sample: int, root: Path | No
             except RecordError:
                 continue
             if (record["status"] == "ok" and record.get("version") == version(experiment)
-                    and fingerprint_key(record) in keys):
+                    and fingerprint_key(record) in keys and tracker_kept(record, base)):
                 found.append((folder.parent.name, fingerprint_key(record),
                               run_compute_s(record), record))
     found.sort(key=lambda f: (f[2], f[0], f[3]["run_id"]))
@@ -364,6 +365,16 @@ def sample_records(experiment: str, keys: set[str], sample: int, root: Path | No
                                    and f[3]["run_id"] not in chosen][:max(0, sample - have)]:
             chosen[record["run_id"]] = (profile, cost, record)
     return [(p, r) for p, _, r in sorted(chosen.values(), key=lambda c: (c[0], c[1]))]
+
+
+def tracker_kept(record: dict[str, Any], root: Path) -> bool:
+    """Whether an analysis record's tracker has its weights under ``root`` (only some
+    trackers' weights are kept: :func:`sst_core.sweep.status.committed_files`); True for a
+    record that reads no tracker."""
+    run = record["config"].get("run")
+    if not isinstance(run, dict):
+        return True
+    return artifact_path(config_from_dict(run), ".pt", root).exists()
 
 
 def stage_tracker(cfg: Any, stored: Path, scratch: Path) -> None:

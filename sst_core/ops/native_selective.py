@@ -6,7 +6,14 @@ them; at the training sizes of the book (32 to 128 channels of 16 states) that i
 a Mamba training step. The C loops run a whole sequence per call, keep one sample's
 state ``(N, E)`` in cache, compute ``exp(dt A)`` with a polynomial the compiler
 vectorises, and split the samples (or the channels, for a batch smaller than the thread
-count) between ``torch.get_num_threads()`` threads (ctypes releases the GIL).
+count) into ``torch.get_num_threads()`` parts. The parts run on the process's OpenMP team,
+which is torch's own (the library is built with ``-fopenmp``; the ``*_team`` functions of
+the source): the threads that run torch's operations run the scan's parts too, instead of
+a second pool of threads contending with torch's spinning workers for the same cores
+(:func:`dispatch` chooses; a compiler without OpenMP gets a Python thread pool, as
+``dispatch("pool")`` does, and a forked child, where GNU OpenMP has no team). Each part
+computes exactly what it computes in either, so the
+results are the same to the bit.
 
 Built like :mod:`sst_core.ops.native` (whose switches it obeys: ``SST_NATIVE=0`` and
 :func:`sst_core.ops.native.disabled` turn both off), into the same cache directory, once
@@ -18,6 +25,7 @@ for the Mamba models alone).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import platform
@@ -30,7 +38,8 @@ import torch
 from sst_core.ops import native
 
 __all__ = ["Library", "library", "loaded", "status", "flags", "forward", "backward",
-           "conv_forward", "conv_backward", "elementwise", "parts", "run_calls", "ptr", "LANES"]
+           "conv_forward", "conv_backward", "elementwise", "parts", "run_calls", "run_parts",
+           "dispatch", "ptr", "LANES"]
 
 CODE_FILES = ("native_selective.c",)  # counted in the code fingerprint (sst_core.store.codeversion)
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
@@ -43,12 +52,14 @@ _MIN_PARALLEL_LIGHT = 1 << 20
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
 
 
-def flags() -> tuple[str, ...]:
+def flags(openmp: bool = True) -> tuple[str, ...]:
     """The linear scan's flags; on x86, 512-bit vectors where the CPU has them (the exp
-    polynomial runs 1.3-1.4x faster than with gcc's default 256)."""
+    polynomial runs 1.3-1.4x faster than with gcc's default 256); with ``openmp``,
+    ``-fopenmp`` (the parts on torch's OpenMP team)."""
+    out = native.FLAGS
     if platform.machine().lower() in ("x86_64", "amd64"):
-        return (*native.FLAGS, "-mprefer-vector-width=512")
-    return native.FLAGS
+        out = (*out, "-mprefer-vector-width=512")
+    return (*out, "-fopenmp") if openmp else out
 
 
 class Library:
@@ -64,12 +75,16 @@ class Library:
 
     def _build(self) -> tuple[ctypes.CDLL | None, str]:
         lib, how = native.build_library(self.source, self.name, flags())
+        if lib is None:  # a compiler without OpenMP: the parts then run on a Python pool
+            lib, how = native.build_library(self.source, self.name, flags(openmp=False))
         if lib is None:
             return None, how
         for suf in SUFFIX.values():
             for name, types in self.signatures.items():
                 fn = getattr(lib, f"{name}_{suf}")
                 fn.argtypes, fn.restype = types, None
+        if hasattr(lib, "sel_team"):
+            lib.sel_team.argtypes, lib.sel_team.restype = [], ctypes.c_int64
         return lib, how
 
     def get(self) -> ctypes.CDLL | None:
@@ -106,7 +121,19 @@ _LIBRARY = Library(SOURCE, "native_selective", {
     "sel_bwd": [_p] * 8 + [_i64] * 2 + [_p] * 12 + [_i64] * 12,
     "sel_exp": [_p, _i64], "sel_softplus": [_p, _i64],
     "conv_fwd": [_p, _i64, _i64] + [_p] * 4 + [_i64] * 9,
-    "conv_bwd": [_p, _i64, _i64] + [_p] * 8 + [_i64] * 9})
+    "conv_bwd": [_p, _i64, _i64] + [_p] * 8 + [_i64] * 9,
+    # the same calls, parts (an int64 array of r0, r1, e0, e1 rows) and their count last
+    "sel_fwd_team": [_p] * 9 + [_i64] * 2 + [_p] * 3 + [_i64] * 8 + [_p, _i64],
+    "sel_bwd_team": [_p] * 8 + [_i64] * 2 + [_p] * 9 + [_i64] + [_p] * 3 + [_i64] * 8
+    + [_p, _i64],
+    "conv_fwd_team": [_p, _i64, _i64] + [_p] * 4 + [_i64] * 5 + [_p, _i64],
+    "conv_bwd_team": [_p, _i64, _i64] + [_p] * 8 + [_i64] * 5 + [_p, _i64]})
+_dispatch = threading.local()  # "team" (default) or "pool": how parts run (:func:`dispatch`)
+# GNU OpenMP keeps no team across fork(): a team in a forked child waits for threads that
+# were not copied, so a forked child runs its parts on a pool of its own
+_forked = [False]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _forked.__setitem__(0, True))
 
 
 def library() -> ctypes.CDLL | None:
@@ -161,6 +188,51 @@ def run_calls(fn, calls: list[tuple]) -> None:
         f.result()
 
 
+@contextlib.contextmanager
+def dispatch(how: str):
+    """Inside the block the parts of a call run on ``"team"`` (the OpenMP team; the
+    default) or ``"pool"`` (a Python thread pool, what a library built without OpenMP
+    uses): the tests and ``sst bench`` compare the two."""
+    if how not in ("team", "pool"):
+        raise ValueError(f"dispatch {how!r}: allowed 'team' or 'pool'")
+    before = getattr(_dispatch, "how", "team")
+    _dispatch.how = how
+    try:
+        yield
+    finally:
+        _dispatch.how = before
+
+
+def run_parts(lib: ctypes.CDLL, name: str, args: tuple, splits: list[tuple[int, int, int, int]],
+              per_part: dict[int, tuple] | None = None, team_args: tuple | None = None) -> None:
+    """Run C function ``name`` (with its dtype suffix) over ``splits``: one call in this
+    thread for one part; else ``name``'s ``_team`` twin on the OpenMP team (its arguments
+    ``team_args``, default ``args``, then the parts), or, with ``dispatch("pool")`` or a
+    library built without OpenMP, one call a part on the pool (``per_part``: argument
+    position -> one value per part, where the parts' calls differ)."""
+    fn = getattr(lib, name)
+    if len(splits) == 1:
+        fn(*_with(args, per_part, 0), *splits[0])
+        return
+    if getattr(_dispatch, "how", "team") == "team" and not _forked[0] and lib.sel_team():
+        rows = (ctypes.c_int64 * (4 * len(splits)))(*(v for p in splits for v in p))
+        base, suffix = name.rsplit("_", 1)  # sel_fwd_f32 -> sel_fwd_team_f32
+        team = getattr(lib, f"{base}_team_{suffix}")
+        team(*(args if team_args is None else team_args), rows, len(splits))
+        return
+    run_calls(fn, [_with(args, per_part, i) + p for i, p in enumerate(splits)])
+
+
+def _with(args: tuple, per_part: dict[int, tuple] | None, i: int) -> tuple:
+    """``args`` with part ``i``'s own values at the positions of ``per_part``."""
+    if not per_part:
+        return args
+    out = list(args)
+    for pos, values in per_part.items():
+        out[pos] = values[i]
+    return tuple(out)
+
+
 def _strides(t: torch.Tensor | None) -> tuple[int, int]:
     """(sample, step) strides of a (b, L, E) tensor whose channels are contiguous."""
     if t is None:
@@ -179,11 +251,10 @@ def forward(lib: ctypes.CDLL, dt, x, At, B, C, h0, bias, D, z, out, h_last, star
     computed)."""
     b, L, E = dt.shape
     G, N = At.shape[0], At.shape[1]
-    fn = getattr(lib, f"sel_fwd_{SUFFIX[dt.dtype]}")
     args = (ptr(dt), ptr(x), ptr(At), ptr(B), ptr(C), ptr(h0), ptr(bias), ptr(D),
             ptr(z), *_strides(z), ptr(out), ptr(h_last), ptr(starts), b, L, E, N, G, T,
             int(negative), int(softplus))
-    run_calls(fn, [args + p for p in parts(b, E, b * L * E * N)])
+    run_parts(lib, f"sel_fwd_{SUFFIX[dt.dtype]}", args, parts(b, E, b * L * E * N))
 
 
 def backward(lib: ctypes.CDLL, dt, x, At, B, C, bias, D, z, starts, grad_out, g_last,
@@ -202,17 +273,18 @@ def backward(lib: ctypes.CDLL, dt, x, At, B, C, bias, D, z, starts, grad_out, g_
     splits = parts(b, E, b * L * E * N)
     k = len(splits) if splits[0][3] - splits[0][2] < E else 1  # channel parts: partial sums
     gB, gC = new(k, b, L, N), new(k, b, L, N)
-    fn = getattr(lib, f"sel_bwd_{SUFFIX[dt.dtype]}")
-    calls = []
-    for i, p in enumerate(splits):
-        part = i if k > 1 else 0
-        calls.append((ptr(dt), ptr(x), ptr(At), ptr(B), ptr(C), ptr(bias), ptr(D),
-                      ptr(z), *_strides(z), ptr(starts), ptr(grad_out), ptr(g_last),
-                      ptr(grads["dt"]), ptr(grads["x"]), ptr(grads["z"]),
-                      ptr(grads["A"]), ptr(gB[part]), ptr(gC[part]), ptr(grads["D"]),
-                      ptr(grads["bias"]), ptr(grads["h0"]), b, L, E, N, G, T,
-                      int(negative), int(softplus)) + p)
-    run_calls(fn, calls)
+    head = (ptr(dt), ptr(x), ptr(At), ptr(B), ptr(C), ptr(bias), ptr(D), ptr(z),
+            *_strides(z), ptr(starts), ptr(grad_out), ptr(g_last), ptr(grads["dt"]),
+            ptr(grads["x"]), ptr(grads["z"]), ptr(grads["A"]))
+    tail = (ptr(grads["D"]), ptr(grads["bias"]), ptr(grads["h0"]), b, L, E, N, G, T,
+            int(negative), int(softplus))
+    # part i writes its B and C gradients to gB[i], gC[i] (channel parts) or all to gB[0]
+    at = len(head)
+    per_part = {at: [ptr(gB[i if k > 1 else 0]) for i in range(len(splits))],
+                at + 1: [ptr(gC[i if k > 1 else 0]) for i in range(len(splits))]}
+    gk = b * L * N if k > 1 else 0  # elements from one part's buffer to the next
+    run_parts(lib, f"sel_bwd_{SUFFIX[dt.dtype]}", head + (ptr(gB), ptr(gC)) + tail, splits,
+              per_part=per_part, team_args=head + (ptr(gB), ptr(gC), gk) + tail)
     grads["B"], grads["C"] = (gB[0], gC[0]) if k == 1 else (gB.sum(0), gC.sum(0))
     return grads
 
@@ -222,9 +294,9 @@ def conv_forward(lib: ctypes.CDLL, x, window, wT, bias, out) -> None:
     after ``window`` (b, (K-1) E) or None), taps wT (G, K, E), bias (G, E)."""
     b, L, E = x.shape
     G, K = wT.shape[0], wT.shape[1]
-    fn = getattr(lib, f"conv_fwd_{SUFFIX[x.dtype]}")
     args = (ptr(x), *_strides(x), ptr(window), ptr(wT), ptr(bias), ptr(out), b, L, E, K, G)
-    run_calls(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+    run_parts(lib, f"conv_fwd_{SUFFIX[x.dtype]}", args,
+              parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT))
 
 
 def conv_backward(lib: ctypes.CDLL, x, window, wT, bias, grad_out, window_grad: bool):
@@ -235,10 +307,10 @@ def conv_backward(lib: ctypes.CDLL, x, window, wT, bias, grad_out, window_grad: 
     gx = x.new_empty(b, L, E)
     gwin = x.new_empty(b, (K - 1) * E) if window_grad else None
     gw, gb = x.new_empty(b, K, E), x.new_empty(b, E)
-    fn = getattr(lib, f"conv_bwd_{SUFFIX[x.dtype]}")
     args = (ptr(x), *_strides(x), ptr(window), ptr(wT), ptr(bias), ptr(grad_out),
             ptr(gx), ptr(gwin), ptr(gw), ptr(gb), b, L, E, K, G)
-    run_calls(fn, [args + p for p in parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT)])
+    run_parts(lib, f"conv_bwd_{SUFFIX[x.dtype]}", args,
+              parts(b, E, b * L * E * K, _MIN_PARALLEL_LIGHT))
     return gx, gwin, gw, gb
 
 

@@ -614,3 +614,61 @@ def test_evaluation_in_pieces(path, name, d_conv, with_h0):
     with torch.no_grad():
         pieces = layer.outputs(u, h0)
     torch.testing.assert_close(pieces, whole.detach(), rtol=1e-11, atol=1e-12)
+
+
+# -- the parts on torch's OpenMP team ----------------------------------------------------------
+
+def _need_team():
+    _need_c()
+    if not native_selective.library().sel_team():
+        pytest.skip("the C library was built without OpenMP: its parts run on the pool")
+
+
+@pytest.mark.parametrize("L", LENGTHS)
+@pytest.mark.parametrize("b,E,G", [(4, 5, None), (1, 40, None), (6, 5, 2), (2, 40, 2)])
+def test_team_equals_the_pool_to_the_bit_and_the_torch_path(two_threads, monkeypatch, L, b,
+                                                            E, G):
+    """The parts of a call on the OpenMP team compute what they compute on the Python
+    pool, to the bit, in value and gradient: samples split (b = 4), channels split (one
+    sample of 40 channels: partial sums of the B and C gradients per part), and stacked
+    models (G = 2), with every option; and both agree with the torch path."""
+    _need_team()
+    monkeypatch.setattr(native_selective, "_MIN_PARALLEL", 0)
+    assert len(native_selective.parts(b, E, 1)) == 2
+    args, opts = inputs(b, L, E=E, N=8, G=G, seed=L), options(b, L, E=E, G=G)
+    team = run(selective_scan, args, True, dt_softplus=True, **opts)
+    with native_selective.dispatch("pool"):
+        pool = run(selective_scan, args, True, dt_softplus=True, **opts)
+    for x, y in zip(team, pool):
+        assert torch.equal(x, y)
+    with native.disabled():
+        torch_path = run(selective_scan, args, True, dt_softplus=True, **opts)
+    for x, y in zip(team, torch_path):
+        torch.testing.assert_close(x, y, rtol=1e-10, atol=1e-11)
+
+
+@pytest.mark.parametrize("name", ["mamba", "negative_mamba"])
+@pytest.mark.parametrize("b", [1, 4])
+def test_a_model_on_the_team_equals_the_pool_to_the_bit(two_threads, monkeypatch, name, b):
+    """Through a whole model (the causal conv's parts too), in float32 as trained."""
+    _need_team()
+    monkeypatch.setattr(native_selective, "_MIN_PARALLEL", 0)
+    monkeypatch.setattr(native_selective, "_MIN_PARALLEL_LIGHT", 0)
+    tokens = torch.randint(0, 5, (b, 63), generator=torch.Generator().manual_seed(b))
+
+    def outputs():
+        model = tiny_model(name, d_model=32).float()
+        model(tokens).square().sum().backward()
+        return [model(tokens).detach()] + [p.grad for p in model.parameters()]
+
+    team = outputs()
+    with native_selective.dispatch("pool"):
+        pool = outputs()
+    for x, y in zip(team, pool):
+        assert torch.equal(x, y)
+
+
+def test_dispatch_names_what_is_allowed():
+    with pytest.raises(ValueError, match="dispatch 'omp': allowed 'team' or 'pool'"):
+        with native_selective.dispatch("omp"):
+            pass
