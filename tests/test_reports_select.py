@@ -261,7 +261,7 @@ def test_table2_and_harder_groups_data_have_a_status_and_numbers(tmp_path, P):
     assert {m: (d["status"], d["m_p"]) for m, d in hs3.items()} == {
         m: (d["status"], d["m_p"]) for m, d in s3.items()}
     assert hs3["tanh_rnn"]["m_p_seeds"] == [1000, 600] and _typed(h.data)
-    row = next(r for r in h.rows if r[0] == "linear_rnn")
+    row = next(r for r in h.rows if r[0] == "Linear RNN")  # the papers' names
     assert row[2] == "diverged"  # rendering unchanged: the rows keep their words
 
 
@@ -274,7 +274,7 @@ def test_semi_affine_data_is_typed(tmp_path, P):
     assert rows["mamba"]["cells"]["S3 L1"] == {"status": "ok", "m_p": 600}
     assert rows["mamba"]["cells"]["C2 L1"] == {"status": "missing", "m_p": None}
     assert rows["mamba"]["diagnostics"] == "missing" and _typed(t.data)
-    assert next(r for r in t.rows if r[0] == "mamba")[2:5] == ["missing", "missing", "600"]
+    assert next(r for r in t.rows if r[0] == "Mamba")[2:5] == ["missing", "missing", "600"]
     from sst_core.reports.paper1 import shown_text  # the data's cells, shown as the table
     assert [shown_text(c["status"], c["m_p"]) for c in rows["mamba"]["cells"].values()] == [
         "missing", "missing", "600"]
