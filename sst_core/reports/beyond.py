@@ -85,6 +85,33 @@ def harder_groups(P: Profile, root=None) -> Table:
     return Table("Table 2's models on harder groups", cols, rows, note, ids, data)
 
 
+def harder_groups_split(P: Profile, root=None) -> Table:
+    """Per group of :func:`harder_groups`: how many state-dependent and how many affine
+    models reach the longest evaluated length, and how many affine ones fail at the
+    training length (one-layer cells; a missing or diverged cell counts in none)."""
+    t = harder_groups(P, root)
+    longest = max(beyond.beyond_profile(P).track_eval_lengths)
+    depth = min(d["n_layers"] for d in t.data) if t.data else 1
+    cols = ["group", "state-dependent at the longest length", "affine at the longest length",
+            "affine failing at 60"]
+    rows, data = [], []
+    for g in dict.fromkeys(d["group"] for d in t.data):
+        cells = [d for d in t.data if d["group"] == g and d["n_layers"] == depth]
+        sd = [d for d in cells if not expected_affine(d["model"])]
+        af = [d for d in cells if expected_affine(d["model"])]
+        reach = {k: sum(d["m_p"] is not None and d["m_p"] >= longest for d in v)
+                 for k, v in (("state_dependent", sd), ("affine", af))}
+        fail = sum(d["status"] == "fail" for d in af)
+        rows.append([g, f"{reach['state_dependent']} of {len(sd)}",
+                     f"{reach['affine']} of {len(af)}", f"{fail} of {len(af)}"])
+        data.append({"group": g, "longest": longest, "n_state_dependent": len(sd),
+                     "n_affine": len(af), "state_dependent_reach": reach["state_dependent"],
+                     "affine_reach": reach["affine"], "affine_fail": fail})
+    note = (f"One-layer cells of the table above; 'at the longest length': m_p = {longest}; "
+            "'failing at 60': below 90% token accuracy at the training length.")
+    return Table("The split by class, per group", cols, rows, note, t.records, data)
+
+
 def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     """Stored diagnostics records of the affine Figure 4 sweep on ``group``."""
     from dataclasses import replace
@@ -112,7 +139,7 @@ def figure4_groups(P: Profile, root=None) -> Table:
         return "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]"
 
     rows = [
-        ["affine runs with a record"] + [stats[g]["candidates"] for g in stats] + ["—"],
+        ["affine runs analysed"] + [stats[g]["candidates"] for g in stats] + ["—"],
         ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
         + [PAPER_FIGURE4["n"]],
         ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"]) for g in stats]
