@@ -317,6 +317,27 @@ def semi_affine_cost(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+COST_ROWS = {"semi_affine_train_s3": "one training step (S3, length 60)",
+             "semi_affine_eval_L1000": "forward pass at length 1000"}
+
+
+def semi_affine_cost_table(records: list[dict[str, Any]]) -> Table:
+    """:func:`semi_affine_cost` of the newest benchmark record that has the semi-affine rows,
+    as a table: per comparison the two times, their ratio, the sizes and the device (no
+    rows when no record has them)."""
+    cost = semi_affine_cost(records)
+    newest = max((c["created_utc"] for c in cost), default=None)
+    data = [c for c in cost if c["created_utc"] == newest]
+    cols = ["comparison", "semi-affine (s)", "affine (s)", "ratio", "sizes", "device"]
+    rows = [[COST_ROWS.get(c["name"], c["name"]), format_value(c["ours_s"], ".4f"),
+             format_value(c["anchor_s"], ".4f"), f"{c['ratio']:.2f}x",
+             ", ".join(f"{k} {v}" for k, v in c["sizes"].items()), c["device"]] for c in data]
+    note = ("Semi-affine Negative Mamba against the affine one, timed side by side in one "
+            "benchmark run (sst bench, rows semi_affine_train_s3 and semi_affine_eval_L1000); "
+            "a training step is forward, backward and AdamW.")
+    return Table("What the correction costs", cols, rows, note, [], data)
+
+
 # -- memory meets error control ---------------------------------------------------------------
 
 def spectra_records(P: Profile, root=None) -> list[dict[str, Any]]:
