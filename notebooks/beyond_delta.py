@@ -308,9 +308,9 @@ glue("tab_exact", exact, display=False)
 #
 # The two paths give the same crossing time for {glue:text}`torch_same` runs, and $q(t)$
 # differing by at most {glue:text}`torch_qdiff` of its largest value. For a state-dependent
-# recurrence Theorem 1 does not apply; a largest singular value of the return map below 1 on $U$ is the contraction the
-# theory allows such models, and the mechanism by which the paper's state-dependent models
-# extrapolate.
+# recurrence Theorem 1 does not apply; a largest singular value of the return map below 1 on
+# $U$ is the contraction the theory allows such models, and the mechanism by which the
+# paper's state-dependent models extrapolate.
 #
 # ```{glue:figure} tab_exact
 # :name: "tab-dl-exact"
