@@ -66,11 +66,12 @@ track_stack = None
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 import sympy as sp
+from IPython.display import Markdown
 from myst_nb import glue
 
 from sst_core.book import params
 from sst_core.experiments import beyond
-from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.runs import run_all, run_analyses
 from sst_core.experiments.paper1 import figure4_selection
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
@@ -101,8 +102,9 @@ P = params.from_notebook("beyond_delta", globals())  # fails here on a typo or a
 # them against their numeric twins):
 
 # %%
-hh = householder.derive_householder(3)
-hh["eigen_on_k"], sp.factor(hh["gram_coefficient"]), hh["orthogonal_at"], hh["holds"]
+hh = householder.derive_householder(3)  # a symbolic k in R^3
+eigen_on_k, gram = hh["eigen_on_k"], sp.factor(hh["gram_coefficient"])
+eigen_on_k, gram, hh["orthogonal_at"], hh["holds"]
 
 # %%
 householder.derive_transposition(3, 0, 1)["holds"]
@@ -138,9 +140,8 @@ glue("tab_predictions", rb.delta_predictions(), display=False)
 # diagnostics of every $S_3$ run:
 
 # %% tags=["remove-output"]
-records = experiments_runs.run_all(beyond.delta_grid(P), desc="delta", stack=P.track_stack)
-diag = experiments_runs.run_analyses(beyond.delta_diagnostics(P), "diagnostics, S3",
-                                     P.track_stack)
+records = run_all(beyond.delta_grid(P), desc="delta", stack=P.track_stack)
+diag = run_analyses(beyond.delta_diagnostics(P), "diagnostics, S3", P.track_stack)
 
 # %% tags=["remove-input"]
 table = rb.delta(P)
@@ -164,7 +165,9 @@ for kind in ("yes", "no"):
     cells = [v for v in verdicts if v["predicted"] == kind]
     numbers[f"reach_{kind}"] = f"{sum(v['reaches_longest'] for v in cells)} of {len(cells)}"
 glue("tab_table2", table, display=False)
-glue("tab_lens", rb.delta_lens(P), display=False)
+lens = rb.delta_lens(P)  # nine columns: as two tables, the model's name in both
+glue("tab_lens", Markdown("\n\n".join(t.to_markdown() for t in lens.split(keys=1, at=6))),
+     display=False)
 glue("tab_theory", theory, display=False)
 
 best = rb.best_by_model(diag)
@@ -223,7 +226,8 @@ for name, fig in figures.items():
 # ```{glue:figure} fig_recovery
 # :name: "fig-dl-recovery"
 #
-# $q(t)$ (left) and the recovery of an error placed inside $U$ (right) on $S_3$: the
+# $q(t)$ (left; at $t = 1$ each group state has a single hidden state, $R = 0$, and $q$ lies
+# below the frame) and the recovery of an error placed inside $U$ (right) on $S_3$: the
 # Householder models solid, everything else dashed.
 # ```
 #
@@ -278,9 +282,9 @@ for name, fig in figures.items():
 # ({numref}`tab-dl-exact`):
 
 # %% tags=["remove-output"]
-plain = experiments_runs.run_analyses(beyond.torch_module_grid(P), "plain torch modules",
-                                      P.track_stack)
-exact_records = experiments_runs.run_all(beyond.exact_tracker_grid(P), desc="exact trackers")
+plain = run_analyses(beyond.torch_module_grid(P), "plain torch modules",
+                     P.track_stack)
+exact_records = run_all(beyond.exact_tracker_grid(P), desc="exact trackers")
 
 # %% tags=["remove-input"]
 check, exact = rb.torch_module_check(P), rb.exact_trackers(P)
@@ -324,8 +328,8 @@ glue("tab_exact", exact, display=False)
 # equality) and nothing drifts. The perturbed ones are just as affine and just as orthogonal
 # (both singular values of the return map stay 1: neutral, not contracting), yet their return
 # maps no longer fix the centroids, the error grows step by step, and $q$ crosses $\tau$: on
-# $S_3$ rotated by {glue:text}`s3_angle` per step, at $t$ = {glue:text}`s3_T` measured against {glue:text}`s3_pred`
-# predicted by Corollary 1 from the drift on $t \le 120$. The theorem's dichotomy is not
+# $S_3$ rotated by {glue:text}`s3_angle` per step, at $t$ = {glue:text}`s3_T` measured
+# against {glue:text}`s3_pred` predicted by Corollary 1 from the drift on $t \le 120$. The theorem's dichotomy is not
 # between diagonal and non-diagonal transitions but between no drift and some drift.
 #
 # ## What the theory would need

@@ -67,7 +67,8 @@ from myst_nb import glue
 
 from sst_core.analysis.label_free import warning_errors
 from sst_core.book import params
-from sst_core.experiments import beyond, runs
+from sst_core.experiments import beyond
+from sst_core.experiments.runs import run_analyses
 from sst_core.figures import beyond as plots_beyond
 from sst_core.reports import beyond as rb
 
@@ -81,7 +82,7 @@ P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo
 # and $A_5$, each analysed with the three labellings:
 
 # %% tags=["remove-output"]
-records = runs.run_analyses(beyond.label_free_grid(P), "label-free q(t)", P.track_stack)
+records = run_analyses(beyond.label_free_grid(P), "label-free q(t)", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 
 # %% tags=["remove-input"]
@@ -127,7 +128,9 @@ for name, fig in figures.items():
 # :name: "fig-lf-curves"
 #
 # $q(t)$ of a few trackers with the true states (solid) and with the two label-free
-# labellings (dashed); dotted: $\tau = 1/2$; red: $m_p$.
+# labellings (dashed); dotted: $\tau = 1/2$; red: $m_p$. Values of $q$ that are zero up to
+# rounding ($R = 0$: at $t = 1$ each group state has a single hidden state, and the clusters
+# can separate the states perfectly a step later) lie below the frame.
 # ```
 #
 # ```{glue:figure} fig_scatter

@@ -60,7 +60,7 @@ from myst_nb import glue
 from sst_core.bench import records as bench_records
 from sst_core.book import params
 from sst_core.experiments import beyond
-from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.runs import run_all, run_analyses
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
@@ -78,10 +78,10 @@ P = params.from_notebook("beyond_semi_affine", globals())  # fails here on a typ
 # Theorem 1 pins at 1 for an affine model that tracks.
 
 # %% tags=["remove-output"]
-records = experiments_runs.run_all(beyond.semi_affine_grid(P), desc="semi-affine",
-                                   stack=P.track_stack)
-diag = experiments_runs.run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
-                                     P.track_stack)
+records = run_all(beyond.semi_affine_grid(P), desc="semi-affine",
+                  stack=P.track_stack)
+diag = run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
+                    P.track_stack)
 
 # %% tags=["remove-input"]
 table = rb.semi_affine(P)
@@ -133,7 +133,8 @@ for name, fig in figures.items():
 # ```{glue:figure} fig_sa_recovery
 # :name: "fig-sa-recovery"
 #
-# $q(t)$ (left) and the recovery of an error placed inside $U$ (right) on $S_3$:
+# $q(t)$ (left; at $t = 1$ each group state has a single hidden state, $R = 0$, and $q$ lies
+# below the frame) and the recovery of an error placed inside $U$ (right) on $S_3$:
 # semi-affine models solid, their affine originals dashed.
 # ```
 #

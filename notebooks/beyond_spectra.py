@@ -63,14 +63,14 @@ from myst_nb import glue
 
 from sst_core.book import params
 from sst_core.experiments import beyond
-from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.runs import run_analyses
 from sst_core.figures import spectra as plots_spectra
 from sst_core.reports import beyond as rb
 
 P = params.from_notebook("beyond_spectra", globals())  # fails here on a typo or a wrong type
 
 # %% tags=["remove-output"]
-records = experiments_runs.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
+records = run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 
 # %% tags=["remove-input"]
 table = rb.spectra(P)

@@ -17,6 +17,19 @@ from sst_core.figures.common import (PAGE_WIDTH, for_readers, plain_log_ticks, s
 from sst_core.spec.names import run_name
 from sst_core.store.codec import decode_floats, read_curve, stored_curve
 
+
+
+ROUNDING_ZERO = 1e-12  # a q(t) below it is zero up to rounding (R = 0)
+
+
+def _q_floor(curves: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None:
+    """The bottom of a q(t) axis: half the smallest q above :data:`ROUNDING_ZERO`, so that
+    only the values that are zero up to rounding fall below the frame (at t = 1 each group
+    state has a single hidden state and R = 0; k-means labels can give R = 0 a step later),
+    which would otherwise squash every other value."""
+    kept = [y[np.isfinite(y) & (y > ROUNDING_ZERO)] for _, y in curves]
+    kept = [v for v in kept if v.size]
+    return 0.5 * float(min(v.min() for v in kept)) if kept else None
 _COLOURS = {"oracle": "k", "decoded": "#1f77b4", "clusters": "#ff7f0e"}
 _AFFINE, _STATE_DEPENDENT = "#1f77b4", "#2ca02c"  # the scatter's two classes
 
@@ -29,7 +42,8 @@ def _label(r: dict[str, Any]) -> str:
 @for_readers
 def fig_label_free_curves(records: Sequence[dict[str, Any]], tau: float = 0.5) -> plt.Figure:
     """q(t) with oracle, decoded and clustered labels, one panel per record (e.g.
-    :func:`sst_core.reports.beyond.label_free_examples`); one legend below the panels."""
+    :func:`sst_core.reports.beyond.label_free_examples`), values that are zero up to
+    rounding below the frame (:func:`_q_floor`); one legend below the panels."""
     recs = list(records)
     cols = min(3, max(1, len(recs)))
     rows = max(1, -(-len(recs) // cols))
@@ -37,16 +51,20 @@ def fig_label_free_curves(records: Sequence[dict[str, Any]], tau: float = 0.5) -
                              sharey=True, layout="constrained")
     for ax, r in zip(axes.flat, recs):
         m = r["metrics"]
+        curves = []
         for name, q in m["q"].items():
             t, y = read_curve(q, m.get("curve_t"))
             ok = np.isfinite(y)  # the clusters' q exists on a grid of times only
             ax.plot(t[ok], y[ok], color=_COLOURS.get(name), lw=1.2,
                     ls="-" if name == "oracle" else "--", label=f"{name} labels")
+            curves.append((t, y))
         ax.axhline(tau, color="grey", lw=0.8, ls=":", label="τ = 1/2")
         if m["m_p"]:
             ax.axvline(m["m_p"], color="#d62728", lw=0.8, label="m_p")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        if _q_floor(curves) is not None:
+            ax.set_ylim(bottom=_q_floor(curves))
         ax.set_title(_label(r))
         ax.set_xlabel("t")
     for ax in axes.flat[len(recs):]:
@@ -133,9 +151,11 @@ def fig_q_recovery(records: Sequence[dict[str, Any]], solid: Sequence[str],
                    tau: float = 0.5) -> plt.Figure:
     """q(t) and perturbation recovery along U of diagnostics records, one line per record
     in its model's colour and marker (:func:`series_style`); the models named in ``solid`` drawn solid, the others dashed (the
-    caption says which is which). One legend below the panels."""
+    caption says which is which); values of q that are zero up to rounding lie below the
+    frame (:func:`_q_floor`). One legend below the panels."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.4), layout="constrained")
     others = unknown_series([r["config"]["run"] for r in records])
+    curves = []
     for r in records:
         m, cfg = r["metrics"], r["config"]["run"]
         st = series_style(cfg, others)
@@ -143,11 +163,14 @@ def fig_q_recovery(records: Sequence[dict[str, Any]], solid: Sequence[str],
                  "ls": "-" if cfg["model"] in solid else "--"}
         t, q = stored_curve(m, "q")
         ax.plot(t, q, lw=1.3, label=run_name(cfg), **style)
+        curves.append((np.asarray(t), np.asarray(q, dtype=float)))
         rec = decode_floats(m["recovery"]["U"])
         bx.plot(np.arange(rec.size), rec, lw=1.3, **style)
     ax.axhline(tau, color="grey", lw=0.8, ls=":")
     for a in (ax, bx):
         a.set_yscale("log")
+    if _q_floor(curves) is not None:
+        ax.set_ylim(bottom=_q_floor(curves))
     ax.set_xscale("log")
     ax.set_xlabel("t")
     ax.set_ylabel("q(t)")
