@@ -10,17 +10,33 @@
 # # Harder groups: A4, A5 and C2 x S3
 #
 # The error-control paper {cite}`chung2026errorcontrol` trains on $C_2$, $C_6$ and $S_3$ and
-# tests its crossing-time law (Figure 4) on $S_3$ only. $S_3$ is small and
-# solvable: a network can track it with a cyclic part ($C_3$) and a sign. This chapter asks
-# the two questions the paper leaves open. Do the two classes still split the same way on
-# harder groups: the alternating groups $A_4$ and $A_5$ (the smallest group that is not
-# solvable) and the order-sensitive product $C_2 \times S_3$? And does $T_{\text{cross}}$
-# still predict $m_p$ when the same affine sweep is run on $A_5$?
+# tests its crossing-time law (Figure 4) on $S_3$ only. $S_3$ is small and solvable: a
+# network can track it with a cyclic part ($C_3$) and a sign. This chapter asks the two
+# questions the paper leaves open:
 #
-# Everything below uses the protocol of the Table 2 chapter unchanged (curriculum up to
-# length 60, tokens = identity + generators, evaluation at 60, 100, ..., 1000), and the
-# diagnostics of the Figure 4 chapter unchanged, except that $A_5$'s centroids get ten
-# times the held-out words (it has ten times the classes).
+# 1. Do the two classes still split the same way on harder groups: the alternating groups
+#    $A_4$ and $A_5$ ($A_5$ is the smallest group that is not solvable) and the product
+#    $C_2 \times S_3$?
+# 2. Does $T_{\text{cross}}$ still predict $m_p$ when the affine sweep of Figure 4 is run on
+#    $A_5$?
+#
+# **What we find.** On $A_4$ and $C_2 \times S_3$ the split is the paper's: of the two
+# state-dependent models, {glue:text}`sd_A4:d` and {glue:text}`sd_C2xS3:d` reach the longest
+# evaluated length; of the eight affine ones, {glue:text}`af_A4:d` and
+# {glue:text}`af_C2xS3:d` ({numref}`tab-hg-split`). On $A_5$, {glue:text}`sd_A5:d`
+# state-dependent and {glue:text}`af_A5:d` affine models reach it, and
+# {glue:text}`fail_A5:d` affine models fail at the training length. The crossing-time law
+# cannot be tested on $A_5$ at this scale: {glue:text}`f4_A5_n:d` affine runs qualify (on
+# $S_3$, {glue:text}`f4_S3_n:d`), and their correlation ($r$ = {glue:text}`f4_A5_r`) is no
+# evidence either way ({numref}`tab-hg-f4`).
+#
+# The protocol is the Table 2 chapter's, unchanged (curriculum up to length 60, tokens =
+# identity + generators, evaluation at 60, 100, ..., 1000), and the diagnostics are those of
+# the Figure 4 chapter, except that $A_5$'s centroids get {glue:text}`a5_words:d` times the
+# held-out words (it has ten times the classes). At this book's scale every cell is the best of
+# {glue:text}`per_cell:d` runs at $d_{\text{model}}$ = {glue:text}`d_model:d` and at most
+# {glue:text}`max_steps:d` training steps, against the paper's best of
+# {glue:text}`paper_per_cell:d` at $d_{\text{model}}$ = {glue:text}`paper_d_model:d`.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -32,163 +48,164 @@ diag_samples = None
 diag_rollout = None
 track_stack = None
 
-# %%
-from sst_core.book import params
-
-P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
-KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "track_lrs", "fig4_lrs",
-          "track_max_steps", "diag_samples", "diag_rollout")
-print(P.banner(*KNOBS))
-
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 from myst_nb import glue
 
+from sst_core.book import params
 from sst_core.experiments import beyond, paper1
-from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.runs import run_all, run_analyses
+from sst_core.experiments.paper1 import figure4_selection
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text
 from sst_core.reports import paper1 as rp1
 from sst_core.spec import paper_values
+
+P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
 
 # %% [markdown]
 # ## The groups
 #
-# The table is computed from the multiplication tables in `sst_core.groups`: element orders,
-# conjugacy classes, every normal subgroup and the derived series. A group is *solvable*
-# when the derived series $G > G' > G'' > \dots$ reaches $\{e\}$; then it is built from
-# abelian pieces (Krohn–Rhodes: a cascade of abelian trackers can track it). $A_5$ is
+# {numref}`tab-hg-groups` is computed from the multiplication tables in `sst_core.groups`:
+# element orders, conjugacy classes, every normal subgroup and the derived series. A group is
+# *solvable* when the derived series $G > G' > G'' > \dots$ reaches $\{e\}$; then it is built
+# from abelian pieces (Krohn–Rhodes: a cascade of abelian trackers can track it). $A_5$ is
 # *simple* (no normal subgroup but $\{e\}$ and itself) and *perfect* ($A_5' = A_5$): no such
-# cascade exists. By Barrington's theorem the word problem of $A_5$ is $\mathsf{NC}^1$-complete,
-# which is why {cite}`merrill2024illusion` single it out: a fixed-depth, log-precision SSM
-# (a $\mathsf{TC}^0$ circuit) cannot track $A_5$ at every length unless
-# $\mathsf{TC}^0 = \mathsf{NC}^1$. A tanh RNN escapes the argument: its nonlinear
-# recurrence does not parallelise into a constant-depth circuit. So $A_5$ is where the affine models should have the least room.
+# cascade exists. By Barrington's theorem the word problem of $A_5$ is
+# $\mathsf{NC}^1$-complete, which is why {cite}`merrill2024illusion` single it out: a
+# fixed-depth, log-precision SSM (a $\mathsf{TC}^0$ circuit) cannot track $A_5$ at every
+# length unless $\mathsf{TC}^0 = \mathsf{NC}^1$. A tanh RNN escapes the argument: its
+# nonlinear recurrence does not parallelise into a constant-depth circuit. So $A_5$ is where
+# the affine models should have the least room.
 
-# %%
-facts = rb.group_facts(P)
-display(facts)
+# %% tags=["remove-input"]
+glue("tab_groups", rb.group_facts(P).transposed(), display=False)
 
 # %% [markdown]
+# ```{glue:figure} tab_groups
+# :name: "tab-hg-groups"
+#
+# The groups of Table 2 and the harder ones: what makes $A_5$ different.
+# ```
+#
 # ## Table 2 on the harder groups
 #
-# Every model of Table 2, the same grid of sizes, learning rates and seeds as the Table 2
-# chapter under this profile; the $S_3$ column repeats Table 2's for comparison.
+# Every model of Table 2, on the same grid of sizes, learning rates and seeds as the
+# Table 2 chapter; the $S_3$ column repeats Table 2's for comparison. One call trains (or
+# reads) every run:
 
-# %%
-cfgs = beyond.harder_groups_grid(P)
-records = experiments_runs.run_all(cfgs, desc="harder groups", stack=P.track_stack)
-experiments_runs.run_all(paper1.table2_grid(P, groups=("S3",)), desc="Table 2, S3",
-                    stack=P.track_stack)
+# %% tags=["remove-output"]
+records = run_all(beyond.harder_groups_grid(P), desc="harder groups",
+                  stack=P.track_stack)
+s3 = run_all(paper1.table2_grid(P, groups=("S3",)), desc="Table 2, S3",
+             stack=P.track_stack)
+
+# %% tags=["remove-input"]
 table = rb.harder_groups(P)
-display(table)
-failed = [r for r in records if r["status"] != "ok"]
-for r in failed:
-    print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
-glue("hg_runs", len(records), display=False)
-glue("hg_failed", len(failed), display=False)
-glue("hg_compute", compute_text(records), display=False)
-
-# %%
-from sst_core.models import expected_affine
-
-cells = table.data
-def count(cls_affine, group, pred):
-    sel = [d for d in cells if expected_affine(d["model"]) == cls_affine and d["group"] == group]
-    return sum(pred(d) for d in sel), len(sel)
-
-for g in ("S3",) + beyond.HARDER_GROUPS:
-    key = g.replace("x", "_")
-    n_sd, tot_sd = count(False, g, lambda d: d["m_p"] == 1000)
-    n_af, tot_af = count(True, g, lambda d: d["m_p"] == 1000)
-    n_af_fail, _ = count(True, g, lambda d: d["m_p"] is None)
-    glue(f"hg_sd_{key}", f"{n_sd} of {tot_sd}", display=False)
-    glue(f"hg_af_{key}", f"{n_af} of {tot_af}", display=False)
-    glue(f"hg_af_fail_{key}", f"{n_af_fail} of {tot_af}", display=False)
+n_cells = len({(d["model"], d["group"], d["n_layers"]) for d in table.data if d["group"] != "S3"})
+numbers = {"per_cell": len(records) // max(1, n_cells), "d_model": P.track_d_model,
+           "max_steps": P.track_max_steps, "paper_per_cell": paper_values.TABLE2_RUNS_PER_CELL,
+           "paper_d_model": paper_values.TABLE2_D_MODEL,
+           "a5_words": beyond.n_samples_for(P, "A5") // max(1, P.diag_samples),
+           "paper_r": paper_values.FIGURE4["r"], "paper_n": paper_values.FIGURE4["n"]}
+glue("tab_harder", table, display=False)
+split = rb.harder_groups_split(P)
+for d in split.data:
+    numbers.update({f"sd_{d['group']}": d["state_dependent_reach"],
+                    f"af_{d['group']}": d["affine_reach"], f"fail_{d['group']}": d["affine_fail"]})
+glue("tab_split", split, display=False)
+for name, value in numbers.items():
+    glue(name, value, display=False)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs([r for r in records if r["status"] == "ok"]),
+                                   beyond.HARDER_GROUPS)
+glue("fig_harder", fig, display=False)
+plt.close(fig)
 
 # %% [markdown]
-# The sweep holds {glue:text}`hg_runs:d` runs ({glue:text}`hg_failed:d` recorded as failed),
-# {glue:text}`hg_compute` of compute. Reaching length 1000, state-dependent models
-# against affine ones, per group:
+# ```{glue:figure} tab_harder
+# :name: "tab-hg-table2"
 #
-# | group | state-dependent at 1000 | affine at 1000 | affine failing at 60 |
-# |---|---|---|---|
-# | $S_3$ | {glue:text}`hg_sd_S3` | {glue:text}`hg_af_S3` | {glue:text}`hg_af_fail_S3` |
-# | $A_4$ | {glue:text}`hg_sd_A4` | {glue:text}`hg_af_A4` | {glue:text}`hg_af_fail_A4` |
-# | $A_5$ | {glue:text}`hg_sd_A5` | {glue:text}`hg_af_A5` | {glue:text}`hg_af_fail_A5` |
-# | $C_2 \times S_3$ | {glue:text}`hg_sd_C2_S3` | {glue:text}`hg_af_C2_S3` | {glue:text}`hg_af_fail_C2_S3` |
+# Table 2's models on $A_4$, $A_5$ and $C_2 \times S_3$, with $S_3$ from Table 2 beside
+# them.
+# ```
 #
-# Read the counts with the scale in mind: under `smoke` nothing is trained long enough to
-# track anything, and under `quick` one small width and one learning rate per model stand
-# in for the paper's grid, so a state-dependent model that does not reach 60 on $A_5$ may
-# simply need more width or steps (60 classes from 3 tokens is a far larger automaton than
-# $S_3$'s 6). The claim this table can test is the *split*: whether any affine model
-# reaches 1000 where the state-dependent ones do.
-
-# %%
-ok = [r for r in records if r["status"] == "ok"]
-fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS)
-plt.show()
-
-# %% [markdown]
+# ```{glue:figure} tab_split
+# :name: "tab-hg-split"
+#
+# The split by class, per group, counted from {numref}`tab-hg-table2`.
+# ```
+#
+# ```{glue:figure} fig_harder
+# :name: "fig-hg-accuracy"
+#
+# Token accuracy against evaluation length on the harder groups, the best run of each model
+# (dotted: the training length 60; grey line: 90%).
+# ```
+#
+# The split of Table 2 survives the harder groups where a state-dependent model can learn
+# the group at all ({numref}`tab-hg-split`, {numref}`fig-hg-accuracy`): on $A_4$,
+# {glue:text}`fail_A4:d` of the eight affine models fail at the training length (on
+# $C_2 \times S_3$, {glue:text}`fail_C2xS3:d`), and the token-gated RNN, the affine model that
+# passes 60, stops short of 1000 as it does on $S_3$ ({numref}`tab-hg-table2`). $A_5$ is
+# harder for everyone: in {numref}`tab-hg-table2` the state-gated RNN extrapolates but stops
+# short of 1000, and the tanh RNN does not pass 60. Read this with the scale in mind: 60
+# classes from three tokens is a far larger automaton than $S_3$'s six, and a state-dependent model that
+# fails on $A_5$ here may need more width or training steps than this grid gives it. What the
+# table can test is the split, and on $A_5$ it is not contradicted: no affine model does
+# better than the state-dependent ones.
+#
 # ## Figure 4 on A5
 #
 # The affine sweep of the Figure 4 chapter (the same models, depths, sizes, learning rates
 # and seeds), retrained on $A_5$, then diagnosed exactly as on $S_3$: $q(t) = R(t)/M(t)$ on
 # held-out words of length up to the rollout, $T_{\text{cross}}$ where $q$ first reaches
-# $1/2$, and the selection rule of Figure 4 (the run passes the training length and $q$
-# crosses within the rollout).
+# $1/2$, and Figure 4's selection rule (the run passes the training length and $q$ crosses
+# within the rollout).
 
-# %%
-for g in beyond.FIGURE4_GROUPS:
-    experiments_runs.run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}",
-                             P.track_stack)
+# %% tags=["remove-output"]
+for g in beyond.FIGURE4_GROUPS:  # S3 and A5
+    run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}", P.track_stack)
+
+# %% tags=["remove-input"]
 f4 = rb.figure4_groups(P)
-display(f4)
 stats = {d["group"]: d for d in f4.data}
 for g in beyond.FIGURE4_GROUPS:
     glue(f"f4_{g}_n", stats[g]["n"], display=False)
-    glue(f"f4_{g}_r", "no r" if stats[g]["r"] is None else f"r = {stats[g]['r']:.2f}", display=False)
-glue("f4_paper", f"r = {paper_values.FIGURE4['r']} rests on {paper_values.FIGURE4['n']}",
-     display=False)
-
-# %%
-from sst_core.experiments.paper1 import figure4_selection
-
-sel_a5 = figure4_selection(rb.figure4_records(P, "A5"))
-fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], group="A5")
-plt.show()
+    glue(f"f4_{g}_r", "none" if stats[g]["r"] is None else f"{stats[g]['r']:.2f}", display=False)
+glue("tab_f4", f4, display=False)
+fig = plots_error.fig_tcross_vs_mp(figure4_selection(rb.figure4_records(P, "A5")), stats["A5"],
+                                   group="A5")
+glue("fig_f4_a5", fig, display=False)
+plt.close(fig)
 
 # %% [markdown]
-# ## Does the correlation hold?
+# ```{glue:figure} tab_f4
+# :name: "tab-hg-f4"
 #
-# On $S_3$, {glue:text}`f4_S3_n:d` runs qualify ({glue:text}`f4_S3_r`); on $A_5$,
-# {glue:text}`f4_A5_n:d` ({glue:text}`f4_A5_r`). The paper's {glue:text}`f4_paper` $S_3$
-# runs at the paper's scale. Two things decide whether the law can even be tested on
-# $A_5$: enough affine runs must *pass* the training length (otherwise there is no $m_p$ to
-# predict), and their $q(t)$ must cross $1/2$ within the rollout. Where either fails the table
-# says so instead of printing an $r$; a correlation from a handful of runs, or from runs whose
-# $m_p$ all sit on one evaluated length, is no evidence either way. The paper profile's records
-# (`sst sweep figure4_a5 --profile paper`) are what settles it; the `best` build of this book
-# shows them once they are stored.
-
-# %% [markdown]
-# ## The larger sweep so far
+# Figure 4's statistics on $S_3$ and on $A_5$, beside the paper's on $S_3$: does
+# $T_{\text{cross}}$ predict $m_p$?
+# ```
 #
-# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. While it is under way, this section shows the harder-groups
-# table and Figure 4 on both groups from its stored runs alone (the sentence at its end says
-# whether it is):
+# ```{glue:figure} fig_f4_a5
+# :name: "fig-hg-f4-a5"
+#
+# Figure 4 of the paper redrawn on $A_5$: $T_{\text{cross}}$ against $m_p$ over the
+# qualifying affine runs (left) and $q$ at $m_p$ (right).
+# ```
+#
+# **Does the correlation hold?** On $S_3$, {glue:text}`f4_S3_n:d` runs qualify
+# ($r$ = {glue:text}`f4_S3_r`); on $A_5$, {glue:text}`f4_A5_n:d` ($r$ =
+# {glue:text}`f4_A5_r`); the paper's $r$ = {glue:text}`paper_r` rests on
+# {glue:text}`paper_n:d` $S_3$ runs at its scale. Two
+# things decide whether the law can be tested on $A_5$ at all: enough affine runs must pass
+# the training length (otherwise there is no $m_p$ to predict), and their $q(t)$ must cross
+# $1/2$ within the rollout. On $A_5$ few affine runs pass 60, so the handful that qualify
+# ({numref}`fig-hg-f4-a5`) give a correlation that is no evidence either way: the question
+# stays open at this scale, and the paper profile's sweep (`sst sweep figure4_a5 --profile
+# paper`) is what would settle it.
 
-# %%
-so_far = params.under_way("beyond_groups", P.name)
-if so_far:
-    display(rb.harder_groups(so_far.profile))
-    display(rb.figure4_groups(so_far.profile))
-glue("dhg_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
 
-# %% [markdown]
-# {glue:md}`dhg_so_far`
+how_made("beyond_groups", P)

@@ -11,31 +11,45 @@
 #
 # The distinguishability ratio $q(t) = R(t)/M(t)$ of the error-control paper
 # {cite}`chung2026errorcontrol` sorts hidden states by the *true* group state $g_t$ of each
-# word: it needs an oracle. A model in use has none. This chapter asks whether $q(t)$ can be
-# estimated from the hidden states alone, and whether it then works as an *online warning*:
-# looking only at words no longer than the training length, can one predict how far a model
-# will extrapolate ($m_p$)?
+# word: it needs an oracle. A model in use has none. This chapter asks two questions:
 #
-# **Two label-free labellings** (`sst_core.analysis.diagnostics.label_free_states`):
+# 1. Can $q(t)$ be estimated from the hidden states alone?
+# 2. Does it then work as an *online warning*: looking only at words no longer than the
+#    training length, can one predict how far a model will extrapolate ($m_p$)?
+#
+# **What we find.** The model's own decoded labels give the oracle's crossing time for
+# {glue:text}`agree_decoded` trackers; $k$-means clusters of the states for only
+# {glue:text}`agree_clusters` ({numref}`tab-lf-agree`). As a warning, extrapolating $q$ from
+# $t \le 60$ on its own misses $m_p$ by a median factor of {glue:text}`raw_factor`; calibrated
+# on other trackers of the same sweep it comes within a median factor of
+# {glue:text}`loo_factor` ({glue:text}`loo_within` within a factor of two, over
+# {glue:text}`n_scored:d` affine trackers), where the true labels come within a factor of
+# {glue:text}`oracle_factor` ({numref}`tab-lf-warning`).
+#
+# At this book's scale: every tracker the book trains at $d_{\text{model}}$ =
+# {glue:text}`d_model:d` and at most {glue:text}`max_steps:d` steps, diagnosed on
+# {glue:text}`samples:d` held-out words with a rollout of {glue:text}`rollout:d`.
+#
+# ## Two label-free labellings
+#
+# `sst_core.analysis.diagnostics.label_free_states` replaces $g_t$ in $R$ and $M$ by one of
 #
 # - **decoded**: the model's own prediction $\hat g_t = \arg\max (W_{\text{out}} h_t + b)$;
 # - **clusters**: $k$-means with $|G|$ clusters of the read-out states $W_{\text{out}} h_t$,
 #   at each time on its own (`kmeans_per_time`, $k$-means++ seeding, best of three).
 #
-# Either labelling replaces $g_t$ in $R$ and $M$. Both have a built-in bias, because the
-# labels are made *from* the states: $k$-means minimises exactly the within-class spread
-# $R$, so at its optimum its $R$ is never larger than the oracle's; the decoded labels cut the
-# read-out space into regions and lean the same way. When the model starts to confuse two
-# states, the oracle sees a growing spread; the decoded labels see two tight, wrongly named
-# classes.
-# The tests check the other end: on states that cluster perfectly by class, both labellings
-# give exactly the oracle's $q(t)$.
+# Both have a built-in bias, because the labels are made *from* the states: $k$-means
+# minimises exactly the within-class spread $R$, so at its optimum its $R$ is never larger
+# than the oracle's; the decoded labels cut the read-out space into regions and lean the same
+# way. When the model starts to confuse two states, the oracle sees a growing spread; the
+# decoded labels see two tight, wrongly named classes. The tests check the other end: on
+# states that cluster perfectly by class, both labellings give exactly the oracle's $q(t)$.
 #
-# **The warning** (`sst_core.analysis.label_free.online_warning`) sees positions $10 \le t \le 60$ only
-# and extrapolates $q$ to $\tau = 1/2$ two ways: Corollary 1's constant drift,
-# $\sqrt{R(t)} = a + b t$ with $M$ fixed, and a power law $q(t) = C t^\alpha$. Inside the
-# training length the decoded labels are nearly all right (the models pass there), so this is
-# where a label-free estimate should be most trustworthy.
+# **The warning** (`sst_core.analysis.label_free.online_warning`) sees positions
+# $10 \le t \le 60$ only and extrapolates $q$ to $\tau = 1/2$ two ways: Corollary 1's constant
+# drift, $\sqrt{R(t)} = a + b t$ with $M$ fixed, and a power law $q(t) = C t^\alpha$. Inside
+# the training length the decoded labels are nearly all right (the models pass there), so
+# this is where a label-free estimate should be most trustworthy.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -47,118 +61,128 @@ diag_samples = None
 diag_rollout = None
 track_stack = None
 
-# %%
-from sst_core.book import params
-
-P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo or a wrong type
-KNOBS = ("diag_samples", "diag_rollout", "track_d_model", "track_d_states", "fig4_lrs",
-          "track_max_steps")
-SCALE = P.scale(*KNOBS)  # for captions and table notes
-print(P.banner(*KNOBS))
-
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.analysis.label_free import warning_errors
-from sst_core.experiments import beyond, runs
+from sst_core.book import params
+from sst_core.experiments import beyond
+from sst_core.experiments.runs import run_analyses
 from sst_core.figures import beyond as plots_beyond
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text
+
+P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo or a wrong type
 
 # %% [markdown]
 # ## Every stored tracker, three labellings
 #
 # Every trained tracker of the book: Table 2 ($C_2$, $C_6$, $S_3$), Table 3's nonlinearity
 # sweep, the harder groups of the previous chapter, and the affine Figure 4 sweeps on $S_3$
-# and $A_5$. The last row of the table pools every group.
+# and $A_5$, each analysed with the three labellings:
 
-# %%
-records = runs.run_analyses(beyond.label_free_grid(P), "label-free q(t)",
-                                   P.track_stack)
+# %% tags=["remove-output"]
+records = run_analyses(beyond.label_free_grid(P), "label-free q(t)", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
-glue("lf_n", len(ok), display=False)
-glue("lf_compute", compute_text(records), display=False)
-table = rb.label_free(P)
-display(table)
+
+# %% tags=["remove-input"]
+table, warn = rb.label_free(P), rb.label_free_warning(P)
+agree = {d["method"]: d for d in table.data if d["group"] == "all"}
+scored = {(d["method"], d["fit"]): d for d in warn.data}
+best = scored["decoded", "drift"]
+numbers = {"d_model": P.track_d_model, "max_steps": P.track_max_steps,
+           "samples": P.diag_samples, "rollout": P.diag_rollout, "n_scored": best["n"]}
+for m in ("decoded", "clusters"):
+    numbers[f"agree_{m}"] = f"{agree[m]['agree']} of {agree[m]['n']}"
+for key, part in (("raw", best["raw"]), ("loo", best["loo"])):
+    numbers[f"{key}_factor"] = "—" if part is None else f"{2 ** part['median_log2_error']:.2f}"
+    numbers[f"{key}_within"] = "—" if part is None else f"{100 * part['within_2x']:.0f}%"
+oracle = scored["oracle", "drift"]["loo"]
+numbers["oracle_factor"] = "—" if oracle is None else f"{2 ** oracle['median_log2_error']:.2f}"
+for name, value in numbers.items():
+    glue(name, value, display=False)
+glue("tab_agree", table, display=False)
+glue("tab_warning", warn, display=False)
+figures = {
+    "fig_curves": plots_beyond.fig_label_free_curves(rb.label_free_examples(ok)),
+    "fig_scatter": plots_beyond.fig_label_free_scatter([r["metrics"] for r in ok]),
+    "fig_warning": plots_beyond.fig_warning(
+        [warning_errors([r["metrics"] for r in ok if r["metrics"]["is_affine"]], method,
+                        "drift", P.track_eval_lengths)
+         for method in ("oracle", "decoded", "clusters")]),
+}
+for name, fig in figures.items():
+    glue(name, fig, display=False)
+    plt.close(fig)
 
 # %% [markdown]
-# {glue:text}`lf_n:d` trackers, {glue:text}`lf_compute` of analysis.
+# ```{glue:figure} tab_agree
+# :name: "tab-lf-agree"
 #
-# A few of them, oracle (solid) against the two label-free curves (dashed):
-
-# %%
-picked = rb.label_free_examples(ok)  # one run per (group, model), affine first
-fig = plots_beyond.fig_label_free_curves(picked, SCALE)
-plt.show()
-
-# %%
-fig = plots_beyond.fig_label_free_scatter([r["metrics"] for r in ok], SCALE)
-plt.show()
-agree = {(d["group"], d["method"]): d for d in table.data}
-for (g, method), d in agree.items():
-    glue(f"lf_agree_{g}_{method}", f"{d['agree']} of {d['n']}", display=False)
-
-# %% [markdown]
-# Over every group, the decoded labels give the oracle's $T_{\text{cross}}$ (within 25%, or
-# both never crossing) for {glue:text}`lf_agree_all_decoded` trackers, the clusters for
-# {glue:text}`lf_agree_all_clusters`; on $A_5$ alone, {glue:text}`lf_agree_A5_decoded` and
-# {glue:text}`lf_agree_A5_clusters`. The bias described above shows where they part: a
-# label-free $q$ stays low after the model has started to err, because the errors are
-# absorbed into the labels. A label-free $q$ therefore tends to *understate* the oracle's
-# once errors begin: usable for a warning computed early, not for locating a failure after it.
-
-# %% [markdown]
+# Label-free $q(t)$ against the oracle's, per group and labelling: how often the crossing
+# times agree, and how closely $\log T_{\text{cross}}$ and $\log q(t)$ correlate. The last
+# rows pool every group.
+# ```
+#
+# ```{glue:figure} fig_curves
+# :name: "fig-lf-curves"
+#
+# $q(t)$ of a few trackers with the true states (solid) and with the two label-free
+# labellings (dashed); dotted: $\tau = 1/2$; red: $m_p$. Values of $q$ that are zero up to
+# rounding ($R = 0$: at $t = 1$ each group state has a single hidden state, and the clusters
+# can separate the states perfectly a step later) lie below the frame.
+# ```
+#
+# ```{glue:figure} fig_scatter
+# :name: "fig-lf-scatter"
+#
+# Label-free crossing times against the oracle's, every tracker; trackers whose $q$ never
+# crosses sit on the frame's edge.
+# ```
+#
+# The decoded labels track the oracle ({numref}`fig-lf-scatter`, left: most points on the
+# diagonal); the clusters do not (right: a band of early crossings, the $k$-means labels
+# splitting states the model keeps apart, and a column of trackers that never cross by the
+# oracle but do by the clusters). Where the decoded labels part from the oracle, the bias
+# described above shows: a label-free $q$ stays low after the model has started to err,
+# because the errors are absorbed into the labels ({numref}`fig-lf-curves`). A label-free
+# $q$ therefore tends to *understate* the oracle's once errors begin: usable for a warning
+# computed early, not for locating a failure after it.
+#
 # ## The online warning
 #
 # For every affine tracker that passes the training length, each labelling's $q$ on
 # $t \le 60$ gives a predicted crossing time $T_{\text{pred}}$, which we turn into a
 # predicted $m_p$ two ways: raw (the largest evaluated length not above $T_{\text{pred}}$),
 # and calibrated (a log-log line from $T_{\text{pred}}$ to $m_p$ fitted on the *other*
-# models, leave-one-out, then snapped the same way).
-
-# %%
-warn = rb.label_free_warning(P)
-display(warn)
-ms = [r["metrics"] for r in ok if r["metrics"]["is_affine"]]
-errs = [warning_errors(ms, method, "drift", P.track_eval_lengths)
-        for method in ("oracle", "decoded", "clusters")]
-fig = plots_beyond.fig_warning(errs, SCALE)
-plt.show()
-best = min((d for d in warn.data if d["loo"]), key=lambda d: d["loo"]["median_log2_error"],
-           default=None)
-glue("lf_best", "none (no tracker passes the training length at this scale)" if best is None
-     else f"{best['method']} labels with the {best['fit']} fit: median error a factor "
-          f"{2 ** best['loo']['median_log2_error']:.2f}, {100 * best['loo']['within_2x']:.0f}% "
-          f"within 2x over {best['loo']['n']} trackers", display=False)
-
-# %% [markdown]
-# Best calibrated warning at this scale: {glue:text}`lf_best`.
+# trackers, leave-one-out, then snapped the same way).
 #
-# **What this does and does not show.** The warning uses nothing but hidden states on
-# short words, so it could run alongside a deployed model. Its raw form assumes the paper's
-# claim that $m_p$ sits near $T_{\text{cross}}$ and extrapolates $q$ from a window where it is
-# small and noisy; the calibrated form borrows the $T$-to-$m_p$ relation from other trackers of
-# the same sweep, which a practitioner would have to build first. Both are scored only on
-# trackers that pass the training length (a tracker that fails at 60 needs no warning) and
-# against $m_p$ measured on a grid of lengths (60, 100, ..., 1000), so an error below one
-# grid step cannot be seen and $m_p = 1000$ is censored (the model may go further).
-
-# %% [markdown]
-# ## The larger sweep so far
+# ```{glue:figure} tab_warning
+# :name: "tab-lf-warning"
 #
-# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. While it is under way, this section shows the oracle against
-# label-free table and the online warning from its stored runs alone (the sentence at its end
-# says whether it is):
+# The online warning: $m_p$ predicted from $t \le 60$, its error per labelling and fit
+# (an error of 1 is a factor of two).
+# ```
+#
+# ```{glue:figure} fig_warning
+# :name: "fig-lf-warning"
+#
+# Predicted against measured $m_p$ with the drift fit, raw and calibrated, for each
+# labelling; dotted: a perfect prediction.
+# ```
+#
+# **What this does and does not show.** The warning uses nothing but hidden states on short
+# words, so it could run alongside a deployed model. Raw, it is off by a median factor of
+# {glue:text}`raw_factor` ({glue:text}`raw_within` within a factor of two,
+# {numref}`fig-lf-warning`): it assumes the paper's claim that $m_p$ sits near
+# $T_{\text{cross}}$ and extrapolates $q$ from a window where $q$ is small and noisy. The
+# calibrated form does much better, but it borrows the $T$-to-$m_p$ relation from other
+# trackers of the same sweep, which a practitioner would have to build first. Both are scored
+# only on trackers that pass the training length (a tracker that fails at 60 needs no
+# warning) and against $m_p$ measured on a grid of lengths (60, 100, ..., 1000), so an error
+# below one grid step cannot be seen, and $m_p = 1000$ is censored (the model may go further).
 
-# %%
-so_far = params.under_way("beyond_label_free", P.name)
-if so_far:
-    display(rb.label_free(so_far.profile))
-    display(rb.label_free_warning(so_far.profile))
-glue("dlf_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
 
-# %% [markdown]
-# {glue:md}`dlf_so_far`
+how_made("beyond_label_free", P)

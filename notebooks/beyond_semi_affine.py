@@ -12,24 +12,36 @@
 # Theorem 1 of the error-control paper {cite}`chung2026errorcontrol` says an affine
 # recurrence cannot contract an error inside the symbolic subspace $U$; the paper suggests,
 # without testing it, that a recurrence which is affine *except on a small state-dependent
-# block* might keep most of the speed of the affine models and gain the error control of
-# the state-dependent ones. This chapter builds the smallest such block on the two Mamba
-# variants that fail on $S_3$ and measures what it buys and what it costs.
+# block* might keep most of the speed of the affine models and gain the error control of the
+# state-dependent ones. This chapter asks: **does the smallest such block, added to the two
+# Mamba variants that fail on $S_3$, make them extrapolate, and what does it cost?**
 #
-# **The model** (`sst_core.models.semi_affine`): the (Negative) Mamba recurrence plus a
-# rank-$r$ tanh correction of its state,
+# **What we find.** On $S_3$ the semi-affine Negative Mamba reaches $m_p$ =
+# {glue:text}`sa_neg`, against {glue:text}`neg` for the affine one; the semi-affine Mamba
+# {glue:text}`sa_mamba`, against {glue:text}`mamba` ({numref}`tab-sa`). The price is time:
+# {glue:text}`cost_lo`x to {glue:text}`cost_hi`x the affine model's on the benchmark's
+# hardware ({numref}`tab-sa-cost`), where the fused scan no longer applies.
+#
+# At this book's scale: the grid of the Table 2 chapter, {glue:text}`per_cell:d` runs per
+# cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`
+# training steps.
+#
+# ## The model
+#
+# `sst_core.models.semi_affine`: the (Negative) Mamba recurrence plus a rank-$r$ tanh
+# correction of its state,
 #
 # $$
 # h_t = a_t \odot h_{t-1} + \Delta_t B_t x_t + P \tanh(Q h_{t-1} + c),
 # \qquad Q \in \mathbb R^{r \times D},\ P \in \mathbb R^{D \times r},\ r = 8,
 # $$
 #
-# so $\partial h_t / \partial h_{t-1} = \operatorname{diag}(a_t) + P \operatorname{diag}(1 - \tanh^2(Q h_{t-1} + c))\, Q$
-# depends on the state through an $r$-dimensional bottleneck. With $P = 0$ it is exactly the
-# affine model (a test checks the logits bit for bit). $P$ starts small
-# ($\lVert P Q\rVert \approx 10^{-2}$), so training starts next to the affine model and must
-# *learn* to use the correction. The price: the fused selective scan no longer applies, so the
-# layer runs a per-step loop.
+# so $\partial h_t / \partial h_{t-1} = \operatorname{diag}(a_t) + P \operatorname{diag}(1 -
+# \tanh^2(Q h_{t-1} + c))\, Q$ depends on the state through an $r$-dimensional bottleneck.
+# With $P = 0$ it is exactly the affine model (a test checks the logits bit for bit). $P$
+# starts small ($\lVert P Q\rVert \approx 10^{-2}$), so training starts next to the affine
+# model and must *learn* to use the correction. The price: the fused selective scan no longer
+# applies, so the layer runs a per-step loop.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -41,168 +53,125 @@ diag_samples = None
 diag_rollout = None
 track_stack = None
 
-# %%
-from sst_core.book import params
-
-P = params.from_notebook("beyond_semi_affine", globals())  # fails here on a typo or a wrong type
-KNOBS = ("track_d_model", "track_d_states", "track_lrs", "track_seeds", "track_max_steps",
-          "diag_samples", "diag_rollout")
-SCALE = P.scale(*KNOBS)  # for captions and table notes
-print(P.banner(*KNOBS))
-
-# %%
+# %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
 from myst_nb import glue
 
 from sst_core.bench import records as bench_records
+from sst_core.book import params
 from sst_core.experiments import beyond
-from sst_core.experiments import runs as experiments_runs
+from sst_core.experiments.runs import run_all, run_analyses
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
 from sst_core.reports import paper1 as rp1
 
+P = params.from_notebook("beyond_semi_affine", globals())  # fails here on a typo or a wrong type
+
 # %% [markdown]
 # ## Table 2's row, repaired
 #
 # The same grid and protocol as Table 2 (every group, depth, size, learning rate and seed of
-# this profile), for the two semi-affine models and their affine originals. Then the
+# this profile) for the two semi-affine models and their affine originals; then the
 # diagnostics of the $S_3$ runs: $T_{\text{cross}}$, recovery from a perturbation inside $U$,
 # and the return map of state-preserving words on $U$, $\lVert Q^\top J Q\rVert$, which
 # Theorem 1 pins at 1 for an affine model that tracks.
 
-# %%
-cfgs = beyond.semi_affine_grid(P)
-records = experiments_runs.run_all(cfgs, desc="semi-affine", stack=P.track_stack)
-diag = experiments_runs.run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
-                                P.track_stack)
-for r in records:
-    if r["status"] != "ok":
-        print(f"failed: {r['config']['model']} on {r['config']['group']}: {r['reason']}")
+# %% tags=["remove-output"]
+records = run_all(beyond.semi_affine_grid(P), desc="semi-affine",
+                  stack=P.track_stack)
+diag = run_analyses(beyond.semi_affine_diagnostics(P), "diagnostics, S3",
+                    P.track_stack)
+
+# %% tags=["remove-input"]
 table = rb.semi_affine(P)
-display(table)
+cost = rb.semi_affine_cost_table(bench_records.load_records())
+rows = {d["model"]: d for d in table.data}
+s3 = f"S3 L{beyond.beyond_profile(P).track_depths[0]}"
+numbers = {"d_model": P.track_d_model, "max_steps": P.track_max_steps,
+           "per_cell": len(records) // max(1, len({(d["model"], c) for d in table.data
+                                                       for c in d["cells"]}))}
+for key, model in (("sa_neg", "semi_affine_negative_mamba"), ("neg", "negative_mamba"),
+                   ("sa_mamba", "semi_affine_mamba"), ("mamba", "mamba")):
+    cell = rows[model]["cells"][s3]
+    numbers[key] = rp1.shown_text(cell["status"], cell["m_p"])
+    numbers[f"rec_{key}"] = "—" if rows[model].get("recovery_U") is None \
+        else f"{rows[model]['recovery_U']:.2g}"
+ratios = [c["ratio"] for c in cost.data]
+numbers["cost_lo"] = f"{min(ratios):.1f}" if ratios else "—"
+numbers["cost_hi"] = f"{max(ratios):.1f}" if ratios else "—"
+for name, value in numbers.items():
+    glue(name, value, display=False)
+glue("tab_sa", table, display=False)
+glue("tab_sa_cost", cost, display=False)
 
-# %%
-fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"))
-plt.show()
-
-# %%
 best = rb.best_by_model(diag)
 order = [m for m in beyond.SEMI_AFFINE_MODELS + beyond.SEMI_AFFINE_BASELINES if m in best]
-fig = plots_beyond.fig_q_recovery([best[m] for m in order], SCALE, beyond.SEMI_AFFINE_MODELS,
-                                   "Semi-affine (solid) against affine (dashed) on S3")
-plt.show()
-
-rows = {d["model"]: d for d in table.data}
-missing = {"status": "missing", "m_p": None}
-def cell(model):
-    return rows.get(model, {}).get("cells", {}).get(f"S3 L{P.track_depths[0]}", missing)
-
-def absent(c):
-    return c["status"] in ("missing", "diverged")
-
-def shown(c):  # as the table shows it
-    return rp1.shown_text(c["status"], c["m_p"])
-
-def rank(c):
-    return -1 if c["m_p"] is None else c["m_p"]
-
-verdicts, repairs = [], []  # repairs: the models that extrapolate further and contract in U
-for repaired, original in zip(beyond.SEMI_AFFINE_MODELS, beyond.SEMI_AFFINE_BASELINES):
-    glue(f"sa_{original}", f"{shown(cell(repaired))} against {shown(cell(original))}",
-         display=False)
-    if absent(cell(repaired)) or absent(cell(original)):
-        verdicts.append(f"{repaired}: not run at this scale")
-        continue
-    d = rank(cell(repaired)) - rank(cell(original))
-    rec, rec0 = (rows.get(k, {}).get("recovery_U") for k in (repaired, original))
-    text = (f"{repaired} {'extrapolates further than' if d > 0 else 'falls short of' if d < 0 else 'ties'} "
-            f"{original} on S3 (m_p {shown(cell(repaired))} against {shown(cell(original))})")
-    if rec is not None and rec0 is not None:
-        text += (f", and an error inside U shrinks to {rec:.2g} of its size after 200 steps "
-                 f"against {rec0:.2g} for the affine model")
-    verdicts.append(text)
-    if d > 0 and rec is not None and rec < 1:  # d > 0: the repaired model passes 60
-        repairs.append(repaired)
-glue("sa_verdict", "; ".join(verdicts), display=False)
-glue("sa_reading", (
-    f"Here {' and '.join(repairs)} {'does' if len(repairs) == 1 else 'do'} both: "
-    "extrapolate beyond the affine original, and shrink an error inside U while tracking, "
-    "which Theorem 1 rules out for an affine recurrence that tracks. The original's own "
-    "recovery is not the yardstick: "
-    "where the affine model fails at the training length it does not track, and its "
-    "shrinking error is forgetting." if repairs else
-    "Here no repair does both, and the likely reason is the training signal: a small P at "
-    "initialisation and words no longer than 60 give the optimiser little reason to build "
-    "a contracting correction, since errors that grow slowly do no harm inside the training "
-    "length. That is the reason the paper gives for why affine models look fine at 60 and "
-    "fail later, and it applies to the block that was meant to fix it."), display=False)
+figures = {"fig_sa_accuracy": plots.fig_accuracy_vs_length(rp1.best_runs(records),
+                                                           ("C2", "C6", "S3")),
+           "fig_sa_recovery": plots_beyond.fig_q_recovery([best[m] for m in order],
+                                                          beyond.SEMI_AFFINE_MODELS)}
+for name, fig in figures.items():
+    glue(name, fig, display=False)
+    plt.close(fig)
 
 # %% [markdown]
-# On $S_3$ ($m_p$, one layer): semi-affine Negative Mamba {glue:text}`sa_negative_mamba`
-# for the affine Negative Mamba; semi-affine Mamba {glue:text}`sa_mamba` for Mamba.
-
-# %% [markdown]
+# ```{glue:figure} tab_sa
+# :name: "tab-sa"
+#
+# The semi-affine models beside their affine originals: $m_p$ on Table 2's groups (best over
+# the grid), and the $S_3$ diagnostics of the best run of each.
+# ```
+#
+# ```{glue:figure} fig_sa_accuracy
+# :name: "fig-sa-accuracy"
+#
+# Token accuracy against evaluation length, the best run of each model on $C_2$, $C_6$ and
+# $S_3$ (dotted: the training length 60; grey line: 90%).
+# ```
+#
+# ```{glue:figure} fig_sa_recovery
+# :name: "fig-sa-recovery"
+#
+# $q(t)$ (left; at $t = 1$ each group state has a single hidden state, $R = 0$, and $q$ lies
+# below the frame) and the recovery of an error placed inside $U$ (right) on $S_3$:
+# semi-affine models solid, their affine originals dashed.
+# ```
+#
+# **Reading the result honestly.** A repair *helps* only if the semi-affine model's $m_p$ on
+# $S_3$ goes beyond its affine original's on the same grid. A recovery below 1 alone proves
+# nothing: an affine model whose eigenvalues are below 1 also shrinks a perturbation, by
+# forgetting the state along with the error; what matters is that the model shrinks the error
+# *while still tracking*, which the two together (a longer $m_p$ and a recovery below 1) show.
+# After 200 steps an error inside $U$ has shrunk to {glue:text}`rec_sa_neg` of its size in
+# the semi-affine Negative Mamba and to {glue:text}`rec_sa_mamba` in the semi-affine Mamba
+# ({numref}`fig-sa-recovery`), while they track to $m_p$ = {glue:text}`sa_neg` and
+# {glue:text}`sa_mamba`: both extrapolate beyond their affine originals and contract an error
+# inside $U$ while tracking, which Theorem 1 rules out for an affine recurrence that tracks.
+# The originals' own recovery ({glue:text}`rec_neg` and {glue:text}`rec_mamba`) is not the
+# yardstick: where an affine model fails at the training length it does not track, and its
+# shrinking error is forgetting.
+#
 # ## What it costs
 #
 # The benchmark (`make bench`, rows `semi_affine_train_s3` and `semi_affine_eval_L1000`)
-# times one training step (forward, backward, AdamW) at the quick profile's $S_3$ sizes and
-# a forward pass at length 1000, semi-affine Negative Mamba against the affine one, side by
-# side in one run. The figures below are read from the newest stored benchmark record that
-# has these rows; the hardware is the record's.
-
-# %%
-cost = rb.semi_affine_cost(bench_records.load_records())
-if cost:
-    newest = max(c["created_utc"] for c in cost)
-    lines = ["| comparison | semi-affine (s) | affine (s) | ratio | sizes | device | record |",
-             "|---|---|---|---|---|---|---|"]
-    for c in cost:
-        if c["created_utc"] != newest:
-            continue
-        sizes = ", ".join(f"{k}={v}" for k, v in c["sizes"].items())
-        lines.append(f"| {c['name']} | {c['ours_s']:.4f} | {c['anchor_s']:.4f} | "
-                     f"{c['ratio']:.2f}x | {sizes} | {c['device']} | {newest} |")
-    display(Markdown("\n".join(lines)))
-    ratios = [c["ratio"] for c in cost if c["created_utc"] == newest]
-    glue("sa_cost", f"On this record's hardware the correction costs {min(ratios):.1f}x to "
-         f"{max(ratios):.1f}x the time of the affine model.", display=False)
-else:
-    print("No stored benchmark record has the semi-affine rows yet: run "
-          "`sst bench --record --only semi_affine_train_s3 semi_affine_eval_L1000`.")
-    glue("sa_cost", "No stored benchmark record has these rows yet, so the cost is not "
-         "shown here.", display=False)
-
-# %% [markdown]
-# {glue:text}`sa_cost` Most of the cost is not the
-# arithmetic ($2 r D$ extra multiply-adds per step against the affine step's $\sim 3D$) but
-# the loop: the affine model runs a fused scan, the semi-affine one dispatches small matrix
-# products once per token, which a fused kernel (or a chunked scan that treats the correction
-# as a low-rank perturbation) would remove.
+# times one training step at the quick profile's $S_3$ sizes and a forward pass at length
+# 1000, the semi-affine Negative Mamba beside the affine one in one run; the times are those
+# of the newest stored benchmark record with these rows, on its hardware.
 #
-# ## Reading the result honestly
+# ```{glue:figure} tab_sa_cost
+# :name: "tab-sa-cost"
 #
-# At this scale: {glue:text}`sa_verdict`.
+# What the correction costs: the semi-affine Negative Mamba against the affine one.
+# ```
 #
-# A repair *helps* only if the semi-affine model's $m_p$ on $S_3$ goes beyond its affine
-# original's at the same grid. A recovery below 1 alone proves nothing: an affine model whose
-# eigenvalues are below 1 also shrinks a perturbation, by forgetting the state along with the
-# error; what matters is that the model shrinks the error *while still tracking*, which the
-# two together (a longer $m_p$ and a recovery below 1) show. {glue:text}`sa_reading`
+# The arithmetic the correction adds is small ($2 r D$ multiply-adds per step against the
+# affine step's $\sim 3D$); the larger change is the loop: the affine model runs a fused scan,
+# the semi-affine one dispatches small matrix products once per token. This benchmark does not
+# separate the two; a fused kernel (or a chunked scan that treats the correction as a
+# low-rank perturbation) would show how much of the ratio the loop accounts for.
 
-# %% [markdown]
-# ## The larger sweep so far
-#
-# The CPU-scale `standard` sweep of this chapter runs over many sessions, and `best` shows it
-# only once every run is stored. While it is under way, this section shows the semi-affine
-# table from its stored runs alone (the sentence at its end says whether it is):
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
 
-# %%
-so_far = params.under_way("beyond_semi_affine", P.name)
-if so_far:
-    display(rb.semi_affine(so_far.profile))
-glue("dsa_so_far", Markdown(params.under_way_text(so_far, P.name)), display=False)
-
-# %% [markdown]
-# {glue:md}`dsa_so_far`
+how_made("beyond_semi_affine", P)

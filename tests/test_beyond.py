@@ -174,7 +174,7 @@ def test_a_cell_whose_every_run_diverged_says_so(tmp_path, monkeypatch):
     t = rb.delta(P)
     col = t.columns.index(f"C2 L{cell[0].n_layers}")
     rows = {r[0]: r for r in t.rows}
-    assert rows["deltanet"][col] == "diverged" and rows["deltanet_negative"][col] == "missing"
+    assert rows["DeltaNet"][col] == "diverged" and rows["DeltaNet, β in [0, 2]"][col] == "missing"
     cells = next(d for d in t.data if d["model"] == "deltanet")["cells"]
     assert cells[f"C2 L{cell[0].n_layers}"] == {"status": "diverged", "m_p": None}
     assert "'diverged'" in t.note
@@ -231,10 +231,9 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     store_record(diag, "ok", None, dict(metrics, m_p=None), 0.1)  # fails at 60: T too late
     (d,) = rb.delta_theory_check(P)
     assert not d["measured"] and not d["corollary"]
-    assert rb.theory_check_text([d], "models") == (
-        "for 0 of 1 models (none) by the measured T_cross, for 0 of the 1 whose "
-        "drift could be fitted (none) by Corollary 1's crossing time from the early drift")
-    assert rb.theory_check_text([], "models") == "no models have S3 diagnostics at this scale"
+    t = rb.delta_theory_table(P)  # the same check as the chapter's table
+    assert t.data == [d] and t.rows == [["DeltaProduct", "non-diagonal affine", "fail", "150",
+                                         format(d["T_pred"], ".4g"), "no", "no"]]
     assert rb.delta_theory_check(P, models=["deltanet"]) == []
 
 def test_semi_affine_cost_reads_bench_entries():
@@ -243,6 +242,14 @@ def test_semi_affine_cost_reads_bench_entries():
                        {"name": "tanh_rnn_train_d64", "ratio": 1.0}]}
     out = rb.semi_affine_cost([rec])
     assert [o["name"] for o in out] == ["semi_affine_train_s3"] and out[0]["device"] == "cpu"
+    old = {"device": "gpu", "created_utc": "s", "git_commit": "b",
+           "entries": [{"name": "semi_affine_eval_L1000", "ratio": 9.0}]}
+    row = dict(name="semi_affine_train_s3", ours_s=0.04, anchor_s=0.01, ratio=4.0,
+               sizes={"batch": 64, "rank": 8})
+    t = rb.semi_affine_cost_table([old, dict(rec, entries=[row])])  # the newest record only
+    assert t.rows == [["one training step (S3, length 60)", "0.0400", "0.0100", "4.00x",
+                       "batch 64, rank 8", "cpu"]] and t.data[0]["ratio"] == 4.0
+    assert rb.semi_affine_cost_table([]).rows == []
 
 
 def test_run_analyses_trains_the_trackers_first(tmp_path, monkeypatch, capsys):

@@ -126,8 +126,7 @@ def test_the_beyond_chapters_log_scatters_have_plain_labels():
                "per_model": [{"m_p": m, "raw": 0.8 * m, "loo": 1.1 * m} for m in (60, 200, 600)]}]
     bg = [record("mamba", True, m_p=m, T_cross=t, L=1000) for m, t in ((60, 40), (300, 90))]
     hi = [record("deltanet", True, m_p=500, T_cross=200, L=1000)]
-    for fig in (plots_beyond.fig_warning(errors, "profile `quick`"),
-                plots_beyond.fig_figure4_placement(bg, hi, "profile `quick`")):
+    for fig in (plots_beyond.fig_warning(errors), plots_beyond.fig_figure4_placement(bg, hi)):
         fig.canvas.draw()
         ax = fig.axes[0]
         for axis in (ax.xaxis, ax.yaxis):

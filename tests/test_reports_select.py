@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 from sst_core.experiments import beyond, paper1  # noqa: E402
 from sst_core.figures import common as plots  # noqa: E402
 from sst_core.figures import lra as plots_lra  # noqa: E402
+from sst_core.models.registry import expected_affine  # noqa: E402
 from sst_core.reports import beyond as rb  # noqa: E402
 from sst_core.reports import error_control as ec  # noqa: E402
 from sst_core.reports import lra as rl  # noqa: E402
@@ -261,8 +262,16 @@ def test_table2_and_harder_groups_data_have_a_status_and_numbers(tmp_path, P):
     assert {m: (d["status"], d["m_p"]) for m, d in hs3.items()} == {
         m: (d["status"], d["m_p"]) for m, d in s3.items()}
     assert hs3["tanh_rnn"]["m_p_seeds"] == [1000, 600] and _typed(h.data)
-    row = next(r for r in h.rows if r[0] == "linear_rnn")
+    row = next(r for r in h.rows if r[0] == "Linear RNN")  # the papers' names
     assert row[2] == "diverged"  # rendering unchanged: the rows keep their words
+    # the split by class counts what the cells say: tanh RNN reaches 1000, Mamba fails at
+    # 60, the diverged Linear RNN and the missing models count in neither
+    split = {d["group"]: d for d in rb.harder_groups_split(P, root=tmp_path).data}
+    n_sd = sum(not expected_affine(m) for m in paper1.TABLE2_MODELS)
+    assert split["S3"] == {"group": "S3", "longest": 1000, "n_state_dependent": n_sd,
+                           "n_affine": len(paper1.TABLE2_MODELS) - n_sd,
+                           "state_dependent_reach": 1, "affine_reach": 0, "affine_fail": 1}
+    assert split["A5"]["state_dependent_reach"] == split["A5"]["affine_fail"] == 0
 
 
 def test_semi_affine_data_is_typed(tmp_path, P):
@@ -274,7 +283,7 @@ def test_semi_affine_data_is_typed(tmp_path, P):
     assert rows["mamba"]["cells"]["S3 L1"] == {"status": "ok", "m_p": 600}
     assert rows["mamba"]["cells"]["C2 L1"] == {"status": "missing", "m_p": None}
     assert rows["mamba"]["diagnostics"] == "missing" and _typed(t.data)
-    assert next(r for r in t.rows if r[0] == "mamba")[2:5] == ["missing", "missing", "600"]
+    assert next(r for r in t.rows if r[0] == "Mamba")[2:5] == ["missing", "missing", "600"]
     from sst_core.reports.paper1 import shown_text  # the data's cells, shown as the table
     assert [shown_text(c["status"], c["m_p"]) for c in rows["mamba"]["cells"].values()] == [
         "missing", "missing", "600"]

@@ -14,6 +14,8 @@ from sst_core.analysis import spectra
 from sst_core.analysis.return_map import return_map_jacobian
 from sst_core.experiments.runs import run
 from sst_core.figures import spectra as plots_spectra
+from sst_core.figures.common import PAGE_WIDTH
+from sst_core.spec.names import MODEL_NAMES
 from sst_core.models import build  # noqa: E402
 from sst_core.spec.configs import SpectraConfig, TrackingConfig, config_dict
 from sst_core.theory.memory import memory_function  # noqa: E402
@@ -272,15 +274,15 @@ def test_run_spectra_smoke(model, n_layers, tmp_path, monkeypatch, one_thread):
     if affine:
         assert rm["n_units"] == 16  # Mamba's channels (d_inner = 16), none coupled
     assert list(tmp_path.iterdir())  # the training run went to the temporary store
-    # the chapter's figures render from records alone and state the scale they are given
+    # the chapter's figures render from records alone, titled in words, with the papers' names
     record = {"status": "ok", "config": json.loads(json.dumps(config_dict(cfg))),
               "metrics": json.loads(text)}
-    scale = "profile `smoke` (numbers are meaningless at this scale) " + "and more " * 12
     for records in ([record], []):
-        for fig in (plots_spectra.fig_spectra(records, scale),
-                    plots_spectra.fig_memory(records, scale)):
-            title = fig._suptitle.get_text()
-            assert "profile `smoke`" in title.replace("\n", " ") and "\n" in title
+        for fig in (plots_spectra.fig_spectra(records), plots_spectra.fig_memory(records)):
+            assert fig._suptitle.get_text() and "profile" not in fig._suptitle.get_text()
+            assert fig.get_figwidth() <= PAGE_WIDTH
+            titles = [ax.get_title() for ax in fig.axes]
+            assert any(MODEL_NAMES[model] in t for t in titles) is bool(records)
             matplotlib.pyplot.close(fig)
 
 

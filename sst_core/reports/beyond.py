@@ -28,6 +28,7 @@ from sst_core.reports.error_control import DRIFT_NOTE, PAPER_FIGURE4, figure4_st
 from sst_core.reports.paper1 import cell_text, fmt, summarise
 from sst_core.reports.select import best_per_cell
 from sst_core.spec.configs import config_dict
+from sst_core.spec.names import model_name
 from sst_core.spec.profiles import Profile
 
 FACT_GROUPS = ("C2", "C6", "S3", "A4", "A5", "C2xS3")
@@ -65,7 +66,7 @@ def harder_groups(P: Profile, root=None) -> Table:
     cols = ["model", "class"] + [f"{g} L{d}" for g in groups for d in depths]
     rows, data = [], []
     for m in paper1.TABLE2_MODELS:
-        row = [m, "affine" if expected_affine(m) else "state-dependent"]
+        row = [model_name(m), "affine" if expected_affine(m) else "state-dependent"]
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
@@ -80,9 +81,35 @@ def harder_groups(P: Profile, root=None) -> Table:
     note = ("m_p: the largest evaluated length with token accuracy >= 90% ('fail': below 90% "
             "at the training length 60); best over the grid, [min–max over seeds] where they "
             "differ. Same protocol as Table 2 (curriculum up to 60, tokens = identity + "
-            "generators). The paper reports none of these groups. Scale: "
-            f"{P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
+            "generators). The paper reports none of these groups.")
     return Table("Table 2's models on harder groups", cols, rows, note, ids, data)
+
+
+def harder_groups_split(P: Profile, root=None) -> Table:
+    """Per group of :func:`harder_groups`: how many state-dependent and how many affine
+    models reach the longest evaluated length, and how many affine ones fail at the
+    training length (one-layer cells; a missing or diverged cell counts in none)."""
+    t = harder_groups(P, root)
+    longest = max(beyond.beyond_profile(P).track_eval_lengths)
+    depth = min(d["n_layers"] for d in t.data) if t.data else 1
+    cols = ["group", "state-dependent at the longest length", "affine at the longest length",
+            "affine failing at 60"]
+    rows, data = [], []
+    for g in dict.fromkeys(d["group"] for d in t.data):
+        cells = [d for d in t.data if d["group"] == g and d["n_layers"] == depth]
+        sd = [d for d in cells if not expected_affine(d["model"])]
+        af = [d for d in cells if expected_affine(d["model"])]
+        reach = {k: sum(d["m_p"] is not None and d["m_p"] >= longest for d in v)
+                 for k, v in (("state_dependent", sd), ("affine", af))}
+        fail = sum(d["status"] == "fail" for d in af)
+        rows.append([g, f"{reach['state_dependent']} of {len(sd)}",
+                     f"{reach['affine']} of {len(af)}", f"{fail} of {len(af)}"])
+        data.append({"group": g, "longest": longest, "n_state_dependent": len(sd),
+                     "n_affine": len(af), "state_dependent_reach": reach["state_dependent"],
+                     "affine_reach": reach["affine"], "affine_fail": fail})
+    note = (f"One-layer cells of the table above; 'at the longest length': m_p = {longest}; "
+            "'failing at 60': below 90% token accuracy at the training length.")
+    return Table("The split by class, per group", cols, rows, note, t.records, data)
 
 
 def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
@@ -112,7 +139,7 @@ def figure4_groups(P: Profile, root=None) -> Table:
         return "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]"
 
     rows = [
-        ["affine runs with a record"] + [stats[g]["candidates"] for g in stats] + ["—"],
+        ["affine runs analysed"] + [stats[g]["candidates"] for g in stats] + ["—"],
         ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
         + [PAPER_FIGURE4["n"]],
         ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"]) for g in stats]
@@ -130,8 +157,7 @@ def figure4_groups(P: Profile, root=None) -> Table:
             "the same selection rule and statistics as Figure 4; A5 gets "
             f"{beyond.n_samples_for(P, 'A5') // max(1, P.diag_samples)}x the held-out words of S3 "
             "(one class in 60 instead of 6). "
-            + (f"No r where: {why}. " if why else "")
-            + f"Scale: {P.scale('track_d_states', 'fig4_lrs', 'fig4_seeds', 'diag_samples', 'diag_rollout', 'track_max_steps')}.")
+            + (f"No r where: {why}. " if why else ""))
     return Table("Figure 4 on S3 and on A5: does T_cross predict m_p?", cols, rows, note, ids,
                  [{"group": g, **s} for g, s in stats.items()])
 
@@ -173,8 +199,7 @@ def label_free(P: Profile, root=None) -> Table:
     note = ("Each trained tracker's hidden states on held-out words, labelled by the true group "
             "state (oracle), by the model's own decoded class, or by per-time k-means of the "
             "read-out states; q(t) = R/M with each labelling. 'Agrees': both T_cross are None, "
-            "or within a factor 1.25. r of log q(t): over the rollout, finite entries only. "
-            f"Scale: {P.scale('diag_samples', 'diag_rollout', 'track_max_steps')}.")
+            "or within a factor 1.25. r of log q(t): over the rollout, finite entries only.")
     return Table("Label-free q(t) against the oracle", cols, rows, note,
                  [r["run_id"] for r in recs], data)
 
@@ -203,8 +228,7 @@ def label_free_warning(P: Profile, root=None) -> Table:
             "positions 10..60 only and extrapolates q(t) to 1/2: 'drift' fits sqrt(R) = a + b t "
             "(Corollary 1), 'power' fits q = C t^alpha. Raw: m_p predicted as T_pred snapped down "
             "to the evaluated lengths; calibrated: log m_p regressed on log T_pred over the "
-            "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two. "
-            f"Scale: {P.scale('diag_samples', 'diag_rollout', 'track_max_steps')}.")
+            "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two.")
     return Table("An online warning: m_p from lengths up to 60", cols, rows, note,
                  [r["run_id"] for r in recs], data)
 
@@ -222,7 +246,7 @@ def model_rows(summary: dict, models, classes: dict[str, str], groups, depths,
     ``diagnostics`` and each column's value under its heading)."""
     rows, data = [], []
     for m in models:
-        row, cells = [m, classes[m]], {}
+        row, cells = [model_name(m), classes[m]], {}
         for g in groups:
             for d in depths:
                 s = summary.get((m, g, d))
@@ -271,8 +295,7 @@ def semi_affine(P: Profile, root=None) -> Table:
             f"||e_t|| / ||e_0|| {paper1.recovery_steps(P)} steps after a perturbation inside U "
             "(below 1: the error shrinks); ||Q^T J Q||: the return map of state-preserving "
             "words on U (Theorem 1 forces 1 for an affine model that tracks). Best S3 run per "
-            "model; 'diverged': every run of the cell diverged. Scale: "
-            f"{P.scale('track_d_model', 'track_d_states', 'track_lrs', 'track_seeds', 'track_max_steps', 'diag_rollout')}.")
+            "model; 'diverged': every run of the cell diverged.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
 
@@ -292,6 +315,27 @@ def semi_affine_cost(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.append({**row, "device": rec["device"], "created_utc": rec["created_utc"],
                             "git_commit": rec["git_commit"]})
     return out
+
+
+COST_ROWS = {"semi_affine_train_s3": "one training step (S3, length 60)",
+             "semi_affine_eval_L1000": "forward pass at length 1000"}
+
+
+def semi_affine_cost_table(records: list[dict[str, Any]]) -> Table:
+    """:func:`semi_affine_cost` of the newest benchmark record that has the semi-affine rows,
+    as a table: per comparison the two times, their ratio, the sizes and the device (no
+    rows when no record has them)."""
+    cost = semi_affine_cost(records)
+    newest = max((c["created_utc"] for c in cost), default=None)
+    data = [c for c in cost if c["created_utc"] == newest]
+    cols = ["comparison", "semi-affine (s)", "affine (s)", "ratio", "sizes", "device"]
+    rows = [[COST_ROWS.get(c["name"], c["name"]), format_value(c["ours_s"], ".4f"),
+             format_value(c["anchor_s"], ".4f"), f"{c['ratio']:.2f}x",
+             ", ".join(f"{k} {v}" for k, v in c["sizes"].items()), c["device"]] for c in data]
+    note = ("Semi-affine Negative Mamba against the affine one, timed side by side in one "
+            "benchmark run (sst bench, rows semi_affine_train_s3 and semi_affine_eval_L1000); "
+            "a training step is forward, backward and AdamW.")
+    return Table("What the correction costs", cols, rows, note, [], data)
 
 
 # -- memory meets error control ---------------------------------------------------------------
@@ -333,7 +377,7 @@ def spectra(P: Profile, root=None) -> Table:
         s = _token_summary(m)
         rm = m["return_maps"]
         hz = [h for h in rm.get("horizon_max", []) if h is not None]
-        rows.append([name, "affine" if m["is_affine"] else "state-dependent (linearised)",
+        rows.append([model_name(name), "affine" if m["is_affine"] else "state-dependent (linearised)",
                      fmt(m["m_p"]), m["D_rec"], m["dim_U"], format_value(s["radius"]),
                      format_value(s["near_unit"], ".2f"), format_value(s["horizon"]),
                      f"{rm['n_near_one_median']:g} (dim U {m['dim_U']})",
@@ -349,7 +393,7 @@ def spectra(P: Profile, root=None) -> Table:
             "over channels) drops below 1/2. Return map: the Jacobian of a state-preserving word "
             "(length 6) from states after a held-out word; Theorem 1 predicts at least dim U "
             "eigenvalues at 1 for an affine model that tracks; its horizon counts words. Best S3 "
-            f"run per model. Scale: {P.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_max_steps')}.")
+            "run per model.")
     return Table("Memory meets error control: spectra of the trained S3 trackers", cols, rows,
                  note, [r["run_id"] for r in recs], data)
 
@@ -398,8 +442,7 @@ def spectra_predictors(P: Profile, root=None) -> Table:
         data.append({"predictor": name, "rho": rho, "p": p, "n": len(pairs)})
     note = ("Affine S3 runs (Table 2's and the Figure 4 sweep) that pass the training length; "
             "rank correlation because m_p lives on a grid of lengths and is censored at 1000. "
-            "No ρ with fewer than three runs or a constant column. "
-            f"Scale: {P.scale('track_d_states', 'fig4_lrs', 'fig4_seeds', 'track_max_steps')}.")
+            "No ρ with fewer than three runs or a constant column.")
     return Table("What the spectra say about m_p", cols, rows, note,
                  [r["run_id"] for r in recs], data)
 
@@ -464,9 +507,9 @@ def _delta_rows(P: Profile, root=None) -> tuple[list, list, list, Profile]:
 
 DELTA_MODELS_NOTE = (
     "DeltaNet: S_t = (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T with ||k_t|| = 1, beta "
-    "in [0, 1] (deltanet) or [0, 2] (deltanet_negative: transition eigenvalues in [-1, 1]); "
-    "DeltaProduct: n_h such factors per token (deltaproduct n_h = 2, deltaproduct_3 n_h = 3, "
-    "beta in [0, 2]); torch_gru / torch_lstm: torch.nn.GRU / LSTM as registry models.")
+    "in [0, 1], or in [0, 2] (transition eigenvalues in [-1, 1]); DeltaProduct: n_h such "
+    "factors per token (n_h = 2, or 3 steps), beta in [0, 2]; GRU and LSTM: torch.nn.GRU and "
+    "torch.nn.LSTM as registry models.")
 
 
 def delta(P: Profile, root=None) -> Table:
@@ -478,8 +521,7 @@ def delta(P: Profile, root=None) -> Table:
     cols = ["model", "class"] + [f"{g} L{d}" for g in beyond.DELTA_GROUPS for d in Pb.track_depths]
     note = (DELTA_MODELS_NOTE + " Every row: one grid and protocol (Table 2's, narrowed as in "
             "the other 'Beyond' chapters), m_p best over the grid ('fail': no run passes 60; 'diverged': every run of "
-            "the cell diverged). "
-            f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'track_lrs', 'track_seeds', 'track_max_steps')}.")
+            "the cell diverged).")
     return Table("Non-diagonal affine trackers beside Table 2's models", cols,
                  [r[:n] for r in rows], note, ids, data)
 
@@ -502,8 +544,7 @@ def delta_lens(P: Profile, root=None) -> Table:
             f"Q^T J Q = I). Recovery: ||e_t|| / ||e_0|| {paper1.recovery_steps(Pb)} steps after "
             "a perturbation inside U. Drift ||W_out eta_bar|| and T_cross by Corollary 1 "
             "(affine rows): "
-            f"sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. {DRIFT_NOTE} "
-            f"Scale: {Pb.scale('track_d_model', 'track_d_states', 'track_rnn_widths', 'diag_samples', 'diag_rollout')}.")
+            f"sqrt(R_U(t)) = a + t ||W_out eta_bar|| fitted over t in [10, 120]. {DRIFT_NOTE} ")
     return Table("Through the error-control lens: S3 diagnostics of the same models", cols,
                  out, note, ids, data)
 
@@ -529,7 +570,7 @@ def delta_predictions(P: Profile | None = None, root=None) -> Table:
     for m in beyond.DELTA_MODELS:
         f = householder_facts(m)
         verdicts = {g: exact_tracking(f["n_householder"], f["beta_range"], g) for g in groups}
-        rows.append([m, f["n_householder"], f"[0, {f['beta_range']:g}]"]
+        rows.append([model_name(m), f["n_householder"], f"[0, {f['beta_range']:g}]"]
                     + [verdicts[g] for g in groups])
         data.append({"model": m, **f, "verdicts": verdicts})
     note = ("Exact tracking: every token's transition orthogonal on U and the states a faithful "
@@ -615,19 +656,28 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
     return out
 
 
-def theory_check_text(check: list[dict[str, Any]], what: str) -> str:
-    """A clause for the chapter: of :func:`delta_theory_check`'s ``check`` (the ``what``),
-    for how many, and which, the measured and Corollary 1's crossing times predict m_p
-    (plain text: a glued Markdown string's dollar math is not rendered)."""
-    if not check:
-        return f"no {what} have S3 diagnostics at this scale"
-    measured = [d["model"] for d in check if d["measured"]]
-    fitted = [d for d in check if d["corollary"] is not None]
-    predicted = [d["model"] for d in fitted if d["corollary"]]
-    return (f"for {len(measured)} of {len(check)} {what} ({', '.join(measured) or 'none'}) "
-            f"by the measured T_cross, for {len(predicted)} of the {len(fitted)} "
-            f"whose drift could be fitted ({', '.join(predicted) or 'none'}) by Corollary 1's "
-            "crossing time from the early drift")
+def delta_theory_table(P: Profile, root=None) -> Table:
+    """:func:`delta_theory_check` of the Householder models and of the diagonal affine models
+    beside them, as a table: per model its m_p, the measured and Corollary 1's crossing
+    times, and whether each predicts m_p by :func:`crossing_predicts`."""
+    check = delta_theory_check(P, root, models=beyond.DELTA_MODELS + beyond.DELTA_COMPARED)
+
+    def yes(v: bool | None) -> str:
+        return "—" if v is None else "yes" if v else "no"
+
+    cols = ["model", "class", "m_p", "T_cross", "T_cross, Cor. 1", "T_cross predicts m_p",
+            "Cor. 1 predicts m_p"]
+    rows = [[model_name(d["model"]), delta_class(d["model"]), fmt(d["m_p"]),
+             crossing(d["T_cross"]), "—" if d["T_pred"] is None else format_value(d["T_pred"], ".4g"),
+             yes(d["measured"]), yes(d["corollary"])] for d in check]
+    note = (f"A crossing time predicts m_p when it lies within a factor {PREDICTION_FACTOR:g} of "
+            "it; for a run that fails at the training length, when it is at most that factor "
+            "times the training length; for a run that passes the longest evaluated length, when "
+            "it is no earlier than that length divided by the factor (no crossing counts as "
+            "past the rollout). Corollary 1's crossing time comes from the drift fitted over t in "
+            "[10, 120]; '—': no drift to fit. The best S3 run of each affine model.")
+    return Table("Do Theorem 1 and Corollary 1 predict m_p?", cols, rows, note,
+                 [], check)
 
 
 def exact_trackers(P: Profile, root=None) -> Table:
@@ -665,8 +715,7 @@ def exact_trackers(P: Profile, root=None) -> Table:
             "diagnosed by sst_core.analysis.any_model.diagnose_any, which needs no registry "
             "entry. T_cross 'none': q stays below 1/2 up to the rollout. 'affine "
             "(measured)': the entry point's numerical check. Corollary 1: "
-            "sqrt(R_U(t)) = a + t ||eta_bar|| fitted over t in [10, 120] ('none': no drift). "
-            f"Scale: {P.scale('diag_samples', 'diag_rollout')}.")
+            "sqrt(R_U(t)) = a + t ||eta_bar|| fitted over t in [10, 120] ('none': no drift).")
     return Table("Exact and perturbed Householder trackers through the public diagnostics",
                  cols, rows, note, ids, data)
 
@@ -689,7 +738,7 @@ def torch_module_check(P: Profile, root=None) -> Table:
         a, b = registry.get(key), plain.get(key)
         if a is None or b is None or a["status"] != "ok" or b["status"] != "ok":
             status = "missing" if a is None or b is None else "failed"
-            rows.append([c.run.model, c.run.lr, c.run.seed] + [status] * 6)
+            rows.append([model_name(c.run.model), c.run.lr, c.run.seed] + [status] * 6)
             data.append({"model": c.run.model, "status": status})
             continue
         ma, mb = a["metrics"], b["metrics"]
@@ -700,7 +749,7 @@ def torch_module_check(P: Profile, root=None) -> Table:
         finite = np.isfinite(qa) & np.isfinite(qb)
         rel = (float(np.max(np.abs(qa[finite] - qb[finite])) / max(np.max(np.abs(qa[finite])), 1e-300))
                if finite.any() else None)
-        rows.append([c.run.model, c.run.lr, c.run.seed, crossing(ma["T_cross"]),
+        rows.append([model_name(c.run.model), c.run.lr, c.run.seed, crossing(ma["T_cross"]),
                      crossing(mb["T_cross"]), format_value(ma["theorem1"].get("gain")),
                      format_value(mb["theorem1"].get("gain")), format_value(rel, ".2g"),
                      mb["failure_mode"]])
@@ -713,8 +762,7 @@ def torch_module_check(P: Profile, root=None) -> Table:
             "diagnostics record beside diagnose_any on torch_module(model), the plain "
             "nn.GRU / nn.LSTM with the model's weights and W_out as the readout, on the same "
             "held-out words. State-dependent recurrences: Theorem 1 does not apply; a gain "
-            "below 1 is the contraction the theory allows them. Scale: "
-            f"{P.scale('diag_samples', 'diag_rollout', 'track_rnn_widths', 'track_max_steps')}.")
+            "below 1 is the contraction the theory allows them.")
     return Table("torch's GRU and LSTM through the public diagnostics", cols, rows, note, ids,
                  data)
 
