@@ -20,7 +20,7 @@ from sst_core.experiments.runs import code_version
 from sst_core.spec import profiles
 from sst_core.spec.configs import TrackingConfig, config_hash
 from sst_core.spec.profiles import get_profile
-from sst_core.store.records import cached_run, load_record, record_path
+from sst_core.store.records import cached_run, load_record, record_path, run_compute_s
 from sst_core.sweep import claims as sweep_claims
 from sst_core.sweep import runner
 from sst_core.sweep import status as sweep_status
@@ -310,7 +310,7 @@ def test_status_counts_done_failed_missing_running_and_stale(root):
     claim.release()
     assert (row.total, row.done, row.failed, row.missing) == (len(grid), 4, 1, len(grid) - 5)
     assert (row.claimed, row.stale, row.unknown_code) == (1, 1, 1)
-    assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
+    assert row.compute_s >= sum(run_compute_s(r) for r in ok)  # the failed run's time too
     text = sweep_status.status_markdown([row], "smoke")
     assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 0 | 1 | 1 | 1 |" in text
     # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
@@ -890,7 +890,6 @@ def test_cli_stop_by_prices_a_run_that_saves_its_state_until_its_first_save(root
     one epoch (its price: the stored runs' mean over its epochs); other runs: the whole."""
     from sst_core.experiments import paper2
     from sst_core.experiments.runs import share_until_saved
-    from sst_core.store.records import run_compute_s
 
     P = get_profile("smoke")
     lra, tracking = paper2.lra_main_grid(P)[0], table2_grid(P)[0]
