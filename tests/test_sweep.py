@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -388,6 +389,63 @@ def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):
         assert a[rid]["config"] == b[rid]["config"] and a[rid]["status"] == b[rid]["status"]
         assert a[rid].get("stack", {}).get("run_ids") == b[rid].get("stack", {}).get("run_ids")
         assert _metrics_without_timing(a[rid]) == _metrics_without_timing(b[rid])
+
+
+class _FakeRay:
+    """Just enough of ``ray`` for ``runner._ray``: records what each task asks for and
+    runs it in this process."""
+
+    def __init__(self, gpus: float):
+        self.gpus, self.asked = gpus, []
+
+    def is_initialized(self):
+        return True  # (so _ray neither starts nor shuts it down)
+
+    def cluster_resources(self):
+        return {"CPU": 4.0, "GPU": self.gpus}
+
+    def remote(self, fn):
+        ray = self
+
+        class Remote:
+            def options(self, **asks):
+                ray.asked.append(asks)
+                return types.SimpleNamespace(remote=lambda *a: (asks, fn(*a)))
+
+        return Remote()
+
+    def wait(self, pending, num_returns=1):
+        return pending[:1], pending[1:]
+
+    def get(self, done):
+        return done[1]
+
+
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_ray_tasks_ask_for_a_gpu_when_their_configs_run_on_cuda(monkeypatch, gpus):
+    """A cuda config's task asks Ray for a GPU (and gets one thread); a cpu config's
+    never; an auto config's where the cluster has GPUs. Without GPUs in the cluster a cuda
+    task is a clear error, not a task that waits forever."""
+    fake = _FakeRay(gpus)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    threads_seen = []
+    monkeypatch.setattr(runner, "run_task", lambda task, retry, threads, *a: (
+        threads_seen.append(threads) or {config_hash(c): "computed" for c in task}))
+    tasks = [[_cfg(device="cpu")], [_cfg(device="auto", seed=1)], [_cfg(device="cuda", seed=2)]]
+    done = {}
+    run = lambda ts: runner._ray(ts, 2, (False, False), "/tmp/x", done.update, "fake:1",
+                                 threads=3)
+    if gpus == 0:
+        run(tasks[:2])
+        assert fake.asked == [{"num_cpus": 1, "num_gpus": 0}] * 2
+        with pytest.raises(ValueError, match="needs a GPU.*offers none"):
+            run(tasks[2:])
+        return
+    run(tasks)
+    assert fake.asked == [{"num_cpus": 1, "num_gpus": g} for g in (0, 1, 1)]
+    assert threads_seen == [1, 1, 1]  # on a cluster one thread a task (a GPU task's too)
+    assert len(done) == 3
+    assert runner.task_resources([_cfg(device="cuda:1")], 0) == {"num_cpus": 1, "num_gpus": 1}
 
 
 # -- the best available profile -----------------------------------------------------------

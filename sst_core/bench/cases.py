@@ -359,6 +359,70 @@ for _L in SCAN_LENGTHS:
 del _L, _c
 
 
+# (batch, E, N) per size of the scan-path rows: a small Mamba's 2 x 32 channels, N 16
+PATH_SIZES = {"full": (8, 64, 16), "small": (1, 4, 4)}
+
+
+PATH_LENGTH = 1000
+
+
+def scan_paths(ctx: Context, *, op: str) -> list[dict[str, Any]]:
+    """The two paths of a scan on this device, forward and backward of a random weighting
+    of its output: the device's own (by device: the C loops on the CPU, the parallel
+    chunked scan on CUDA) against the other one (``parallel=True`` / ``False``), Mamba's
+    selective scan with its options or AUSSM's unitary scan, length ``PATH_LENGTH``. No
+    target: on CUDA the ratio is what the parallel path gains over one kernel per step;
+    on the CPU what the C loops gain over the parallel path."""
+    from sst_core.ops.selective_scan import selective_scan
+    from sst_core.ops.unitary_scan import unitary_scan
+
+    b, E, N = PATH_SIZES[ctx.size]
+    L = PATH_LENGTH
+    gen = torch.Generator().manual_seed(SEED)
+    if op == "selective":
+        ins = [torch.randn(b, L, E, generator=gen) - 2, -torch.rand(E, N, generator=gen) - 0.1,
+               torch.randn(b, L, E, generator=gen), torch.randn(b, L, N, generator=gen),
+               torch.randn(b, L, N, generator=gen), torch.randn(E, generator=gen),
+               torch.randn(b, L, E, generator=gen), torch.randn(E, generator=gen)]
+        leaves = [t.to(ctx.device).requires_grad_() for t in ins]
+
+        def call(parallel):
+            dt, A, x, B, C, D, z, bias = leaves
+            return selective_scan(dt, A, x, B, C, D=D, z=z, dt_bias=bias, dt_softplus=True,
+                                  parallel=parallel)
+    else:
+        D_ = E // 2
+        ins = [torch.randn(b, L, E, generator=gen), torch.randn(D_ * N, E, generator=gen) / E,
+               torch.rand(D_, N, generator=gen), torch.randn(b, L, D_, generator=gen),
+               torch.randn(N, 2, generator=gen), torch.randn(N, 2, generator=gen)]
+        leaves = [t.to(ctx.device).requires_grad_() for t in ins]
+
+        def call(parallel):
+            return unitary_scan(*leaves, parallel=parallel)[0]
+
+    own = ctx.device.type == "cuda"  # the device's own path: parallel on CUDA
+
+    def step(parallel: bool) -> Callable[[], None]:
+        def run() -> None:
+            torch.autograd.grad(call(parallel).square().mean(), leaves)
+
+        return run
+
+    t_own, t_other = time_side_by_side([step(own), step(not own)], ctx.repeat,
+                                       ctx.sizes.warmup, ctx.device)
+    paths = {True: "parallel path", False: "step-by-step path"}
+    return [make_entry(f"scan_paths_{op}_L{L}", "train", f"{op}_scan ({paths[own]})", ctx,
+                       {"batch": b, "length": L, "channels": E, "d_state": N}, t_own, t_other,
+                       f"{op}_scan ({paths[not own]})")]
+
+
+for _op in ("selective", "unitary"):
+    register(f"scan_paths_{_op}_L{PATH_LENGTH}")(partial(scan_paths, op=_op))
+
+
+del _op
+
+
 STACK_K = {"full": 16, "small": 2}  # models per stack
 
 

@@ -13,6 +13,9 @@ SECTIONS = (
      "ours / torch (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN)"),
     ("Diagonal affine scan, forward and backward", ("diag_scan_",),
      "linear_scan / per-step autograd loop"),
+    ("The scans' two paths on this device, forward and backward", ("scan_paths_",),
+     "the device's own path (C loops on the CPU, the parallel chunked scan on CUDA) / "
+     "the other path"),
     ("Selective scan against public CPU implementations, forward and backward",
      ("selective_scan_vs_",), "selective_scan / the public implementation (anchor column)"),
     ("Many models at once", ("stacked_train_",),

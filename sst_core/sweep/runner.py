@@ -309,8 +309,11 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
     Each task asks Ray for one CPU (a local instance is started with ``workers`` CPUs, so
     exactly ``workers`` tasks fit; a cluster joined with ``address`` has its own) and uses
     its share of this machine's cores as torch threads (one on a cluster, whose nodes'
-    cores are Ray's to share). Tasks are submitted ``workers`` at a time, so ``--workers``
-    bounds the concurrency on a cluster too and any ``--workers`` >= 1 runs.
+    cores are Ray's to share), and for one GPU as well when its configs run on CUDA
+    (:func:`task_resources`), so that Ray gives each such task a GPU of its own and the
+    others none (Ray hides the GPUs from a task that asked for none). Tasks are submitted
+    ``workers`` at a time, so ``--workers`` bounds the concurrency on a cluster too and
+    any ``--workers`` >= 1 runs.
     """
     try:
         import ray
@@ -331,19 +334,38 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
             threads = 1
         elif threads is None:
             threads = _threads_per_worker(workers)
-        remote = ray.remote(num_cpus=1)(run_task)
+        gpus = ray.cluster_resources().get("GPU", 0)
+        remote = ray.remote(run_task)
         waiting = list(zip(tasks, estimates if estimates is not None else [None] * len(tasks)))
         pending: list[Any] = []
         while waiting or pending:
             while waiting and len(pending) < workers:
                 task, est = waiting.pop(0)
-                pending.append(remote.remote(task, retry[0], threads, root, retry[1],
-                                             artifacts, stop_by, est))
+                asks = task_resources(task, gpus)
+                if asks["num_gpus"] > gpus:
+                    raise ValueError(
+                        f"a task of {len(task)} run(s) ({task[0].experiment}, device "
+                        f"{task[0].device!r}) needs a GPU, but the Ray cluster at "
+                        f"{address or 'this machine'} offers none; run it with device 'cpu' "
+                        "or 'auto', or on a cluster with GPUs")
+                pending.append(remote.options(**asks).remote(
+                    task, retry[0], 1 if asks["num_gpus"] else threads, root, retry[1],
+                    artifacts, stop_by, est))
             done, pending = ray.wait(pending, num_returns=1)
             progress(ray.get(done[0]))
     finally:
         if started:
             ray.shutdown()
+
+
+def task_resources(task: Sequence[Any], cluster_gpus: float) -> dict[str, float]:
+    """What a Ray task asks for: one CPU, and one GPU when its configs run on CUDA: a
+    ``device`` of ``cuda`` (or ``cuda:N``), or ``auto`` on a cluster that has GPUs (where
+    ``auto`` would take one anyway; a CPU-only cluster runs it on the CPU). A ``cpu``
+    config never asks for a GPU. One thread then drives the GPU (the caller's)."""
+    devices = {str(getattr(c, "device", "cpu")) for c in task}
+    cuda = any(d.startswith("cuda") or (d == "auto" and cluster_gpus >= 1) for d in devices)
+    return {"num_cpus": 1, "num_gpus": 1 if cuda else 0}
 
 
 @dataclass
