@@ -448,6 +448,64 @@ def test_ray_tasks_ask_for_a_gpu_when_their_configs_run_on_cuda(monkeypatch, gpu
     assert runner.task_resources([_cfg(device="cuda:1")], 0) == {"num_cpus": 1, "num_gpus": 1}
 
 
+# -- which models stack: from the benchmark's stack_or_not rows -----------------------------
+
+def _bench_record(folder: Path, when: str, ratios: dict[str, float], device: str = "cpu",
+                  name: str | None = None) -> None:
+    from sst_core.sweep.stacking import ROW_PREFIX
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = [{"name": f"{ROW_PREFIX}{m}", "ratio": r} for m, r in ratios.items()]
+    entries.append({"name": "throughput_mamba_train_L60", "ratio": None})
+    (folder / (name or f"{device}-{when}.json")).write_text(json.dumps(
+        {"experiment": "bench", "device": device, "created_utc": when, "entries": entries}))
+
+
+def test_stacking_rows_take_each_models_newest_row_of_the_device(tmp_path):
+    from sst_core.bench.records import RECORD_DIR
+    from sst_core.sweep import stacking
+
+    assert stacking.BENCH_DIR == RECORD_DIR
+    folder = tmp_path / "bench"
+    assert stacking.unstacked_models("cpu", tmp_path) == frozenset()  # no record: all stack
+    _bench_record(folder, "2026-12-01T00:00:00+00:00", {"mamba": 0.8, "aussm": 1.5})
+    _bench_record(folder, "2026-12-02T00:00:00+00:00", {"mamba": 1.1})  # newer: mamba's
+    _bench_record(folder, "2026-12-03T00:00:00+00:00", {"tanh_rnn": 2.0}, device="cuda")
+    (folder / "broken.json").write_text("{not json")
+    rows = stacking.stacking_rows("cpu", tmp_path)
+    assert {m: r["ratio"] for m, r in rows.items()} == {"mamba": 1.1, "aussm": 1.5}
+    assert rows["aussm"]["record"] == "cpu-2026-12-01T00:00:00+00:00.json"
+    assert stacking.unstacked_models("cpu", tmp_path) == {"mamba", "aussm"}
+    assert stacking.unstacked_models("cuda", tmp_path) == {"tanh_rnn"}
+    _bench_record(folder, "2026-12-04T00:00:00+00:00", {"mamba": 0.7})
+    assert stacking.unstacked_models("cpu", tmp_path) == {"aussm"}
+
+
+def test_the_sweep_stacks_only_the_models_measured_faster_stacked(root, monkeypatch):
+    """By default a model whose newest stack_or_not row is >= 1 trains one run per task;
+    the others stack; an explicit stack size stacks every model, as before the rows."""
+    grid = ([_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)]
+            + [_cfg(model="mamba", seed=s) for s in (0, 1, 2)])
+    monkeypatch.setattr(runner, "phases", lambda name, P: [grid])
+    seen: list[list[int]] = []
+
+    def fake_local(tasks, workers, retry, root_s, progress, *a, **k):
+        seen.append(sorted(len(t) for t in tasks))
+        for t in tasks:
+            progress({config_hash(c): "computed" for c in t})
+
+    monkeypatch.setattr(runner, "_local", fake_local)
+    runner.sweep("table2", "smoke", stack=None, root=root)
+    assert seen[-1] == [3, 4]  # smoke's track_stack is 4: both models stack
+    _bench_record(root / "bench", "2026-12-02T00:00:00+00:00",
+                  {"mamba": 1.3, "linear_rnn": 0.6})
+    runner.sweep("table2", "smoke", stack=None, root=root)
+    assert seen[-1] == [1, 1, 1, 4]  # mamba alone, linear_rnn stacked
+    runner.sweep("table2", "smoke", stack=2, root=root)
+    assert seen[-1] == [1, 2, 2, 2]  # --stack 2: every model (mamba's 3 runs as 2 + 1)
+    assert runner.tasks_of(grid, 4, frozenset({"linear_rnn", "mamba"})) == [[c] for c in grid]
+
+
 # -- the best available profile -----------------------------------------------------------
 
 def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):

@@ -7,7 +7,9 @@ plain loop), sized by the context (the harness's module docstring states the pro
   profile's sizes, and a training step at d_model 64 with a roofline goal);
 - the S4D kernel (time and peak memory) against the materialised Vandermonde kernel;
 - the diagonal scan against a per-step autograd loop, with memory bandwidth;
-- K stacked models against K sequential training steps;
+- K stacked models against K sequential training steps (at the quick profile's sizes, and
+  at the sweep's thread count and the standard profile's sizes: the rows the sweep
+  decides from whether to stack each model, :mod:`sst_core.sweep.stacking`);
 - the semi-affine models against their affine originals.
 
 Every training-step row also counts the flops and bytes of one step
@@ -33,6 +35,7 @@ from sst_core.bench.harness import (
     time_side_by_side,
 )
 from sst_core.bench.roofline import ROOFLINE_TARGET, count_work
+from sst_core.sweep.stacking import ROW_PREFIX
 
 GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
 
@@ -429,37 +432,27 @@ STACK_K = {"full": 16, "small": 2}  # models per stack
 STACK_TARGETS = {"cpu": 0.5, "cuda": 0.1}  # stacked / K sequential steps: 2x (CPU), 10x (CUDA)
 
 
-def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
-    """One training step of K models at the quick profile's sizes stacked into one
-    computation (:class:`sst_core.training.stacked.StackedTracker`: ``vmap`` over stacked weights,
-    per-row clipping and AdamW) against K ordinary training steps one after the other
-    (each model with its own ``torch.optim.AdamW``, as K separate runs would do it).
-
-    Timed in the same rounds, the **ceiling** of stacking: one model's ordinary training
-    step on all K b sequences at once (``one_model_s``; ``ceiling_ratio`` = that / the K
-    sequential steps). It does the stack's arithmetic in the same number of operations
-    with one set of weights instead of K, so no way of stacking can do much better: where
-    the ceiling ratio is above the target, the per-sequence work itself, not per-operation
-    overhead, keeps the stack from meeting it."""
-    from sst_core.experiments.paper1 import d_state_grid
-    from sst_core.spec.profiles import get_profile
+def _stack_and_sequence(ctx: Context, model: str, K: int, batch: int, length: int,
+                        d_model: int, d_state: int, one_model: bool = False):
+    """K models of one architecture (seeds SEED .. SEED + K - 1): a zero-argument call of
+    one stacked training step of all K (:class:`sst_core.training.stacked.StackedTracker`:
+    ``vmap`` over stacked weights, per-row clipping and AdamW), one of K ordinary training
+    steps one after the other (each model with its own ``torch.optim.AdamW``, as K
+    separate runs do it), and, with ``one_model``, one of a single model's training step
+    on all K b sequences at once."""
     from sst_core.training.stacked import StackedTracker
 
-    P = get_profile("quick")
-    K = STACK_K[ctx.size]
-    batch, length = (P.track_batch, 60) if ctx.size == "full" else (2, 8)
-    d_state = d_state_grid(P, model)[0]
     _, _, n_tokens = task_data(1, 1, ctx.device)
     models = []
     for k in range(K):
         torch.manual_seed(SEED + k)
-        models.append(build_model(model, n_tokens, P.track_d_model, d_state, ctx.device))
+        models.append(build_model(model, n_tokens, d_model, d_state, ctx.device))
     stack = StackedTracker([m for m in models], WEIGHT_DECAY, GRAD_CLIP)
     gen = torch.Generator().manual_seed(SEED)
     x = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
     y = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
 
-    def ours() -> None:
+    def stacked() -> None:
         logits = stack.logits(x)  # (K, b, L, n)
         ce = F.cross_entropy(logits.reshape(-1, n_tokens), y.reshape(-1), reduction="none")
         stack.step(ce.view(K, -1).mean(1), [LR] * K)
@@ -470,10 +463,34 @@ def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
         for step in steps:
             step()
 
+    if not one_model:
+        return stacked, sequential, None
     torch.manual_seed(SEED)
-    wide = build_model(model, n_tokens, P.track_d_model, d_state, ctx.device)
-    one_model = train_step(wide, x.reshape(K * batch, length), y.reshape(K * batch, length))
+    wide = build_model(model, n_tokens, d_model, d_state, ctx.device)
+    return stacked, sequential, train_step(wide, x.reshape(K * batch, length),
+                                           y.reshape(K * batch, length))
 
+
+def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+    """One training step of K models at the quick profile's sizes stacked into one
+    computation against K ordinary training steps one after the other
+    (:func:`_stack_and_sequence`), on the run's thread count.
+
+    Timed in the same rounds, one model's ordinary training step on all K b sequences at
+    once (``one_model_s``; ``ceiling_ratio`` = that / the K sequential steps): the stack's
+    arithmetic with one set of weights instead of K, run by this implementation's kernels.
+    It bounds what stacking can gain *with these kernels* (a stack runs the same kernels
+    on the same tensor sizes, plus K sets of weights), not what the machine allows: the
+    one-model step is itself far from the machine's limits (the roofline rows)."""
+    from sst_core.experiments.paper1 import d_state_grid
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile("quick")
+    K = STACK_K[ctx.size]
+    batch, length = (P.track_batch, 60) if ctx.size == "full" else (2, 8)
+    d_state = d_state_grid(P, model)[0]
+    ours, sequential, one_model = _stack_and_sequence(ctx, model, K, batch, length,
+                                                      P.track_d_model, d_state, True)
     t_ours, t_ref, t_one = time_side_by_side([ours, sequential, one_model], ctx.repeat,
                                              ctx.sizes.warmup, ctx.device)
     sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
@@ -488,12 +505,54 @@ def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
     return [entry]
 
 
+# the sweep's choice (sst_core.sweep.stacking): the threads of a sweep worker and the
+# profile whose sizes it decides for
+SWEEP_THREADS = 1
+
+
+SWEEP_PROFILE = "standard"
+
+
+def stack_or_not(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+    """What the sweep decides whether to stack ``model`` from
+    (:mod:`sst_core.sweep.stacking`): at the sweep's thread count (``SWEEP_THREADS``, set
+    for the row and restored) and the ``standard`` profile's sizes (its ``track_stack``
+    models, batch, d_model and smallest d_state, length 60, the curriculum's last and
+    longest), one stacked training step against K sequential ones
+    (:func:`_stack_and_sequence`). ratio = stacked / sequential, the same K models either
+    way: below 1 the stack is faster. No target: the sweep reads the ratio."""
+    from sst_core.experiments.paper1 import d_state_grid
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile(SWEEP_PROFILE)
+    K, batch, length = ((P.track_stack, P.track_batch, 60) if ctx.size == "full"
+                        else (2, 2, 8))
+    d_state = d_state_grid(P, model)[0]
+    before = torch.get_num_threads()
+    torch.set_num_threads(SWEEP_THREADS)
+    try:
+        ours, sequential, _ = _stack_and_sequence(ctx, model, K, batch, length,
+                                                  P.track_d_model, d_state)
+        t_ours, t_ref = time_side_by_side([ours, sequential], ctx.repeat, ctx.sizes.warmup,
+                                          ctx.device)
+    finally:
+        torch.set_num_threads(before)
+    sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
+             "d_model": P.track_d_model}
+    entry = make_entry(f"{ROW_PREFIX}{model}", "train", f"{model} x{K}, stacked", ctx, sizes,
+                       t_ours, t_ref, f"{K} sequential training steps")
+    entry.update(threads=SWEEP_THREADS, profile=SWEEP_PROFILE)
+    return [entry]
+
+
 def _register_stacked() -> None:
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
     for model in TABLE2_MODELS:
         register(f"stacked_train_K{STACK_K['full']}_{model}")(partial(stacked_training,
                                                                       model=model))
+    for model in TABLE2_MODELS:
+        register(f"{ROW_PREFIX}{model}")(partial(stack_or_not, model=model))
 
 
 _register_stacked()

@@ -3,7 +3,8 @@
 A *sweep* computes every run of its grids (:data:`sst_core.experiments.registry.SWEEPS`,
 under a profile) that has no stored record. Its unit of work is a *task*: one config, or a stack of tracking configs that
 differ only in seed and learning rate (:mod:`sst_core.training.stacked`, ``P.track_stack`` at a
-time). Some experiments come in *phases* (the diagnostics need their trained trackers
+time; by default only the models a benchmark measured faster stacked,
+:mod:`sst_core.sweep.stacking`). Some experiments come in *phases* (the diagnostics need their trained trackers
 first); a phase starts when the previous one is done. A grid that depends on stored
 records (Figure 4's sweep grows in the cells whose runs learn) is read again when its
 phases are done, and the runs it has gained are computed in another round
@@ -89,6 +90,7 @@ from sst_core.store.records import (
     results_dir_at,
 )
 from sst_core.store.replaced import keep_replaced
+from sst_core.sweep.stacking import unstacked_models
 from sst_core.sweep.claims import (
     Claim,
     claim_path,
@@ -144,13 +146,29 @@ def ends_too_late(stop_by: float | None, estimate_s: float | None,
 EXECUTORS = ("local", "ray")
 
 
-def tasks_of(cfgs: Sequence[Any], stack: int) -> list[list[Any]]:
-    """The tasks of one phase: stacks of tracking configs, every other config alone."""
+def tasks_of(cfgs: Sequence[Any], stack: int, unstacked: frozenset[str] = frozenset()
+             ) -> list[list[Any]]:
+    """The tasks of one phase: stacks of tracking configs (but those of the models in
+    ``unstacked``, :func:`sst_core.sweep.stacking.unstacked_models`), every other config
+    alone."""
     from sst_core.experiments.runs import stacks
 
-    tracking = [c for c in cfgs if isinstance(c, TrackingConfig)]
-    others = [[c] for c in cfgs if not isinstance(c, TrackingConfig)]
-    return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + others
+    tracking = [c for c in cfgs if isinstance(c, TrackingConfig) and c.model not in unstacked]
+    alone = [[c] for c in cfgs if not isinstance(c, TrackingConfig) or c.model in unstacked]
+    return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + alone
+
+
+def sweep_device(cfgs: Sequence[Any]) -> str:
+    """Where a sweep's runs train, ``"cuda"`` or ``"cpu"``: CUDA when a config asks for it
+    (``cuda``, or ``auto`` on a machine where torch sees a GPU)."""
+    devices = {str(getattr(c, "device", "cpu")) for c in cfgs}
+    if any(d.startswith("cuda") for d in devices):
+        return "cuda"
+    if "auto" in devices:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu"
 
 
 def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
@@ -493,7 +511,11 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
     def compute_missing(todo: list[Any], artifacts: tuple[str, ...]) -> None:
         while todo:
-            tasks = tasks_of(todo, P.track_stack if stack is None else stack)
+            # by default each model stacks only where a benchmark measured it faster
+            # (sst_core.sweep.stacking); an explicit stack size stacks every model
+            unstacked = (unstacked_models(sweep_device(todo), Path(root_s)) if stack is None
+                         else frozenset())
+            tasks = tasks_of(todo, P.track_stack if stack is None else stack, unstacked)
             w, t = (choose_layout(len(tasks)) if workers is None
                     else (workers, _threads_per_worker(workers)))
             t = t if threads is None else threads
