@@ -371,6 +371,39 @@ def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, mo
     assert not any(tmp_path.iterdir())  # the sample is computed into a temporary folder
 
 
+def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_path, monkeypatch):
+    """The opt-in before / after sweep: a fixed sample of the standard Table 2 grid (one
+    cell per model, 12 runs each), timed before (every model stacked, denormals not
+    flushed) and after (the stacking choice of the bench rows, flushed), alternating."""
+    from sst_core.bench import cases_sweep
+    from sst_core.experiments.paper1 import TABLE2_MODELS
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    full = cases_sweep.standard_sample()
+    assert len(full) == 12 * len(TABLE2_MODELS) and {c.profile for c in full} == {"standard"}
+    assert {c.model for c in full} == set(TABLE2_MODELS) and {c.group for c in full} == {"C2"}
+    assert full == cases_sweep.standard_sample()  # fixed
+    calls = []
+    real = cases_sweep._timed_sweep
+
+    def spy(cfgs, stack, unstacked, flush):
+        calls.append((len(cfgs), stack, unstacked, flush))
+        return real(cfgs, stack, unstacked, flush)
+
+    monkeypatch.setattr(cases_sweep, "_timed_sweep", spy)
+    assert "sweep_standard_before_after" in bench.opt_in_names()
+    out = bench.run(["sweep_standard_before_after"], device="cpu", size="small", repeat=2)
+    (e,) = out["entries"]
+    assert [c[3] for c in calls] == [False, True, False, True]  # before, after, ...
+    assert all(c[:2] == (4, 2) for c in calls) and calls[0][2] == frozenset()
+    assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"])
+    assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
+    assert e["unstacked_models"] == [] and len(e["ours_samples_s"]) == 2
+    assert "runs per hour" in bench.to_markdown(out)
+    assert "SST_FLUSH_DENORMALS" not in os.environ
+    assert not [p for p in tmp_path.rglob("*.json")]  # computed in temporary folders
+
+
 def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     from sst_core.reports import bench as report
 

@@ -374,7 +374,11 @@ def to_markdown(result: dict[str, Any]) -> str:
                          f"{(e['gflops_per_s'] or 0):.2f} | {e['intensity']:.2f} | {e['bound']} "
                          f"| {_ms(e['roofline_s'])} | {ratio} | {goal} |")
     for e in result["entries"]:
-        if "runs_per_hour" in e:
+        if "runs_per_hour" in e and "layout" not in e:  # before / after, one layout
+            lines += ["", f"Sweep throughput ({e['name']}, {e['sizes']['runs']} runs): "
+                      f"{e['runs_per_hour']:,.0f} runs per hour ({e['model']}) against "
+                      f"{e['anchor_runs_per_hour']:,.0f} ({e['anchor']})."]
+        elif "runs_per_hour" in e:
             other = ("" if e["anchor_runs_per_hour"] is None else
                      f" ({e['anchor_runs_per_hour']:,.0f} with {e['anchor_layout'][0]} x "
                      f"{e['anchor_layout'][1]})")

@@ -590,11 +590,14 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
 
 def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
-               root: Path | None = None) -> float:
-    """Wall seconds the local executor takes to compute ``cfgs``, each its own task,
-    with ``workers`` processes of ``threads`` torch threads (default: the sweep's
-    choice), into ``root`` (default: a fresh temporary results folder, removed after).
-    The calling process's torch thread count is restored."""
+               root: Path | None = None, stack: int = 1,
+               unstacked: frozenset[str] = frozenset()) -> float:
+    """Wall seconds the local executor takes to compute ``cfgs`` as the tasks
+    :func:`tasks_of` makes of them (``stack`` 1: each its own task; else stacks of that
+    size but for the models in ``unstacked``), with ``workers`` processes of ``threads``
+    torch threads (default: the sweep's choice), into ``root`` (default: a fresh temporary
+    results folder, removed after). The calling process's torch thread count is
+    restored."""
     import shutil
     import tempfile
 
@@ -606,8 +609,8 @@ def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
     try:
         with results_dir_at(where):  # (the local executor points it there itself)
             start = time.perf_counter()
-            _local([[c] for c in cfgs], workers, (False, False), where, lambda _: None,
-                   threads=threads)
+            _local(tasks_of(cfgs, stack, unstacked), workers, (False, False), where,
+                   lambda _: None, threads=threads)
             return time.perf_counter() - start
     finally:
         torch.set_num_threads(before_threads)

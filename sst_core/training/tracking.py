@@ -31,6 +31,7 @@ import contextlib
 import functools
 import io
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -344,7 +345,12 @@ def flushed_denormals():
     CPU's floating-point mode is per thread; the sweep trains on one torch thread per
     worker, where that is the whole computation, and threads started meanwhile inherit
     it). Restored afterwards, also when the block raises. Where the CPU cannot flush
-    (torch returns False) nothing changes."""
+    (torch returns False), or with ``SST_FLUSH_DENORMALS=0`` in the environment (how a
+    benchmark times training as it was before, :mod:`sst_core.bench.cases_sweep`),
+    nothing changes."""
+    if os.environ.get("SST_FLUSH_DENORMALS") == "0":
+        yield
+        return
     before = _FLUSH["on"]
     _FLUSH["on"] = torch.set_flush_denormal(True)
     try:
