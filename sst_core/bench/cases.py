@@ -12,8 +12,9 @@ plain loop), sized by the context (the harness's module docstring states the pro
   decides from whether to stack each model, :mod:`sst_core.sweep.stacking`);
 - the semi-affine models against their affine originals.
 
-Every training-step row also counts the flops and bytes of one step
-(:func:`sst_core.bench.roofline.count_work`) for the roofline columns.
+Every training-step row also counts the flops, matrix products and bytes of one step
+(:func:`sst_core.bench.roofline.count_work`) for the limit columns; the rows with the
+roofline goal also profile one step (:func:`sst_core.bench.roofline.profile_step`).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from sst_core.bench.harness import (
     register,
     time_side_by_side,
 )
-from sst_core.bench.roofline import ROOFLINE_TARGET, count_work
+from sst_core.bench.roofline import ROOFLINE_TARGET, count_work, profile_step
 from sst_core.sweep.stacking import ROW_PREFIX
 
 GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
@@ -190,9 +191,12 @@ def model_throughput(ctx: Context, *, name: str, model: str, kind: str,
               else {"d_model": d_model, "d_state": d_state})
     sizes = {**sizes, **widths, "n_tokens": n_tokens, **kw}
     label = ours.name if hasattr(ours, "name") else model
-    return [make_entry(name, kind, label, ctx, sizes, t_ours,
+    entry = make_entry(name, kind, label, ctx, sizes, t_ours,
                        work=count_work(fn) if kind == "train" else None,
-                       roofline_target=roofline_target)]
+                       roofline_target=roofline_target)
+    if roofline_target is not None:  # where the time goes (the chapter, beyond the goal)
+        entry["profile"] = profile_step(fn)
+    return [entry]
 
 
 def _register_defaults() -> None:
