@@ -438,8 +438,8 @@ def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, mo
 
 def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_path, monkeypatch):
     """The opt-in before / after sweep: a fixed sample of the standard Table 2 grid (one
-    cell per model, 12 runs each), timed before (every model stacked, denormals not
-    flushed) and after (the stacking choice of the bench rows, flushed), alternating."""
+    cell per model, 12 runs each), timed before (every model stacked) and after (the
+    stacking choice of the bench rows), alternating."""
     from sst_core.bench import cases_sweep
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
@@ -451,21 +451,20 @@ def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_pa
     calls = []
     real = cases_sweep._timed_sweep
 
-    def spy(cfgs, stack, unstacked, flush):
-        calls.append((len(cfgs), stack, unstacked, flush))
-        return real(cfgs, stack, unstacked, flush)
+    def spy(cfgs, stack, unstacked):
+        calls.append((len(cfgs), stack, unstacked))
+        return real(cfgs, stack, unstacked)
 
     monkeypatch.setattr(cases_sweep, "_timed_sweep", spy)
     assert "sweep_standard_before_after" in bench.opt_in_names()
     out = bench.run(["sweep_standard_before_after"], device="cpu", size="small", repeat=2)
     (e,) = out["entries"]
-    assert [c[3] for c in calls] == [False, True, False, True]  # before, after, ...
+    assert len(calls) == 4  # before, after, before, after
     assert all(c[:2] == (4, 2) for c in calls) and calls[0][2] == frozenset()
     assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"])
     assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
     assert e["unstacked_models"] == [] and len(e["ours_samples_s"]) == 2
     assert "runs per hour" in bench.to_markdown(out)
-    assert "SST_FLUSH_DENORMALS" not in os.environ
     assert not [p for p in tmp_path.rglob("*.json")]  # computed in temporary folders
 
 
