@@ -119,17 +119,110 @@ if cpu is not None:
 # On a GPU, where a small model leaves most of the device idle, stacking is where the large
 # gains are expected; the CUDA section below will say once a GPU has run it.
 #
-# The stacked table's last two columns measure how much overhead there is to remove. In the
-# same rounds, one model takes a training step on all $K b$ sequences at once: the stack's
-# arithmetic in as few operations as it can have, with one set of weights instead of $K$.
-# That step's time over the $K$ sequential steps (the ceiling) is about the least any way
-# of stacking could reach.
+# The stacked table's last two columns bound what stacking can gain *with these kernels*.
+# In the same rounds, one model takes a training step on all $K b$ sequences at once: the
+# stack's arithmetic with one set of weights instead of $K$, through the same kernels on
+# tensors of the same sizes. Its time over the $K$ sequential steps (the ceiling) is about
+# the least a stack built on these kernels reaches. It is not a limit of the CPU: that
+# one-model step itself runs far below the machine's matrix-product rate, so faster
+# kernels would lower the ceiling too.
 
 # %%
-if cpu is not None:
-    ceiling = bench_report.stacking_ceiling(cpu)
-    display(Markdown(ceiling or "The newest CPU record predates the ceiling column "
+def glue_missing(*names):
+    """Glue "n/a" for numbers the newest record does not have (the cell says why)."""
+    for name in names:
+        glue(name, "n/a", display=False)
+
+
+bound = bench_report.stacking_bound(cpu) if cpu is not None else None
+if bound is None:
+    display(Markdown("The newest CPU record predates the ceiling column "
                      "(`make bench BENCH_ARGS=--record` measures it)."))
+    glue_missing("stack_K", "stack_b", "stack_ceiling_range", "stack_above",
+                 "stack_one_gflops", "stack_peak")
+else:
+    glue("stack_K", bound["K"], display=False)
+    glue("stack_b", bound["batch"], display=False)
+    glue("stack_ceiling_range", f"{bound['ceiling_min']:.2f} to {bound['ceiling_max']:.2f}",
+         display=False)
+    glue("stack_above", f"{bound['above_target']} of {bound['models']}", display=False)
+    glue("stack_one_gflops", "n/a" if bound["one_model_gflops_min"] is None else
+         f"{bound['one_model_gflops_min']:.0f} to {bound['one_model_gflops_max']:.0f}",
+         display=False)
+    glue("stack_peak", "n/a" if bound["matmul_peak_gflops"] is None
+         else f"{bound['matmul_peak_gflops']:.0f}", display=False)
+
+# %% [markdown]
+# In the newest CPU record, one model on all {glue:text}`stack_K` x {glue:text}`stack_b`
+# sequences took {glue:text}`stack_ceiling_range` of the sequential steps' time, above the
+# stacking target for {glue:text}`stack_above` models, and ran at
+# {glue:text}`stack_one_gflops` GFLOP/s against a large matrix product's
+# {glue:text}`stack_peak` GFLOP/s on the same threads.
+#
+# **Where the sweep stacks.** A sweep runs one torch thread per worker, and there the
+# balance can differ from the table above (which runs on the benchmark's threads, at the
+# quick profile's sizes). The `stack_or_not_` rows time, per Table 2 model, one stacked step
+# of $K$ models against $K$ sequential steps at one thread and the `standard` profile's
+# sizes ($K$ = 12, batch 64, length 60). The sweep reads them from the newest record of its
+# device (`sst_core.sweep.stacking`): a model whose stacked step costs at least as much per
+# model as a sequential one trains one run at a time; the others stack. Without such a
+# record every model stacks, as before these rows existed.
+
+# %%
+choice = bench_report.stacking_choice(cpu) if cpu is not None else []
+if not choice:
+    display(Markdown("The newest CPU record predates the stack-or-not rows: the sweep "
+                     "stacks every model until a record has them."))
+    glue_missing("stack_yes", "stack_no")
+else:
+    glue("stack_yes", ", ".join(c["model"] for c in choice if c["stacked"]) or "none",
+         display=False)
+    glue("stack_no", ", ".join(c["model"] for c in choice if not c["stacked"]) or "none",
+         display=False)
+
+# %% [markdown]
+# By the newest CPU record the sweep stacks {glue:text}`stack_yes` and trains
+# {glue:text}`stack_no` one run at a time.
+#
+# **How far each step is from its limit.** The throughput table's training steps at
+# $d_{model}$ = 64 carry two limits. The *flop limit* is the step's arithmetic at what this
+# machine does: each matrix product of the step timed alone at its own shapes (small
+# products run far below a large one's rate), and the rest of the arithmetic (elementwise
+# work, the scans' loops) at a large float32 matrix product's rate, which no arithmetic here
+# beats. The *byte limit* is what the step's fast path moves at the measured copy
+# bandwidth: every operation's inputs and outputs once, and the arrays each C loop reads and
+# writes, once each, as their loops walk them (`sst_core.bench.roofline` documents the
+# count). The better (larger) of the two is the step's limit, and "x limit" is how far the
+# step is from it. Records made before this count used the large product's rate for every
+# flop and counted the bytes of the torch reference path, which the fast path never moves;
+# the table's note says which count a record has.
+
+# %%
+rows = [r for r in (bench_report.limit_rows(cpu) if cpu is not None else [])
+        if r["method"] == "shapes"]  # the present count only
+if not rows:
+    display(Markdown("The newest CPU record predates the present count of the limits (its "
+                     "table above says which count it has): `make bench "
+                     "BENCH_ARGS=--record` measures them."))
+    glue_missing("limit_within", "limit_range", "limit_compute_bound")
+else:
+    within = [r for r in rows if r["ratio"] <= r["target"]]
+    glue("limit_within", f"{len(within)} of {len(rows)}", display=False)
+    glue("limit_range", f"{min(r['ratio'] for r in rows):.1f} to "
+         f"{max(r['ratio'] for r in rows):.1f}", display=False)
+    glue("limit_compute_bound", sum(r["bound"] == "compute" for r in rows), display=False)
+    profile = bench_report.profile_table(cpu)
+    if profile is not None:
+        display(profile)
+    elif any(r["ratio"] > r["target"] for r in rows):
+        display(Markdown("The newest CPU record predates the per-step profile: "
+                         "`make bench BENCH_ARGS=--record` measures it."))
+
+# %% [markdown]
+# In the newest CPU record {glue:text}`limit_within` of these steps are within 5x of their
+# limit (from {glue:text}`limit_range` times it), and the flop limit is the larger for
+# {glue:text}`limit_compute_bound` of them. For each model beyond 5x, the table above (where
+# the record has it) lists the operations that take most of one step's time.
 
 # %% [markdown]
 # **Which S4D classifiers.** The classifier rows come in two sets: three at fixed example sizes
@@ -179,6 +272,14 @@ else:
 # `scripts/gpu_check.sh` runs on a machine with CUDA: it compares every model's and every
 # fast operation's output and gradients on the GPU with the CPU, then runs the same
 # benchmarks on the GPU, and stores both records here. It is never part of CI.
+#
+# On CUDA the selective and unitary scans do not run their step-by-step loops (one kernel
+# launch per step): they take a parallel path, `linear_scan`'s chunked Hillis-Steele scan
+# over whole-sequence tensors (the tests run that path on the CPU against the plain
+# references at lengths 1, 63 and 1000, in value and gradient). The delta-rule scan of
+# DeltaNet and DeltaProduct is chunked on every device. The check compares each scan's
+# parallel path with the CPU's C loops, and both paths on both devices; the `scan_paths_`
+# rows time the device's own path against the other one.
 
 # %%
 if checks:

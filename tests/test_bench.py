@@ -55,6 +55,8 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"s4d_kernel_fwd_bwd_L{L}{b}" for L in (1024, 4096, 16384) for b in ("", "_b1")}
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
+    expected |= {f"stack_or_not_{m}" for m in TABLE2_MODELS}
+    expected |= {"scan_paths_selective_L1000", "scan_paths_unitary_L1000"}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
     expected |= {f"s4d_classifier_train_{c}" for c in
                  ("listops_L1024_H64", "pathfinder_L1024_H128", "digits_L256_H128",
@@ -88,6 +90,13 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
             # the ceiling: one model on all K b sequences, timed in the same rounds
             assert len(e["one_model_samples_s"]) == 1 and _positive(e["one_model_s"])
             assert e["ceiling_ratio"] == pytest.approx(e["one_model_s"] / e["anchor_s"])
+        elif e["name"].startswith("stack_or_not_"):  # the sweep's choice: one thread
+            assert e["threads"] == 1 and e["profile"] == "standard" and e["target"] is None
+            assert e["sizes"]["models"] == 2 and e["sizes"]["length"] == 8  # small
+            assert e["model"] == f"{e['name'][len('stack_or_not_'):]} x2, stacked"
+        elif e["name"].startswith("scan_paths_"):  # the device's own path / the other
+            assert e["sizes"]["length"] == 1000 and e["target"] is None
+            assert "(step-by-step path)" in e["model"] and "(parallel path)" in e["anchor"]
         elif e["name"].startswith("s4d_kernel_"):  # the S4D kernel keeps the length in its name
             assert f"_L{e['sizes']['length']}" in e["name"]
             assert e["memory_ratio"] == pytest.approx(e["ours_peak_bytes"] / e["anchor_peak_bytes"])
@@ -271,15 +280,21 @@ def test_training_steps_carry_their_roofline(result):
     goals = {f"throughput_{m}_train_d64" for m in TABLE2_MODELS}
     seen = set()
     for e in result["entries"]:
-        if e["kind"] != "train" or e["name"].startswith(("diag_scan_", "s4d_kernel_")):
+        if e["kind"] != "train" or e["name"].startswith(("diag_scan_", "s4d_kernel_",
+                                                           "stack_or_not_", "scan_paths_")):
             assert "flops" not in e, e["name"]
             continue
         seen.add(e["name"])
         assert e["flops"] == e["flops_matmul"] + e["flops_elementwise"]
         assert _positive(e["flops"]) and _positive(e["bytes"]) and _positive(e["gflops_per_s"])
         assert e["gflops_per_s"] == pytest.approx(e["flops"] / e["ours_s"] / 1e9)
-        assert e["compute_s"] == pytest.approx(e["flops"] / roof["matmul_flops_per_s"])
+        # the flop limit: the products at their shapes, the rest of the flops at the peak
+        assert e["limit_method"] == "shapes" and e["matmul_shapes_s"] >= 0
+        assert e["flops_mm"] == sum(c["flops"] for c in e["matmul_calls"])
+        assert e["compute_s"] == pytest.approx(
+            e["matmul_shapes_s"] + max(0, e["flops"] - e["flops_mm"]) / roof["matmul_flops_per_s"])
         assert e["memory_s"] == pytest.approx(e["bytes"] / roof["copy_bytes_per_s"])
+        assert 0 <= e["bytes_kernels"] <= e["bytes"]
         assert e["roofline_s"] == max(e["compute_s"], e["memory_s"])
         assert e["bound"] == ("compute" if e["compute_s"] >= e["memory_s"] else "memory")
         assert e["roofline_ratio"] == pytest.approx(e["ours_s"] / e["roofline_s"])
@@ -287,17 +302,67 @@ def test_training_steps_carry_their_roofline(result):
             assert e["roofline_target"] == 5
             assert e["roofline_status"] == ("meets" if e["roofline_ratio"] <= 5 else "misses")
             assert e["sizes"].get("d_model", e["sizes"].get("d")) == 64
+            assert e["profile"] and all(_positive(p["self_s"]) and 0 < p["share"] <= 1
+                                        for p in e["profile"])
         else:
             assert "roofline_target" not in e and "roofline_status" not in e
     assert goals <= seen and {"tanh_rnn_train_d64", "throughput_mamba_train_L60",
                               "stacked_train_K16_mamba", "semi_affine_train_s3"} <= seen
     md = bench.to_markdown(result)
-    assert "GFLOP/s (n = 256)" in md and "| x roofline | goal |" in md
+    assert "GFLOP/s (n = 256)" in md and "| x limit | goal |" in md
     assert md.count("<= 5: ") == len(goals)
     from sst_core.reports import bench as report
 
     (table,) = [t for t in report.bench_tables(result) if t.title.startswith("Throughput")]
-    assert table.columns[-3:] == ["GFLOP/s", "bound", "x roofline"]
+    assert table.columns[-5:] == ["GFLOP/s", "flop limit ms", "byte limit ms", "bound",
+                                  "x limit"]
+    assert "rates measured at their own shapes" in table.note
+    rows = report.limit_rows(result)
+    assert {r["name"] for r in rows} == goals and all(r["profiled"] for r in rows)
+    beyond = [r for r in rows if r["ratio"] > 5]
+    profile = report.profile_table(result)
+    assert (profile is None) == (not beyond)
+    if profile is not None:
+        assert {d["name"] for d in profile.data} == {r["name"] for r in beyond}
+    # a record from before the present count keeps its fields, and says so
+    old = [{k: v for k, v in e.items() if k not in ("limit_method", "matmul_shapes_s")}
+           for e in result["entries"] if "roofline_ratio" in e]
+    assert "predates the present count" in report.limits_note(old)
+
+
+def test_the_fast_paths_bytes_count_the_c_loops_arrays_once():
+    """The byte limit counts what the fast path moves: with the C loops on, the scan's
+    arrays (a, b, h0 read, h written; the backward's a, h, gradient read, g and dL/da
+    written) once each, not the torch loop's per-step tensors."""
+    from sst_core.bench import roofline
+    from sst_core.ops import native
+    from sst_core.ops.scan import linear_scan
+
+    if native.library() is None:
+        pytest.skip("no C loops here")
+    a = torch.rand(2, 50, 8, requires_grad=True)
+    b = torch.randn(2, 50, 8, requires_grad=True)
+    w = roofline.count_work(lambda: torch.autograd.grad(linear_scan(a, b).sum(), (a, b)))
+    n = 4 * 2 * 50 * 8  # bytes of one (2, 50, 8) float32 array
+    assert w["kernel_calls"] == 2
+    assert w["bytes_kernels"] == 3 * n + 5 * n  # forward a, b, out; backward a, h, grad, g, dL/da
+    assert w["flops_elementwise"] >= 49 * 2 * 8  # the arithmetic, from the torch loops
+    assert w["matmul_calls"] == [] and w["matmul_shapes_s"] == 0
+
+
+def test_the_flop_limit_times_each_product_at_its_own_shape():
+    from sst_core.bench import roofline
+
+    p, q = torch.randn(6, 5, requires_grad=True), torch.randn(5, 3)
+    w = roofline.count_work(lambda: torch.autograd.grad((p @ q).sum(), p))
+    ops = sorted((c["op"], tuple(c["a"]), tuple(c["b"])) for c in w["matmul_calls"])
+    assert ops == [("mm", (6, 3), (3, 5)), ("mm", (6, 5), (5, 3))]  # forward, dL/dp
+    assert w["flops_mm"] == 2 * (2 * 6 * 5 * 3) and _positive(w["matmul_shapes_s"])
+    key = ("mm", (6, 5), (5, 3), "torch.float32", "cpu")
+    assert roofline.matmul_seconds(key) == roofline.matmul_seconds(key)  # measured once
+    e = {**w, "ours_s": 1.0}
+    roofline.annotate(e, {"matmul_flops_per_s": 1e9, "copy_bytes_per_s": 1e9})
+    assert e["compute_s"] == pytest.approx(w["matmul_shapes_s"] + (w["flops"] - w["flops_mm"]) / 1e9)
 
 
 def test_count_work_counts_matmuls_elementwise_ops_and_bytes():
@@ -371,6 +436,38 @@ def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, mo
     assert not any(tmp_path.iterdir())  # the sample is computed into a temporary folder
 
 
+def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_path, monkeypatch):
+    """The opt-in before / after sweep: a fixed sample of the standard Table 2 grid (one
+    cell per model, 12 runs each), timed before (every model stacked) and after (the
+    stacking choice of the bench rows), alternating."""
+    from sst_core.bench import cases_sweep
+    from sst_core.experiments.paper1 import TABLE2_MODELS
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    full = cases_sweep.standard_sample()
+    assert len(full) == 12 * len(TABLE2_MODELS) and {c.profile for c in full} == {"standard"}
+    assert {c.model for c in full} == set(TABLE2_MODELS) and {c.group for c in full} == {"C2"}
+    assert full == cases_sweep.standard_sample()  # fixed
+    calls = []
+    real = cases_sweep._timed_sweep
+
+    def spy(cfgs, stack, unstacked):
+        calls.append((len(cfgs), stack, unstacked))
+        return real(cfgs, stack, unstacked)
+
+    monkeypatch.setattr(cases_sweep, "_timed_sweep", spy)
+    assert "sweep_standard_before_after" in bench.opt_in_names()
+    out = bench.run(["sweep_standard_before_after"], device="cpu", size="small", repeat=2)
+    (e,) = out["entries"]
+    assert len(calls) == 4  # before, after, before, after
+    assert all(c[:2] == (4, 2) for c in calls) and calls[0][2] == frozenset()
+    assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"])
+    assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
+    assert e["unstacked_models"] == [] and len(e["ours_samples_s"]) == 2
+    assert "runs per hour" in bench.to_markdown(out)
+    assert not [p for p in tmp_path.rglob("*.json")]  # computed in temporary folders
+
+
 def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     from sst_core.reports import bench as report
 
@@ -380,18 +477,25 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     assert table.columns[i - 1] == "one model ms" and len(table.rows) == len(stacked)
     for row, e in zip(table.rows, stacked):
         assert row[0] == e["name"] and row[i] == f"{e['ceiling_ratio']:.2f}"
-    assert "ceiling = that / the K sequential steps" in table.note
-    text = report.stacking_ceiling(result)
-    above = [e for e in stacked if e["ceiling_ratio"] > e["target"]]
-    b = stacked[0]["sizes"]["batch"]
-    assert text.startswith(f"One model's training step on all 2 x {b} = {2 * b} sequences at "
-                           "once took")
-    assert (f"For {len(above)} of the {len(stacked)} models" in text) == bool(above)
-    assert all(f"{e['model'].split(' x')[0]} ({e['ceiling_ratio']:.2f})" in text for e in above)
+    assert "not on the machine" in table.note
+    bound = report.stacking_bound(result)
+    assert (bound["K"], bound["models"]) == (2, len(stacked))
+    assert bound["ceiling_min"] == min(e["ceiling_ratio"] for e in stacked)
+    assert bound["above_target"] == sum(e["ceiling_ratio"] > e["target"] for e in stacked)
+    assert bound["one_model_gflops_max"] == pytest.approx(
+        max(e["flops"] / e["one_model_s"] / 1e9 for e in stacked))
+    assert bound["matmul_peak_gflops"] == pytest.approx(
+        result["hardware"]["roofline"]["matmul_flops_per_s"] / 1e9)
     old = {**result, "entries": [{k: v for k, v in e.items() if not k.startswith(("one_model",
                                                                                   "ceiling"))}
                                  for e in result["entries"]]}
-    assert report.stacking_ceiling(old) is None  # a record from before the ceiling
+    assert report.stacking_bound(old) is None  # a record from before the ceiling
+    choice = report.stacking_choice(result)
+    from sst_core.experiments.paper1 import TABLE2_MODELS
+
+    assert [c["model"] for c in choice] == list(TABLE2_MODELS)
+    assert all(c["stacked"] == (c["ratio"] < 1) for c in choice)
+    assert report.stacking_choice(old | {"entries": []}) == []
 
 
 def _record(cpu: str, when: str, times: dict[str, float], command: str = "sst bench --record"):

@@ -41,6 +41,10 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     assert list(p.stale_s.values()) == [10.0]  # what the stale run took: its recompute
     twice = plan.plan_text([p, p], "smoke")  # a run two chapters read counts once
     assert "1 different stale runs, about 10 s to recompute with --retry-stale" in twice
+    # cached_run stores CPU time: the plan says which clock priced the stored runs
+    assert p.cpu_clocked == p.stored
+    assert (f"its process CPU time ({2 * p.stored} of the {2 * p.stored} stored runs read"
+            in twice)
 
 
 def test_no_stored_run_means_no_estimate_and_best_says_why(root):

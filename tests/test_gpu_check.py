@@ -105,3 +105,29 @@ def test_unknown_check_and_missing_cuda_are_clear_errors(capsys):
             gpu_check.compare_devices("cuda")
         assert cli.main(["gpu-check"]) == 2
         assert "torch.cuda.is_available() is False" in capsys.readouterr().err
+
+
+def test_the_gpus_parallel_scans_pass_the_check_against_the_cpus_paths():
+    """What the GPU check compares on CUDA, by device, is the parallel path (the chunked
+    scans) against the CPU's C loops. Run here with the parallel path forced on the CPU
+    (parallel_scans()) as the "device" side, every scan op case, every model and every
+    stacked training step stays within the check's tolerance: on a GPU only the device's
+    own arithmetic can differ."""
+    from sst_core.ops.scan import parallel_scans
+
+    cases = gpu_check.cases()
+    names = [n for n in cases if n.startswith(("model ", "stacked ", "op scan.",
+                                               "op selective_scan.", "op unitary_scan."))
+             and "on both" not in n]
+    assert len([n for n in names if n.startswith("op selective_scan.")]) >= 7
+    cpu = torch.device("cpu")
+    bad = []
+    for name in names:
+        out, grads = cases[name](cpu)
+        with parallel_scans():
+            out_p, grads_p = cases[name](cpu)
+        oks = [gpu_check._err(out, out_p)[1]] + [
+            (g is None and h is None) or gpu_check._err(g, h)[1] for g, h in zip(grads, grads_p)]
+        if not all(oks) or len(grads) != len(grads_p):
+            bad.append(name)
+    assert not bad

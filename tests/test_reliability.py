@@ -326,6 +326,9 @@ def test_a_stacked_run_records_its_start_up_apart(root):
     group = [replace(c, seed=s) for c in paper1.table2_grid(SMOKE)[:1] for s in (0, 1)]
     records = run_stack(group)
     assert all("startup_s" in r and r["wall_time_s"] >= 0 for r in records)
+    # the stack's CPU time, on each of its records like its wall time
+    assert len({r["cpu_time_s"] for r in records}) == 1 and records[0]["cpu_time_s"] > 0
+    assert records[0]["stack"]["cpu_time"] == "cpu_time_s is the whole stack's"
 
 
 def test_one_spelling_accepts_hyphens_with_a_hint_and_names_the_allowed(capsys):

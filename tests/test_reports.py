@@ -126,6 +126,20 @@ def test_the_compute_behind_records_counts_each_stacked_run_once_and_resumed_par
     assert reports.compute_s([]) == 0.0
 
 
+def test_the_compute_behind_records_is_their_cpu_time_where_they_have_one():
+    """A record with cpu_time_s counts its CPU time (a stack's shared by its runs); one
+    made before records stored it, or a resumed run (whose earlier parts have only their
+    wall time), counts its wall time; compute_clocks says how many of each."""
+    stack = [{"wall_time_s": 120.0, "cpu_time_s": 60.0, "stack": {"size": 12}, "metrics": {}}
+             for _ in range(12)]
+    old = {"wall_time_s": 30.0, "metrics": {"resumed": None}}
+    resumed = {"wall_time_s": 50.0, "cpu_time_s": 40.0,
+               "metrics": {"resumed": {"from_epoch": 3, "earlier_wall_s": 70.0}}}
+    assert reports.compute_s(stack) == pytest.approx(60.0)
+    assert reports.compute_s(stack + [old, resumed]) == pytest.approx(60.0 + 30.0 + 120.0)
+    assert reports.compute_clocks(stack + [old, resumed]) == {"cpu": 12, "wall": 2}
+
+
 @pytest.mark.parametrize("seconds, said", [(0.004, "0 s"), (59.0, "59 s"), (90.0, "2 min"),
                                            (3000.0, "50 min"), (119_232.0, "33.1 h")])
 def test_a_chapter_says_its_compute_in_the_unit_a_reader_would(seconds, said):

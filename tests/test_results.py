@@ -42,6 +42,39 @@ def test_run_is_stored_with_provenance(tmp_path):
     assert not list(path.parent.glob("*.tmp"))  # the temporary file was renamed
 
 
+def test_a_record_stores_the_cpu_time_of_its_run_beside_its_wall_time(tmp_path):
+    """cpu_time_s is the process's CPU time while the run computed: a run that waits
+    (as one does while other jobs hold the cores) adds wall time, not CPU time; a run that
+    computes adds both."""
+    import time
+
+    def waits(cfg):
+        time.sleep(0.3)
+        return {}
+
+    def computes(cfg):
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        return {}
+
+    idle = cached_run(Cfg(1), waits, root=tmp_path)
+    busy = cached_run(Cfg(2), computes, root=tmp_path)
+    assert idle["wall_time_s"] >= 0.3 and idle["cpu_time_s"] < 0.1
+    assert busy["cpu_time_s"] >= 0.3
+    assert load_record(store_records.record_path(Cfg(2), tmp_path))["cpu_time_s"] == \
+        busy["cpu_time_s"]
+    assert store_records.run_compute_s(idle) == idle["cpu_time_s"]
+
+
+@pytest.mark.parametrize("value", [-1.0, "1 s", float("nan"), True])
+def test_a_record_with_a_bad_cpu_time_is_unusable(tmp_path, value):
+    rec = cached_run(Cfg(3), Counter(), root=tmp_path)
+    rec["cpu_time_s"] = value
+    with pytest.raises(store_records.RecordError, match="field cpu_time_s"):
+        store_records.check_record(rec, "r.json")
+
+
 def test_second_call_reads_the_record(tmp_path):
     fn = Counter()
     first = cached_run(Cfg(3), fn, root=tmp_path)

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import types
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from sst_core.experiments.paper1 import table2_grid
 from sst_core.spec import profiles
 from sst_core.spec.configs import TrackingConfig, config_hash
 from sst_core.spec.profiles import get_profile
-from sst_core.store.records import cached_run, load_record, record_path
+from sst_core.store.records import cached_run, load_record, record_path, run_compute_s
 from sst_core.sweep import claims as sweep_claims
 from sst_core.sweep import runner
 from sst_core.sweep import status as sweep_status
@@ -309,7 +310,7 @@ def test_status_counts_done_failed_missing_running_and_stale(root):
     claim.release()
     assert (row.total, row.done, row.failed, row.missing) == (len(grid), 4, 1, len(grid) - 5)
     assert (row.claimed, row.stale) == (1, 2)
-    assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
+    assert row.compute_s >= sum(run_compute_s(r) for r in ok)  # the failed run's time too
     text = sweep_status.status_markdown([row], "smoke")
     assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 0 | 1 | 2 |" in text
     # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
@@ -387,6 +388,121 @@ def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):
         assert a[rid]["config"] == b[rid]["config"] and a[rid]["status"] == b[rid]["status"]
         assert a[rid].get("stack", {}).get("run_ids") == b[rid].get("stack", {}).get("run_ids")
         assert _metrics_without_timing(a[rid]) == _metrics_without_timing(b[rid])
+
+
+class _FakeRay:
+    """Just enough of ``ray`` for ``runner._ray``: records what each task asks for and
+    runs it in this process."""
+
+    def __init__(self, gpus: float):
+        self.gpus, self.asked = gpus, []
+
+    def is_initialized(self):
+        return True  # (so _ray neither starts nor shuts it down)
+
+    def cluster_resources(self):
+        return {"CPU": 4.0, "GPU": self.gpus}
+
+    def remote(self, fn):
+        ray = self
+
+        class Remote:
+            def options(self, **asks):
+                ray.asked.append(asks)
+                return types.SimpleNamespace(remote=lambda *a: (asks, fn(*a)))
+
+        return Remote()
+
+    def wait(self, pending, num_returns=1):
+        return pending[:1], pending[1:]
+
+    def get(self, done):
+        return done[1]
+
+
+@pytest.mark.parametrize("gpus", [0, 2])
+def test_ray_tasks_ask_for_a_gpu_when_their_configs_run_on_cuda(monkeypatch, gpus):
+    """A cuda config's task asks Ray for a GPU (and gets one thread); a cpu config's
+    never; an auto config's where the cluster has GPUs. Without GPUs in the cluster a cuda
+    task is a clear error, not a task that waits forever."""
+    fake = _FakeRay(gpus)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    threads_seen = []
+    monkeypatch.setattr(runner, "run_task", lambda task, retry, threads, *a: (
+        threads_seen.append(threads) or {config_hash(c): "computed" for c in task}))
+    tasks = [[_cfg(device="cpu")], [_cfg(device="auto", seed=1)], [_cfg(device="cuda", seed=2)]]
+    done = {}
+    run = lambda ts: runner._ray(ts, 2, (False, False), "/tmp/x", done.update, "fake:1",
+                                 threads=3)
+    if gpus == 0:
+        run(tasks[:2])
+        assert fake.asked == [{"num_cpus": 1, "num_gpus": 0}] * 2
+        with pytest.raises(ValueError, match="needs a GPU.*offers none"):
+            run(tasks[2:])
+        return
+    run(tasks)
+    assert fake.asked == [{"num_cpus": 1, "num_gpus": g} for g in (0, 1, 1)]
+    assert threads_seen == [1, 1, 1]  # on a cluster one thread a task (a GPU task's too)
+    assert len(done) == 3
+    assert runner.task_resources([_cfg(device="cuda:1")], 0) == {"num_cpus": 1, "num_gpus": 1}
+
+
+# -- which models stack: from the benchmark's stack_or_not rows -----------------------------
+
+def _bench_record(folder: Path, when: str, ratios: dict[str, float], device: str = "cpu",
+                  name: str | None = None) -> None:
+    from sst_core.sweep.stacking import ROW_PREFIX
+
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = [{"name": f"{ROW_PREFIX}{m}", "ratio": r} for m, r in ratios.items()]
+    entries.append({"name": "throughput_mamba_train_L60", "ratio": None})
+    (folder / (name or f"{device}-{when}.json")).write_text(json.dumps(
+        {"experiment": "bench", "device": device, "created_utc": when, "entries": entries}))
+
+
+def test_stacking_rows_take_each_models_newest_row_of_the_device(tmp_path):
+    from sst_core.bench.records import RECORD_DIR
+    from sst_core.sweep import stacking
+
+    assert stacking.BENCH_DIR == RECORD_DIR
+    folder = tmp_path / "bench"
+    assert stacking.unstacked_models("cpu", tmp_path) == frozenset()  # no record: all stack
+    _bench_record(folder, "2026-12-01T00:00:00+00:00", {"mamba": 0.8, "aussm": 1.5})
+    _bench_record(folder, "2026-12-02T00:00:00+00:00", {"mamba": 1.1})  # newer: mamba's
+    _bench_record(folder, "2026-12-03T00:00:00+00:00", {"tanh_rnn": 2.0}, device="cuda")
+    (folder / "broken.json").write_text("{not json")
+    rows = stacking.stacking_rows("cpu", tmp_path)
+    assert {m: r["ratio"] for m, r in rows.items()} == {"mamba": 1.1, "aussm": 1.5}
+    assert rows["aussm"]["record"] == "cpu-2026-12-01T00:00:00+00:00.json"
+    assert stacking.unstacked_models("cpu", tmp_path) == {"mamba", "aussm"}
+    assert stacking.unstacked_models("cuda", tmp_path) == {"tanh_rnn"}
+    _bench_record(folder, "2026-12-04T00:00:00+00:00", {"mamba": 0.7})
+    assert stacking.unstacked_models("cpu", tmp_path) == {"aussm"}
+
+
+def test_the_sweep_stacks_only_the_models_measured_faster_stacked(root, monkeypatch):
+    """By default a model whose newest stack_or_not row is >= 1 trains one run per task;
+    the others stack; an explicit stack size stacks every model, as before the rows."""
+    grid = ([_cfg(seed=s, lr=lr) for s in (0, 1) for lr in (0.01, 0.03)]
+            + [_cfg(model="mamba", seed=s) for s in (0, 1, 2)])
+    monkeypatch.setattr(runner, "phases", lambda name, P: [grid])
+    seen: list[list[int]] = []
+
+    def fake_local(tasks, workers, retry, root_s, progress, *a, **k):
+        seen.append(sorted(len(t) for t in tasks))
+        for t in tasks:
+            progress({config_hash(c): "computed" for c in t})
+
+    monkeypatch.setattr(runner, "_local", fake_local)
+    runner.sweep("table2", "smoke", stack=None, root=root)
+    assert seen[-1] == [3, 4]  # smoke's track_stack is 4: both models stack
+    _bench_record(root / "bench", "2026-12-02T00:00:00+00:00",
+                  {"mamba": 1.3, "linear_rnn": 0.6})
+    runner.sweep("table2", "smoke", stack=None, root=root)
+    assert seen[-1] == [1, 1, 1, 4]  # mamba alone, linear_rnn stacked
+    runner.sweep("table2", "smoke", stack=2, root=root)
+    assert seen[-1] == [1, 2, 2, 2]  # --stack 2: every model (mamba's 3 runs as 2 + 1)
+    assert runner.tasks_of(grid, 4, frozenset({"linear_rnn", "mamba"})) == [[c] for c in grid]
 
 
 # -- the best available profile -----------------------------------------------------------
@@ -882,7 +998,6 @@ def test_cli_stop_by_prices_a_run_that_saves_its_state_until_its_first_save(root
     one epoch (its price: the stored runs' mean over its epochs); other runs: the whole."""
     from sst_core.experiments import paper2
     from sst_core.experiments.runs import share_until_saved
-    from sst_core.store.records import run_compute_s
 
     P = get_profile("smoke")
     lra, tracking = paper2.lra_main_grid(P)[0], table2_grid(P)[0]

@@ -7,11 +7,14 @@ plain loop), sized by the context (the harness's module docstring states the pro
   profile's sizes, and a training step at d_model 64 with a roofline goal);
 - the S4D kernel (time and peak memory) against the materialised Vandermonde kernel;
 - the diagonal scan against a per-step autograd loop, with memory bandwidth;
-- K stacked models against K sequential training steps;
+- K stacked models against K sequential training steps (at the quick profile's sizes, and
+  at the sweep's thread count and the standard profile's sizes: the rows the sweep
+  decides from whether to stack each model, :mod:`sst_core.sweep.stacking`);
 - the semi-affine models against their affine originals.
 
-Every training-step row also counts the flops and bytes of one step
-(:func:`sst_core.bench.roofline.count_work`) for the roofline columns.
+Every training-step row also counts the flops, matrix products and bytes of one step
+(:func:`sst_core.bench.roofline.count_work`) for the limit columns; the rows with the
+roofline goal also profile one step (:func:`sst_core.bench.roofline.profile_step`).
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ from sst_core.bench.harness import (
     register,
     time_side_by_side,
 )
-from sst_core.bench.roofline import ROOFLINE_TARGET, count_work
+from sst_core.bench.roofline import ROOFLINE_TARGET, count_work, profile_step
+from sst_core.sweep.stacking import ROW_PREFIX
 
 GROUP = "S3"  # the tracking task's data: order 6, vocabulary identity + generators
 
@@ -187,9 +191,12 @@ def model_throughput(ctx: Context, *, name: str, model: str, kind: str,
               else {"d_model": d_model, "d_state": d_state})
     sizes = {**sizes, **widths, "n_tokens": n_tokens, **kw}
     label = ours.name if hasattr(ours, "name") else model
-    return [make_entry(name, kind, label, ctx, sizes, t_ours,
+    entry = make_entry(name, kind, label, ctx, sizes, t_ours,
                        work=count_work(fn) if kind == "train" else None,
-                       roofline_target=roofline_target)]
+                       roofline_target=roofline_target)
+    if roofline_target is not None:  # where the time goes (the chapter, beyond the goal)
+        entry["profile"] = profile_step(fn)
+    return [entry]
 
 
 def _register_defaults() -> None:
@@ -359,43 +366,97 @@ for _L in SCAN_LENGTHS:
 del _L, _c
 
 
+# (batch, E, N) per size of the scan-path rows: a small Mamba's 2 x 32 channels, N 16
+PATH_SIZES = {"full": (8, 64, 16), "small": (1, 4, 4)}
+
+
+PATH_LENGTH = 1000
+
+
+def scan_paths(ctx: Context, *, op: str) -> list[dict[str, Any]]:
+    """The two paths of a scan on this device, forward and backward of a random weighting
+    of its output: the device's own (by device: the C loops on the CPU, the parallel
+    chunked scan on CUDA) against the other one (``parallel=True`` / ``False``), Mamba's
+    selective scan with its options or AUSSM's unitary scan, length ``PATH_LENGTH``. No
+    target: on CUDA the ratio is what the parallel path gains over one kernel per step;
+    on the CPU what the C loops gain over the parallel path."""
+    from sst_core.ops.selective_scan import selective_scan
+    from sst_core.ops.unitary_scan import unitary_scan
+
+    b, E, N = PATH_SIZES[ctx.size]
+    L = PATH_LENGTH
+    gen = torch.Generator().manual_seed(SEED)
+    if op == "selective":
+        ins = [torch.randn(b, L, E, generator=gen) - 2, -torch.rand(E, N, generator=gen) - 0.1,
+               torch.randn(b, L, E, generator=gen), torch.randn(b, L, N, generator=gen),
+               torch.randn(b, L, N, generator=gen), torch.randn(E, generator=gen),
+               torch.randn(b, L, E, generator=gen), torch.randn(E, generator=gen)]
+        leaves = [t.to(ctx.device).requires_grad_() for t in ins]
+
+        def call(parallel):
+            dt, A, x, B, C, D, z, bias = leaves
+            return selective_scan(dt, A, x, B, C, D=D, z=z, dt_bias=bias, dt_softplus=True,
+                                  parallel=parallel)
+    else:
+        D_ = E // 2
+        ins = [torch.randn(b, L, E, generator=gen), torch.randn(D_ * N, E, generator=gen) / E,
+               torch.rand(D_, N, generator=gen), torch.randn(b, L, D_, generator=gen),
+               torch.randn(N, 2, generator=gen), torch.randn(N, 2, generator=gen)]
+        leaves = [t.to(ctx.device).requires_grad_() for t in ins]
+
+        def call(parallel):
+            return unitary_scan(*leaves, parallel=parallel)[0]
+
+    own = ctx.device.type == "cuda"  # the device's own path: parallel on CUDA
+
+    def step(parallel: bool) -> Callable[[], None]:
+        def run() -> None:
+            torch.autograd.grad(call(parallel).square().mean(), leaves)
+
+        return run
+
+    t_own, t_other = time_side_by_side([step(own), step(not own)], ctx.repeat,
+                                       ctx.sizes.warmup, ctx.device)
+    paths = {True: "parallel path", False: "step-by-step path"}
+    return [make_entry(f"scan_paths_{op}_L{L}", "train", f"{op}_scan ({paths[own]})", ctx,
+                       {"batch": b, "length": L, "channels": E, "d_state": N}, t_own, t_other,
+                       f"{op}_scan ({paths[not own]})")]
+
+
+for _op in ("selective", "unitary"):
+    register(f"scan_paths_{_op}_L{PATH_LENGTH}")(partial(scan_paths, op=_op))
+
+
+del _op
+
+
 STACK_K = {"full": 16, "small": 2}  # models per stack
 
 
 STACK_TARGETS = {"cpu": 0.5, "cuda": 0.1}  # stacked / K sequential steps: 2x (CPU), 10x (CUDA)
 
 
-def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
-    """One training step of K models at the quick profile's sizes stacked into one
-    computation (:class:`sst_core.training.stacked.StackedTracker`: ``vmap`` over stacked weights,
-    per-row clipping and AdamW) against K ordinary training steps one after the other
-    (each model with its own ``torch.optim.AdamW``, as K separate runs would do it).
-
-    Timed in the same rounds, the **ceiling** of stacking: one model's ordinary training
-    step on all K b sequences at once (``one_model_s``; ``ceiling_ratio`` = that / the K
-    sequential steps). It does the stack's arithmetic in the same number of operations
-    with one set of weights instead of K, so no way of stacking can do much better: where
-    the ceiling ratio is above the target, the per-sequence work itself, not per-operation
-    overhead, keeps the stack from meeting it."""
-    from sst_core.experiments.paper1 import d_state_grid
-    from sst_core.spec.profiles import get_profile
+def _stack_and_sequence(ctx: Context, model: str, K: int, batch: int, length: int,
+                        d_model: int, d_state: int, one_model: bool = False):
+    """K models of one architecture (seeds SEED .. SEED + K - 1): a zero-argument call of
+    one stacked training step of all K (:class:`sst_core.training.stacked.StackedTracker`:
+    ``vmap`` over stacked weights, per-row clipping and AdamW), one of K ordinary training
+    steps one after the other (each model with its own ``torch.optim.AdamW``, as K
+    separate runs do it), and, with ``one_model``, one of a single model's training step
+    on all K b sequences at once."""
     from sst_core.training.stacked import StackedTracker
 
-    P = get_profile("quick")
-    K = STACK_K[ctx.size]
-    batch, length = (P.track_batch, 60) if ctx.size == "full" else (2, 8)
-    d_state = d_state_grid(P, model)[0]
     _, _, n_tokens = task_data(1, 1, ctx.device)
     models = []
     for k in range(K):
         torch.manual_seed(SEED + k)
-        models.append(build_model(model, n_tokens, P.track_d_model, d_state, ctx.device))
+        models.append(build_model(model, n_tokens, d_model, d_state, ctx.device))
     stack = StackedTracker([m for m in models], WEIGHT_DECAY, GRAD_CLIP)
     gen = torch.Generator().manual_seed(SEED)
     x = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
     y = torch.randint(0, n_tokens, (K, batch, length), generator=gen).to(ctx.device)
 
-    def ours() -> None:
+    def stacked() -> None:
         logits = stack.logits(x)  # (K, b, L, n)
         ce = F.cross_entropy(logits.reshape(-1, n_tokens), y.reshape(-1), reduction="none")
         stack.step(ce.view(K, -1).mean(1), [LR] * K)
@@ -406,10 +467,34 @@ def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
         for step in steps:
             step()
 
+    if not one_model:
+        return stacked, sequential, None
     torch.manual_seed(SEED)
-    wide = build_model(model, n_tokens, P.track_d_model, d_state, ctx.device)
-    one_model = train_step(wide, x.reshape(K * batch, length), y.reshape(K * batch, length))
+    wide = build_model(model, n_tokens, d_model, d_state, ctx.device)
+    return stacked, sequential, train_step(wide, x.reshape(K * batch, length),
+                                           y.reshape(K * batch, length))
 
+
+def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+    """One training step of K models at the quick profile's sizes stacked into one
+    computation against K ordinary training steps one after the other
+    (:func:`_stack_and_sequence`), on the run's thread count.
+
+    Timed in the same rounds, one model's ordinary training step on all K b sequences at
+    once (``one_model_s``; ``ceiling_ratio`` = that / the K sequential steps): the stack's
+    arithmetic with one set of weights instead of K, run by this implementation's kernels.
+    It bounds what stacking can gain *with these kernels* (a stack runs the same kernels
+    on the same tensor sizes, plus K sets of weights), not what the machine allows: the
+    one-model step is itself far from the machine's limits (the roofline rows)."""
+    from sst_core.experiments.paper1 import d_state_grid
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile("quick")
+    K = STACK_K[ctx.size]
+    batch, length = (P.track_batch, 60) if ctx.size == "full" else (2, 8)
+    d_state = d_state_grid(P, model)[0]
+    ours, sequential, one_model = _stack_and_sequence(ctx, model, K, batch, length,
+                                                      P.track_d_model, d_state, True)
     t_ours, t_ref, t_one = time_side_by_side([ours, sequential, one_model], ctx.repeat,
                                              ctx.sizes.warmup, ctx.device)
     sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
@@ -424,12 +509,54 @@ def stacked_training(ctx: Context, *, model: str) -> list[dict[str, Any]]:
     return [entry]
 
 
+# the sweep's choice (sst_core.sweep.stacking): the threads of a sweep worker and the
+# profile whose sizes it decides for
+SWEEP_THREADS = 1
+
+
+SWEEP_PROFILE = "standard"
+
+
+def stack_or_not(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+    """What the sweep decides whether to stack ``model`` from
+    (:mod:`sst_core.sweep.stacking`): at the sweep's thread count (``SWEEP_THREADS``, set
+    for the row and restored) and the ``standard`` profile's sizes (its ``track_stack``
+    models, batch, d_model and smallest d_state, length 60, the curriculum's last and
+    longest), one stacked training step against K sequential ones
+    (:func:`_stack_and_sequence`). ratio = stacked / sequential, the same K models either
+    way: below 1 the stack is faster. No target: the sweep reads the ratio."""
+    from sst_core.experiments.paper1 import d_state_grid
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile(SWEEP_PROFILE)
+    K, batch, length = ((P.track_stack, P.track_batch, 60) if ctx.size == "full"
+                        else (2, 2, 8))
+    d_state = d_state_grid(P, model)[0]
+    before = torch.get_num_threads()
+    torch.set_num_threads(SWEEP_THREADS)
+    try:
+        ours, sequential, _ = _stack_and_sequence(ctx, model, K, batch, length,
+                                                  P.track_d_model, d_state)
+        t_ours, t_ref = time_side_by_side([ours, sequential], ctx.repeat, ctx.sizes.warmup,
+                                          ctx.device)
+    finally:
+        torch.set_num_threads(before)
+    sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
+             "d_model": P.track_d_model}
+    entry = make_entry(f"{ROW_PREFIX}{model}", "train", f"{model} x{K}, stacked", ctx, sizes,
+                       t_ours, t_ref, f"{K} sequential training steps")
+    entry.update(threads=SWEEP_THREADS, profile=SWEEP_PROFILE)
+    return [entry]
+
+
 def _register_stacked() -> None:
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
     for model in TABLE2_MODELS:
         register(f"stacked_train_K{STACK_K['full']}_{model}")(partial(stacked_training,
                                                                       model=model))
+    for model in TABLE2_MODELS:
+        register(f"{ROW_PREFIX}{model}")(partial(stack_or_not, model=model))
 
 
 _register_stacked()

@@ -1,4 +1,9 @@
-"""Benchmark case ``sweep_runs_per_hour`` (opt-in: ``sst bench --only sweep_runs_per_hour``):
+"""Benchmark cases of whole sweeps, both opt-in (minutes to hours).
+
+``sweep_standard_before_after``: runs per hour of a fixed sample of the ``standard``
+Table 2 grid with and without the sweep's per-model stacking choice, alternating (:func:`sweep_standard_before_after`).
+
+``sweep_runs_per_hour`` (``sst bench --only sweep_runs_per_hour``):
 how many runs of a CPU-scale grid a sweep computes per hour on this machine, so that a
 sweep's budget can be estimated before it starts.
 
@@ -79,4 +84,81 @@ def sweep_runs_per_hour(ctx: Context) -> list[dict[str, Any]]:
                  runs_per_hour=3600 * len(cfgs) / t_chosen,
                  anchor_runs_per_hour=None if t_other is None else 3600 * len(cfgs) / t_other,
                  layout=list(chosen), anchor_layout=None if t_other is None else list(other))
+    return [entry]
+
+
+# -- before and after: the sweep's stacking choice ------------------------------------------
+
+# The fixed sample of the `standard` Table 2 grid (:func:`standard_sample`): every Table 2
+# model's runs on this group, with one layer and the model's smallest d_state.
+STANDARD_GROUP = "C2"
+
+
+def standard_sample(size: str = "full"):
+    """The fixed sample of the ``standard`` profile's Table 2 grid that
+    ``sweep_standard_before_after`` computes: for every Table 2 model, its cell on
+    ``STANDARD_GROUP`` with one layer and its smallest d_state, every schedule, learning
+    rate and seed of the cell (12 runs, one stack at ``standard``'s ``track_stack``): 120
+    runs, in grid order, exactly as the sweep trains them. ``small`` (for the tests): the
+    tanh RNN's and Mamba's first two runs, shrunk to 2 steps and tiny evaluations."""
+    from dataclasses import replace
+
+    from sst_core.experiments.paper1 import d_state_grid, table2_grid
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile("standard")
+    cells = [c for c in table2_grid(P) if c.group == STANDARD_GROUP and c.n_layers == 1
+             and c.d_state == d_state_grid(P, c.model)[0]]
+    if size == "full":
+        return cells
+    s = SAMPLE_SIZES["small"]
+    few = [c for c in cells if c.model in ("tanh_rnn", "mamba") and c.seed in (0, 1)
+           and c.lr == P.track_lrs[0] and c.schedule == P.track_schedules[0]]
+    return [replace(c, max_steps=s["max_steps"], batch=s["batch"], post_steps=0,
+                    steps_per_epoch=1, eval_lengths=s["eval_lengths"],
+                    eval_samples=s["eval_samples"], eval_batch=s["eval_samples"],
+                    heldout_samples=s["eval_samples"]) for c in few]
+
+
+def _timed_sweep(cfgs, stack: int, unstacked: frozenset) -> float:
+    """Wall seconds of the local executor on ``cfgs`` (the sweep's default layout for
+    its tasks, :func:`sst_core.sweep.runner.choose_layout`)."""
+    from sst_core.sweep.runner import choose_layout, tasks_of, time_local
+
+    workers, threads = choose_layout(len(tasks_of(cfgs, stack, unstacked)))
+    return time_local(cfgs, workers, threads, stack=stack, unstacked=unstacked)
+
+
+@register("sweep_standard_before_after", opt_in=True)
+def sweep_standard_before_after(ctx: Context) -> list[dict[str, Any]]:
+    """Runs per hour of :func:`standard_sample` as ``sst sweep`` computes it (its default
+    layout, one torch thread per worker, stacks of ``track_stack``, fresh processes and a
+    temporary results folder each time), *before* (every model stacked) and *after* (only
+    the models the newest benchmark record of this device measured faster stacked,
+    :func:`sst_core.sweep.stacking.unstacked_models`), alternating in one run: before, after, before, after,
+    ... ``--repeat`` rounds (hours at ``full`` sizes: run it on an idle machine). Storing
+    each run's CPU time (the other change of that step) costs two clock reads a run and
+    is in both. ratio = after / before (median wall times); no target."""
+    from sst_core.spec.profiles import get_profile
+    from sst_core.sweep.stacking import unstacked_models
+
+    cfgs = standard_sample(ctx.size)
+    K = get_profile("standard").track_stack if ctx.size == "full" else 2
+    unstacked = unstacked_models(ctx.device.type)
+    before, after = [], []
+    for _ in range(ctx.repeat):
+        before.append(_timed_sweep(cfgs, K, frozenset()))
+        after.append(_timed_sweep(cfgs, K, unstacked))
+    sizes = {"runs": len(cfgs), "models": len({c.model for c in cfgs}), "stack": K,
+             "batch": cfgs[0].batch, "length": 60, "max_steps": cfgs[0].max_steps}
+    entry = make_entry("sweep_standard_before_after", "train",
+                       "sweep of the standard sample, stacking where measured faster",
+                       ctx, sizes, after, before, "the same sweep stacking every model")
+    n = len(cfgs)
+    entry.update(tokens_per_s=None, anchor_tokens_per_s=None,
+                 runs_per_hour=3600 * n / entry["ours_s"],
+                 anchor_runs_per_hour=3600 * n / entry["anchor_s"],
+                 unstacked_models=sorted(unstacked),
+                 sample=f"standard Table 2 grid, {STANDARD_GROUP}, 1 layer, each model's "
+                        "smallest d_state, every schedule, learning rate and seed")
     return [entry]

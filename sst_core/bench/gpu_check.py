@@ -12,7 +12,11 @@ machine with CUDA it
    inputs there is a failing check): the diagonal scan (the chunked CUDA scan against
    the CPU loops; real and complex, lengths 1, 63, 1000), the dense RNN scan (each
    gate), the selective scan (blocks and chunks, Negative Mamba, an initial state, A per
-   model; on the CPU its loops or C kernel), the S4D Vandermonde kernel, the FFT
+   model, Mamba's options at lengths 1, 63, 1000; on the CPU its C kernel, on CUDA its
+   parallel path), the unitary scan (AUSSM's angle scale, two models' parameters); for
+   the three scans with a parallel path also that path on both devices and the
+   step-by-step path on both (``parallel=True`` / ``False``: the same code on the CPU
+   and the GPU, so a difference is the device's), the S4D Vandermonde kernel, the FFT
    convolution, the discretisation and the chunked delta-rule scan (DeltaNet,
    DeltaProduct; lengths 1, 63, 1000); then the S4D layer and one stacked training
    step of every Table 2 model (``torch.func.vmap`` over stacked weights);
@@ -87,7 +91,7 @@ def _leaves(*ts: torch.Tensor, device: torch.device) -> list[torch.Tensor]:
     return [t.to(device).requires_grad_() for t in ts]
 
 
-def _scan_case(L: int, complex_: bool):
+def _scan_case(L: int, complex_: bool, path: str = "default"):
     from sst_core.ops.scan import linear_scan
 
     def run(device: torch.device):
@@ -99,7 +103,7 @@ def _scan_case(L: int, complex_: bool):
         else:
             a, b = mag, torch.randn(2, L, 8, generator=gen)
         a, b = _leaves(a, b, device=device)
-        h = linear_scan(a, b)  # (2, L, 8)
+        h = linear_scan(a, b, parallel=_on(path))  # (2, L, 8)
         (h.real if complex_ else h).sum().backward()
         return h, [a.grad, b.grad]
 
@@ -125,10 +129,20 @@ def _rnn_scan_case(gate: str, L: int):
     return run
 
 
+def _on(path: str) -> bool | None:
+    """The ``parallel`` argument of a scan for a comparison's ``path``: ``"default"`` (by
+    device: the CPU's loops against CUDA's parallel scan), ``"parallel"`` (the parallel
+    path on both devices) or ``"steps"`` (the step-by-step path on both: the CPU's C loops
+    against CUDA's torch loops)."""
+    return {"default": None, "parallel": True, "steps": False}[path]
+
+
 def _selective_case(b: int, L: int, E: int, N: int, negative: bool = False,
-                    h0: bool = False, groups: int = 0):
-    """``selective_scan`` (on the CPU its loops, later its C kernel; on CUDA the same torch
-    code), with the last state; ``groups`` > 0: A of shape (G, E, N)."""
+                    h0: bool = False, groups: int = 0, options: bool = False,
+                    path: str = "default"):
+    """``selective_scan`` with the last state (on the CPU its C loops; on CUDA its parallel
+    path; ``path``: :func:`_on`); ``groups`` > 0: A of shape (G, E, N); ``options``: D, z,
+    dt_bias and softplus as Mamba passes them."""
     from sst_core.ops.selective_scan import selective_scan
 
     def run(device: torch.device):
@@ -137,9 +151,12 @@ def _selective_case(b: int, L: int, E: int, N: int, negative: bool = False,
         A = -torch.exp(torch.randn(*((groups,) if groups else ()), E, N, generator=gen) * 0.5)
         x, B, C = (torch.randn(b, L, k, generator=gen) for k in (E, N, N))
         s0 = torch.randn(b, E, N, generator=gen) if h0 else None
-        leaves = _leaves(dt, A, x, B, C, *([s0] if h0 else []), device=device)
+        opts = ([torch.randn(E, generator=gen), torch.randn(b, L, E, generator=gen),
+                 torch.randn(E, generator=gen)] if options else [])  # D, z, dt_bias
+        leaves = _leaves(dt, A, x, B, C, *([s0] if h0 else []), *opts, device=device)
+        kw = dict(zip(("D", "z", "dt_bias"), leaves[-3:]), dt_softplus=True) if options else {}
         y, last = selective_scan(*leaves[:5], leaves[5] if h0 else None, negative,
-                                 return_last=True)
+                                 return_last=True, parallel=_on(path), **kw)
         out = torch.cat([y.flatten(), last.flatten()])
         return out, list(torch.autograd.grad(out.square().mean(), leaves))
 
@@ -239,20 +256,25 @@ def _decayed_attention_case(C: int):
     return run
 
 
-def _unitary_scan_case(L: int):
+def _unitary_scan_case(L: int, scale: bool = False, groups: int = 0, path: str = "default"):
+    """``unitary_scan`` (on the CPU its C loops, on CUDA its parallel path; ``path``:
+    :func:`_on`); ``scale``: AUSSM's angle scale s; ``groups`` > 0: G models' parameters."""
     from sst_core.ops.unitary_scan import unitary_scan
 
     def run(device: torch.device):
         gen = torch.Generator().manual_seed(SEED)
-        b, R, D, N = 3, 4, 2, 3
+        b, R, D, N = 3 * max(1, groups), 4, 2, 3
+        lead = (groups,) if groups else ()
         x = torch.randn(b, L, R, generator=gen)
-        X = torch.randn(D * N, R, generator=gen)
-        c = 3 * torch.rand(D, N, generator=gen)
+        X = torch.randn(*lead, D * N, R, generator=gen)
+        c = 3 * torch.rand(*lead, D, N, generator=gen)
         u = torch.randn(b, L, D, generator=gen)
-        B, C = (torch.randn(N, 2, generator=gen) for _ in range(2))
+        B, C = (torch.randn(*lead, N, 2, generator=gen) for _ in range(2))
         h0 = torch.randn(b, D, N, 2, generator=gen)
-        leaves = _leaves(x, X, c, u, B, C, h0, device=device)
-        y, h_last = unitary_scan(*leaves)
+        s = torch.rand(b, L, D, generator=gen) if scale else None
+        leaves = _leaves(x, X, c, u, B, C, h0, *([s] if scale else []), device=device)
+        y, h_last = unitary_scan(*leaves[:7], leaves[7] if scale else None,
+                                 parallel=_on(path))
         out = torch.cat([y.flatten(), h_last.flatten()])
         return out, list(torch.autograd.grad(out.square().mean(), leaves))
 
@@ -317,7 +339,9 @@ def _stacked_case(model: str = "mamba"):
 # that fails, naming what is missing, and ``tests/test_gpu_check.py`` fails as well.
 OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
     "scan.linear_scan": lambda: [(f"{'complex' if c else 'real'} L={L}", _scan_case(L, c))
-                                 for L in (1, 63, 1000) for c in (False, True)],
+                                 for L in (1, 63, 1000) for c in (False, True)] + [
+        (f"{'complex' if c else 'real'} L={L}, {path} path on both", _scan_case(L, c, path))
+        for path in ("parallel", "steps") for L in (63, 1000) for c in (False, True)],
     "rnn_scan.rnn_scan": lambda: [(f"{gate} L={L}", _rnn_scan_case(gate, L))
                                   for gate in ("none", "token", "state") for L in (1, 63)],
     "selective_scan.selective_scan": lambda: [
@@ -326,6 +350,14 @@ OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
         ("blocks and chunks b=130 L=63 E=32 N=16", _selective_case(130, 63, 32, 16)),
         ("negative, h0, 2 models' A, L=100", _selective_case(4, 100, 8, 4, negative=True,
                                                              h0=True, groups=2)),
+        # Mamba's options (softplus(dt + dt_bias), D, the gate z) at lengths 1, 63, 1000,
+        # by device (the CPU's C loops against CUDA's parallel path), then the parallel
+        # path on both devices and the step-by-step path on both
+        *((f"options, {'negative, ' if neg else ''}{path} path"
+           f"{'' if path == 'default' else ' on both'}, L={L}",
+           _selective_case(3, L, 16, 8, negative=neg, h0=True, options=True, path=path))
+          for path in ("default", "parallel", "steps") for L in (1, 63, 1000)
+          for neg in ((False, True) if L == 63 else (False,))),
     ],
     "ssm_kernel.vandermonde_kernel": lambda: [(f"L={L}", _vandermonde_case(L))
                                               for L in (1, 1024, 4096)],
@@ -337,7 +369,10 @@ OP_CASES: dict[str, Callable[[], list[tuple[str, Callable]]]] = {
                                        _conv_silu_case(L, w))
                                       for L in (1, 63, 1000) for w in (False, True)],
     "ssd.decayed_attention": lambda: [(f"C={C}", _decayed_attention_case(C)) for C in (1, 63, 200)],
-    "unitary_scan.unitary_scan": lambda: [(f"L={L}", _unitary_scan_case(L)) for L in (1, 63, 1000)],
+    "unitary_scan.unitary_scan": lambda: [(f"L={L}", _unitary_scan_case(L)) for L in (1, 63, 1000)]
+    + [(f"angle scale, 2 models, {path} path{'' if path == 'default' else ' on both'}, L={L}",
+        _unitary_scan_case(L, scale=True, groups=2, path=path))
+       for path in ("default", "parallel", "steps") for L in (63, 1000)],
     "delta_scan.delta_scan": lambda: [(f"L={L}", _delta_scan_case(L)) for L in (1, 63, 1000)],
     "channels_first.layer_norm_channels": lambda: [(f"{'affine' if a else 'plain'} L={L}",
                                                     _layer_norm_channels_case(L, a))

@@ -20,10 +20,12 @@ Each entry is a JSON-ready dict::
     sizes {...}, device, repeat, warmup, tokens_per_s (ours), anchor_tokens_per_s,
     ours_samples_s, anchor_samples_s (every timed repetition)
 
-and, for a training step, its roofline (:mod:`sst_core.bench.roofline`): flops,
-flops_matmul, flops_elementwise, bytes (estimated), gflops_per_s, intensity, bound
-("compute" | "memory"), compute_s, memory_s, roofline_s, roofline_ratio = ours_s /
-roofline_s, and where a goal applies roofline_target and roofline_status. The run's
+and, for a training step, its limits (:mod:`sst_core.bench.roofline`): flops,
+flops_matmul, flops_elementwise, flops_mm and matmul_calls (the fast path's matrix
+products by shape), matmul_shapes_s, bytes (what the fast path moves), bytes_kernels,
+gflops_per_s, intensity, bound ("compute" | "memory"), compute_s (the flop limit),
+memory_s (the byte limit), roofline_s, roofline_ratio = ours_s / roofline_s,
+limit_method, and where a goal applies roofline_target, roofline_status and profile. The run's
 ``hardware["roofline"]`` holds the machine's two limits, measured once per run on its
 thread count (float32 matmul flops/s, copy bandwidth).
 
@@ -358,23 +360,27 @@ def to_markdown(result: dict[str, Any]) -> str:
                          f"{e['copy_bandwidth'] / 1e9:.2f} | {e['bandwidth_share']:.0%} |")
     work = [e for e in result["entries"] if "roofline_ratio" in e]
     if work:
-        lines += ["", "Roofline of the training steps (flops: matmul-like ops counted by "
-                  "FlopCounterMode + 1 per element of pointwise ops and reductions; bytes: "
-                  "every op's inputs and outputs, no cache reuse, an upper estimate; "
-                  "x roofline = ours / max(flops / matmul peak, bytes / copy bandwidth); "
-                  f"goal for the Table 2 models at d_model 64: x roofline <= "
-                  f"{roofline.ROOFLINE_TARGET:g}):", "",
-                  "| name | GFLOP | est. GB | GFLOP/s | flop/byte | bound | roofline ms | "
-                  "x roofline | goal |", "|---|---:|---:|---:|---:|---|---:|---:|---|"]
+        lines += ["", "Limits of the training steps (sst_core.bench.roofline: flop limit = "
+                  "the step's matrix products at the rates measured at their shapes + the "
+                  "rest of its flops at the matmul peak; byte limit = the bytes the fast "
+                  "path moves, the C loops' arrays included, at the copy bandwidth; "
+                  "x limit = ours / the larger; goal for the Table 2 models at d_model 64: "
+                  f"x limit <= {roofline.ROOFLINE_TARGET:g}):", "",
+                  "| name | GFLOP | GB moved | GFLOP/s | flop limit ms | byte limit ms | bound "
+                  "| x limit | goal |", "|---|---:|---:|---:|---:|---:|---|---:|---|"]
         for e in work:
             goal = (f"<= {e['roofline_target']:g}: {e['roofline_status']}"
                     if e.get("roofline_target") is not None else "")
             ratio = "" if e["roofline_ratio"] is None else f"{e['roofline_ratio']:.1f}"
             lines.append(f"| {e['name']} | {e['flops'] / 1e9:.3f} | {e['bytes'] / 1e9:.3f} | "
-                         f"{(e['gflops_per_s'] or 0):.2f} | {e['intensity']:.2f} | {e['bound']} "
-                         f"| {_ms(e['roofline_s'])} | {ratio} | {goal} |")
+                         f"{(e['gflops_per_s'] or 0):.2f} | {_ms(e['compute_s'])} | "
+                         f"{_ms(e['memory_s'])} | {e['bound']} | {ratio} | {goal} |")
     for e in result["entries"]:
-        if "runs_per_hour" in e:
+        if "runs_per_hour" in e and "layout" not in e:  # before / after, one layout
+            lines += ["", f"Sweep throughput ({e['name']}, {e['sizes']['runs']} runs): "
+                      f"{e['runs_per_hour']:,.0f} runs per hour ({e['model']}) against "
+                      f"{e['anchor_runs_per_hour']:,.0f} ({e['anchor']})."]
+        elif "runs_per_hour" in e:
             other = ("" if e["anchor_runs_per_hour"] is None else
                      f" ({e['anchor_runs_per_hour']:,.0f} with {e['anchor_layout'][0]} x "
                      f"{e['anchor_layout'][1]})")

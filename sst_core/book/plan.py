@@ -46,6 +46,7 @@ from sst_core.store.records import (
     load_record,
     record_path,
     results_dir,
+    compute_clock,
     run_compute_s,
     write_bytes_atomic,
 )
@@ -72,6 +73,7 @@ class ChapterPlan:
     priced: dict[str, float | None] = field(default_factory=dict, repr=False)
     sweeps: list[str] = field(default_factory=list)
     compute_s: float = 0.0  # compute of the stored runs (a stack's shared by its runs)
+    cpu_clocked: int = 0  # stored runs whose compute is their CPU time (the rest: wall time)
     # run id -> the stored compute of each stale run (recomputed by --retry-stale)
     stale_s: dict[str, float] = field(default_factory=dict, repr=False)
     made_first: str | None = None  # created_utc of the oldest stored record
@@ -376,6 +378,7 @@ def collect(notebook: str, profile: str, root: Path | None = None,
         plan.stored += 1
         cost = costs.add(name, record)
         plan.compute_s += cost
+        plan.cpu_clocked += compute_clock(record) == "cpu"
         if is_stale_record(record):
             plan.stale += 1
             plan.stale_s[config_hash(cfg)] = cost
@@ -507,6 +510,12 @@ def plan_text(plans: list[ChapterPlan], profile: str,
               + (f", {book.unknown} runs without an estimate" if book.unknown else "")
               + (f"; {book.stale} different stale runs, about {duration_text(book.stale_s)} "
                  "to recompute with --retry-stale" if book.stale else "")]
+    stored = sum(p.stored for p in plans)
+    if stored:
+        cpu = sum(p.cpu_clocked for p in plans)
+        lines += [f"compute of a stored run: its process CPU time ({cpu} of the {stored} "
+                  "stored runs read, counted per chapter), else its wall time (records made "
+                  "before CPU time was stored, or resumed runs)"]
     if parts:
         rows = [t for t in part_totals(plans, parts) if t.missing or t.stale]
         if rows:

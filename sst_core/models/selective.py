@@ -346,12 +346,9 @@ class MambaLayer(RecurrentLayer):
         Without gradients, sequences longer than ``EVAL_CHUNK`` run in pieces of that
         many steps, carrying the state (SSM state and conv window) between them, so that
         an evaluation holds only (b, EVAL_CHUNK, ...) temporaries besides its output.
-
-        On CPU only: its step-by-step loop would be one kernel launch per step on a GPU,
-        where ``scan`` (whole-sequence tensors, the chunked CUDA scan) is kept.
+        On CUDA the selective scan takes its parallel path (whole-sequence tensors, the
+        chunked scan of ``linear_scan``).
         """
-        if u.is_cuda:
-            return self.scan(u, h0)[1]
         b, L, _ = u.shape
         if torch.is_grad_enabled() or L <= EVAL_CHUNK:
             return self._outputs(u, h0)[0]

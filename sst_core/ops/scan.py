@@ -21,7 +21,14 @@ or complex, any length ``L >= 1``, and an optional initial state ``h0`` of shape
   transforms (grad, jacrev) the reference loop runs. On CUDA it is a chunked scan: a
   Hillis-Steele scan inside chunks of ``CHUNK`` steps and a sequential carry between
   chunks (no cumulative products over the whole length, which underflow, and no
-  divisions).
+  divisions), plain differentiable torch ops, so every ``torch.func`` transform runs it
+  too.
+
+The path follows the device: ``parallel=None`` (the default) takes the chunked scan on
+CUDA and the loops elsewhere; ``parallel=True`` / ``False`` picks one on any device, and
+inside :func:`parallel_scans` every scan of :mod:`sst_core.ops` that has a parallel path
+takes it (:func:`use_parallel`): how the tests run the GPU's path on the CPU. The
+selective and unitary scans take the same keyword.
 
 The backward pass is the same recurrence run in reverse with the conjugate transition
 (PyTorch's complex gradients are conjugate Wirtinger derivatives, so ``dL/dx`` of
@@ -34,6 +41,7 @@ summed over the dimensions in which ``a`` (or ``b``) was broadcast.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
@@ -89,15 +97,42 @@ def linear_scan_ref(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None = 
     return torch.stack(hs, 1)  # (b, L, ...)
 
 
-def linear_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None = None
-                ) -> torch.Tensor:
-    """Fast ``h_t = a_t * h_{t-1} + b_t``; same signature and results as ``linear_scan_ref``."""
+def linear_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None = None, *,
+                parallel: bool | None = None) -> torch.Tensor:
+    """Fast ``h_t = a_t * h_{t-1} + b_t``; same signature and results as ``linear_scan_ref``
+    (``parallel``: the path, module docstring)."""
     a, b, h0, shape = _prepare(a, b, h0)
-    if torch._C._are_functorch_transforms_active() and not (only_vmap() and not b.is_cuda):
-        return linear_scan_ref(a, b, h0)  # torch.func grad / jacrev of a scan
-    if b.is_cuda:
+    if use_parallel(b, parallel):
         return _chunked_scan(a, b, h0, shape)
+    if torch._C._are_functorch_transforms_active() and not only_vmap():
+        return linear_scan_ref(a, b, h0)  # torch.func grad / jacrev of a scan
     return _SequentialScan.apply(a, b, h0)
+
+
+_PARALLEL = {"forced": False}  # inside parallel_scans()
+
+
+@contextlib.contextmanager
+def parallel_scans():
+    """Inside the block every scan of :mod:`sst_core.ops` with a parallel path (the linear,
+    selective and unitary scans) takes it on every device, unless a call says
+    ``parallel=False``: the path they take on CUDA, run on the CPU (tests, benchmarks)."""
+    before = _PARALLEL["forced"]
+    _PARALLEL["forced"] = True
+    try:
+        yield
+    finally:
+        _PARALLEL["forced"] = before
+
+
+def use_parallel(x: torch.Tensor, parallel: bool | None) -> bool:
+    """Whether a scan on ``x`` takes its parallel path: ``parallel`` when given (True or
+    False), else on CUDA or inside :func:`parallel_scans`."""
+    if parallel is not None and not isinstance(parallel, bool):
+        raise ValueError(f"parallel must be None (by device), True or False, got {parallel!r}")
+    if parallel is not None:
+        return parallel
+    return x.is_cuda or _PARALLEL["forced"]
 
 
 def only_vmap() -> bool:
@@ -360,7 +395,8 @@ def _block_steps(shape: torch.Size, L: int) -> int:
 
 def _chunked_scan(a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None,
                   shape: torch.Size, chunk: int = CHUNK) -> torch.Tensor:
-    """GPU scan from differentiable torch ops; equals ``linear_scan_ref`` up to rounding.
+    """The parallel scan (CUDA's path) from differentiable torch ops; equals
+    ``linear_scan_ref`` up to rounding.
 
     Inside each chunk of ``chunk`` steps, a Hillis-Steele scan composes the affine maps
     ``(A, B)_t <- (A_t A_{t-k}, A_t B_{t-k} + B_t)`` for k = 1, 2, 4, ...; afterwards

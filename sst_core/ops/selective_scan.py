@@ -27,7 +27,15 @@ call).
   ``T`` steps, ``T`` from ``NATIVE_CHUNK_BYTES``, and nothing under ``no_grad``; the
   backward recomputes each chunk from it). Elsewhere (CUDA, other dtypes, no C compiler,
   ``SST_NATIVE=0`` or :func:`sst_core.ops.native.disabled`) the torch path runs, the
-  options as torch operations around one ``autograd.Function``. The batch runs in blocks of samples and time in
+  options as torch operations around one ``autograd.Function``. On CUDA (or with
+  ``parallel=True``, or inside :func:`sst_core.ops.scan.parallel_scans`) the *parallel
+  path* runs instead (:func:`_parallel`): ``a`` and ``B dt x`` for every step as
+  ``(b, L, E, N)`` tensors, the recurrence by ``linear_scan``'s chunked Hillis-Steele scan
+  (``parallel=True``: log2 of its chunk of steps in whole-tensor operations, then one
+  carry per chunk), ``y`` one batched product; plain differentiable torch ops, so autograd
+  gives the backward and every ``torch.func`` transform runs it, at the memory of those
+  tensors (what a GPU has; the step-by-step paths are for the CPU, where one operation
+  per step costs microseconds, not a kernel launch). The batch runs in blocks of samples and time in
   chunks of ``T`` steps, sized so that one ``(T, block, E, N)`` buffer has about
   ``CHUNK_BYTES`` with ``T >= MIN_STEPS`` (:func:`_plan`); inside a chunk ``a`` and
   ``B dt x`` are computed for all its steps at once, the recurrence runs step by step in
@@ -59,7 +67,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from sst_core.ops import native_selective
-from sst_core.ops.scan import only_vmap
+from sst_core.ops.scan import linear_scan, only_vmap, use_parallel
 
 __all__ = ["selective_scan", "selective_scan_ref", "CHUNK_BYTES",
            "MIN_STEPS", "NATIVE_CHUNK_BYTES"]
@@ -173,9 +181,14 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, x: torch.Tensor, B: torch.
                    C: torch.Tensor, h0: torch.Tensor | None = None, negative: bool = False,
                    return_last: bool = False, *, D: torch.Tensor | None = None,
                    z: torch.Tensor | None = None, dt_bias: torch.Tensor | None = None,
-                   dt_softplus: bool = False):
-    """Fused selective scan; same signature and results as :func:`selective_scan_ref`."""
+                   dt_softplus: bool = False, parallel: bool | None = None):
+    """Fused selective scan; same signature and results as :func:`selective_scan_ref`
+    (``parallel``: the path, None by device; module docstring)."""
     dt, A, x, B, C, h0, D, z, dt_bias = _check(dt, A, x, B, C, h0, D, z, dt_bias)
+    if use_parallel(dt, parallel):
+        y, h_last = _parallel(_dt_in(dt, dt_bias, dt_softplus), A, x, B, C, h0, negative)
+        y = _gate(y, x, D, z)
+        return (y, h_last) if return_last else y
     transformed = torch._C._are_functorch_transforms_active()
     if transformed and not only_vmap():
         return selective_scan_ref(dt, A, x, B, C, h0, negative, return_last, D=D, z=z,
@@ -191,6 +204,18 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, x: torch.Tensor, B: torch.
                                             negative, keep)
         y = _gate(y, x, D, z)
     return (y, h_last) if return_last else y
+
+
+def _parallel(dt, A, x, B, C, h0, negative):
+    """The parallel path (module docstring): y (b, L, E) and h_L (b, E, N)."""
+    b = dt.shape[0]
+    A_ = _per_sample(A, b)  # (E, N) or (b, E, N)
+    a = torch.exp(dt[..., None] * (A_ if A_.dim() == 2 else A_[:, None]))  # (b, L, E, N)
+    if negative:
+        a = 2 * a - 1
+    bu = (dt * x)[..., None] * B[:, :, None, :]  # (b, L, E, N)
+    h = linear_scan(a, bu, h0, parallel=True)  # (b, L, E, N)
+    return (h @ C[..., None])[..., 0], h[:, -1]  # (b, L, E), (b, E, N)
 
 
 def _plan(b: int, L: int, G: int, E: int, N: int, itemsize: int):

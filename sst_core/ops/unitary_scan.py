@@ -28,7 +28,10 @@ the samples of model g being the g-th of G equal consecutive blocks of the batch
   states from there. Without gradients the batch runs in blocks of about ``BLOCK_BYTES`` of
   angles. Where the C loops are missing (or off the CPU) it runs as torch ops around
   ``linear_scan``; under ``torch.func.vmap`` a batching rule folds the vmapped dimension
-  into the batch; under the other ``torch.func`` transforms the reference runs.
+  into the batch; under the other ``torch.func`` transforms the reference runs. On CUDA
+  (or with ``parallel=True``, or inside :func:`sst_core.ops.scan.parallel_scans`) the
+  same torch ops run around ``linear_scan``'s chunked parallel scan (``parallel=True``),
+  under every transform: the parallel path, with ``(b, L, D, N)`` complex tensors.
 
 Backward (PyTorch's conjugate convention for complex gradients), with ``gy_t = dL/dy_t``,
 ``g_t`` the total ``dL/dh_t`` and ``a_t = e^{i theta_t}``::
@@ -41,11 +44,12 @@ Backward (PyTorch's conjugate convention for complex gradients), with ``gy_t = d
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 
 from sst_core.ops import native_unitary
-from sst_core.ops.scan import linear_scan, linear_scan_ref, only_vmap
+from sst_core.ops.scan import linear_scan, linear_scan_ref, only_vmap, use_parallel
 
 __all__ = ["unitary_scan", "unitary_scan_ref", "BLOCK_BYTES"]
 
@@ -110,13 +114,16 @@ def unitary_scan_ref(x, X, c, u, B, C, h0=None, s=None):
     return _composed(x, X, c, u, B, C, h0, s, linear_scan_ref)
 
 
-def unitary_scan(x, X, c, u, B, C, h0=None, s=None):
-    """Fused ``unitary_scan_ref``: same signature and results."""
+def unitary_scan(x, X, c, u, B, C, h0=None, s=None, *, parallel: bool | None = None):
+    """Fused ``unitary_scan_ref``: same signature and results (``parallel``: the path,
+    None by device; module docstring)."""
     _check(x, X, c, u, B, C, h0, s)
+    if use_parallel(x, parallel):
+        return _composed(x, X, c, u, B, C, h0, s, partial(linear_scan, parallel=True))
     if ((torch._C._are_functorch_transforms_active() and not only_vmap())
             or x.device.type != "cpu" or x.dtype not in (torch.float32, torch.float64)
-            or native_unitary.library() is None):
-        return _composed(x, X, c, u, B, C, h0, s, linear_scan)
+            or native_unitary.library() is None):  # (on CUDA with parallel=False: the loops)
+        return _composed(x, X, c, u, B, C, h0, s, partial(linear_scan, parallel=False))
     args = [None if t is None else t.to(x.dtype) for t in (x, X, c, u, B, C, h0, s)]
     keep = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args)
     return _UnitaryScan.apply(*args, keep)[:2]

@@ -20,6 +20,7 @@ from sst_core.spec.names import one_spelling
 from sst_core.store.records import (
     RecordError,
     RecordWarning,
+    compute_clock,
     load_record,
     record_path,
     run_compute_s,
@@ -117,10 +118,19 @@ def compute_text(records: list[dict[str, Any]]) -> str:
 
 def compute_s(records: list[dict[str, Any]]) -> float:
     """The compute behind ``records``, in seconds: each run's own
-    (:func:`sst_core.store.records.run_compute_s`: a stacked run's share of its stack, with
-    the earlier parts of a run that resumed), not each record's wall time, which for the
-    runs of one stack is the whole stack's."""
+    (:func:`sst_core.store.records.run_compute_s`: its CPU time where the record has one,
+    else its wall time; a stacked run's share of its stack, with the earlier parts of a
+    run that resumed), not each record's wall time, which for the runs of one stack is
+    the whole stack's (:func:`compute_clocks` says which clock counted how many)."""
     return float(sum(run_compute_s(r) for r in records))
+
+
+def compute_clocks(records: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``records`` :func:`compute_s` counts in process CPU time (``"cpu"``)
+    and how many in wall time (``"wall"``: made before records stored CPU time), for a
+    chapter's provenance (:func:`sst_core.store.records.compute_clock`)."""
+    clocks = [compute_clock(r) for r in records]
+    return {"cpu": clocks.count("cpu"), "wall": clocks.count("wall")}
 
 
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:

@@ -13,10 +13,17 @@ SECTIONS = (
      "ours / torch (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN)"),
     ("Diagonal affine scan, forward and backward", ("diag_scan_",),
      "linear_scan / per-step autograd loop"),
+    ("The scans' two paths on this device, forward and backward", ("scan_paths_",),
+     "the device's own path (C loops on the CPU, the parallel chunked scan on CUDA) / "
+     "the other path"),
     ("Selective scan against public CPU implementations, forward and backward",
      ("selective_scan_vs_",), "selective_scan / the public implementation (anchor column)"),
     ("Many models at once", ("stacked_train_",),
      "one stacked step of K models / K sequential steps"),
+    ("Stack or not: what the sweep decides from (one thread, the standard profile's sizes)",
+     ("stack_or_not_",),
+     "one stacked step of K models / K sequential steps of the same models (below 1 the "
+     "sweep stacks the model)"),
     ("S4D kernel and FFT convolution, forward and backward", ("s4d_kernel_",),
      "chunked Vandermonde kernel / the published S4D kernel's formula"),
     ("S4D classifier training step (paper 2's LRA model)", ("s4d_classifier_train_",),
@@ -96,7 +103,7 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
     anchored = any(e["anchor_s"] is not None for e in entries)
     columns = (["name", "sizes", "ours ms", "ref ms", "ratio", "target"] if anchored
                else ["name", "sizes", "ms", "tokens/s"]) + extra + (
-        ["GFLOP/s", "bound", "x roofline"] if roof else [])
+        ["GFLOP/s", "flop limit ms", "byte limit ms", "bound", "x limit"] if roof else [])
     rows = []
     for e in entries:
         sizes = _sizes(e["sizes"])
@@ -125,24 +132,87 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
             "Sizes: b batch, L length, N state size, D model width.")
     if extra and extra[-1] == "ceiling":
         note += (" one model ms: one model's training step on all K b sequences at once; "
-                 "ceiling = that / the K sequential steps, about the least any stacking of "
-                 "those K steps can reach (the same arithmetic with one set of weights).")
+                 "ceiling = that / the K sequential steps: the stack's arithmetic on the "
+                 "same kernels with one set of weights, a bound on stacking with this "
+                 "implementation's kernels, not on the machine.")
     if roof:
-        note += (" GFLOP/s: flops of one training step (matmuls by FlopCounterMode, one per "
-                 "element of pointwise ops and reductions) per second; bound: the limit "
-                 "that binds (float32 matmul peak or copy bandwidth, bytes estimated as every "
-                 "op's inputs and outputs); x roofline: time / the least time both limits "
-                 "allow (goal, where shown: <= 5).")
+        note += " " + limits_note(entries)
     return Table(title, columns, rows, note=note, data=entries)
+
+
+def limits_note(entries: list[dict[str, Any]]) -> str:
+    """What the limit columns of ``entries`` mean, by the count their record used
+    (:mod:`sst_core.bench.roofline`: ``limit_method``)."""
+    if any(e.get("limit_method") == "shapes" for e in entries):
+        return ("GFLOP/s: flops of one training step (matrix products by FlopCounterMode, "
+                "one per element of pointwise ops and reductions) per second; flop limit: "
+                "the step's matrix products at the rates measured at their own shapes, the "
+                "rest of its arithmetic at the large float32 matmul's rate; byte limit: the "
+                "bytes the fast path moves (every op's inputs and outputs, the C loops' "
+                "arrays once) at the copy bandwidth; bound: the larger limit; x limit: time "
+                "/ that limit (goal, where shown: <= 5).")
+    return ("This record predates the present count: its flop limit takes every flop at the "
+            "large float32 matmul's rate, and its byte limit counts the torch reference "
+            "path's tensors (every op's inputs and outputs with the C loops off), which the "
+            "fast path does not move; x limit: time / the larger limit.")
 
 
 def _roofline_cells(e: dict[str, Any]) -> list[str]:
     if "roofline_ratio" not in e:
-        return ["", "", ""]
+        return ["", "", "", "", ""]
     ratio = "" if e["roofline_ratio"] is None else f"{e['roofline_ratio']:.1f}"
     if e.get("roofline_target") is not None:
         ratio += f" (<= {e['roofline_target']:g}: {e['roofline_status']})"
-    return [f"{e['gflops_per_s'] or 0:.2f}", e["bound"], ratio]
+    return [f"{e['gflops_per_s'] or 0:.2f}", _ms(e["compute_s"]), _ms(e["memory_s"]),
+            e["bound"], ratio]
+
+
+def limit_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows with the roofline goal (the Table 2 models at d_model 64): model, time,
+    both limits, the bound, x limit, and whether the record profiled the step."""
+    return [{"name": e["name"], "model": e["model"], "ours_s": e["ours_s"],
+             "compute_s": e["compute_s"], "memory_s": e["memory_s"], "bound": e["bound"],
+             "ratio": e["roofline_ratio"], "target": e["roofline_target"],
+             "method": e.get("limit_method", "peak"), "profiled": "profile" in e}
+            for e in record["entries"] if e.get("roofline_target") is not None
+            and e.get("roofline_ratio") is not None]
+
+
+def profile_table(record: dict[str, Any], top: int = 5) -> Table | None:
+    """For every goal row beyond its goal (x limit above the target) that the record
+    profiled: the operations with the most self time in one step, their share of it and
+    their milliseconds. None when there are none (every model within its goal, or a
+    record made before the profile)."""
+    rows, data = [], []
+    for e in record["entries"]:
+        target, ratio = e.get("roofline_target"), e.get("roofline_ratio")
+        if target is None or ratio is None or ratio <= target or "profile" not in e:
+            continue
+        for i, p in enumerate(e["profile"][:top]):
+            rows.append([e["model"] if i == 0 else "", f"{ratio:.1f}" if i == 0 else "",
+                         p["op"], f"{p['share']:.0%}", _ms(p["self_s"])])
+            data.append({"name": e["name"], "model": e["model"], "ratio": ratio, **p})
+    if not rows:
+        return None
+    return Table("Where a training step's time goes, for the models beyond 5x their limit",
+                 ["model", "x limit", "operation", "share", "ms"], rows,
+                 note="one training step under torch.profiler (after one untimed step): the "
+                 f"{top} operations with the most self time, and their share of the summed "
+                 "self times; native ...: the C loops (their calls, timed as regions). The "
+                 "profiler's own overhead makes these milliseconds larger than the step's.",
+                 data=data)
+
+
+def stacking_choice(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The record's stack-or-not rows (what the sweep decides from,
+    :mod:`sst_core.sweep.stacking`): per model its ratio and whether the sweep stacks it
+    by this record (ratio below 1). Empty for a record made before the rows."""
+    from sst_core.sweep.stacking import ROW_PREFIX
+
+    return [{"model": e["name"][len(ROW_PREFIX):], "ratio": e["ratio"],
+             "stacked": e["ratio"] < 1}
+            for e in record["entries"] if e["name"].startswith(ROW_PREFIX)
+            and e.get("ratio") is not None]
 
 
 def bench_tables(record: dict[str, Any]) -> list[Table]:
@@ -151,36 +221,26 @@ def bench_tables(record: dict[str, Any]) -> list[Table]:
     return [t for t in out if t is not None]
 
 
-def stacking_ceiling(record: dict[str, Any]) -> str | None:
-    """What the stacked rows' ceiling column (one model on all K b sequences at once) says
-    of their target: for which models even a stack with no overhead would miss it, and how
-    close each stack comes to its ceiling. None for a record made before the ceiling was
-    measured."""
+def stacking_bound(record: dict[str, Any]) -> dict[str, Any] | None:
+    """Numbers for the stacked rows' ceiling column (one model on all K b sequences at
+    once): K, b, the ceiling ratios' range, how many models' ceilings are above the
+    target, and the GFLOP/s that one-model step reaches (the stacked step's flops, the
+    same arithmetic, over its time) against the machine's matmul peak: the ceiling bounds
+    stacking with these kernels, not what the CPU allows. None for a record made before
+    the ceiling was measured."""
     rows = [e for e in record["entries"] if "ceiling_ratio" in e]
     if not rows:
         return None
-    target, K, b = rows[0]["target"], rows[0]["sizes"]["models"], rows[0]["sizes"]["batch"]
-
-    def model(e: dict[str, Any]) -> str:
-        return e["model"].split(" x")[0]
-
-    above = [e for e in rows if e["ceiling_ratio"] > e["target"]]
-    reach = sorted(e["ceiling_ratio"] / e["ratio"] for e in rows)
-    text = (f"One model's training step on all {K} x {b} = {K * b} sequences at once took "
-            f"{min(e['ceiling_ratio'] for e in rows):.2f} to "
-            f"{max(e['ceiling_ratio'] for e in rows):.2f} of the {K} sequential steps' time "
-            f"(the ceiling column). ")
-    if above:
-        text += (f"For {len(above)} of the {len(rows)} models it is above the target "
-                 f"{target:g}: " + ", ".join(f"{model(e)} ({e['ceiling_ratio']:.2f})"
-                                             for e in above)
-                 + ". There even a stack without any overhead would miss it: what their "
-                 "sequential steps spend goes into the work per sequence, which a stack "
-                 "does all the same, not into per-operation overhead. ")
-    else:
-        text += f"For every model it is below the target {target:g}. "
-    return text + (f"The stacks run at {reach[0]:.2f} to {reach[-1]:.2f} of their ceiling's "
-                   f"speed (median {statistics.median(reach):.2f}).")
+    rates = [e["flops"] / e["one_model_s"] / 1e9 for e in rows if e.get("flops")]
+    peak = (record.get("hardware", {}).get("roofline") or {}).get("matmul_flops_per_s")
+    return {"K": rows[0]["sizes"]["models"], "batch": rows[0]["sizes"]["batch"],
+            "models": len(rows), "target": rows[0]["target"],
+            "ceiling_min": min(e["ceiling_ratio"] for e in rows),
+            "ceiling_max": max(e["ceiling_ratio"] for e in rows),
+            "above_target": sum(e["ceiling_ratio"] > e["target"] for e in rows),
+            "one_model_gflops_min": min(rates) if rates else None,
+            "one_model_gflops_max": max(rates) if rates else None,
+            "matmul_peak_gflops": None if peak is None else peak / 1e9}
 
 
 def other_machine(records: list[dict[str, Any]], record: dict[str, Any]

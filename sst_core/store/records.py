@@ -14,7 +14,9 @@ current one is stale).
   (:data:`FIELDS`); a truncated, non-JSON or malformed record is a :class:`RecordError`
   naming the file and the field, reported (a ``RecordWarning``) and recomputed, never used.
 - ``wall_time_s`` is the run's own time: a process's one-time start-up (imports, builds;
-  the ``startup`` of its registry entry) is timed apart as ``startup_s``.
+  the ``startup`` of its registry entry) is timed apart as ``startup_s``. Beside it,
+  ``cpu_time_s`` is the process's CPU time over the same span (every thread; on CUDA the
+  host's share only): other jobs on a shared machine inflate the wall time, not this.
 - A run that raises :class:`RunFailed` (for example a loss that became NaN) or a
   numerical failure (``ArithmeticError``: ``FloatingPointError``, ``OverflowError``,
   ``ZeroDivisionError``, or a computation that did not converge, such as the memory
@@ -156,12 +158,25 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
 
 
 def run_compute_s(record: dict[str, Any]) -> float:
-    """The compute one stored run took: its wall time (with, for a run that went on from a
-    saved state after being stopped, the seconds of its earlier parts: its metrics'
-    ``resumed``), a stack's shared by its runs."""
+    """The compute one stored run took, a stack's shared by its runs: its process CPU time
+    where the record has one (:func:`compute_clock`), else its wall time (with, for a run
+    that went on from a saved state after being stopped, the seconds of its earlier parts:
+    its metrics' ``resumed``)."""
+    if compute_clock(record) == "cpu":
+        return record["cpu_time_s"] / record.get("stack", {}).get("size", 1)
     resumed = (record.get("metrics") or {}).get("resumed")
     earlier = resumed.get("earlier_wall_s", 0.0) if isinstance(resumed, dict) else 0.0
     return (record["wall_time_s"] + earlier) / record.get("stack", {}).get("size", 1)
+
+
+def compute_clock(record: dict[str, Any]) -> str:
+    """Which clock :func:`run_compute_s` reads for ``record``: ``"cpu"`` (its
+    ``cpu_time_s``, the CPU seconds of the process, every thread included, while the run
+    computed: what other jobs on the machine do not inflate) or ``"wall"`` (a record made
+    before CPU time was stored, or a run resumed from a saved state, whose earlier parts
+    have only their wall time)."""
+    resumed = (record.get("metrics") or {}).get("resumed")
+    return "cpu" if record.get("cpu_time_s") is not None and not resumed else "wall"
 
 
 def artifact_path(cfg: Any, suffix: str, root: Path | None = None) -> Path:
@@ -204,6 +219,8 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                 "an int >= 0 (the experiment's version that made it)"),
     "startup_s": (lambda v: v is None or (_number(v) and v == v and v >= 0),
                   "a number of seconds >= 0 or null"),
+    "cpu_time_s": (lambda v: v is None or (_number(v) and v == v and 0 <= v < float("inf")),
+                   "a finite number of seconds >= 0 or null"),
     "stack": (lambda v: isinstance(v, dict) and isinstance(v.get("size"), int)
               and not isinstance(v.get("size"), bool) and v["size"] >= 1
               and isinstance(v.get("run_ids", []), list),
@@ -277,7 +294,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         start = time.perf_counter()
         startup()
         extra = {"startup_s": round(time.perf_counter() - start, 4)}
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     tb = None
     try:
         metrics = fn(cfg)
@@ -286,7 +303,8 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         metrics = getattr(err, "metrics", {}) or {}
         tb = traceback.format_exc().splitlines()[-3:]
     return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
-                        traceback_tail=tb, root=root, extra=extra, version=version)
+                        traceback_tail=tb, root=root, extra=extra, version=version,
+                        cpu=time.process_time() - cpu_start)
 
 
 def is_stale(record: dict[str, Any], version: int | None) -> bool:
@@ -340,12 +358,15 @@ def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
 
 def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: float, *,
                  traceback_tail: list[str] | None = None, extra: dict[str, Any] | None = None,
-                 root: Path | None = None, version: int | None = None) -> dict[str, Any]:
+                 root: Path | None = None, version: int | None = None,
+                 cpu: float | None = None) -> dict[str, Any]:
     """Write the record of ``cfg`` (see the module docstring) and return it.
 
-    ``wall``: seconds the computation took; ``extra``: more provenance keys (e.g. the
-    stack a run was trained in); ``version``: its experiment's version (0 when None: a
-    record no experiment vouches for is stale)."""
+    ``wall``: seconds the computation took; ``cpu``: CPU seconds of the process meanwhile
+    (``time.process_time``, every thread), stored as ``cpu_time_s`` when given;
+    ``extra``: more provenance keys (e.g. the stack a run was trained in); ``version``: its
+    experiment's version (0 when None: a record no experiment vouches for is stale).
+    """
     if not isinstance(metrics, dict):
         raise TypeError(f"run function returned {type(metrics).__name__}; expected a dict of metrics")
     config = config_dict(cfg)
@@ -365,6 +386,7 @@ def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: 
         "host": host_info(),
         "version": 0 if version is None else version,
         "wall_time_s": round(wall, 4),
+        **({} if cpu is None else {"cpu_time_s": round(cpu, 4)}),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **(extra or {}),
     }

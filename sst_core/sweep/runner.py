@@ -3,7 +3,8 @@
 A *sweep* computes every run of its grids (:data:`sst_core.experiments.registry.SWEEPS`,
 under a profile) that has no stored record. Its unit of work is a *task*: one config, or a stack of tracking configs that
 differ only in seed and learning rate (:mod:`sst_core.training.stacked`, ``P.track_stack`` at a
-time). Some experiments come in *phases* (the diagnostics need their trained trackers
+time; by default only the models a benchmark measured faster stacked,
+:mod:`sst_core.sweep.stacking`). Some experiments come in *phases* (the diagnostics need their trained trackers
 first); a phase starts when the previous one is done. A grid that depends on stored
 records (Figure 4's sweep grows in the cells whose runs learn) is read again when its
 phases are done, and the runs it has gained are computed in another round
@@ -89,6 +90,7 @@ from sst_core.store.records import (
     results_dir_at,
 )
 from sst_core.store.replaced import keep_replaced
+from sst_core.sweep.stacking import unstacked_models
 from sst_core.sweep.claims import (
     Claim,
     claim_path,
@@ -144,13 +146,29 @@ def ends_too_late(stop_by: float | None, estimate_s: float | None,
 EXECUTORS = ("local", "ray")
 
 
-def tasks_of(cfgs: Sequence[Any], stack: int) -> list[list[Any]]:
-    """The tasks of one phase: stacks of tracking configs, every other config alone."""
+def tasks_of(cfgs: Sequence[Any], stack: int, unstacked: frozenset[str] = frozenset()
+             ) -> list[list[Any]]:
+    """The tasks of one phase: stacks of tracking configs (but those of the models in
+    ``unstacked``, :func:`sst_core.sweep.stacking.unstacked_models`), every other config
+    alone."""
     from sst_core.experiments.runs import stacks
 
-    tracking = [c for c in cfgs if isinstance(c, TrackingConfig)]
-    others = [[c] for c in cfgs if not isinstance(c, TrackingConfig)]
-    return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + others
+    tracking = [c for c in cfgs if isinstance(c, TrackingConfig) and c.model not in unstacked]
+    alone = [[c] for c in cfgs if not isinstance(c, TrackingConfig) or c.model in unstacked]
+    return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + alone
+
+
+def sweep_device(cfgs: Sequence[Any]) -> str:
+    """Where a sweep's runs train, ``"cuda"`` or ``"cpu"``: CUDA when a config asks for it
+    (``cuda``, or ``auto`` on a machine where torch sees a GPU)."""
+    devices = {str(getattr(c, "device", "cpu")) for c in cfgs}
+    if any(d.startswith("cuda") for d in devices):
+        return "cuda"
+    if "auto" in devices:
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu"
 
 
 def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | None = None,
@@ -294,8 +312,11 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
     Each task asks Ray for one CPU (a local instance is started with ``workers`` CPUs, so
     exactly ``workers`` tasks fit; a cluster joined with ``address`` has its own) and uses
     its share of this machine's cores as torch threads (one on a cluster, whose nodes'
-    cores are Ray's to share). Tasks are submitted ``workers`` at a time, so ``--workers``
-    bounds the concurrency on a cluster too and any ``--workers`` >= 1 runs.
+    cores are Ray's to share), and for one GPU as well when its configs run on CUDA
+    (:func:`task_resources`), so that Ray gives each such task a GPU of its own and the
+    others none (Ray hides the GPUs from a task that asked for none). Tasks are submitted
+    ``workers`` at a time, so ``--workers`` bounds the concurrency on a cluster too and
+    any ``--workers`` >= 1 runs.
     """
     try:
         import ray
@@ -316,19 +337,38 @@ def _ray(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root: s
             threads = 1
         elif threads is None:
             threads = _threads_per_worker(workers)
-        remote = ray.remote(num_cpus=1)(run_task)
+        gpus = ray.cluster_resources().get("GPU", 0)
+        remote = ray.remote(run_task)
         waiting = list(zip(tasks, estimates if estimates is not None else [None] * len(tasks)))
         pending: list[Any] = []
         while waiting or pending:
             while waiting and len(pending) < workers:
                 task, est = waiting.pop(0)
-                pending.append(remote.remote(task, retry[0], threads, root, retry[1],
-                                             artifacts, stop_by, est))
+                asks = task_resources(task, gpus)
+                if asks["num_gpus"] > gpus:
+                    raise ValueError(
+                        f"a task of {len(task)} run(s) ({task[0].experiment}, device "
+                        f"{task[0].device!r}) needs a GPU, but the Ray cluster at "
+                        f"{address or 'this machine'} offers none; run it with device 'cpu' "
+                        "or 'auto', or on a cluster with GPUs")
+                pending.append(remote.options(**asks).remote(
+                    task, retry[0], 1 if asks["num_gpus"] else threads, root, retry[1],
+                    artifacts, stop_by, est))
             done, pending = ray.wait(pending, num_returns=1)
             progress(ray.get(done[0]))
     finally:
         if started:
             ray.shutdown()
+
+
+def task_resources(task: Sequence[Any], cluster_gpus: float) -> dict[str, float]:
+    """What a Ray task asks for: one CPU, and one GPU when its configs run on CUDA: a
+    ``device`` of ``cuda`` (or ``cuda:N``), or ``auto`` on a cluster that has GPUs (where
+    ``auto`` would take one anyway; a CPU-only cluster runs it on the CPU). A ``cpu``
+    config never asks for a GPU. One thread then drives the GPU (the caller's)."""
+    devices = {str(getattr(c, "device", "cpu")) for c in task}
+    cuda = any(d.startswith("cuda") or (d == "auto" and cluster_gpus >= 1) for d in devices)
+    return {"num_cpus": 1, "num_gpus": 1 if cuda else 0}
 
 
 @dataclass
@@ -456,7 +496,11 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
     def compute_missing(todo: list[Any], artifacts: tuple[str, ...]) -> None:
         while todo:
-            tasks = tasks_of(todo, P.track_stack if stack is None else stack)
+            # by default each model stacks only where a benchmark measured it faster
+            # (sst_core.sweep.stacking); an explicit stack size stacks every model
+            unstacked = (unstacked_models(sweep_device(todo), Path(root_s)) if stack is None
+                         else frozenset())
+            tasks = tasks_of(todo, P.track_stack if stack is None else stack, unstacked)
             w, t = (choose_layout(len(tasks)) if workers is None
                     else (workers, _threads_per_worker(workers)))
             t = t if threads is None else threads
@@ -531,11 +575,14 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
 
 def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
-               root: Path | None = None) -> float:
-    """Wall seconds the local executor takes to compute ``cfgs``, each its own task,
-    with ``workers`` processes of ``threads`` torch threads (default: the sweep's
-    choice), into ``root`` (default: a fresh temporary results folder, removed after).
-    The calling process's torch thread count is restored."""
+               root: Path | None = None, stack: int = 1,
+               unstacked: frozenset[str] = frozenset()) -> float:
+    """Wall seconds the local executor takes to compute ``cfgs`` as the tasks
+    :func:`tasks_of` makes of them (``stack`` 1: each its own task; else stacks of that
+    size but for the models in ``unstacked``), with ``workers`` processes of ``threads``
+    torch threads (default: the sweep's choice), into ``root`` (default: a fresh temporary
+    results folder, removed after). The calling process's torch thread count is
+    restored."""
     import shutil
     import tempfile
 
@@ -547,8 +594,8 @@ def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
     try:
         with results_dir_at(where):  # (the local executor points it there itself)
             start = time.perf_counter()
-            _local([[c] for c in cfgs], workers, (False, False), where, lambda _: None,
-                   threads=threads)
+            _local(tasks_of(cfgs, stack, unstacked), workers, (False, False), where,
+                   lambda _: None, threads=threads)
             return time.perf_counter() - start
     finally:
         torch.set_num_threads(before_threads)

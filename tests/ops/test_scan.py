@@ -7,11 +7,11 @@ import time
 
 import pytest
 import torch
-from torch.func import jacrev
+from torch.func import jacrev, vmap
 
 from sst_core.ops import linear_scan, linear_scan_ref, native
 from sst_core.ops import scan as scan_module
-from sst_core.ops.scan import _chunked_scan
+from sst_core.ops.scan import _chunked_scan, parallel_scans
 
 DTYPES = [torch.float32, torch.float64, torch.complex64, torch.complex128]
 LENGTHS = [1, 63, 1000, 4096]
@@ -203,6 +203,43 @@ def test_chunked_cuda_path_equals_reference(dtype, L, chunk):
     fast = lambda a, b, h0: _chunked_scan(a, b, h0, torch.Size(b.shape), chunk)  # noqa: E731
     for got, want in zip(run(fast, a, b, h0, w), run(linear_scan_ref, a, b, h0, w)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("L", [1, 63, 1000])
+def test_parallel_argument_and_context_take_the_chunked_scan(dtype, L):
+    """``parallel=True`` (or parallel_scans()) runs CUDA's chunked scan on the CPU; it
+    equals the reference in value and gradient; ``parallel=False`` keeps the loops."""
+    a, b, h0 = inputs((3, L, 5, 7), dtype, seed=L)
+    w = torch.randn(b.shape, dtype=dtype)
+    want = run(linear_scan_ref, a, b, h0, w)
+    argument = run(lambda *x: linear_scan(*x, parallel=True), a, b, h0, w)
+    with parallel_scans():
+        context = run(linear_scan, a, b, h0, w)
+    for got in (argument, context):
+        for x, ref in zip(got, want):
+            torch.testing.assert_close(x, ref, rtol=1e-9, atol=1e-9)
+    with parallel_scans():
+        h = linear_scan(a.requires_grad_(), b, h0, parallel=False)
+    assert type(h.grad_fn).__name__ == "_SequentialScanBackward"
+
+
+def test_parallel_path_under_vmap_grad_and_jacrev():
+    """The chunked scan is plain torch ops: every torch.func transform runs it (on CUDA,
+    stacked training goes through vmap)."""
+    a, b, h0 = inputs((2, 70, 3), torch.float64)
+    As = torch.stack([a, a * 0.9, a * 0.8])
+    with parallel_scans():
+        hs = vmap(lambda aa: linear_scan(aa, b, h0))(As)
+        J = jacrev(lambda h: linear_scan(a, b, h))(h0)
+    torch.testing.assert_close(hs, torch.stack([linear_scan_ref(aa, b, h0) for aa in As]))
+    torch.testing.assert_close(J, jacrev(lambda h: linear_scan_ref(a, b, h))(h0))
+
+
+def test_parallel_must_be_a_bool_or_none():
+    a, b, h0 = inputs((2, 4, 3), torch.float64)
+    with pytest.raises(ValueError, match="parallel must be None"):
+        linear_scan(a, b, h0, parallel="yes")
 
 
 def test_under_torch_func():

@@ -14,6 +14,7 @@ from torch.func import functional_call, grad, jacrev, stack_module_state, vmap
 from sst_core.models import build
 from sst_core.ops import native, native_selective
 from sst_core.ops import selective_scan as ss_module
+from sst_core.ops.scan import parallel_scans
 from sst_core.ops.selective_scan import selective_scan, selective_scan_ref
 
 f64 = torch.float64
@@ -23,12 +24,17 @@ NAMES = ["x_dt", "A", "x", "B", "C", "h0"]
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-@pytest.fixture(params=["c", "torch"])
+@pytest.fixture(params=["c", "torch", "parallel"])
 def path(request):
-    """Run a test with the C loops (native_selective.c) and again on the torch path."""
+    """Run a test with the C loops (native_selective.c), again on the torch path, and again
+    on the parallel path that CUDA takes (here on the CPU, through parallel_scans)."""
     if request.param == "torch":
         with native.disabled():
             yield "torch"
+        return
+    if request.param == "parallel":
+        with parallel_scans():
+            yield "parallel"
         return
     if native_selective.library() is None:
         pytest.skip(f"no C loops here: {native_selective.status()}")
@@ -90,6 +96,34 @@ def test_fused_equals_reference(path, small_chunks, L, negative, with_h0):
     assert_matches_reference(args if with_h0 else args[:5], negative)
 
 
+@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("negative", [False, True])
+def test_parallel_argument_equals_reference_with_options(L, negative):
+    """``parallel=True`` (CUDA's path, asked for explicitly on the CPU) against the
+    reference: every output and gradient, with D, z, dt_bias and softplus, A per model."""
+    dt, A, x, B, C, h0 = inputs(6, L, G=2, seed=L)
+    g = torch.Generator().manual_seed(5)
+    opts = dict(D=torch.randn(2, 3, generator=g, dtype=f64),
+                z=torch.randn(6, L, 3, generator=g, dtype=f64),
+                dt_bias=torch.randn(3, generator=g, dtype=f64), dt_softplus=True)
+    got = run(lambda *a, **k: selective_scan(*a, **k, parallel=True), [dt, A, x, B, C, h0],
+              negative, **opts)
+    want = run(selective_scan_ref, [dt, A, x, B, C, h0], negative, **opts)
+    for name, a, b in zip(["y", "h_L"] + NAMES + ["D", "z", "dt_bias"], got, want):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-11, msg=lambda m: f"{name}: {m}")
+
+
+def test_parallel_false_keeps_the_cpu_path():
+    """Inside parallel_scans(), ``parallel=False`` still runs the CPU's own path."""
+    args = [t.requires_grad_() for t in inputs(2, 7)]
+    with parallel_scans():
+        y_par = selective_scan(*args)
+        y_cpu = selective_scan(*args, parallel=False)
+    assert "Scan" in type(y_cpu.grad_fn).__name__  # _NativeScan or _SelectiveScan
+    assert "Scan" not in type(y_par.grad_fn).__name__
+    torch.testing.assert_close(y_par, y_cpu, rtol=1e-10, atol=1e-11)
+
+
 @pytest.mark.parametrize("negative", [False, True])
 @pytest.mark.parametrize("b,G", [(6, 3), (8, 2), (4, 4), (3, 1)])
 def test_one_A_per_model(path, small_chunks, negative, b, G):
@@ -138,7 +172,8 @@ def test_some_inputs_without_grad(path, small_chunks, wrt):
 def test_only_the_last_state_used(path, small_chunks):
     """The gradient arrives through h_L alone (no gradient for y; C's is zero)."""
     args = [t.requires_grad_() for t in inputs(5, 20)]
-    got = torch.autograd.grad(selective_scan(*args, return_last=True)[1].sum(), args)
+    got = torch.autograd.grad(selective_scan(*args, return_last=True)[1].sum(), args,
+                              allow_unused=True, materialize_grads=True)  # (parallel: as ref)
     want = torch.autograd.grad(selective_scan_ref(*args, return_last=True)[1].sum(), args,
                                allow_unused=True, materialize_grads=True)
     assert not got[4].any()
@@ -319,6 +354,8 @@ def test_vmap_with_options(path, small_chunks):
 def test_no_grad_keeps_no_states(path, monkeypatch):
     """Under no_grad (or with no input requiring grad) the forward keeps no chunk-entry
     states: only the running state and y; with gradients, one state per chunk."""
+    if path == "parallel":
+        pytest.skip("the step-by-step paths' states (the parallel path's are autograd's)")
     seen = []
     for cls in (ss_module._NativeScan, ss_module._SelectiveScan):
         def spy(*a, cls=cls, apply=cls.apply):

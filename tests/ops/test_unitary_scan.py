@@ -11,6 +11,7 @@ from torch.func import grad, jacrev, vmap
 
 from sst_core.ops import native, native_selective, native_unitary
 from sst_core.ops import unitary_scan as us_module
+from sst_core.ops.scan import parallel_scans
 from sst_core.ops.unitary_scan import unitary_scan, unitary_scan_ref
 
 f64 = torch.float64
@@ -59,6 +60,48 @@ def assert_matches_reference(args, **tol):
 @pytest.mark.parametrize("scale", [False, True])
 def test_equals_reference_in_value_and_gradient(L, h0, scale):
     assert_matches_reference(inputs(3, L, h0=h0, scale=scale))
+
+
+def parallel_unitary_scan(*args):
+    return unitary_scan(*args, parallel=True)
+
+
+@pytest.mark.parametrize("L", [1, 63, 1000])
+@pytest.mark.parametrize("h0", [False, True])
+@pytest.mark.parametrize("G", [None, 3])
+def test_parallel_path_equals_reference(L, h0, G):
+    """The path CUDA takes (``parallel=True``: linear_scan's chunked parallel scan), here on
+    the CPU: every output and gradient, with the angle scale, and G models side by side."""
+    args = inputs(3 if G is None else 6, L, h0=h0, scale=True, G=G, seed=L)
+    got, want = run(parallel_unitary_scan, args), run(unitary_scan_ref, args)
+    for name, a, b in zip(["y", "h_L"] + NAMES, got, want):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10, msg=lambda m: f"{name}: {m}")
+
+
+def test_parallel_path_under_vmap_and_grad():
+    """The parallel path is plain torch ops: vmap (stacked models) and grad run it as is."""
+    x, X, c, u, B, C, h0, s = inputs(2, 40, scale=True)
+    Xs = torch.stack([X * (1 + k / 5) for k in range(3)])
+    with parallel_scans():
+        y = vmap(lambda XX: unitary_scan(x, XX, c, u, B, C, h0, s)[0])(Xs)
+        gu = grad(lambda uu: unitary_scan(x, X, c, uu, B, C, h0, s)[0].sum())(u)
+    torch.testing.assert_close(y, torch.stack([unitary_scan_ref(x, XX, c, u, B, C, h0, s)[0]
+                                               for XX in Xs]), rtol=1e-10, atol=1e-11)
+    torch.testing.assert_close(gu, grad(lambda uu: unitary_scan_ref(x, X, c, uu, B, C, h0, s)[0]
+                                        .sum())(u), rtol=1e-10, atol=1e-11)
+
+
+def test_parallel_false_keeps_the_cpu_path_inside_parallel_scans(monkeypatch):
+    calls = []
+    monkeypatch.setattr(us_module._UnitaryScan, "apply",
+                        lambda *a, apply=us_module._UnitaryScan.apply: calls.append(1) or apply(*a))
+    args = inputs(2, 9)
+    with parallel_scans():
+        unitary_scan(*args)
+        assert not calls
+        if native_unitary.library() is not None:
+            unitary_scan(*args, parallel=False)
+            assert calls == [1]
 
 
 @pytest.mark.parametrize("block_bytes", [1, 2 * 63 * 6 * 8 + 1])  # one sample; two or three

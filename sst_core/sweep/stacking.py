@@ -1,0 +1,61 @@
+"""Which models a sweep trains in stacks: the ones a benchmark measured faster stacked.
+
+A stack (:mod:`sst_core.training.stacked`) trains K runs of one model as one computation.
+Whether that beats K runs one after the other depends on the model and on the machine:
+it removes per-operation overhead but runs K times larger tensors through the same
+kernels, which for some models costs more than the overhead it saves. ``sst bench``
+measures it where the sweep runs, in one row per Table 2 model
+(``stack_or_not_<model>``: the sweep's one thread, the ``standard`` profile's sizes and
+K, a stacked step against K sequential ones; :mod:`sst_core.bench.cases`), and stores it
+in its record under ``results/bench/``. Those records are the data the sweep decides
+from (:func:`unstacked_models`): per model, the newest record of the sweep's device
+(CPU or CUDA) that has the model's row; the model is stacked when that row's ratio
+(stacked time per model / sequential time per model) is below 1, and trained one run at
+a time otherwise. A model that no record has a row for is stacked (the behaviour before
+these rows existed).
+
+An explicit ``--stack`` (``sst sweep --stack K``) stacks every model at K, as before.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+ROW_PREFIX = "stack_or_not_"  # the rows' names: ROW_PREFIX + model
+BENCH_DIR = "bench"  # results/bench/ (sst_core.bench.records.RECORD_DIR; a test ties them)
+
+
+def stacking_rows(device: str = "cpu", root: Path | None = None
+                  ) -> dict[str, dict[str, Any]]:
+    """Per model, the newest ``stack_or_not_<model>`` row among the benchmark records of
+    ``device`` ("cpu" or "cuda") under ``root`` (default: the results folder): its
+    ``ratio`` and the record it comes from (``record``: the file name). A file that is
+    not JSON is skipped (the benchmark chapter names it)."""
+    from sst_core.store.records import results_dir
+
+    folder = (Path(root) if root else results_dir()) / BENCH_DIR
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            continue
+        if (not isinstance(record, dict) or record.get("experiment") != "bench"
+                or str(record.get("device", "")).split(":")[0] != device):
+            continue
+        for e in record.get("entries") or ():
+            if str(e.get("name", "")).startswith(ROW_PREFIX) and e.get("ratio") is not None:
+                found.append((str(record.get("created_utc", "")), path.name, e))
+    out: dict[str, dict[str, Any]] = {}
+    for made, name, e in sorted(found, key=lambda f: f[0]):  # the newest last, so it wins
+        out[e["name"][len(ROW_PREFIX):]] = {"ratio": float(e["ratio"]), "record": name,
+                                            "created_utc": made}
+    return out
+
+
+def unstacked_models(device: str = "cpu", root: Path | None = None) -> frozenset[str]:
+    """The models the sweep trains one run at a time on ``device``: those whose newest row
+    (:func:`stacking_rows`) says a stacked step costs at least as much per model as a
+    sequential one (ratio >= 1). Empty without rows: every model stacks."""
+    return frozenset(m for m, row in stacking_rows(device, root).items() if row["ratio"] >= 1)
