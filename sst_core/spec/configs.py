@@ -36,7 +36,12 @@ def config_dict(cfg: Any) -> dict[str, Any]:
 
 def config_hash(cfg: Any) -> str:
     """A stable 16-hex-digit id of a config: sha256 of its canonical JSON."""
-    text = json.dumps(config_dict(cfg), sort_keys=True, separators=(",", ":"))
+    return config_dict_hash(config_dict(cfg))
+
+
+def config_dict_hash(config: dict[str, Any]) -> str:
+    """:func:`config_hash` of a config as a record stores it (:func:`config_dict`)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
