@@ -18,10 +18,12 @@ from sst_core.spec.configs import LRAConfig, TrackingConfig, config_hash
 from sst_core.spec.profiles import ConfigError, get_profile
 from sst_core.store.records import RunFailed, cached_run
 from sst_core.tasks.lra import DataError, read_aan, read_listops, read_pathfinder
+from sst_core.sweep.runner import parse_stop_by, sweep
 from sst_core.tasks.tracking import sample
 from sst_core.theory.memory import memory_function
 from sst_core.training import tracking as train
 from sst_core.training.lra import train_lra
+from sst_core.training.tracking import run_device
 from sst_core.training.stacked import train_tracking_stacked
 from tests.tasks.test_lra import write_aan, write_listops, write_pathfinder
 from tests.test_any_model import SMALL, permutation_map
@@ -325,6 +327,52 @@ ROWS = [
                                                        h + x[:, None].to(h))),
      DiagnosisUndetermined, ["q is undetermined at step 1: the 2 words (n_samples)",
                              "raise n_samples"]),
+    # devices: spelled as allowed in every config; available when the run starts
+    *[(f"tracking-device-{d or 'empty'}", lambda tmp, d=d: tracker(device=d), ConfigError,
+       [f"TrackingConfig.device={d!r} is not allowed", "'auto', 'cpu', 'cuda' or 'cuda:<index>'"])
+      for d in ("tpu", "mps", "CPU", "", "meta")],
+    ("lra-device-tpu", lambda tmp: lra(device="tpu"), ConfigError,
+     ["LRAConfig.device='tpu' is not allowed"]),
+    ("run-device-cuda-99", lambda tmp: run_device("cuda:99"), ValueError,
+     ["device 'cuda:99' is not available here: torch sees", "allowed here: auto, cpu"]),
+    # model options and sizes
+    ("mamba-dt-max-inf", lambda tmp: build("mamba", 6, 6, 8, 8, dt_max=math.inf), ValueError,
+     ["dt_max=inf is not allowed", "a finite number > 0"]),
+    ("mamba3-A-floor-negative", lambda tmp: build("mamba3", 6, 6, 8, 8, A_floor=-5), ValueError,
+     ["A_floor=-5 is not allowed", "a finite number > 0"]),
+    ("attention-eps-negative", lambda tmp: build("linear_attention", 6, 6, 8, 8, eps=-1),
+     ValueError, ["eps=-1 is not allowed", "a finite number > 0"]),
+    ("aussm-dt-bias-twice-text", lambda tmp: build("aussm", 6, 6, 8, 8, dt_bias_twice="no"),
+     ValueError, ["dt_bias_twice='no' is not allowed", "True or False"]),
+    ("mamba-negative-text", lambda tmp: build("mamba", 6, 6, 8, 8, negative="False"), ValueError,
+     ["negative='False' is not allowed", "True or False"]),
+    ("mamba-dt-min-text", lambda tmp: build("mamba", 6, 6, 8, 8, dt_min="a"), ValueError,
+     ["dt_min='a' is not allowed"]),
+    ("build-d-state-huge", lambda tmp: build("mamba", 6, 6, 8, 2**20), ValueError,
+     ["d_state=1048576 is above the cap 65536", "sst_core.models.registry.MAX_SIZE"]),
+    ("build-d-model-huge", lambda tmp: build("tanh_rnn", 6, 6, 10**6, 8), ValueError,
+     ["d_model=1000000 is above the cap 65536"]),
+    ("forward-ids-out-of-range",
+     lambda tmp: build("mamba", 6, 6, 8, 8)(__import__("torch").tensor([[0, 9]])), ValueError,
+     ["tokens must lie in 0..5 (n_tokens=6), got ids 0..9"]),
+    ("forward-float-ids",
+     lambda tmp: build("tanh_rnn", 6, 6, 8, 8)(__import__("torch").tensor([[0.0, 1.0]])),
+     ValueError, ["tokens must be integer ids", "torch.float32"]),
+    ("forward-length-0",
+     lambda tmp: build("mamba", 6, 6, 8, 8)(__import__("torch").zeros(1, 0, dtype=int)),
+     ValueError, ["tokens must have shape (b, L) with L >= 1, got (1, 0)"]),
+    ("sample-length-1e9", lambda tmp: sample("S3", 4, 10**9), ValueError,
+     ["n x length = 4 x 1000000000", "above the cap 268435456",
+      "sst_core.tasks.tracking.MAX_TOKENS"]),
+    ("sample-n-2-31", lambda tmp: sample("S3", 2**31, 5), ValueError,
+     ["n x length = 2147483648 x 5", "above the cap"]),
+    # sweeps
+    ("sweep-address-with-local", lambda tmp: sweep("table2", "smoke", address="ray://x:10001"),
+     ValueError, ["address='ray://x:10001' is for the ray executor"]),
+    ("sweep-workers-1000", lambda tmp: sweep("table2", "smoke", workers=1000), ValueError,
+     ["workers=1000 is above", "per core", "MAX_WORKERS_PER_CORE"]),
+    ("stop-by-in-the-past", lambda tmp: parse_stop_by("2020-01-01T00:00"), ValueError,
+     ["stop time '2020-01-01T00:00' has passed", "give a later one"]),
     # model registry
     ("build-unknown-keyword", lambda tmp: build("tanh_rnn", 6, 6, dropuot=0.1), ValueError,
      ["unknown keyword(s) dropuot for model 'tanh_rnn'", "allowed: d_model, d_state, n_layers"]),

@@ -212,8 +212,6 @@ CORRUPT = [
     ("ok-with-a-reason", _set("reason", "RunFailed: loss diverged"),
      "status 'ok' with a failure reason 'RunFailed: loss diverged'"),
     ("failed-without-reason", _set("status", "failed"), "status 'failed' without a reason"),
-    ("m_p-missing", _set_in("metrics", "m_p", KeyError),
-     "an ok tracking record without the metric(s) m_p"),
     ("m_p-text", _set_in("metrics", "m_p", "abc"),
      "metric m_p is 'abc'; expected null or an int >= 1 (a length)"),
     ("m_p-negative", _set_in("metrics", "m_p", -5), "metric m_p is -5"),

@@ -246,14 +246,6 @@ METRICS: dict[str, tuple[Callable[[Any], bool], str]] = {
                  "an int >= 0"),
 }
 
-# experiment -> the metrics every ok record of it has (the reports read them unguarded)
-OK_METRICS: dict[str, tuple[str, ...]] = {
-    "tracking": ("m_p",),
-    "tracking_diagnostics": ("m_p", "q", "failure_mode"),
-    "tracking_label_free": ("m_p",),
-    "tracking_spectra": ("m_p",),
-}
-
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -300,11 +292,6 @@ def check_record(record: Any, path: Path | str) -> dict[str, Any]:
     if record["status"] == "failed" and not reason:
         raise RecordError(f"{path}: status 'failed' without a reason; expected the reason "
                           "the run failed")
-    if record["status"] == "ok":
-        lacking = [k for k in OK_METRICS.get(record["experiment"], ()) if k not in record["metrics"]]
-        if lacking:
-            raise RecordError(f"{path}: an ok {record['experiment']} record without the "
-                              f"metric(s) {', '.join(lacking)}")
     for key, (ok, allowed) in METRICS.items():
         if key in record["metrics"] and not ok(record["metrics"][key]):
             raise RecordError(f"{path}: metric {key} is {_shown(record['metrics'][key])}; "

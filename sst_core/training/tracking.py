@@ -310,7 +310,23 @@ def tracking_metrics(cfg, model: nn.Module, curriculum: Curriculum, log: EpochLo
 
 
 def resolve_device(cfg) -> torch.device:
-    return default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    return run_device(cfg.device)
+
+
+def run_device(name: str) -> torch.device:
+    """The torch device a config names (``"auto"``: CUDA when torch sees it, else the
+    CPU); ValueError naming it and what this machine has when it has no such device."""
+    if name == "auto":
+        return default_device()
+    device = torch.device(name)
+    if device.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (device.index or 0) >= n:
+            have = ", ".join(["auto", "cpu"] + (["cuda"] if n else [])
+                             + [f"cuda:{i}" for i in range(n)])
+            raise ValueError(f"device {name!r} is not available here: torch sees {n} CUDA "
+                             f"device(s); allowed here: {have}")
+    return device
 
 
 def make_curriculum(cfg) -> Curriculum:
