@@ -413,3 +413,47 @@ def test_status_lists_files_that_belong_to_no_run_of_a_grid(trained, root, capsy
     for p in stray:
         assert f"sst status: {p} is not a file of any run of smoke's grids" in err
     assert str(path) + " " not in err and ".pt" not in err
+
+
+# -- weights tied to their run (issue 57) ------------------------------------------------------
+
+def test_weights_that_are_not_the_runs_are_refused_naming_both_files(trained, root):
+    """A tracker's record keeps the sha256 of its weights; weights swapped in from another
+    run (here: the same file re-saved with one entry changed) are refused naming the
+    weights and the record; a record older than the hash (none stored) is accepted."""
+    import torch
+
+    from sst_core.analysis.trackers import TrackerMissing, load_tracker
+
+    cfg = _store_copy(trained, root)
+    rec = load_record(record_path(cfg))
+    weights = artifact_path(cfg, ".pt")
+    assert len(rec["metrics"]["weights_sha256"]) == 64
+    load_tracker(cfg)  # its own weights
+    state = torch.load(weights, weights_only=True)
+    name = next(k for k, v in state.items() if v.is_floating_point())
+    state[name] = state[name] + 1.0
+    torch.save(state, weights)
+    with pytest.raises(TrackerMissing) as err:
+        load_tracker(cfg)
+    assert f"the weights file {weights} is not the one its record {record_path(cfg)}" in str(err.value)
+    raw = json.loads(record_path(cfg).read_text())
+    del raw["metrics"]["weights_sha256"]  # a record made before the hash was kept
+    record_path(cfg).write_text(json.dumps(raw))
+    load_tracker(cfg)
+
+
+def test_non_finite_weights_make_the_run_fail(root):
+    import torch
+
+    from sst_core.store.records import cached_run
+    from sst_core.training.tracking import build_tracker, save_weights
+
+    cfg = paper1.table2_grid(SMOKE)[0]
+    model = build_tracker(cfg)
+    with torch.no_grad():
+        next(model.parameters())[0].fill_(float("nan"))
+    rec = cached_run(cfg, lambda c: {"m_p": None, "weights_sha256": save_weights(
+        model, artifact_path(c, ".pt"))})
+    assert rec["status"] == "failed" and "the trained weights are not finite" in rec["reason"]
+    assert not artifact_path(cfg, ".pt").exists()

@@ -244,6 +244,8 @@ METRICS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "train_time_s": (lambda v: _finite(v, 0.0), "a finite number of seconds >= 0"),
     "n_params": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
                  "an int >= 0"),
+    "weights_sha256": (lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) is not None,
+                       "the sha256 of the weights file (64 hex digits)"),
 }
 
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
