@@ -1,6 +1,7 @@
 # The two commands of the quick start:
 #   make book   [PROFILE=best|smoke|quick|standard|paper]  execute every notebook and build _build/html
-#               (best: paper where its stored records cover a chapter, else quick)
+#               (best, per chapter: paper where its stored records cover it, else standard
+#               where they do, else quick; nothing stored is computed again)
 #   make test                                 run pytest (includes every notebook under smoke
 #                                             and a headless-Chromium check of the built book)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)

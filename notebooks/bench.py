@@ -171,9 +171,7 @@ else:
 # AMD record (2026-12-06, 04:15 UTC) shows that scan several times slower than on the Xeon.
 # The source now has a block compiled only for targets without AVX-512 that gives gcc that
 # permission (`#pragma GCC optimize("no-trapping-math")`); the AMD benchmark records made
-# since show its effect. On a target with AVX-512 the block is not compiled and the
-# library is byte for byte the one built before it (a test builds both), so the tracking
-# records made on the Xeon hold (`sst verify-stale --same-build`).
+# since show its effect. On a target with AVX-512 the block is not compiled.
 
 # %% [markdown]
 # ## On CUDA

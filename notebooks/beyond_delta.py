@@ -143,7 +143,7 @@ display(table)
 # %%
 best_runs = [r for r in rp1.best_runs(records)
              if r["config"]["model"] in beyond.DELTA_MODELS + beyond.TORCH_RNNS]
-fig = plots.fig_accuracy_vs_length(best_runs, beyond.DELTA_GROUPS, SCALE)
+fig = plots.fig_accuracy_vs_length(best_runs, beyond.DELTA_GROUPS)
 plt.show()
 
 # %%

@@ -38,7 +38,6 @@ from sst_core.book import params
 P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or a wrong type
 KNOBS = ("track_d_model", "track_d_states", "track_rnn_widths", "track_lrs", "fig4_lrs",
           "track_max_steps", "diag_samples", "diag_rollout")
-SCALE = P.scale(*KNOBS)  # for captions and table notes
 print(P.banner(*KNOBS))
 
 # %%
@@ -51,7 +50,7 @@ from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 from sst_core.reports import paper1 as rp1
 from sst_core.spec import paper_values
 
@@ -92,7 +91,6 @@ for r in failed:
 glue("hg_runs", len(records), display=False)
 glue("hg_failed", len(failed), display=False)
 glue("hg_compute", compute_text(records), display=False)
-glue("hg_code", Markdown(stale_text(records, "harder_groups")), display=False)
 
 # %%
 from sst_core.models import expected_affine
@@ -129,12 +127,10 @@ for g in ("S3",) + beyond.HARDER_GROUPS:
 # simply need more width or steps (60 classes from 3 tokens is a far larger automaton than
 # $S_3$'s 6). The claim this table can test is the *split*: whether any affine model
 # reaches 1000 where the state-dependent ones do.
-#
-# {glue:md}`hg_code`
 
 # %%
 ok = [r for r in records if r["status"] == "ok"]
-fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS, SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(ok), beyond.HARDER_GROUPS)
 plt.show()
 
 # %% [markdown]
@@ -163,7 +159,7 @@ glue("f4_paper", f"r = {paper_values.FIGURE4['r']} rests on {paper_values.FIGURE
 from sst_core.experiments.paper1 import figure4_selection
 
 sel_a5 = figure4_selection(rb.figure4_records(P, "A5"))
-fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], SCALE, group="A5")
+fig = plots_error.fig_tcross_vs_mp(sel_a5, stats["A5"], group="A5")
 plt.show()
 
 # %% [markdown]

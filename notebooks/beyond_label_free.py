@@ -65,7 +65,7 @@ from sst_core.analysis.label_free import warning_errors
 from sst_core.experiments import beyond, runs
 from sst_core.figures import beyond as plots_beyond
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 
 # %% [markdown]
 # ## Every stored tracker, three labellings
@@ -80,14 +80,11 @@ records = runs.run_analyses(beyond.label_free_grid(P), "label-free q(t)",
 ok = [r for r in records if r["status"] == "ok"]
 glue("lf_n", len(ok), display=False)
 glue("lf_compute", compute_text(records), display=False)
-glue("lf_code", Markdown(stale_text(records, "label_free")), display=False)
 table = rb.label_free(P)
 display(table)
 
 # %% [markdown]
 # {glue:text}`lf_n:d` trackers, {glue:text}`lf_compute` of analysis.
-#
-# {glue:md}`lf_code`
 #
 # A few of them, oracle (solid) against the two label-free curves (dashed):
 

@@ -84,7 +84,7 @@ table = rb.semi_affine(P)
 display(table)
 
 # %%
-fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"), SCALE)
+fig = plots.fig_accuracy_vs_length(rp1.best_runs(records), ("C2", "C6", "S3"))
 plt.show()
 
 # %%

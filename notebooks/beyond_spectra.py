@@ -59,22 +59,19 @@ from sst_core.experiments import beyond
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import spectra as plots_spectra
 from sst_core.reports import beyond as rb
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 
 # %%
 records = experiments_runs.run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 glue("sp_n", len(ok), display=False)
 glue("sp_compute", compute_text(records), display=False)
-glue("sp_code", Markdown(stale_text(records, "spectra")), display=False)
 table = rb.spectra(P)
 for part in table.split(keys=3, at=8):  # ten columns: per-token transitions, then return maps
     display(part)
 
 # %% [markdown]
 # {glue:text}`sp_n:d` trackers analysed in {glue:text}`sp_compute`.
-#
-# {glue:md}`sp_code`
 #
 # The best $S_3$ run of each model, its eigenvalues in the complex plane:
 

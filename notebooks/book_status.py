@@ -12,12 +12,11 @@
 # Every number in this book comes from a run record under `results/`. This page, generated
 # from those records when the book was built, says for each chapter which profile it shows
 # (with `best`: the largest profile whose records cover the whole chapter, so that nothing
-# is retrained), how many runs and how much compute stand behind it (and how many of those
-# records an earlier version of the code they depend on made: `sst status` calls them stale,
-# and `sst sweep E --retry-stale` computes them again), when its records were made, and how far a larger profile's sweep of it has got (the chapters of Table 2, of
-# the LRA experiments and of the error-control diagnostics then also show the tables of those
-# records so far), or that it is complete where the book was built at a smaller profile than
-# `best` would choose. `sst book --plan` prints the same before a build, with the compute the
+# is retrained), how many runs and how much compute stand behind it, how many of those
+# records are stale (made by an older version of their experiment; `sst sweep E
+# --retry-stale` computes them again), when its records were made, and how far a larger
+# profile's sweep of it has got, or that it is complete where the book was built at a
+# smaller profile than `best` would choose. `sst book --plan` prints the same before a build, with the compute the
 # missing runs would need.
 
 # %% tags=["parameters", "remove-cell"]
@@ -30,19 +29,11 @@ from IPython.display import Markdown, display
 from sst_core.book import params
 from sst_core.book.plan import book_plan, status_markdown
 from sst_core.book.runner import find_root, toc_notebooks
-from sst_core.reports import ledger_text
 
 params.from_notebook("book_status", globals())  # fails here on a typo or a wrong type
 chapters = [n for n in toc_notebooks(find_root()) if n != "book_status"]
 plans = book_plan(chapters, profile)
 display(Markdown(status_markdown(plans)))
-
-# %% [markdown]
-# Records that count as current through the ledger of code versions shown to give the same
-# results (`results/code_equivalence.json`), rather than by the code hash they hold:
-
-# %% tags=["remove-input"]
-display(Markdown(ledger_text() or "None: no record rests on a ledger entry."))
 
 # %% [markdown]
 # Why each chapter shows its profile:

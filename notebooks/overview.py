@@ -11,9 +11,8 @@
 #
 # The headline results of the two papers, ours beside the published ones, each read from the
 # report its chapter shows (nothing is trained or computed here that the chapter does not
-# show). Each row names the profile its records come from, how many of that profile's runs
-# are stored, and how many of those an earlier version of the code made (stale: shown until
-# they are computed again). A chapter shows the largest profile whose records are complete
+# show). Each row names the profile its records come from and how many of that profile's
+# runs are stored. A chapter shows the largest profile whose records are complete
 # (`best`), and where a larger profile's sweep is under way it has a second row for those
 # records so far. The chapters say how each number was produced and why it may differ from
 # the paper's;
@@ -27,7 +26,6 @@ profile = "best"
 from IPython.display import display
 
 from sst_core.book import params
-from sst_core.book.plan import chapter_plan
 from sst_core.reports import overview as ov
 
 params.from_notebook("overview", globals())  # fails here on a typo or a wrong type
@@ -35,9 +33,8 @@ sources = []
 for chapter in ov.CHAPTER_RESULTS:
     P = params.settings(chapter, profile)
     stored, total = params.chapter_coverage(chapter, P.name)
-    sources.append(ov.Source(chapter, P, stored, total, chapter_plan(chapter, P.name).stale))
+    sources.append(ov.Source(chapter, P, stored, total))
     so_far = params.under_way(chapter, P.name)
     if so_far:
-        sources.append(ov.Source(chapter, so_far.profile, so_far.stored, so_far.total,
-                                 chapter_plan(chapter, so_far.profile.name).stale))
+        sources.append(ov.Source(chapter, so_far.profile, so_far.stored, so_far.total))
 display(ov.overview(sources))

@@ -29,8 +29,6 @@ diag_rollout = None
 from sst_core.book import params
 
 P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or a wrong type
-SCALE = P.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
-                "track_rnn_widths", "track_max_steps")
 print(P.banner("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
                "track_rnn_widths", "track_max_steps"))
 
@@ -44,9 +42,8 @@ from myst_nb import glue
 from sst_core.analysis.stats import pearson_p_value
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
-from sst_core.experiments.registry import is_stale_record
 from sst_core.figures import error as plots_error
-from sst_core.reports import compute_text, stale_text
+from sst_core.reports import compute_text
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -108,7 +105,6 @@ glue("dg_runs", len({c.run for c in all_cfgs}), display=False)
 glue("dg_resampled", len(paper1.resample_grid(P)), display=False)
 glue("dg_failed", len(failed), display=False)
 glue("dg_compute", compute_text(records), display=False)
-glue("dg_code", Markdown(stale_text(records, "diagnostics")), display=False)
 for r in failed:
     print(f"not analysed: {r['config']['run']['model']} ({r['reason']})")
 best = ec.best_per_model(s3_records)
@@ -119,8 +115,6 @@ best = ec.best_per_model(s3_records)
 # not be made, because their training diverged); the analysis took
 # {glue:text}`dg_compute`.{glue:text}`dg_overflow`
 # The figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does.
-#
-# {glue:md}`dg_code`
 
 # %%
 display(ec.diagnostics_table(P))
@@ -138,7 +132,7 @@ display(ec.diagnostics_table(P))
 
 # %%
 order = sorted(best, key=lambda k: (best[k]["metrics"]["is_affine"], k))
-fig = plots_error.fig_recovery([best[k] for k in order], SCALE)
+fig = plots_error.fig_recovery([best[k] for k in order])
 plt.show()
 final = {k: best[k]["metrics"]["recovery"]["U"][-1] for k in order}
 sd = [v for k, v in final.items() if not best[k]["metrics"]["is_affine"] and v is not None]
@@ -170,7 +164,7 @@ glue("dg_rec_af_min", min(af) if af else float("nan"), display=False)
 # %%
 fig2 = [best[k] for k in order if best[k]["metrics"]["is_affine"]] + \
        [best[k] for k in order if not best[k]["metrics"]["is_affine"]]
-fig = plots_error.fig_q_trajectories(fig2, SCALE)
+fig = plots_error.fig_q_trajectories(fig2)
 plt.show()
 before = [best[k] for k in order if best[k]["metrics"]["is_affine"]
           and best[k]["metrics"]["T_cross"] is not None and best[k]["metrics"]["m_p"]]
@@ -199,7 +193,7 @@ glue("dg_before_n", len(before), display=False)
 
 # %%
 fig3 = [best[k] for k in paper1.FIGURE3_MODELS if k in best]
-fig = plots_error.fig_q_split(fig3, SCALE)
+fig = plots_error.fig_q_split(fig3)
 plt.show()
 at_mp = ec.split_at_m_p(fig3)
 rows = ["| model | t | q | q_U (through W_out) | q_U_perp (through W_out) |", "|---|---|---|---|---|"]
@@ -265,7 +259,7 @@ glue("dg_f4_resample", (
     f"{spread['median_factor']:.2f} (largest {spread['max_factor']:.2f}) over "
     f"{spread['n']} runs" if spread["n"] else
     "This profile does not repeat the diagnostics on a second word sample"), display=False)
-fig = plots_error.fig_tcross_vs_mp(fig4_records, stats, SCALE)
+fig = plots_error.fig_tcross_vs_mp(fig4_records, stats)
 plt.show()
 glue("dg_f4_n", stats["n"], display=False)
 
@@ -304,7 +298,106 @@ glue("dg_f4_r", ec.figure4_r_text(stats), display=False)
 # them gives {glue:text}`dg_paper_p_check`), so we compare $r$ and the interval, not $p$.
 #
 # `sst report diagnostics`, `sst report figure4`, `sst report figure4_within`, `sst report
-# corollary1` and `sst report crossing` print these tables from the stored records.
+# figure4_both_ways`, `sst report spread_tail`, `sst report corollary1` and `sst report
+# crossing` print these tables from the stored records.
+
+# %% [markdown]
+# ### Figure 4 with the median spread, and per depth
+#
+# {numref}`tab-f4-both-ways` reads Figure 4 both ways: with the paper's $q$, whose spread $R$
+# is the mean over words, and with the median over words instead; each selects its own runs
+# (those whose $q$ crosses $\tau = 1/2$ within the rollout under that estimate). The pooled
+# figure mixes one- and two-layer runs, so the table also gives each depth on its own. Note
+# that $m_p$ averages the accuracy over the positions of a word, while $q$ is read at the
+# single time $t = m_p$.
+
+# %% tags=["remove-input"]
+both = ec.figure4_both_ways_table(P)
+glue("dg_f4_both_table", both, display=False)
+pooled = {d["estimate"]: d for d in both.data if d["n_layers"] is None}
+
+
+def r_interval(d) -> str:
+    return "undefined" if d["r"] is None else (
+        f"{d['r']:.3f}" + ("" if d["r_lo"] is None else f" [{d['r_lo']:.2f}, {d['r_hi']:.2f}]"))
+
+
+glue("dg_f4_r_mean", r_interval(pooled["mean"]), display=False)
+glue("dg_f4_r_median", r_interval(pooled["median"]), display=False)
+glue("dg_f4_q_median_est", median_text(pooled["median"]["q_median"], pooled["median"]["q_lo"],
+                                       pooled["median"]["q_hi"]), display=False)
+glue("dg_paper_r", PAPER_F4["r"], display=False)
+from statistics import median  # noqa: E402
+
+ratios = {True: [], False: []}  # token-gated RNN or not: q / q_median at m_p
+for r in fig4_records:
+    if r["metrics"].get("q_median_at_m_p"):
+        ratios[r["config"]["run"]["model"] == "token_gated_rnn"].append(
+            r["metrics"]["q_at_m_p"] / r["metrics"]["q_median_at_m_p"])
+for key, name in ((True, "dg_ratio_tg"), (False, "dg_ratio_other")):
+    glue(name, f"{median(ratios[key]):.2f} ({len(ratios[key])} runs)" if ratios[key]
+         else "undefined (no run)", display=False)
+glue("dg_f4_r_stored", "undefined" if pooled["mean"].get("r_at_stored_times") is None
+     else f"{pooled['mean']['r_at_stored_times']:.3f}", display=False)
+
+# %% [markdown]
+# ```{glue:figure} dg_f4_both_table
+# :name: "tab-f4-both-ways"
+#
+# Figure 4 with the mean spread (the paper's $q$) and the median spread, pooled and per
+# depth, beside the paper's $r$ and $q$ at $m_p$.
+# ```
+#
+# With the paper's definition $r$ = {glue:text}`dg_f4_r_mean`; with the median spread $r$ =
+# {glue:text}`dg_f4_r_median` and $q$ at $m_p$ = {glue:text}`dg_f4_q_median_est` (the paper:
+# $r$ = {glue:text}`dg_paper_r`, $q$ at $m_p$ {glue:text}`dg_paper_q_short`). The median's
+# $T_{\text{cross}}$ is read at the stored times of its curve; read the same way, the
+# paper's estimate gives $r$ = {glue:text}`dg_f4_r_stored`, so the coarser reading is not
+# what moves $r$. Which estimate the paper used it does not say; the median spread is the one
+# whose numbers match the published figure, and the mean is the one the paper defines.
+
+# %% [markdown]
+# ### What makes the spread heavy-tailed?
+#
+# The gap between the two estimates is the token-gated RNN's: in Figure 4's selection the
+# median over its runs of the ratio of mean to median spread at $m_p$ is
+# {glue:text}`dg_ratio_tg`, over the other architectures' runs {glue:text}`dg_ratio_other`. Its
+# recurrence is $h_t = A(x_t) h_{t-1} + W_x e(x_t) + b$ with the token's transition
+# $A(a) = \mathrm{diag}(\sigma(W_g e(a) + b_g)) W_h$, and nothing in the definition bounds
+# $A(a)$ (the SSMs' transitions lie inside the unit disc by construction). A word's state is
+# then a product of random matrices applied to its inputs; where the products grow, the
+# distance of a word's state to its centroid is close to log-normal over words, and a
+# log-normal's mean exceeds its median by $\exp(s^2/2)$ for a standard deviation $s$ of its
+# log. {numref}`tab-spread-tail` measures this on every one-layer token-gated RNN tracker of
+# the selection (`sst_core.analysis.spread_tail`; the trackers are loaded, not trained).
+
+# %% tags=["remove-input"]
+tail = ec.spread_tail_table(P)
+tail_short = ec.spread_tail_summary(tail)
+glue("dg_tail_table", tail_short, display=False)
+tail_by = {d["measure"]: d for d in tail_short.data}
+glue("dg_tail_n", tail_by["growth_rate"]["n"], display=False)
+glue("dg_tail_growing", tail_by["growth_rate"]["above"] or 0, display=False)
+glue("dg_tail_rho", tail_by["rho_max"]["above"] or 0, display=False)
+
+# %% [markdown]
+# ```{glue:figure} dg_tail_table
+# :name: "tab-spread-tail"
+#
+# The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$: how heavy the tail of the
+# per-word spread is, and how fast the products of the token transitions grow (median, lowest
+# and highest over the trackers; every tracker in `sst report spread_tail`).
+# ```
+#
+# In {glue:text}`dg_tail_growing:d` of the {glue:text}`dg_tail_n:d` trackers the products of
+# the transitions grow along a typical word (a growth rate above 0), and in
+# {glue:text}`dg_tail_rho:d` some token's transition has a spectral radius above 1; training
+# put it there, since every $A(a)$ starts below 0.99. The states grow exponentially with the
+# word's length, and a few words far out carry much of the mean spread. A log-normal spread
+# of the measured width accounts for part of the ratio of mean to median; the runs with the
+# largest ratios have a heavier tail still. The heavy tail follows from our definition of
+# the model, an affine recurrence whose learned transitions may expand: a definition that
+# bounds $A(a)$ would not have it, and whether the paper's token-gated RNN does is not known.
 
 # %% [markdown]
 # ### Within an architecture, or only between architectures?
@@ -369,19 +462,10 @@ if so_far:
     display(ec.figure4_table(so_far.profile))
     so_far_diag = ec.diagnostic_records(so_far.profile, which="figure4")
     so_far_f4 = paper1.figure4_selection(so_far_diag)
-    fig = plots_error.fig_tcross_vs_mp(
-        so_far_f4, ec.figure4_stats(so_far_f4),
-        so_far.profile.scale("diag_samples", "diag_rollout", "track_d_model", "track_d_states",
-                             "track_rnn_widths", "track_max_steps"))
+    fig = plots_error.fig_tcross_vs_mp(so_far_f4, ec.figure4_stats(so_far_f4))
     plt.show()
     display(ec.figure4_within_table(so_far.profile))
     display(ec.crossing_table(so_far.profile))
-    stale = sum(is_stale_record(r) for r in so_far_diag)
-    so_far_text += (
-        f" {stale} of Figure 4's stored diagnostics were made by an earlier version of the "
-        "diagnostics code (`sst status` calls them stale) and wait to be computed again; "
-        "that change stores the curves at fewer times and leaves every number of this table "
-        "as it was." if stale else "")
 glue("dg_so_far", Markdown(so_far_text), display=False)
 
 # %% [markdown]

@@ -131,7 +131,7 @@ glue("s3_noncommuting", by[("S3", "all")]["noncommuting_pairs"], display=False)
 # length: it has to track it.
 
 # %%
-fig = plots.fig_mixing(records, P.scale("n_words", "word_length"))
+fig = plots.fig_mixing(records)
 plt.show()
 
 # %% [markdown]
@@ -147,7 +147,7 @@ view = widgets.Output()
 
 
 def redraw(change=None):
-    fig = plots.fig_state_distribution(gen_records, t_slider.value, P.scale("n_words"))
+    fig = plots.fig_state_distribution(gen_records, t_slider.value)
     view.outputs = ()
     view.append_display_data(plots.png(fig))
 

@@ -45,7 +45,6 @@ from myst_nb import glue
 
 from sst_core.experiments import paper1, runs
 from sst_core.figures import common as plots
-from sst_core.reports import stale_text
 from sst_core.reports.paper1 import best_runs, table3
 
 # %% [markdown]
@@ -70,7 +69,6 @@ data = {d["phi"]: d for d in table.data}
 agree = sum(d["agreement"] == "agree" for d in table.data if d["n_runs"])
 glue("t3_agree", agree, display=False)
 glue("t3_n", sum(1 for d in table.data if d["n_runs"]), display=False)
-glue("t3_code", Markdown(stale_text(records, "table3")), display=False)
 
 # %% [markdown]
 # {glue:text}`t3_agree:d` of the {glue:text}`t3_n:d` rows agree with the paper at this scale.
@@ -79,9 +77,7 @@ glue("t3_code", Markdown(stale_text(records, "table3")), display=False)
 # although they are nonlinear. Where a row differs here, the usual suspects are the scale
 # (fewer steps and grid cells than the paper's 81 per row) and our proposals for the
 # operators the paper does not spell out (max, min, the sphere radius).
-#
-# {glue:md}`t3_code`
 
 # %%
-fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"], P.scale("track_rnn_widths", "track_max_steps"))
+fig = plots.fig_accuracy_vs_length(best_runs(records), ["S3"])
 plt.show()

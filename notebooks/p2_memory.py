@@ -514,13 +514,23 @@ glue("inv_omega_max", float(Lambda_inv.imag.max()), display=False)
 #
 # ## Explore the spectra
 #
-# In a running notebook the controls below recompute everything for any initialisation,
-# state size and step, optionally with one extra conjugate pair of eigenvalues placed by
-# radius and angle. The static page shows the default state. The panels are the spectrum
-# on the unit disk, the memory function, the cumulative capacity, and the gradient
-# weighting $|P_{\tau,T/2}|$ of a teacher at delay $T/2$.
+# Choose an initialisation, a state size $N$ and a step $\Delta$: the panels show the
+# spectrum on the unit disk, the memory function, the cumulative capacity, and the gradient
+# weighting $|P_{\tau,T/2}|$ of a teacher at delay $T/2$. Every view was computed when the
+# page was built, so the controls work without a kernel.
 
 # %%
+views = {(init, N, dt): mf.explore_spectrum(init, N, dt, P.mem_T, seed=P.seed)
+         for init in configs.INITS for N in plots_memory.EXPLORER_N for dt in configs.DTS}
+N0 = P.mem_N if P.mem_N in plots_memory.EXPLORER_N else None
+display(HTML(plots_memory.explorer_html(*plots_memory.spectrum_explorer(views, N=N0, dt=0.01))))
+
+# %% [markdown]
+# In a running notebook (a live kernel: this chapter opened in Jupyter) the cell below,
+# hidden here, computes the same panels for any state size and step, and can add one
+# conjugate pair of eigenvalues placed by radius and angle.
+
+# %% tags=["hide-input", "remove-output"]
 import ipywidgets as widgets
 
 controls = {
@@ -539,7 +549,7 @@ def redraw(change=None):
     dt = 10.0 ** v["log10_dt"]
     extra = v["radius"] * np.exp(1j * v["angle"]) if v["add_pair"] else None
     data = mf.explore_spectrum(v["init"], v["N"], dt, P.mem_T, extra=extra, seed=P.seed)
-    title = f"{v['init']}, N={v['N']}, dt={dt:.3g}, T={P.mem_T} ({P.scale('mem_T')})"
+    title = f"{plots_memory.LABELS[v['init']]}, N = {v['N']}, Δ = {dt:.3g}"
     view.outputs = ()
     view.append_display_data(png(plots_memory.fig_explorer(**data, title=title)))
 

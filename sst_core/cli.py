@@ -10,8 +10,7 @@
               [--retry-failed] [--retry-stale] [--stack K] [--threads N] [--no-wait]
               [--stop-by WHEN]
     sst status [--profile P] [--experiment NAME ...] [--format md|json]
-    sst verify-stale SWEEP [--profile P] [--sample K | --run ID ...] [--made-by HASH]
-              [--same-build] [--dry-run]
+    sst lock EXPERIMENT ... [--sample K]
     sst gpu-check [--device cuda] [--no-bench] [--bench-size small|full] [--repeat N]
     sst lra --task TASK ... [--data-dir DIR] [--profile P] [--table main|ablation|both]
 """
@@ -210,31 +209,24 @@ def _parser() -> argparse.ArgumentParser:
                      "record, and the weights an analysis reads), one path per line, for "
                      "`git add -f`")
 
-    ver = command("verify-stale", help="recompute a few stale records; if all agree, record "
-                  "that their code gives the same results",
-                  description="Group the sweep's stale records by the code hash they hold, "
-                  "recompute a sample of each group under the current code (the stored records "
-                  "are not touched), compare every metric (floats to one unit in the sixth "
-                  "decimal, timings not compared), and, for a group where all agree, add an "
-                  "entry to results/code_equivalence.json: its records then count as current. "
-                  "A group with any difference stays stale (sst sweep --retry-stale).")
-    ver.add_argument("sweep", type=_sweep_name, metavar="SWEEP",
-                     help="one of: " + ", ".join(registry.SWEEPS))
-    ver.add_argument("--profile", type=_profile, default="quick",
-                     help="the profile whose records are checked: " + ", ".join(profiles.PROFILES))
-    ver.add_argument("--sample", type=_positive_int, default=2,
-                     help="runs recomputed per group: the cheapest ok ones")
-    ver.add_argument("--run", action="append", default=[], metavar="ID",
-                     help="recompute this run instead (repeatable)")
-    ver.add_argument("--made-by", default=None, metavar="HASH",
-                     help="only the records that hold this code hash")
-    ver.add_argument("--same-build", action="store_true",
-                     help="recompute nothing: show instead that the only change since the "
-                     "records is the selective scan's block for CPUs without AVX-512 and that "
-                     "they were made on CPUs with AVX-512, where the library is built as before "
-                     "(sst_core.sweep.verify)")
-    ver.add_argument("--dry-run", action="store_true",
-                     help="compare, but write no ledger entry")
+    lck = command("lock", help="accept a change to the code an experiment's runs reach: "
+                  "recompute a sample, and update results/versions.lock if nothing changed",
+                  description="Each experiment has a version (sst_core/experiments/registry.py); "
+                  "results/versions.lock holds it with the fingerprints of the code its runs "
+                  "reach, and a test fails when they no longer match. After a version bump this "
+                  "writes the new version (its records are stale). Else it recomputes the "
+                  "cheapest stored runs of each changed model and profile (--sample of them) "
+                  "on this machine twice, with the code of the commit that last wrote the lock "
+                  "and with the code as it is, compares every metric (floats to 1.5e-6, one "
+                  "unit in the sixth decimal the records keep; timings not compared) and "
+                  "updates the lock only if all agree; otherwise it prints the differences and "
+                  "exits 1: then raise the version instead.")
+    lck.add_argument("experiment", nargs="+", choices=list(registry.EXPERIMENTS),
+                     metavar="EXPERIMENT",
+                     help="one or more of: " + ", ".join(registry.EXPERIMENTS))
+    lck.add_argument("--sample", type=_positive_int, default=1,
+                     help="runs recomputed per changed model (the cheapest), and at least as "
+                  "many per profile")
 
     gpu = command("gpu-check", help="CUDA results against CPU results, then the "
                   "benchmarks on CUDA (scripts/gpu_check.sh; never in CI)",
@@ -400,28 +392,38 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify_stale(args: argparse.Namespace) -> int:
-    from sst_core.sweep import verify
+def _lock(args: argparse.Namespace) -> int:
+    from sst_core.experiments import versions
 
-    if args.same_build:
-        if args.run or args.made_by:
-            print("sst verify-stale: --same-build checks every stale group; it takes no "
-                  "--run or --made-by", file=sys.stderr)
+    code = 0
+    for name in args.experiment:
+        try:
+            result = versions.lock(name, sample=args.sample,
+                                   report=lambda msg: print(f"sst lock: {msg}", file=sys.stderr,
+                                                            flush=True))
+        except (ValueError, RuntimeError) as err:
+            print(f"sst lock: {err}", file=sys.stderr)
             return 2
-        same = verify.verify_same_build(args.sweep, args.profile, write=not args.dry_run)
-        print(verify.same_build_markdown(same))
-        return 0 if all(g.verified for g in same) else 1
-    try:
-        groups = verify.verify_stale(args.sweep, args.profile, sample=args.sample,
-                                     run_ids=args.run, made_by=args.made_by,
-                                     write=not args.dry_run,
-                                     report=lambda msg: print(f"sst verify-stale: {msg}",
-                                                              file=sys.stderr, flush=True))
-    except ValueError as err:
-        print(f"sst verify-stale: {err}", file=sys.stderr)
-        return 2
-    print(verify.groups_markdown(groups))
-    return 0 if all(g.verified for g in groups) else 1
+        changed = ", ".join(result.changed)
+        if result.action == "unchanged":
+            print(f"{name}: the lock matches the code; nothing to do")
+        elif result.action in ("added", "version"):
+            print(f"{name}: version {registry.version(name)} written to the lock (nothing "
+                  "recomputed; records of older versions are stale)")
+        elif result.action == "locked":
+            print(f"{name}: changed code ({changed}); {len(result.checked)} stored run(s) "
+                  f"recomputed with the locked and the current code, every metric agrees "
+                  f"(largest difference {result.largest_difference:.2g}): lock updated. "
+                  f"This machine reproduces {result.reproduced} of those "
+                  f"{len(result.checked)} stored records as they are.")
+        else:
+            print(f"{name}: changed code ({changed}); the recomputed runs differ from the "
+                  f"stored ones, so the lock is unchanged. Raise the version of {name} in "
+                  "sst_core/experiments/registry.py if the change is meant, then run sst lock "
+                  "again.\n")
+            print(versions.differences_markdown(result))
+            code = 1
+    return code
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -480,7 +482,7 @@ def _gpu_check(args: argparse.Namespace) -> int:
 
 
 # commands that read or write the results folder (bench only with --record)
-_RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "verify-stale",
+_RESULTS_COMMANDS = ("notebooks", "book", "report", "sweep", "status", "lock",
                      "gpu-check", "lra")
 
 
@@ -508,8 +510,8 @@ def main(argv: list[str] | None = None) -> int:
         return _sweep(args)
     if args.command == "status":
         return _status(args)
-    if args.command == "verify-stale":
-        return _verify_stale(args)
+    if args.command == "lock":
+        return _lock(args)
     if args.command == "bench":
         return _bench(args, argv)
     if args.command == "lra":

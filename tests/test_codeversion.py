@@ -316,21 +316,3 @@ def test_a_file_edited_after_import_is_detected_not_misread(load):
     path.write_text("# two lines\n# added above\n" + path.read_text())
     with pytest.raises(SourceChanged, match=r"train.*no longer holds its definition"):
         fingerprint([entry], package=PKG)
-
-
-def test_contents_stand_in_for_a_code_file():
-    """``contents`` hashes the given bytes in place of a code file's: the file's own bytes
-    give the fingerprint as it is, other bytes another one."""
-    from sst_core.ops import native_selective
-
-    points, scope = experiments_registry.code_scope("tracking", "mamba")
-    now = fingerprint(points, **scope)
-    node = native_selective.CODE_FILE_NODE
-    assert fingerprint(points, **scope,
-                       contents={node: native_selective.SOURCE.read_bytes()}) == now
-    assert fingerprint(points, **scope, contents={node: b"other"}) != now
-    assert experiments_registry.code_hash("tracking", {"model": "mamba"},
-                                          contents={node: b"other"}) != now
-    # a model whose code does not reach the file keeps its hash
-    points, scope = experiments_registry.code_scope("tracking", "tanh_rnn")
-    assert fingerprint(points, **scope, contents={node: b"other"}) == fingerprint(points, **scope)

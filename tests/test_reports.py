@@ -62,56 +62,6 @@ def test_runs_note_says_what_a_cell_rests_on_only_when_some_runs_are_not_ok():
         " (0 of 6 runs; 1 failed, 5 missing)"
 
 
-@pytest.fixture
-def group_records(tmp_path, monkeypatch):
-    """The smoke order-sensitivity records, stored in a temporary results folder."""
-    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    P = params.settings("p1_groups", profile="smoke", n_words=64)
-    return [runs.run(c) for c in paper1.order_sensitivity_grid(P)]
-
-
-def test_stale_text_counts_the_records_an_earlier_version_of_the_code_made(group_records):
-    records = group_records
-    assert reports.stale_text(records, "groups") == ""  # made by this code
-    records[0] = dict(records[0], code_hash="0" * 16)  # as if an earlier version made it
-    text = reports.stale_text(records, "groups")
-    assert text.startswith(f"1 of these {len(records)} records were made by an earlier")
-    assert "`sst sweep groups --profile smoke --retry-stale`" in text
-
-
-def test_a_chapter_names_only_the_changes_its_stale_records_predate(group_records):
-    records = group_records
-    changes = [("aaa", "2026-12-02T13:00:00+00:00", "first"),
-               ("bbb", "2026-12-04T22:00:00+00:00", "second")]
-    assert reports.changes_since_stale(records, changes) == []  # nothing stale
-    old = "0" * 16  # as if an earlier version made them
-    records[0] = dict(records[0], code_hash=old, created_utc="2026-12-03T17:48:12+00:00")
-    assert reports.changes_since_stale(records, changes) == changes[1:]
-    records[1] = dict(records[1], code_hash=old, created_utc="2026-12-01T18:00:00+00:00")
-    assert reports.changes_since_stale(records, changes) == changes
-    # a current record made before both changes names none
-    records[:2] = [dict(r, created_utc="2026-11-30T00:00:00+00:00") for r in records[2:4]]
-    assert reports.changes_since_stale(records, changes) == []
-
-
-def test_the_stale_sentence_names_the_changes_since_and_counts_them(group_records):
-    records = group_records
-    changes = [("aaa", "2026-12-02T13:00:00+00:00", "the first (commit `aaa`)"),
-               ("bbb", "2026-12-04T22:00:00+00:00", "the second (commit `bbb`)")]
-    assert reports.stale_changes_text(records, "groups", changes) == ""  # nothing stale
-    old = "0" * 16  # as if an earlier version made it
-    records[0] = dict(records[0], code_hash=old, created_utc="2026-12-03T17:48:12+00:00")
-    one = reports.stale_changes_text(records, "groups", changes, kind="not to training")
-    assert one.startswith(reports.stale_text(records, "groups") + " One change since, ")
-    assert one.endswith("not to training: the second (commit `bbb`)")
-    records[1] = dict(records[1], code_hash=old, created_utc="2026-12-01T18:00:00+00:00")
-    both = reports.stale_changes_text(records, "groups", changes)
-    assert "2 of these" in both and " 2 changes since, not to what training computes: " in both
-    assert both.endswith("the first (commit `aaa`) And the second (commit `bbb`)")
-    # stale records made after every change: the counting sentence alone
-    assert reports.stale_changes_text(records, "groups", changes[:0]) == reports.stale_text(
-        records, "groups")
-
 def test_the_s4_s4d_simulation_check_measures_each_gap_to_the_formula():
     from sst_core.reports.memory import simulation_check
 

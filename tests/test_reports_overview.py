@@ -47,9 +47,8 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
     assert t.rows[1][3].startswith("`smoke` (2 of 4 runs;")
     quick = Source("p1_table3", profiles.PROFILES["quick"], 8, 8)
     assert quick.label() == "`quick` (all 8 runs)"
-    older = Source("p1_table3", profiles.PROFILES["quick"], 6, 8, stale=2)
-    assert older.label() == "`quick` (6 of 8 runs; 2 made by earlier code: stale)"
-    assert overview([older], root=tmp_path).data[0]["stale"] == 2
+    older = Source("p1_table3", profiles.PROFILES["quick"], 6, 8)
+    assert older.label() == "`quick` (6 of 8 runs)"
 
 
 def test_a_chapter_without_headline_results_adds_no_row(tmp_path, P):

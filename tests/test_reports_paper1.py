@@ -220,51 +220,150 @@ def test_the_longest_stall_of_a_run_that_learned():
     assert longest_stall([])["steps"] is None
 
 
-def test_where_table2_differs_and_what_may_explain_it(tmp_path, P):
-    from sst_core.reports.paper1 import disagreement_reasons, table2_disagreements
+def _run(m_p, passed=None, end=None, length=60, stopped="budget"):
+    """A constructed training record for the evidence rules: m_p, the m_p at the
+    checkpoints passed_60 (None: never passed 60) and end, where the curriculum stopped."""
+    cp = {"passed_60": None if passed is None else {"m_p": passed, "step": 100},
+          "heldout": None, "end": {"m_p": m_p if end is None else end, "step": 200}}
+    return {"status": "ok", "metrics": {"m_p": m_p, "checkpoints": cp,
+                                        "final_train_length": length, "stopped_as": stopped}}
 
-    # paper: aussm C2 L1 1000, mamba3 C6 L1 100, simple_aussm C2 L1 300, mamba S3 L1 fail
+
+def test_never_60_fires_from_half_of_a_lower_cells_runs():
+    from sst_core.reports.paper1 import NEVER_60_SHARE, never_60_evidence
+
+    assert NEVER_60_SHARE == 0.5
+    stuck = [_run(None, length=16, stopped="max_steps"), _run(None, length=32,
+                                                             stopped="max_steps")]
+    learned = [_run(100, passed=100), _run(60, passed=60)]
+    half = never_60_evidence(stuck + learned, lower=True)
+    assert half["fires"] and half["never"] == 2 and half["n"] == 4
+    assert half["final_train_length"] == [[16, 1], [32, 1]]
+    assert half["stopped_as"] == [["max_steps", 2]]
+    assert not never_60_evidence(stuck[:1] + learned, lower=True)["fires"]  # 1 of 3
+    assert not never_60_evidence(stuck + learned, lower=False)["fires"]  # a higher cell
+    assert not never_60_evidence([], lower=True)["fires"]
+    # a curriculum at 60 that never passed it counts, stopped at 60
+    at_60 = never_60_evidence([_run(None, length=60, stopped="max_steps")], lower=True)
+    assert at_60["fires"] and at_60["final_train_length"] == [[60, 1]]
+
+
+def test_width_fires_when_the_widest_moves_m_p_more_than_close_towards_the_paper():
+    from sst_core.reports.paper1 import CLOSE_LENGTHS, width_evidence
+
+    assert CLOSE_LENGTHS == 1
+    w = width_evidence({16: 100, 32: 100, 64: 300}, 32, 1000, LENGTHS)  # 2 lengths closer
+    assert w["fires"] and w["covered"] and w["toward_paper"] == 2
+    assert w["m_p"] == [[16, 100], [32, 100], [64, 300]]
+    assert not width_evidence({16: 100, 32: 100, 64: 200}, 32, 1000, LENGTHS)["fires"]  # 1
+    assert not width_evidence({16: 300, 32: 400, 64: 400}, 32, 1000, LENGTHS)["fires"]
+    down = width_evidence({32: 900, 64: 300}, 32, 200, LENGTHS)  # higher cell, width lowers it
+    assert down["fires"] and down["toward_paper"] == 6
+    away = width_evidence({32: 300, 64: 900}, 32, 200, LENGTHS)
+    assert not away["fires"] and away["toward_paper"] == -6
+    for uncovered in (None, {}, {16: 100, 64: 1000}, {16: 100, 32: 100}):
+        w = width_evidence(uncovered, 32, 1000, LENGTHS)
+        assert w == {"fires": False, "covered": False, "m_p": [], "toward_paper": None}
+
+
+def test_stopping_fires_when_another_checkpoint_moves_the_best_more_than_close():
+    from sst_core.reports.paper1 import run_m_p_at, stopping_evidence
+
+    runs = [_run(300, passed=100, end=100), _run(200, passed=100, end=200)]
+    s = stopping_evidence(runs, 300, None, LENGTHS)  # the paper: fail
+    assert s["best"] == {"passed_60": 100, "end": 200}
+    assert s["toward_paper"] == {"passed_60": 2, "end": 1} and s["fires"]
+    near = stopping_evidence([_run(300, passed=200, end=300)], 300, None, LENGTHS)
+    assert near["toward_paper"] == {"passed_60": 1, "end": 0} and not near["fires"]
+    # a run that never passed 60 is read at the end of its budget
+    assert run_m_p_at(_run(None, end=60), "passed_60") == 60
+    assert run_m_p_at({"metrics": {"m_p": 100}}, "end") == 100  # no checkpoints stored
+    assert not stopping_evidence([], None, 100, LENGTHS)["fires"]
+
+
+def test_noise_fires_when_a_retrained_run_moved_as_far_as_the_cell_is_off():
+    from sst_core.reports.paper1 import noise_evidence
+
+    pairs = {"n": 24, "moved": 20, "max_apart": 2}
+    assert noise_evidence(pairs, 800, 1000, LENGTHS)["fires"]  # 2 apart
+    off = noise_evidence(pairs, 700, 1000, LENGTHS)  # 3 apart
+    assert not off["fires"] and off["measured"] and off["max_apart"] == 2
+    still = noise_evidence({"n": 3, "moved": 0, "max_apart": 0}, 900, 1000, LENGTHS)
+    assert not still["fires"]
+    for none in (None, {"n": 0, "moved": 0, "max_apart": 0}):
+        assert noise_evidence(none, 800, 1000, LENGTHS) == {
+            "fires": False, "measured": False, "n": 0, "moved": 0, "max_apart": None}
+
+
+def test_grid_fires_when_the_papers_value_lies_inside_the_cells_runs():
+    from sst_core.reports.paper1 import grid_evidence, grid_spread
+
+    g = grid_spread([None, 60, 100, 900])
+    assert grid_evidence(g, 300)["fires"] and grid_evidence(g, None)["fires"]
+    assert grid_evidence(g, 900)["fires"] and not grid_evidence(g, 1000)["fires"]
+    assert not grid_evidence(grid_spread([100, 200]), None)["fires"]  # fail below the lowest
+    assert not grid_evidence(grid_spread([]), None)["fires"]
+
+
+def test_disagreements_are_the_class_and_the_exact_ones_with_their_evidence(tmp_path, P):
+    from sst_core.reports.paper1 import (
+        agreement_counts,
+        disagreement_kind,
+        table2,
+        table2_disagreements,
+    )
+
+    assert disagreement_kind(100, 100) is None and disagreement_kind(None, None) is None
+    assert disagreement_kind(None, 60) == "class" and disagreement_kind(100, 300) == "exact"
+    # paper: aussm C2 L1 1000, mamba3 C6 L1 100, simple_aussm C2 L1 300, mamba S3 L1 fail,
+    # mamba3 C2 L1 200, negative_mamba C6 L1 100
     P = replace(P, width_d_models=(P.track_d_model, 64), width_seeds=(0,), track_lrs=(1e-3,),
                 track_seeds=(0, 1))
-    values = {("aussm", "C2", 0): 200, ("aussm", "C2", 1): 100,  # below the paper's 1000
-              ("mamba3", "C6", 0): 1000, ("mamba3", "C6", 1): 60,  # 100 inside our range
-              ("simple_aussm", "C2", 0): 300,  # agrees: not listed
-              ("mamba", "S3", 0): 100}  # above the paper's fail, fail not in range
+
+    def rec(m_p, passed, length=60):
+        def fn(cfg):
+            return {"m_p": m_p, "eval": {}, "final_train_length": length,
+                    "stopped_as": "budget" if passed is not None else "max_steps",
+                    "checkpoints": {"passed_60": None if passed is None else
+                                    {"m_p": passed, "step": 10},
+                                    "heldout": None, "end": {"m_p": m_p, "step": 20}}}
+        return fn
+
+    values = {("aussm", "C2", 0): (200, 200), ("aussm", "C2", 1): (100, 100),  # class
+              ("mamba3", "C6", 0): (1000, 1000), ("mamba3", "C6", 1): (60, 60),  # grid
+              ("simple_aussm", "C2", 0): (300, 300),  # agrees: not listed
+              ("mamba3", "C2", 0): (300, 300),  # exact, one length apart
+              ("negative_mamba", "C6", 0): (None, None),  # never passed 60
+              ("negative_mamba", "C6", 1): (None, None)}
     for cfg in paper1.table2_grid(P, groups=("C2", "C6", "S3")):
         key = (cfg.model, cfg.group, cfg.seed)
         if key in values and cfg.n_layers == 1:
-            cached_run(cfg, fake(values[key]), root=tmp_path)
+            m_p, passed = values[key]
+            cached_run(cfg, rec(m_p, passed, 60 if passed else 16), root=tmp_path)
     for cfg in paper1.width_grid(P):  # the width ablation: aussm C2 reaches 700 at 64
         if cfg.model == "aussm" and cfg.group == "C2" and cfg.d_model == 64:
-            cached_run(cfg, fake(700), root=tmp_path)
+            cached_run(cfg, rec(700, 700), root=tmp_path)
     t = table2_disagreements(P, root=tmp_path)
     by = {(d["model"], d["group"]): d for d in t.data}
-    assert set(by) == {("aussm", "C2"), ("mamba3", "C6"), ("mamba", "S3")}
+    assert set(by) == {("aussm", "C2"), ("mamba3", "C6"), ("mamba3", "C2"),
+                       ("negative_mamba", "C6")}
+    # exactly Table 2's disagreements: by class, and by the exact value
+    counts = agreement_counts(table2(P, root=tmp_path).data)
+    assert sum(d["kind"] == "class" for d in t.data) == counts["reported"] - counts["by_class"]
+    assert len(t.data) == counts["reported"] - counts["exact"]
     lower = by["aussm", "C2"]
-    assert lower["m_p"] == 200 and lower["paper"] == 1000 and not lower["inside_grid"]
-    assert [by[k]["direction"] for k in (("aussm", "C2"), ("mamba3", "C6"), ("mamba", "S3"))] \
-        == ["lower", "higher", "higher"]
-    assert lower["reasons"][0].startswith(f"2 runs per cell at d_model {P.track_d_model}, "
-                                          "the paper 81 at d_model 698")
-    assert "the width ablation reaches 700 at d_model 64" in lower["reasons"]
-    higher = by["mamba3", "C6"]
-    assert higher["inside_grid"] and "(median 1000)" in higher["reasons"][0]  # median of 2: upper
-    assert "beats the paper's best of 81" in higher["reasons"][1]
-    assert not by["mamba", "S3"]["inside_grid"]  # fail is below every run of the cell
-    assert len(t.rows) == 3 and t.rows[0][0] == "mamba S3 L1"  # table order: models first
-    # a proposed definition says so; the RNN family's width is its hidden width
-    cell = {"model": "token_gated_rnn", "m_p": 100, "paper": 700, "n_runs": 4,
-            "grid": {"n": 4, "median": 100, "min": 60, "max": 100}}
-    reasons = disagreement_reasons(cell, P)
-    assert reasons[0].startswith("4 runs per cell at hidden width")
-    assert reasons[-1] == "the model's definition is our proposal"
-    # runs of the architecture that moved when trained again say how noisy one run is
-    noisy = disagreement_reasons(cell, P, noise={"n": 5, "moved": 3, "max_apart": 2})
-    assert noisy[:-1] == reasons[:-1] + [
-        "trained again by the same code, 3 of 5 runs of this architecture on this group "
-        "(Table 2's or Figure 4's) moved m_p, by up to 2 evaluated lengths: one run's m_p "
-        "is that noisy"]
-    assert disagreement_reasons(cell, P, noise={"n": 5, "moved": 0, "max_apart": 0}) == reasons
+    assert (lower["kind"], lower["direction"], lower["lengths_apart"]) == ("class", "lower", 8)
+    assert lower["rules"]["width"]["m_p"] == [[P.track_d_model, 200], [64, 700]]
+    assert lower["reasons"] == ["width"]  # 200 -> 700: 5 lengths closer to 1000
+    assert by["mamba3", "C6"]["reasons"] == ["grid"]  # 100 inside [60, 1000]
+    one = by["mamba3", "C2"]
+    assert one["kind"] == "exact" and one["one_apart"] and one["reasons"] == []
+    assert t.rows[[r[0] for r in t.rows].index("mamba3 C2 L1")][-1] == "unexplained"
+    stuck = by["negative_mamba", "C6"]
+    assert stuck["reasons"] == ["never_60"]
+    assert stuck["rules"]["never_60"]["final_train_length"] == [[16, 2]]
+    assert stuck["rules"]["width"]["covered"] is False  # no width runs of it stored
+    assert get_report("table2_disagreements") is table2_disagreements
 
 
 def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_path, P):
@@ -275,17 +374,18 @@ def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_
     grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("S3",))[:4]
     before, after = (200, 300, None, 1000), (200, 600, 60, 1000)
     for cfg, a, b in zip(grid, before, after):
-        cached_run(cfg, lambda c, m=b: {"m_p": m, "eval": {}, "steps": 100}, root=tmp_path)
+        cached_run(cfg, lambda c, m=b: {"m_p": m, "eval": {}, "steps": 100}, root=tmp_path,
+                   version=1)
         current = json.loads(record_path(cfg, tmp_path).read_text())
         old = {**current, "created_utc": "2026-01-01T00:00:00+00:00",
                "metrics": {**current["metrics"], "m_p": a, "steps": 90 if a is None else 100}}
         folder = replaced_folder(cfg, tmp_path)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{current['run_id']}.20260101000000.json").write_text(json.dumps(old))
-    # not pairs: a record another version of the code made, and the stored record itself
+    # not pairs: a record an older version made, and the stored record itself
     other = json.loads(record_path(grid[3], tmp_path).read_text())
     (replaced_folder(grid[3], tmp_path) / f"{other['run_id']}.1.json").write_text(
-        json.dumps({**other, "created_utc": "2025", "code_hash": "another",
+        json.dumps({**other, "created_utc": "2025", "version": 0,
                     "metrics": {**other["metrics"], "m_p": 60}}))
     keep_replaced(grid[3], tmp_path)  # kept before a recomputation that has not happened
     t = retrain_noise(P, root=tmp_path)
@@ -549,3 +649,35 @@ def test_slices_of_the_grid_keep_one_value_of_one_axis(tmp_path, P):
     keep_small = grid_slices(two)[1][1]
     kept = [c for c in paper1.table2_grid(two, models=models) if keep_small(c)]
     assert {(c.model, c.d_state) for c in kept} == {("mamba", 8), ("tanh_rnn", 16)}
+
+
+def test_the_pilots_change_one_thing_at_a_time_and_add_runs_only():
+    from dataclasses import fields
+
+    from sst_core.experiments.registry import SWEEPS, chapter_sweeps, phases
+    from sst_core.spec.configs import config_hash
+
+    S = profiles.PROFILES["standard"]
+    grid = paper1.pilot_grid(S)
+    assert len(grid) == len(paper1.PILOT_CELLS) * 3 * len(paper1.PILOT_CHANGES) == 63
+    existing = {config_hash(c) for name in SWEEPS if name != "pilots_60"
+                for phase in phases(name, S) for c in phase}
+    shared = [c for c in grid if config_hash(c) in existing]  # the width ablation's
+    assert {(c.model, c.group, c.d_model) for c in shared} == {("negative_mamba", "C6", 64)}
+    assert set(shared) <= set(paper1.width_grid(S)) and len(shared) == 3
+    for cell in paper1.PILOT_CELLS:
+        bases = paper1.pilot_base(S, cell)
+        assert len(bases) == 3 and {c.seed for c in bases} == set(S.track_seeds)
+        assert all(config_hash(b) in existing for b in bases)  # Table 2's own runs
+        for base in bases:
+            for name, variant in paper1.pilot_variants(base).items():
+                changed = [f.name for f in fields(base)
+                           if getattr(base, f.name) != getattr(variant, f.name)]
+                assert changed == [paper1.PILOT_CHANGES[name]], name
+    v = paper1.pilot_variants(paper1.pilot_base(S, paper1.PILOT_CELLS[0])[0])
+    assert v["steps_x3"].max_steps == 3 * S.track_max_steps
+    assert v["gate_at_pass"].curriculum_threshold == v["gate_at_pass"].pass_threshold == 0.9
+    assert v["no_curriculum"].curriculum_start == v["no_curriculum"].curriculum_max == 60
+    assert (v["d_model_64"].d_model, v["d_model_128"].d_model) == (64, 128)
+    assert (v["lr_5e-4"].lr, v["lr_1e-4"].lr) == (5e-4, 1e-4)
+    assert "pilots_60" in SWEEPS and "pilots_60" not in chapter_sweeps("p1_table2")

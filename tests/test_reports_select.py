@@ -174,10 +174,10 @@ def test_accuracy_figure_draws_every_record_it_is_given():
         r["metrics"]["eval"] = {"60": {"token": 0.95}, "100": {"token": 0.5 + 0.1 * seed}}
         return r
     recs = [tr(60, 0), tr(100, 1)]
-    fig = plots.fig_accuracy_vs_length(recs, ["S3"], "profile `smoke`")
+    fig = plots.fig_accuracy_vs_length(recs, ["S3"])
     assert len(fig.axes[0].get_lines()) == 2 + 2  # both runs, plus the 90% and 60 guides
-    assert len(fig.axes[1].get_legend().get_texts()) == 1  # one label: both are one model
-    fig = plots.fig_accuracy_vs_length(rp1.best_runs(recs), ["S3"], "profile `smoke`")
+    assert len(fig.legends[0].get_texts()) == 1 + 2  # one model, and the 2 guides
+    fig = plots.fig_accuracy_vs_length(rp1.best_runs(recs), ["S3"])
     assert len(fig.axes[0].get_lines()) == 1 + 2
     plt.close("all")
 
@@ -188,15 +188,16 @@ def test_accuracy_figure_keeps_a_models_colour_in_every_panel_and_dashes_two_lay
         r["metrics"]["eval"] = {"60": {"token": 0.95}, "100": {"token": 0.5}}
         return r
     recs = [tr("a", "C2", 1), tr("b", "C2", 1), tr("a", "S3", 1), tr("a", "S3", 2)]
-    fig = plots.fig_accuracy_vs_length(recs, ["C2", "S3"], "profile `smoke`")
-    c2, s3, legend = fig.axes[:3]
-    runs = {ax: [ln for ln in ax.get_lines() if ln.get_label() in ("a", "b", "a L2")]
+    fig = plots.fig_accuracy_vs_length(recs, ["C2", "S3"])
+    c2, s3 = fig.axes[:2]
+    a2 = "a, 2 layers"
+    runs = {ax: [ln for ln in ax.get_lines() if ln.get_label() in ("a", "b", a2)]
             for ax in (c2, s3)}
     colour = {(ax, ln.get_label()): ln.get_color() for ax in runs for ln in runs[ax]}
-    assert colour[(c2, "a")] == colour[(s3, "a")] == colour[(s3, "a L2")] != colour[(c2, "b")]
+    assert colour[(c2, "a")] == colour[(s3, "a")] == colour[(s3, a2)] != colour[(c2, "b")]
     assert [ln.get_linestyle() for ln in runs[s3]] == ["-", "--"]
-    assert sorted(t.get_text() for t in legend.get_legend().get_texts()) == ["a", "a L2", "b"]
-    assert not legend.axison  # the legend's slot draws no axes
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "a", a2, "b", "90% accuracy", "training length 60"]
     plt.close("all")
 
 

@@ -138,14 +138,6 @@ def test_records_name_the_processor_and_its_vector_instructions(tmp_path):
     assert cpu_info(arm) == {"model": "BCM2835", "simd": ["asimd"]}
     assert cpu_info("") == {"model": "unknown", "simd": []}
 
-    from sst_core.store.provenance import record_simd
-
-    assert record_simd(rec) == rec["host"]["cpu"]["simd"]
-    assert record_simd({"host": {"cpu": {"model": "x", "simd": ["avx2"]}}}) == ["avx2"]
-    for older in ({}, {"host": None}, {"host": {"machine": "x86_64"}},
-                  {"host": {"cpu": {"model": "x"}}}):
-        assert record_simd(older) is None
-
 
 def test_the_commit_check_takes_no_lock_on_the_repository(monkeypatch, tmp_path):
     """A record's git_commit runs git status while the user may be committing: with
@@ -230,75 +222,47 @@ def test_every_code_dependency_exists_and_changes_the_hash(monkeypatch):
     assert registry.code_hash("no_such_experiment") is None
 
 
-def test_a_record_is_stale_when_the_code_of_its_own_model_changed():
-    """The hash of a tracking record covers the model its config names (directly, or
-    through the run an analysis reads); is_stale_record checks that one."""
-    mamba = {"model": "mamba"}
-    rec = {"experiment": "tracking", "config": mamba,
-           "code_hash": registry.code_hash("tracking", mamba)}
+def test_a_record_is_stale_exactly_when_its_version_is_below_its_experiments(monkeypatch):
+    """Current, older, missing, malformed, newer and unknown-experiment records."""
+    rec = {"experiment": "tracking", "config": {"model": "mamba"}, "version": 1}
     assert not registry.is_stale_record(rec)
-    assert registry.code_hash("tracking", {"model": "tanh_rnn"}) != rec["code_hash"]
-    rec["code_hash"] = registry.code_hash("tracking", {"model": "tanh_rnn"})
-    assert registry.is_stale_record(rec)
-    del rec["code_hash"]  # made before records kept a code hash
-    assert registry.is_stale_record(rec)
-    analysis = {"run": mamba}
-    assert not registry.is_stale_record({
-        "experiment": "tracking_spectra", "config": analysis,
-        "code_hash": registry.code_hash("tracking_spectra", analysis)})
-    assert not registry.is_stale_record({"experiment": "unit", "config": {}})
+    assert registry.is_stale_record({**rec, "version": 0})
+    assert registry.is_stale_record({k: v for k, v in rec.items() if k != "version"})
+    assert registry.is_stale_record({**rec, "version": "1"})
+    assert not registry.is_stale_record({**rec, "version": 2})  # newer: not older code
+    assert registry.is_stale_record({"experiment": "unit", "config": {}, "version": 1})
+    bumped = dataclasses.replace(registry.EXPERIMENTS["tracking"], version=2)
+    monkeypatch.setitem(registry.EXPERIMENTS, "tracking", bumped)
+    assert registry.is_stale_record(rec) and registry.version("tracking") == 2
 
 
-def test_the_code_version_is_taken_before_the_run_not_after(tmp_path):
-    """A sweep's run may take hours while its source files are edited: the record must
-    name the code that was loaded when it started."""
-    order = []
-
-    def version():
-        order.append("hash")
-        return "v-at-start"
-
-    def fn(cfg):
-        order.append("run")
-        return {"y": 1}
-
-    rec = cached_run(Cfg(5), fn, root=tmp_path, code_version=version)
-    assert order == ["hash", "run"] and rec["code_hash"] == "v-at-start"
+def test_records_store_the_version_and_retry_stale_recomputes_older_ones(tmp_path):
+    calls = Counter()
+    rec = cached_run(Cfg(5), calls, root=tmp_path, version=3)
+    assert rec["version"] == 3 and "code_hash" not in rec
+    assert cached_run(Cfg(5), calls, root=tmp_path, version=3, retry_stale=True) == rec
+    assert calls.calls == 1
+    assert cached_run(Cfg(5), calls, root=tmp_path, version=4)["version"] == 3  # kept
+    assert cached_run(Cfg(5), calls, root=tmp_path, version=4, retry_stale=True)["version"] == 4
+    assert calls.calls == 2
+    assert store_records.needs_run(Cfg(5), root=tmp_path, version=5)
+    assert not store_records.needs_run(Cfg(5), root=tmp_path, version=4)
+    assert not store_records.needs_run(Cfg(5), root=tmp_path)  # no version: not stale
+    assert cached_run(Cfg(6), calls, root=tmp_path)["version"] == 0  # none given: stale
 
 
-def test_a_stack_takes_its_code_versions_before_training(tmp_path, monkeypatch):
+def test_a_stack_stores_its_experiments_version(tmp_path, monkeypatch):
     from sst_core.experiments import runs
     from sst_core.experiments.paper1 import table2_grid
     from sst_core.spec.profiles import get_profile
     from sst_core.training import stacked
 
     monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
-    order = []
-    monkeypatch.setattr(runs, "code_version",
-                        lambda cfg: lambda: order.append("hash") or f"h-{cfg.seed}")
-
-    def train(group, weights):
-        order.append("train")
-        return [{"m_p": None} for _ in group]
-
-    monkeypatch.setattr(stacked, "train_tracking_stacked", train)
+    monkeypatch.setattr(stacked, "train_tracking_stacked",
+                        lambda group, weights: [{"m_p": None} for _ in group])
     group = [c for c in table2_grid(get_profile("smoke")) if c.model == "tanh_rnn"][:2]
     records = runs.run_stack(group)
-    assert order == ["hash", "hash", "train"]
-    assert [r["code_hash"] for r in records] == [f"h-{c.seed}" for c in group]
-
-
-def test_warm_code_hashes_computes_one_hash_per_kind_of_run(monkeypatch):
-    from sst_core.experiments import runs
-    from sst_core.experiments.paper1 import table2_grid
-    from sst_core.spec.profiles import get_profile
-
-    monkeypatch.setattr(registry, "_code_hashes", {})
-    grid = table2_grid(get_profile("smoke"))
-    runs.warm_code_hashes(grid)
-    models = {c.model for c in grid}
-    assert set(registry._code_hashes) == {("tracking", m) for m in models}
-    assert all(isinstance(h, str) for h in registry._code_hashes.values())
+    assert [r["version"] for r in records] == [registry.version("tracking")] * 2
 
 
 def test_a_source_edited_after_import_gives_an_unknown_code_hash(monkeypatch):
@@ -309,7 +273,7 @@ def test_a_source_edited_after_import_gives_an_unknown_code_hash(monkeypatch):
 
     monkeypatch.setattr(registry, "_code_hashes", {})
     monkeypatch.setattr(codeversion, "fingerprint", edited)
-    with pytest.warns(RuntimeWarning, match="code hash of lra runs unknown: f: edited"):
+    with pytest.warns(RuntimeWarning, match="code fingerprint of lra runs unknown: f: edited"):
         assert registry.code_hash("lra") is None
 
 

@@ -16,7 +16,6 @@ from sst_core import cli
 from sst_core.book import params
 from sst_core.experiments import paper1, registry
 from sst_core.experiments.paper1 import table2_grid
-from sst_core.experiments.runs import code_version
 from sst_core.spec import profiles
 from sst_core.spec.configs import TrackingConfig, config_hash
 from sst_core.spec.profiles import get_profile
@@ -412,7 +411,7 @@ def _metrics_without_timing(record: dict) -> dict:
 ])
 def test_same_config_and_seed_give_the_same_record(tmp_path, make):
     """Determinism on the CPU (same torch thread count): two fresh runs of one config
-    store identical metrics; the records name the code that made them."""
+    store identical metrics; the records name the version that made them."""
     from sst_core.experiments.runs import run
 
     cfg = make()
@@ -420,9 +419,9 @@ def test_same_config_and_seed_give_the_same_record(tmp_path, make):
     second = run(cfg, root=tmp_path / "2")
     assert _metrics_without_timing(first) == _metrics_without_timing(second)
     for rec in (first, second):
-        assert rec["git_commit"] and rec["code_hash"] and rec["host"]["torch_threads"] >= 1
+        assert rec["git_commit"] and rec["host"]["torch_threads"] >= 1
         assert rec["host"]["scan_loops"] in ("C", "torch")
-    assert first["code_hash"] == second["code_hash"]
+    assert first["version"] == second["version"] == registry.version("tracking")
 
 
 # -- status -------------------------------------------------------------------------------
@@ -430,30 +429,30 @@ def test_same_config_and_seed_give_the_same_record(tmp_path, make):
 def test_status_counts_done_failed_missing_running_and_stale(root):
     P = get_profile("smoke")
     grid = table2_grid(P)
-    ok = [cached_run(c, lambda cfg: {"m": 1}, code_version=code_version(c)) for c in grid[:4]]
+    ok = [cached_run(c, lambda cfg: {"m": 1}, version=1) for c in grid[:4]]
     from sst_core.store.records import RunFailed
 
     def fail(cfg):
         raise RunFailed("no")
 
-    cached_run(grid[4], fail, code_version=code_version(grid[4]))
+    cached_run(grid[4], fail, version=1)
     claim = sweep_claims.Claim(grid[5])
     assert claim.acquire()
-    stale = record_path(grid[0])  # made by "other code"
+    stale = record_path(grid[0])  # made by an older version
     rec = json.loads(stale.read_text())
-    rec["code_hash"] = "0000"
+    rec["version"] = 0
     stale.write_text(json.dumps(rec))
-    old = record_path(grid[1])  # made before records kept a code hash
+    old = record_path(grid[1])  # made before records kept a version
     rec = json.loads(old.read_text())
-    del rec["code_hash"]
+    del rec["version"]
     old.write_text(json.dumps(rec))
     (row,) = sweep_status.status("smoke", ["table2"])
     claim.release()
     assert (row.total, row.done, row.failed, row.missing) == (len(grid), 4, 1, len(grid) - 5)
-    assert (row.claimed, row.stale, row.unknown_code) == (1, 1, 1)
+    assert (row.claimed, row.stale) == (1, 2)
     assert row.compute_s >= sum(r["wall_time_s"] for r in ok)  # the failed run's time too
     text = sweep_status.status_markdown([row], "smoke")
-    assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 0 | 1 | 1 | 1 |" in text
+    assert f"| table2 | {len(grid)} | 4 | 1 | {len(grid) - 5} | 0 | 1 | 2 |" in text
     # --retry-stale computes the missing runs and recomputes the two stale ones; the failed
     # one (current code) stays failed
     result = runner.sweep("table2", "smoke", retry_stale=True, stack=1)
@@ -467,10 +466,10 @@ def test_retry_stale_computes_the_runs_without_a_record_first(root, monkeypatch)
     grid = table2_grid(get_profile("smoke"))[:6]
     monkeypatch.setattr(runner, "grid_rounds", lambda experiment, P: iter([grid]))
     for c in grid[:3]:
-        cached_run(c, lambda cfg: {"m": 1}, code_version=code_version(c))
-    for c in grid[:2]:  # made by "other code"
+        cached_run(c, lambda cfg: {"m": 1}, version=1)
+    for c in grid[:2]:  # made by an older version
         rec = json.loads(record_path(c).read_text())
-        rec["code_hash"] = "0000"
+        rec["version"] = 0
         record_path(c).write_text(json.dumps(rec))
     seen = []
 
@@ -861,13 +860,6 @@ def test_committed_files_are_records_and_the_weights_analyses_read(root):
     assert all(f.exists() for f in files) and files == sorted(files)
     artifact_path(tracks, ".pt").unlink()  # weights lost: nothing to commit
     assert artifact_path(tracks, ".pt") not in committed_files("smoke")
-    # the ledger of verified code versions keeps records current: it goes with them
-    from sst_core.store import equivalence
-
-    assert equivalence.ledger_path() not in committed_files("smoke")
-    equivalence.add_entry({"experiment": "tracking", "from": "aaaa", "to": "bbbb",
-                           "profile": "smoke"})
-    assert equivalence.ledger_path() in committed_files("smoke")
 
 
 def test_the_committed_standard_results_stay_under_100_mb():

@@ -2,7 +2,7 @@
 
 Per chapter of ``_toc.yml``: the profile it would run at (for ``best``, the profile
 :func:`sst_core.book.params.best_profile` picks, and why), the runs it reads under that
-profile that are stored, missing and stale (made by another version of the code,
+profile that are stored, missing and stale (made by an older version of their experiment,
 :func:`sst_core.experiments.registry.is_stale_record`), an estimate of the compute the
 missing ones need, and the compute the stale ones took (what ``sst sweep --retry-stale``
 spends on them again). A missing run is estimated by the mean compute (a stacked run's share

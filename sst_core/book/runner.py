@@ -2,7 +2,9 @@
 
 Pipeline (one direction):
 
-1. ``notebooks/<name>.py`` (jupytext percent, the source) -> ``notebooks/<name>.ipynb``;
+1. ``notebooks/<name>.py`` (jupytext percent, the source) -> ``notebooks/<name>.ipynb``,
+   with a first cell that, where ``sst_core`` is missing, says what to install
+   (:func:`sst_core.book.site.with_install_check`; hidden on the site);
 2. the parameters are validated (:func:`sst_core.book.params.check_parameters`) before any
    cell runs, then papermill executes the notebook in place with ``profile`` and any
    overrides; the injected-parameters cell is tagged ``remove-cell``;
@@ -26,6 +28,7 @@ from typing import Any, Sequence
 import yaml
 
 from sst_core.book import params as book_params
+from sst_core.book import site
 from sst_core.book.vendor import ensure_vendor
 from sst_core.experiments import progress as progress_file
 from sst_core.spec import profiles as spec_profiles
@@ -179,6 +182,16 @@ def select(root: Path, only: Sequence[str] | None) -> list[str]:
     return [n for n in names if n in only]
 
 
+def configured_repository(root: Path) -> str:
+    """The repository URL the book is built with (:func:`sst_core.book.site.repository_url`:
+    ``$SST_REPOSITORY_URL``, else ``repository.url`` of ``root/_config.yml``)."""
+    try:
+        config = yaml.safe_load((Path(root) / "_config.yml").read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        config = {}
+    return site.repository_url(str((config.get("repository") or {}).get("url") or ""))
+
+
 def _tag_injected(path: Path) -> None:
     import nbformat
 
@@ -256,7 +269,8 @@ def run_notebook(name: str, profile: str, root: Path, parameters: dict[str, Any]
     book_params.check_parameters(name, params)  # fails before any work starts
     src = root / "notebooks" / f"{name}.py"
     out = src.with_suffix(".ipynb")
-    jupytext.write(jupytext.read(src), out)
+    # the install check first: what a reader who downloads the executed notebook runs first
+    jupytext.write(site.with_install_check(jupytext.read(src), configured_repository(root)), out)
     declared = set(papermill.inspect_notebook(str(out)))
     expected = set(book_params.parameters_of(name))
     if declared != expected:

@@ -288,3 +288,47 @@ def figure4_selection(records: list[dict]) -> list[dict]:
     """The records that enter Figure 4, by :data:`FIGURE4_RULE`."""
     return [r for r in records if r["status"] == "ok" and r["metrics"]["is_affine"]
             and r["metrics"]["m_p"] is not None and r["metrics"]["T_cross"] is not None]
+
+
+# -- pilots: why do some cells never learn the training length? -----------------------------
+# The Table 2 cells none of whose `standard` runs passed length 60 (every run at the step cap
+# with its curriculum at 16-32; reports.paper1.table2_disagreements' never_60 rule)
+PILOT_CELLS = (("negative_mamba", "C6", 1), ("negative_mamba", "S3", 1), ("mamba3", "S3", 2))
+# one change at a time to a run of Table 2's grid: the variant's name -> (field, value);
+# a value None is filled from the profile or the run (pilot_variants)
+PILOT_CHANGES = {"steps_x3": "max_steps", "gate_at_pass": "curriculum_threshold",
+                 "no_curriculum": "curriculum_start", "d_model_64": "d_model",
+                 "d_model_128": "d_model", "lr_5e-4": "lr", "lr_1e-4": "lr"}
+
+
+def pilot_base(P, cell: tuple[str, str, int]) -> list[TrackingConfig]:
+    """The runs of Table 2's grid a pilot varies for ``cell`` (model, group, depth): its
+    first state size, first schedule and first learning rate, every seed of
+    ``P.track_seeds`` (three under ``standard``)."""
+    model, group, depth = cell
+    return [c for c in table2_grid(P, models=(model,), groups=(group,))
+            if c.n_layers == depth and c.d_state == d_state_grid(P, model)[0]
+            and c.schedule == P.track_schedules[0] and c.lr == P.track_lrs[0]]
+
+
+def pilot_variants(cfg: TrackingConfig) -> dict[str, TrackingConfig]:
+    """:data:`PILOT_CHANGES` applied to ``cfg`` one at a time: the step cap three times
+    larger; the curriculum's gate at the pass threshold (m_p's 90%) instead of 95%; no
+    curriculum (training at ``curriculum_max`` from the first step); d_model 64 and 128;
+    the paper's learning rates 5e-4 and 1e-4."""
+    from dataclasses import replace
+
+    values = {"steps_x3": 3 * cfg.max_steps, "gate_at_pass": cfg.pass_threshold,
+              "no_curriculum": cfg.curriculum_max, "d_model_64": 64, "d_model_128": 128,
+              "lr_5e-4": 5e-4, "lr_1e-4": 1e-4}
+    return {name: replace(cfg, **{field: values[name]})
+            for name, field in PILOT_CHANGES.items()}
+
+
+def pilot_grid(P) -> list[TrackingConfig]:
+    """Every pilot run: each variant of :func:`pilot_variants` of each base run of
+    :func:`pilot_base` of each cell of :data:`PILOT_CELLS`. A variant that equals a run of
+    another grid is that run (the width ablation's d_model 64 runs of Negative Mamba on C6:
+    their records are read, not made again)."""
+    return list(dict.fromkeys(v for cell in PILOT_CELLS for base in pilot_base(P, cell)
+                              for v in pilot_variants(base).values()))

@@ -154,6 +154,17 @@ def lra_probe_grid(P) -> list[LRAConfig]:
             for t in P.lra_probe_tasks for seed in P.lra_seeds[:2]]
 
 
+def lra_pathfinder_grid(P) -> list[LRAConfig]:
+    """The main table's grid (S4D-Inv and S4D-Lin, learned and frozen, every seed of
+    ``P.lra_seeds``) on each probe task outside ``P.lra_tasks``, at the probe's size (its
+    own training set and model, ``P.lra_train_size`` and ``P.lra_model_size``): the
+    probe's runs (:func:`lra_probe_grid`) are runs of it. Its own sweep (``sst sweep
+    lra_pathfinder``): in the ``lra`` sweep its runs would count against the chapter's
+    records until computed."""
+    extra = tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks)
+    return lra_main_grid(P, tasks=extra) if extra else []
+
+
 def lra_data_probe_grid(P) -> list[LRAConfig]:
     """The data probes: learned S4D-Inv on each of ``P.lra_data_probe_tasks`` with
     ``P.lra_data_probe_factor`` times the profile's common training-set size, the first seed (a

@@ -7,13 +7,17 @@ An *experiment* is one kind of run record (``cfg.experiment``, the folder under
 - ``runner``: ``"module:function"`` computing a record's metrics from a config, resolved
   only when a run is computed (like the model registry, so that reading records never
   imports torch);
-- ``code_deps``: the dotted names a run's results depend on; a record stores the
-  fingerprint of the code reachable from them (:func:`code_hash`), and a record whose
-  code changed since is *stale* (``sst status``, ``sst sweep --retry-stale``);
+- ``version``: an integer stored in every record the experiment makes; a record whose
+  version is below the current one is *stale* (:func:`is_stale_record`; ``sst status``
+  counts them, ``sst sweep --retry-stale`` computes them again);
+- ``code_deps``: the dotted names a run's results depend on: the fingerprint of the code
+  reachable from them (:func:`fingerprints`) is kept in the version lock
+  (:mod:`sst_core.experiments.versions`), whose test trips when that code changes, so
+  that whoever changes it decides: bump ``version``, or ``sst lock`` it;
 - ``grids``: the configs the book runs under a profile, each in a named *sweep*
   (``sst sweep NAME``) and read by the chapters it names.
 
-Dispatch (:func:`sst_core.experiments.runs.run`), code hashes, sweeps and their phases,
+Dispatch (:func:`sst_core.experiments.runs.run`), versions, sweeps and their phases,
 ``sst status`` and the chapters' coverage (which ``best`` counts) are all derived from
 :data:`EXPERIMENTS`; adding an experiment is one entry here.
 
@@ -27,7 +31,6 @@ from importlib import import_module
 from typing import Any, Callable, Mapping
 
 from sst_core.spec.profiles import Profile
-from sst_core.store.equivalence import same_code
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,9 @@ class Experiment:
     # "module:function" run once per process before its first run is timed (imports,
     # builds), so that a record's wall_time_s is the run's only; None: nothing to do
     startup: str | None = None
+    # stored in every record; raise it when a change to the code the runs reach changes
+    # what they compute (its records become stale), see sst_core.experiments.versions
+    version: int = 1
 
 
 def resolve(target: str) -> Any:
@@ -66,10 +72,14 @@ def resolve(target: str) -> Any:
 MODELS = "sst_core.models.registry.REGISTRY"
 TRACKING_DEPS = ("sst_core.training.tracking.train_tracking",
                  "sst_core.training.stacked.train_tracking_stacked", MODELS)
-# An analysis loads its tracker's weights (the training record has its own code hash).
+# An analysis loads its tracker's weights (the training record has its own version).
 ANALYSIS_DEPS = ("sst_core.training.tracking.load_weights", MODELS)
 
 TORCH_STARTUP = "sst_core.experiments.runs:torch_startup"
+# Not followed by the fingerprint walk: reading a stored record (an analysis reads its
+# tracker's) checks the file and computes nothing, and the tracker's record has a version of
+# its own; a stricter reader must not trip every analysis's fingerprint.
+STORE_LOOKUPS = ("sst_core.store.records.load_record",)
 
 P1 = "sst_core.experiments.paper1"
 P2 = "sst_core.experiments.paper2"
@@ -93,6 +103,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Mamba-3 on C2 and C6"),
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
+         # prepared, not yet run: no chapter counts it until its runs are stored
+         Grid("pilots_60", f"{P1}:pilot_grid", (),
+              "pilots: one change at a time to the runs of the three Table 2 cells that never "
+              "pass length 60"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
@@ -151,7 +165,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("lra", f"{P2}:lra_probe_grid", ("p2_lra",),
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
          Grid("lra", f"{P2}:lra_data_probe_grid", ("p2_lra",),
-              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)")),
+              "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
+         # prepared, not yet run: no chapter counts it until its runs are stored
+         Grid("lra_pathfinder", f"{P2}:lra_pathfinder_grid", (),
+              "Paper 2: the main table's grid on Pathfinder at the probe's size")),
         TORCH_STARTUP),
     Experiment(
         "memory_horizon", "sst_core.spec.configs:MemoryHorizonConfig",
@@ -256,36 +273,40 @@ CHAPTERS: tuple[str, ...] = tuple(dict.fromkeys(
     ch for grids in SWEEP_GRIDS.values() for g in grids for ch in g.chapters))
 
 
-# -- code versions ----------------------------------------------------------------------------
+# -- versions and code fingerprints ----------------------------------------------------------
+
+def version(experiment: str) -> int:
+    """The current version of ``experiment`` (its registry entry's ``version``)."""
+    return get_experiment(experiment).version
+
+
+def is_stale_record(record: dict[str, Any]) -> bool:
+    """Whether ``record`` was made by an older version of its experiment: its ``version``
+    (0 when it has none) below the registry's. A record of an unknown experiment is
+    stale too (no version of the code can have made it)."""
+    exp = EXPERIMENTS.get(record.get("experiment"))
+    made = record.get("version", 0)
+    return exp is None or not isinstance(made, int) or made < exp.version
+
 
 _code_hashes: dict[tuple[str, str | None], str | None] = {}
 
 
-def code_hash(experiment: str, config: dict[str, Any] | None = None, *,
-              contents: Mapping[str, bytes] | None = None) -> str | None:
+def code_hash(experiment: str, config: dict[str, Any] | None = None) -> str | None:
     """The fingerprint of the code ``experiment``'s runs depend on (its ``code_deps``,
     :func:`sst_core.store.codeversion.fingerprint`); None for an unknown experiment.
 
     The model registry builds a model from its name, out of the walk's sight, so
     :data:`MODELS` adds the builders themselves: with the ``config`` of a run (a
-    ``config_dict``), only the model it trains or analyses and its registry entry, so that
-    adding or changing another model leaves its hash alone; without, every registered
-    model. Cached per process (:func:`sst_core.experiments.runs.warm_code_hashes` fills the
-    cache when a process starts). None too when a source file the runs reach was edited
-    after this process imported it (:class:`~sst_core.store.codeversion.SourceChanged`,
-    with a warning): its records then say "code unknown" rather than name code they did
-    not run. ``contents`` (code file -> bytes, see
-    :func:`~sst_core.store.codeversion.fingerprint`): the hash the code would have with
-    those files so; not cached.
+    ``config_dict``, or just ``{"model": name}``), only the model it trains or analyses
+    and its registry entry, so that adding or changing another model leaves its
+    fingerprint alone; without, every registered model. Cached per process. None too
+    when a source file the runs reach was edited after this process imported it
+    (:class:`~sst_core.store.codeversion.SourceChanged`, with a warning).
     """
     if experiment not in EXPERIMENTS:
         return None
     model = model_of(config) if MODELS in EXPERIMENTS[experiment].code_deps else None
-    if contents:
-        from sst_core.store.codeversion import fingerprint
-
-        points, scope = code_scope(experiment, model)
-        return fingerprint(points, **scope, contents=contents)
     if (experiment, model) not in _code_hashes:
         from sst_core.store.codeversion import SourceChanged, fingerprint
 
@@ -295,15 +316,38 @@ def code_hash(experiment: str, config: dict[str, Any] | None = None, *,
         except SourceChanged as err:
             import warnings
 
-            warnings.warn(f"code hash of {experiment} runs unknown: {err}", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(f"code fingerprint of {experiment} runs unknown: {err}",
+                          RuntimeWarning, stacklevel=2)
             _code_hashes[experiment, model] = None
     return _code_hashes[experiment, model]
 
 
+ALL = "*"  # the key of an experiment's one fingerprint when its runs name no model
+
+
+def fingerprints(experiment: str) -> dict[str, str | None]:
+    """The fingerprints the version lock keeps for ``experiment``: one per registered
+    model for an experiment whose runs build a model by name (so that a change to one
+    model names the records it reaches), else one under :data:`ALL`."""
+    if MODELS not in get_experiment(experiment).code_deps:
+        return {ALL: code_hash(experiment)}
+    from sst_core.models.registry import REGISTRY
+
+    return {name: code_hash(experiment, {"model": name}) for name in sorted(REGISTRY)}
+
+
+def fingerprint_key(record_or_config: dict[str, Any]) -> str:
+    """The key of :func:`fingerprints` that a record (or its config dict) falls under."""
+    config = record_or_config.get("config", record_or_config)
+    experiment = record_or_config.get("experiment") or config.get("experiment")
+    if MODELS not in get_experiment(experiment).code_deps:
+        return ALL
+    return model_of(config) or ALL
+
+
 def code_scope(experiment: str, model: str | None) -> tuple[list[Any], dict[str, Any]]:
     """The entry points of :func:`code_hash` and the walk's other arguments (also for
-    :func:`sst_core.store.codeversion.reachable`, to read what a hash covers)."""
+    :func:`sst_core.store.codeversion.reachable`, to read what a fingerprint covers)."""
     from sst_core.store.codeversion import resolve as resolve_dotted
 
     deps = EXPERIMENTS[experiment].code_deps
@@ -318,7 +362,7 @@ def code_scope(experiment: str, model: str | None) -> tuple[list[Any], dict[str,
                 module, func = REGISTRY[name].target.split(":")
                 points.append(resolve_dotted(f"sst_core.models.{module}.{func}"))
         narrow = {MODELS: names}
-    return points, {"exclude": (), "narrow": narrow}
+    return points, {"exclude": STORE_LOOKUPS, "narrow": narrow}
 
 
 def model_of(config: dict[str, Any] | None) -> str | None:
@@ -329,9 +373,16 @@ def model_of(config: dict[str, Any] | None) -> str | None:
     return (run if isinstance(run, dict) else config).get("model")
 
 
-def is_stale_record(record: dict[str, Any]) -> bool:
-    """Whether a record was made by another version of the code it depends on
-    (:func:`code_hash`), or before records kept a code hash. A version that the ledger
-    shows to give the same results (:mod:`sst_core.store.equivalence`, ``sst verify-stale``)
-    counts as the current one."""
-    return not same_code(record, code_hash(record["experiment"], record["config"]))
+def config_from_dict(config: dict[str, Any]) -> Any:
+    """The frozen config a stored record's ``config`` describes (its experiment's config
+    class; lists back to tuples, an analysis's ``run`` back to its tracker's config)."""
+    experiment = config.get("experiment")
+    cls = resolve(get_experiment(experiment).config)
+    kw = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and "experiment" in value:
+            value = config_from_dict(value)
+        elif isinstance(value, list):
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        kw[key] = value
+    return cls(**kw)

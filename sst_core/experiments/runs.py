@@ -2,7 +2,7 @@
 
 :func:`run` returns the stored record of a config, or computes it with its experiment's
 run function (:mod:`sst_core.experiments.registry`) and stores it with its provenance
-and code hash (:func:`sst_core.store.records.cached_run`). :func:`run_all` and
+and its experiment's version (:func:`sst_core.store.records.cached_run`). :func:`run_all` and
 :func:`run_analyses` do that for a chapter's grid, training tracking runs that differ
 only in seed and learning rate as one stack (:mod:`sst_core.training.stacked`).
 Notebooks call these and never compute book numbers themselves.
@@ -12,44 +12,17 @@ from __future__ import annotations
 from typing import Any
 
 from sst_core.experiments import progress
-from sst_core.experiments.registry import (
-    code_hash,
-    get_experiment,
-    model_of,
-    resolve,
-    runner,
-)
-from sst_core.spec.configs import TrackingConfig, config_dict
-from sst_core.store.equivalence import same_code
+from sst_core.experiments.registry import get_experiment, resolve, runner, version
+from sst_core.spec.configs import TrackingConfig
 from sst_core.store.records import cached_run
 from sst_core.store.records import needs_run as stored_needs_run
-
-
-def code_version(cfg: Any):
-    """A zero-argument callable giving the code hash of ``cfg``'s run (computed when asked)."""
-    return lambda: code_hash(cfg.experiment, config_dict(cfg))
-
-
-def warm_code_hashes(cfgs: Any) -> None:
-    """Compute, in this process and now, the code hash of every kind of run in ``cfgs``
-    (one per experiment and model: :func:`code_hash` caches them per process). The walk
-    imports every module the runs reach, so a process that does this when it starts
-    stamps its records with the code it has loaded, even if the source files are edited
-    while it works (a sweep worker runs for hours)."""
-    seen = set()
-    for cfg in cfgs:
-        d = config_dict(cfg)
-        key = (cfg.experiment, model_of(d))
-        if key not in seen:
-            seen.add(key)
-            code_hash(cfg.experiment, d)
 
 
 def run(cfg: Any, **kw: Any) -> dict[str, Any]:
     """The stored record of ``cfg``, computing it with its experiment's run function if
     needed (keywords: ``retry_failed``, ``retry_stale``, ``root``, ``artifacts``)."""
-    return cached_run(cfg, runner(cfg.experiment), code_version=code_version(cfg),
-                      startup=startup_of(cfg.experiment), same_code=same_code, **kw)
+    return cached_run(cfg, runner(cfg.experiment), version=version(cfg.experiment),
+                      startup=startup_of(cfg.experiment), **kw)
 
 
 _started: set[str] = set()  # the start-up functions this process has run
@@ -89,8 +62,8 @@ def needs_run(cfg: Any, *, retry_failed: bool = False, retry_stale: bool = False
     """Whether :func:`run` would compute ``cfg`` (no usable stored record; with
     ``artifacts``, e.g. ``(".pt",)``, also an ok record whose such file is missing)."""
     return stored_needs_run(cfg, retry_failed=retry_failed, root=root,
-                            code_version=code_version(cfg) if retry_stale else None,
-                            artifacts=artifacts, same_code=same_code)
+                            version=version(cfg.experiment) if retry_stale else None,
+                            artifacts=artifacts)
 
 
 def train_tracking(cfg: TrackingConfig) -> dict[str, Any]:
@@ -108,14 +81,14 @@ def train_lra(cfg: Any) -> dict[str, Any]:
     """An S4D classifier on an LRA task (imports torch only when a run is actually computed).
 
     Its state after every epoch goes beside the record (``<run-id>.resume.pt``, removed when
-    the run ends), keyed by the run id and the code hash of its experiment: a sweep killed
-    mid-run resumes it from its last finished epoch with the same code, never with another.
+    the run ends), keyed by the run id and the version of its experiment: a sweep killed
+    mid-run resumes it from its last finished epoch with the same version, never another.
     """
     from sst_core.spec.configs import config_hash
     from sst_core.store.records import artifact_path
     from sst_core.training.lra import train_lra as run_training
 
-    key = f"{config_hash(cfg)}:{code_hash(cfg.experiment, config_dict(cfg))}"
+    key = f"{config_hash(cfg)}:v{version(cfg.experiment)}"
     return run_training(cfg, checkpoint_to=artifact_path(cfg, RESUME_SUFFIX), checkpoint_key=key)
 
 
@@ -219,7 +192,6 @@ def run_stack(group) -> list[dict[str, Any]]:
     if startup is not None:
         startup()
     startup_s = round(time.perf_counter() - start, 4)
-    hashes = [code_version(c)() for c in group]  # of the code about to run (cached_run)
     start = time.perf_counter()
     outcomes = train_tracking_stacked(group, [artifact_path(c, ".pt") for c in group])
     wall = time.perf_counter() - start
@@ -227,13 +199,14 @@ def run_stack(group) -> list[dict[str, Any]]:
                       "wall_time": "wall_time_s is the whole stack's"},
             "startup_s": startup_s}
     records = []
-    for cfg, out, code in zip(group, outcomes, hashes):
+    made_by = version(group[0].experiment)
+    for cfg, out in zip(group, outcomes):
         if isinstance(out, Exception):
             records.append(store_record(cfg, "failed", f"{type(out).__name__}: {out}",
                                         getattr(out, "metrics", {}) or {}, wall,
                                         traceback_tail=[f"{type(out).__name__}: {out}"],
-                                        extra=info, code_hash=code))
+                                        extra=info, version=made_by))
         else:
             records.append(store_record(cfg, "ok", None, out, wall, extra=info,
-                                        code_hash=code))
+                                        version=made_by))
     return records

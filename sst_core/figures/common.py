@@ -1,16 +1,80 @@
 """Figures of the book: one ``fig_*`` function per figure.
 
 They take run records (or plain data such as a :class:`~sst_core.groups.Group`), never
-models, and every figure states the profile and scale that produced it.
+models. Titles are short and in words; the profile and scale behind a figure belong to the
+chapter's provenance, not to the figure.
+
+Legible at the page's width: a figure drawn with :func:`for_readers` is at most
+:data:`PAGE_WIDTH` inches wide (the text column, 772 px at the 100 dpi of the notebook's
+inline images, so it is shown at its own size) with no text under :data:`MIN_FONT` points
+(12.5 px there, the size of the body's footnotes). A series keeps one colour and marker
+(:func:`series_style`) wherever it is drawn, and no two series share both.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+import functools
+from typing import Any, Callable, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.groups import Group
+from sst_core.spec.names import MODEL_NAMES, PHI_NAMES
+
+PAGE_WIDTH = 7.7  # inches
+MIN_FONT = 9.0  # points
+READER_RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
+             "xtick.labelsize": MIN_FONT, "ytick.labelsize": MIN_FONT,
+             "legend.fontsize": MIN_FONT, "legend.title_fontsize": MIN_FONT,
+             "figure.titlesize": 11}
+
+
+def for_readers(draw: Callable[..., plt.Figure]) -> Callable[..., plt.Figure]:
+    """Draw with the book's font sizes (:data:`READER_RC`) and, where the figure came out
+    wider than the page, shrink it to :data:`PAGE_WIDTH` (its text keeps its size)."""
+    @functools.wraps(draw)
+    def drawn(*args: Any, **kwargs: Any) -> plt.Figure:
+        with plt.rc_context(READER_RC):
+            fig = draw(*args, **kwargs)
+            width, height = fig.get_size_inches()
+            if width > PAGE_WIDTH:
+                fig.set_size_inches(PAGE_WIDTH, height * max(0.75, PAGE_WIDTH / width))
+                if fig.get_layout_engine() is None:
+                    fig.tight_layout()
+        return fig
+    return drawn
+
+
+# One colour and marker per series of tracking runs, the same in every figure: each model
+# (in the registry's order, Table 2's first) and each phi of Table 3 has an index i; its
+# colour is PALETTE[i % 10], its marker the (i // 10)-th pair of MARKERS, the first for one
+# layer and the second for two. So no two (model or phi, depth) share colour and marker.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")
+MARKERS = (("o", "^"), ("s", "v"), ("D", "<"), ("P", ">"))
+SERIES = tuple(MODEL_NAMES) + tuple(f"phi:{p}" for p in PHI_NAMES)
+
+
+def series_key(config: Mapping[str, Any]) -> str:
+    """What a tracking run's series is: its model, or its phi in Table 3's sweep."""
+    return f"phi:{config['phi']}" if config.get("phi") else str(config["model"])
+
+
+def series_style(config: Mapping[str, Any], others: Sequence[str] = ()) -> dict[str, Any]:
+    """Colour, marker and line style of a tracking run's series (solid: one layer, dashed:
+    two). A model unknown to the registry takes the index after the known ones by its place
+    in ``others`` (the unknown series of the same figure)."""
+    key = series_key(config)
+    i = SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
+    depth = int(config.get("n_layers", 1))
+    return {"color": PALETTE[i % len(PALETTE)],
+            "marker": MARKERS[(i // len(PALETTE)) % len(MARKERS)][0 if depth == 1 else 1],
+            "ls": "-" if depth == 1 else "--"}
+
+
+def unknown_series(configs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The series of ``configs`` that :data:`SERIES` does not know, sorted."""
+    return sorted({series_key(c) for c in configs} - set(SERIES))
 
 
 def suptitle(fig: plt.Figure, text: str, fontsize: float = 10) -> None:
@@ -63,11 +127,12 @@ def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
     return fig
 
 
-def fig_mixing(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
+@for_readers
+def fig_mixing(records: Sequence[dict[str, Any]]) -> plt.Figure:
     """Total-variation distance of the running product's distribution from uniform, per t."""
     modes = sorted({r["config"]["tokens"] for r in records})
-    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 3.6), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(1, len(modes), figsize=(3.8 * len(modes), 3.4), squeeze=False,
+                             sharey=True, layout="constrained")
     for ax, mode in zip(axes[0], modes):
         for r in records:
             if r["config"]["tokens"] != mode or r["status"] != "ok":
@@ -76,68 +141,67 @@ def fig_mixing(records: Sequence[dict[str, Any]], scale: str) -> plt.Figure:
             ax.plot(np.arange(1, len(tv) + 1), tv, label=r["config"]["group"])
         ax.set_xscale("log")
         ax.set_xlabel("t (tokens read)")
-        ax.set_title(f"tokens = {mode}")
+        ax.set_title(f"tokens: {mode}")
         ax.legend()
     axes[0][0].set_ylabel("TV distance from uniform")
-    suptitle(fig, f"How fast the state forgets the start ({scale})", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle("How fast the state forgets the start")
     return fig
 
 
-def fig_state_distribution(records: Sequence[dict[str, Any]], t: int, scale: str) -> plt.Figure:
+@for_readers
+def fig_state_distribution(records: Sequence[dict[str, Any]], t: int) -> plt.Figure:
     """Distribution of the state g_t after t tokens, one panel per record."""
-    fig, axes = plt.subplots(1, len(records), figsize=(3.6 * len(records), 3.0), squeeze=False,
-                             sharey=True)
+    fig, axes = plt.subplots(1, len(records), figsize=(2.6 * len(records), 2.8), squeeze=False,
+                             sharey=True, layout="constrained")
     for ax, r in zip(axes[0], records):
         freq = np.asarray(r["metrics"]["state_freq"])  # (L, n_g)
         t_eff = min(max(t, 1), freq.shape[0])
         ax.bar(range(freq.shape[1]), freq[t_eff - 1])
         ax.axhline(1 / freq.shape[1], color="k", lw=0.8, ls="--")
-        ax.set_title(f"{r['config']['group']} ({r['config']['tokens']}), t={t_eff}", fontsize=9)
+        ax.set_title(f"{r['config']['group']} ({r['config']['tokens']}), t = {t_eff}")
         ax.set_xlabel("state index g")
     axes[0][0].set_ylabel("share of words")
-    suptitle(fig, f"Distribution of the running product ({scale})", fontsize=10)
-    fig.tight_layout()
+    fig.suptitle("Distribution of the running product")
     return fig
 
 
-def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str],
-                           scale: str) -> plt.Figure:
+@for_readers
+def fig_accuracy_vs_length(records: Sequence[dict[str, Any]],
+                           groups: Sequence[str]) -> plt.Figure:
     """Token accuracy against evaluation length, one panel per group, one line per record.
 
     Pass one run per model and group (the best, :func:`sst_core.reports.paper1.best_runs`);
-    lines are labelled by model (or phi), with L2 for two layers. A model keeps its colour
-    in every panel and a deeper run of it is dashed; panels fill two columns and the legend
-    takes the next free slot (a row of its own, only as tall as it needs, when the panels
-    fill theirs), so the figure stays legible at the page's width.
+    lines carry the papers' names (:func:`sst_core.spec.names.run_name`) and keep one colour
+    and marker per model in every panel (:func:`series_style`; two layers dashed). Up to
+    three panels a row; one legend, with the guides, below them.
     """
-    def label_of(cfg: dict[str, Any]) -> tuple[str, int]:
-        return cfg.get("phi") or cfg["model"], int(cfg.get("n_layers", 1))
+    from matplotlib.lines import Line2D
 
-    names = sorted({label_of(r["config"])[0] for r in records if r["config"]["group"] in groups})
-    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
-    colour = {name: cmap(i % cmap.N) for i, name in enumerate(names)}
-    ncols = 2
-    nrows = (len(groups) + 1 + ncols - 1) // ncols  # the panels and the legend's slot
-    n_labels = len({label_of(r["config"]) for r in records if r["config"]["group"] in groups})
-    alone = len(groups) % ncols == 0  # the legend has a row of its own: as tall as it needs
-    legend_cols = 3 if alone else 2 if n_labels > 8 else 1
-    ratios = [1.0] * (nrows - 1) + [min(1.0, 0.2 + 0.08 * -(-n_labels // legend_cols))
-                                    if alone else 1.0]
-    fig, axes = plt.subplots(nrows, ncols, figsize=(8.5, 3.1 * sum(ratios)), squeeze=False,
-                             sharey=True, gridspec_kw={"height_ratios": ratios})
+    from sst_core.spec.names import run_name
+
+    mine = [r for r in records if r["config"]["group"] in groups]
+    others = unknown_series([r["config"] for r in mine])
+    ncols = min(3, max(1, len(groups)))
+    nrows = -(-len(groups) // ncols)
+    n_labels = len({run_name(r["config"]) for r in mine}) + 2  # and the two guides
+    legend_rows = -(-n_labels // 3)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH, 2.7 * nrows + 0.6
+                                                    + 0.22 * legend_rows),
+                             squeeze=False, sharey=True, layout="constrained")
     flat = list(axes.flat)
-    handles: dict[str, Any] = {}
+    handles: dict[tuple[str, int, str], Any] = {}
     for ax, group in zip(flat, groups):
-        lines = [(label_of(r["config"]), r) for r in records if r["config"]["group"] == group]
-        for (name, depth), r in sorted(lines, key=lambda lr: lr[0]):
+        lines = [r for r in mine if r["config"]["group"] == group]
+        for r in sorted(lines, key=lambda r: (series_key(r["config"]),
+                                              r["config"].get("n_layers", 1))):
             ev = r["metrics"]["eval"]
             lengths = sorted(int(L) for L in ev)
-            label = name + (f" L{depth}" if depth > 1 else "")
-            (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], marker="o",
-                              ms=3, lw=1.3, color=colour[name], ls="-" if depth == 1 else "--",
-                              label=label)
-            handles.setdefault(label, line)
+            label = run_name(r["config"])
+            (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], ms=4, lw=1.3,
+                              label=label, **series_style(r["config"], others))
+            key = series_key(r["config"])
+            order = SERIES.index(key) if key in SERIES else len(SERIES) + others.index(key)
+            handles.setdefault((f"{order:04d}", r["config"].get("n_layers", 1), label), line)
         ax.axhline(0.9, color="0.35", lw=0.9)
         ax.axvline(60, color="0.35", lw=0.8, ls=":")
         ax.set_title(group)
@@ -146,17 +210,16 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
         ax.tick_params(labelleft=True)
     for row in axes:
         row[0].set_ylabel("token accuracy")
-    legend_ax = flat[len(groups)]
     for ax in flat[len(groups):]:
         ax.axis("off")
     if handles:
-        labels = sorted(handles)
-        legend_ax.legend([handles[k] for k in labels], labels, fontsize=8, ncol=legend_cols,
-                         frameon=False, **({"loc": "center left", "bbox_to_anchor": (0, 0.5)}
-                                           if alone else {"loc": "center"}))
-    suptitle(fig, "Accuracy beyond the training length 60 (grey line: the 90% bar; dotted: "
-             f"length 60; dashed: two layers; {scale})", fontsize=10)
-    fig.tight_layout()
+        keys = sorted(handles)
+        guides = [Line2D([], [], color="0.35", lw=0.9),
+                  Line2D([], [], color="0.35", lw=0.8, ls=":")]
+        fig.legend([handles[k] for k in keys] + guides,
+                   [k[2] for k in keys] + ["90% accuracy", "training length 60"],
+                   loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle("Accuracy beyond the training length")
     return fig
 
 

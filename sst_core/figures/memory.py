@@ -290,3 +290,151 @@ def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float], 
     fig.update_yaxes(type="log", range=[-12, 0.3], row=2, col=2)
     fig.update_xaxes(type="linear", row=2, col=2)
     return fig
+
+
+# The grid the static spectrum explorer offers (the live one takes any value): every
+# initialisation, these state sizes and the records' steps.
+EXPLORER_N = (8, 16, 24, 32, 48, 64)
+EXPLORER_POINTS = 256  # points per curve drawn (delays binned beyond that; see below)
+
+
+def _log_delays(T: int, n: int) -> np.ndarray:
+    """About ``n`` delays in 1..T-1, evenly spaced on a log axis (integers, unique)."""
+    return np.unique(np.round(np.geomspace(1, T - 1, n)).astype(int))
+
+
+def _bin_max(values: np.ndarray, width: int) -> np.ndarray:
+    """The largest value in each bin of ``width`` consecutive entries (the last may be short)."""
+    pad = (-len(values)) % width
+    padded = np.concatenate([values, np.full(pad, -np.inf)])
+    return padded.reshape(-1, width).max(axis=1)
+
+
+def explorer_data(views: Mapping[tuple[str, int, float], Mapping[str, Any]]) -> dict[str, Any]:
+    """What the static explorer draws, as plain lists (JSON): per (init, N, dt) the spectrum,
+    M[tau] and the cumulative capacity at log-spaced delays, and |P[tau, T/2]| as its
+    largest value in bins of ``width`` delays (every delay where T <= EXPLORER_POINTS).
+    ``views`` maps (init, N, dt) to :func:`sst_core.theory.memory.explore_spectrum`'s
+    result; all of them with the same T."""
+    first = next(iter(views.values()))
+    T = len(first["delay"])
+    width = max(1, -(-T // EXPLORER_POINTS))
+    delays = _log_delays(T, EXPLORER_POINTS // 2)
+    bins = np.arange(0, T, width) + (width - 1) / 2  # (T/width,) the bins' centres
+    out = {"T": T, "teacher_delay": int(first["teacher_delay"]), "width": width,
+           "delays": delays.tolist(), "bins": np.round(bins, 1).tolist(),
+           "inits": [k for k in LABELS if any(key[0] == k for key in views)],
+           "labels": LABELS, "N": sorted({key[1] for key in views}),
+           "dt": sorted({key[2] for key in views}), "views": {}}
+    for (init, N, dt), v in views.items():
+        if len(v["delay"]) != T:
+            raise ValueError(f"explorer view {(init, N, dt)} has T={len(v['delay'])}, "
+                             f"the others T={T}: one horizon for all")
+        mu = np.asarray(v["mu"])
+        column = np.abs(np.asarray(v["column"]))
+        out["views"][f"{init}|{N}|{dt:g}"] = {
+            "mu_re": np.round(mu.real, 4).tolist(), "mu_im": np.round(mu.imag, 4).tolist(),
+            "memory": np.round(np.asarray(v["memory"])[delays], 4).tolist(),
+            "cumulative": np.round(np.asarray(v["cumulative"])[delays], 3).tolist(),
+            "total": round(float(v["cumulative"][-1]), 2),
+            "column": [float(f"{x:.3g}") for x in _bin_max(column, width)]}
+    return out
+
+
+# Keeps the figure on the view its controls name: a dropdown (initialisation) and two
+# sliders (N, dt) whose method is "skip", so each control only reports its choice.
+_EXPLORER_JS = """
+(function () {
+  var gd = document.getElementById('{plot_id}');
+  var D = __DATA__;
+  var state = {init: D.inits[0], N: __N0__, dt: __DT0__};
+  function show() {
+    var v = D.views[state.init + '|' + state.N + '|' + state.dt];
+    Plotly.restyle(gd, {x: [v.mu_re, D.delays, D.delays, D.bins],
+                        y: [v.mu_im, v.memory, v.cumulative, v.column]}, [1, 2, 3, 4]);
+    Plotly.relayout(gd, {'title.text': __TITLE__});
+  }
+  gd.on('plotly_buttonclicked', function (e) { state.init = D.inits[e.active]; show(); });
+  gd.on('plotly_sliderchange', function (e) {
+    var kv = String(e.step.value).split('=');
+    state[kv[0]] = kv[0] === 'N' ? parseInt(kv[1], 10) : kv[1];
+    show();
+  });
+})();
+"""
+
+
+def spectrum_explorer(views: Mapping[tuple[str, int, float], Mapping[str, Any]],
+                      init: str = "inv", N: int | None = None, dt: float | None = None):
+    """The spectrum explorer that works without a kernel: every view of ``views`` (see
+    :func:`explorer_data`) precomputed, chosen with a dropdown (initialisation) and two
+    sliders (N, dt); four panels as :func:`fig_explorer`'s. Returns (figure, script): pass
+    both to :func:`explorer_html`."""
+    import json
+
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    data = explorer_data(views)
+    if init not in data["inits"]:
+        raise ValueError(f"init {init!r} is not in the explorer's views; allowed: {data['inits']}")
+    data["inits"] = [init] + [k for k in data["inits"] if k != init]  # the first view first
+    N = data["N"][len(data["N"]) // 2] if N is None else N
+    dt = data["dt"][len(data["dt"]) // 2] if dt is None else dt
+    if N not in data["N"] or dt not in data["dt"]:
+        raise ValueError(f"N={N}, dt={dt} are not in the explorer's views; allowed: "
+                         f"N in {data['N']}, dt in {data['dt']}")
+    v = data["views"][f"{init}|{N}|{dt:g}"]
+    binned = f" (largest in bins of {data['width']})" if data["width"] > 1 else ""
+    fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.1, vertical_spacing=0.2,
+                        subplot_titles=("spectrum μ on the unit disk", "memory function M[τ]",
+                                        "cumulative capacity",
+                                        f"gradient weighting |P[τ, {data['teacher_delay']}]|"
+                                        + binned))
+    t = np.linspace(0, 2 * np.pi, 200)
+    fig.add_trace(go.Scatter(x=np.round(np.cos(t), 4), y=np.round(np.sin(t), 4), mode="lines",
+                             line=dict(color="#999", width=1), hoverinfo="skip"), row=1, col=1)
+    traces = [(v["mu_re"], v["mu_im"], "markers"), (data["delays"], v["memory"], "lines"),
+              (data["delays"], v["cumulative"], "lines"), (data["bins"], v["column"], "lines")]
+    for p, (x, y, mode) in enumerate(traces):
+        row, col = divmod(p, 2)
+        fig.add_trace(go.Scatter(x=x, y=y, mode=mode, marker=dict(size=6, color="#1f77b4"),
+                                 line=dict(color="#1f77b4", width=1.5)), row=row + 1, col=col + 1)
+    fig.add_vline(x=data["teacher_delay"], line=dict(color="#888", dash="dash", width=1),
+                  row=2, col=2)
+
+    def slider(name: str, shown: str, values: list, active: Any, x: float) -> dict[str, Any]:
+        return dict(active=values.index(active), x=x, len=0.45, y=-0.08, yanchor="top",
+                    currentvalue=dict(prefix=f"{shown} = ", font=dict(size=14)),
+                    pad=dict(t=10), font=dict(size=12),
+                    steps=[dict(method="skip", label=f"{val:g}", value=f"{name}={val:g}")
+                           for val in values])
+
+    title = ("(D.labels[state.init] || state.init) + ', N = ' + state.N + ', Δ = ' + state.dt"
+             " + ': capacity ' + v.total")
+    fig.update_layout(
+        title=dict(text=f"{_label(init)}, N = {N}, Δ = {dt:g}: capacity {v['total']}",
+                   font=dict(size=15), x=0.5, y=0.98),
+        updatemenus=[dict(type="dropdown", direction="down", active=0, x=0, y=1.14,
+                          xanchor="left", yanchor="top", font=dict(size=13),
+                          buttons=[dict(method="skip", label=_label(k), args=[])
+                                   for k in data["inits"]])],
+        sliders=[slider("N", "N", data["N"], N, 0.0), slider("dt", "Δ", data["dt"], dt, 0.55)],
+        showlegend=False, width=760, height=760, font=dict(size=13),
+        margin=dict(l=55, r=20, t=110, b=150))
+    fig.update_xaxes(range=[-1.1, 1.1], row=1, col=1)
+    fig.update_yaxes(range=[-1.1, 1.1], scaleanchor="x", row=1, col=1)
+    for row, col in ((1, 2), (2, 1)):
+        fig.update_xaxes(type="log", title_text="delay τ", row=row, col=col)
+    fig.update_xaxes(title_text="delay τ", row=2, col=2)
+    fig.update_yaxes(range=[-0.02, 1.02], row=1, col=2)
+    fig.update_yaxes(type="log", range=[-12, 0.3], row=2, col=2)
+    script = (_EXPLORER_JS.replace("__DATA__", json.dumps(data, separators=(",", ":")))
+              .replace("__N0__", str(N)).replace("__DT0__", json.dumps(f"{dt:g}"))
+              .replace("__TITLE__", title))
+    return fig, script
+
+
+def explorer_html(fig, script: str) -> str:
+    """The explorer as HTML for a page that serves plotly.js itself (as the book does)."""
+    return fig.to_html(full_html=False, include_plotlyjs=False, post_script=script)

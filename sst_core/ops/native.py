@@ -34,7 +34,7 @@ import torch
 __all__ = ["library", "loaded", "status", "disabled", "switched_off", "build_library", "scan_forward",
            "scan_backward", "SUFFIX"]
 
-CODE_FILES = ("native_scan.c",)  # counted in the records' code hash (sst_core.store.codeversion)
+CODE_FILES = ("native_scan.c",)  # counted in the code fingerprint (sst_core.store.codeversion)
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno")
 SUFFIX = {torch.float32: "f32", torch.float64: "f64", torch.complex64: "c64",

@@ -12,16 +12,9 @@ Built like :mod:`sst_core.ops.native` (whose switches it obeys: ``SST_NATIVE=0``
 :func:`sst_core.ops.native.disabled` turn both off), into the same cache directory, once
 per source, compiler flags and CPU. Where there is no compiler or the build fails,
 :func:`library` returns None and the scan runs its torch path; :func:`status` says which
-and why. The library is separate from the linear scan's, so that the records of models
-that use only the linear scan keep their code hash (this module's ``CODE_FILES`` count
+and why. The library is separate from the linear scan's, so that the fingerprints of
+models that use only the linear scan do not cover it (this module's ``CODE_FILES`` count
 for the Mamba models alone).
-
-One block of the source is compiled only for targets without AVX-512
-(:data:`NO_AVX512_BLOCK`): it lets gcc vectorise the loops that select between floats by
-a comparison (the clamps in ``exp``), which it otherwise keeps scalar there (3x slower on
-an AVX2 machine). An AVX-512 target compiles exactly the source before the block existed
-(:func:`avx512_source`), which is how ``sst verify-stale --same-build`` shows that the
-records made on such CPUs still hold.
 """
 from __future__ import annotations
 
@@ -37,40 +30,17 @@ import torch
 from sst_core.ops import native
 
 __all__ = ["Library", "library", "loaded", "status", "flags", "forward", "backward",
-           "conv_forward", "conv_backward", "elementwise", "parts", "run_calls", "ptr", "LANES",
-           "NO_AVX512_BLOCK", "CODE_FILE_NODE", "avx512_source"]
+           "conv_forward", "conv_backward", "elementwise", "parts", "run_calls", "ptr", "LANES"]
 
-CODE_FILES = ("native_selective.c",)  # counted in the records' code hash
+CODE_FILES = ("native_selective.c",)  # counted in the code fingerprint (sst_core.store.codeversion)
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
 SUFFIX = {torch.float32: "f32", torch.float64: "f64"}
-# The source's lines for targets without AVX-512 only: from the line that starts with the
-# first string to the first line after it that is the second
-NO_AVX512_BLOCK = ("/* Only for targets without AVX-512.", "#endif")
-# how the records' code hash names the source (sst_core.store.codeversion)
-CODE_FILE_NODE = f"{__name__}:{CODE_FILES[0]}"
 LANES = 16  # channels per thread's share, in multiples of (SEL_LANES in the C source)
 _MIN_PARALLEL = 1 << 16  # b L E N below which one thread does all the work
 # b L E K for the conv: its work per element is lighter (a pool call costs some 50 us)
 _MIN_PARALLEL_LIGHT = 1 << 20
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None  # (pid that made it, pool)
-
-
-def avx512_source(text: bytes) -> bytes:
-    """``text`` (the C source) without its :data:`NO_AVX512_BLOCK`: what a target with
-    AVX-512 compiles (the preprocessor drops the block there; the tests check that both
-    build the same library). ``text`` unchanged when it has no such block; ValueError when
-    the block does not end."""
-    lines = text.splitlines(keepends=True)
-    start, end = (m.encode() for m in NO_AVX512_BLOCK)
-    for i, line in enumerate(lines):
-        if line.startswith(start):
-            for j in range(i + 1, len(lines)):
-                if lines[j].rstrip(b"\r\n") == end:
-                    return b"".join(lines[:i] + lines[j + 1:])
-            raise ValueError(f"{SOURCE.name}: the block for targets without AVX-512 "
-                             f"(from {NO_AVX512_BLOCK[0]!r}) has no line {end.decode()!r}")
-    return text
 
 
 def flags() -> tuple[str, ...]:

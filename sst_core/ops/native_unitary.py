@@ -5,7 +5,7 @@ state by state, compute cos and sin with a polynomial the compiler vectorises, a
 the samples (or the channels, for a batch smaller than the thread count) between
 ``torch.get_num_threads()`` threads, as the selective scan's loops do
 (:mod:`sst_core.ops.native_selective`, whose build, switches and thread split this module
-uses). The library is its own, so that the Mamba models' records keep their code hash
+uses). The library is its own, so that the Mamba models' code fingerprints do not cover it
 when this source changes (``CODE_FILES`` count for the models that reach this module).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sst_core.ops.native_selective import SUFFIX, Library, parts, ptr, run_calls
 
 __all__ = ["library", "loaded", "status", "forward", "backward", "sincos"]
 
-CODE_FILES = ("native_unitary.c",)  # counted in the records' code hash
+CODE_FILES = ("native_unitary.c",)  # counted in the code fingerprint (sst_core.store.codeversion)
 SOURCE = Path(__file__).with_name(CODE_FILES[0])
 
 _i64, _p = ctypes.c_int64, ctypes.c_void_p

@@ -123,144 +123,6 @@ def compute_s(records: list[dict[str, Any]]) -> float:
     return float(sum(run_compute_s(r) for r in records))
 
 
-def stale_text(records: list[dict[str, Any]], sweep: str) -> str:
-    """A sentence for a chapter that shows ``records``: how many of them an earlier version
-    of the code they depend on made (:func:`sst_core.experiments.registry.is_stale_record`)
-    and how to compute them again (``sweep``: the sweep that makes them), and how many
-    were made by an earlier version that recomputed runs showed to give the same numbers,
-    or that builds the same library where they were made (:mod:`sst_core.store.equivalence`,
-    :mod:`sst_core.sweep.verify`); empty when neither. Records of several recomputed
-    versions share one sentence, which leaves the versions and their runs to the ledger."""
-    from sst_core.experiments.registry import code_hash, is_stale_record
-    from sst_core.store.equivalence import TOLERANCE, entry_for
-    from sst_core.store.provenance import record_simd
-
-    n = sum(is_stale_record(r) for r in records)
-    verified: dict[tuple[str, str, str], list[Any]] = {}  # ledger entry -> [entry, records]
-    entries = [entry_for(r, code_hash(r["experiment"], r["config"])) for r in records]
-    for entry in entries:
-        if entry is not None:
-            verified.setdefault((entry["experiment"], entry["from"], entry["to"]),
-                                [entry, 0])[1] += 1
-    profile = records[0].get("profile", "PROFILE") if records else "PROFILE"
-    out = []
-    if n:
-        out.append(f"{n} of these {len(records)} records were made by an earlier version of "
-                   f"the code they depend on (`sst status` calls them stale; `sst sweep "
-                   f"{sweep} --profile {profile} --retry-stale` computes them again).")
-    same_build = [r for r, e in zip(records, entries)
-                  if e is not None and e.get("evidence") == "same build"]
-    if same_build:
-        unknown = sum(record_simd(r) is None for r in same_build)
-        out.append(
-            f"{len(same_build)} of these {len(records)} records were made by an earlier version "
-            f"of the code that differs from the current one only by the selective scan's block "
-            f"for CPUs without AVX-512, on CPUs with AVX-512, where that block is not compiled "
-            f"and the library built is the same (`sst verify-stale --same-build`, "
-            f"`results/code_equivalence.json`)" + (
-                f"; {unknown} of them are from before records named their CPU, and count as "
-                f"made on one with AVX-512 because they are older than every record from a CPU "
-                f"without it" if unknown else "") + ".")
-    recomputed = [(e, k) for e, k in verified.values() if e.get("evidence") != "same build"]
-    if len(recomputed) == 1:
-        ((entry, k),) = recomputed
-        runs = entry.get("runs", [])
-        out.append(
-            f"{k} of these {len(records)} records were made by an earlier version of the code "
-            f"(`{entry['from']}`) that gives the same numbers as the current one (`{entry['to']}`): "
-            f"{len(runs)} of them ({', '.join('`' + r['run_id'] + '`' for r in runs)}) were "
-            f"computed again under the current code and every metric agreed to within "
-            f"{entry.get('tolerance', TOLERANCE):.2g} (`sst verify-stale`, "
-            f"`results/code_equivalence.json`).")
-    elif recomputed:  # one sentence for all versions: the ledger names them and their runs
-        per_version = sorted(len(e.get("runs", [])) for e, _ in recomputed)
-        spread = (f"{per_version[0]}" if per_version[0] == per_version[-1]
-                  else f"{per_version[0]} to {per_version[-1]}")
-        out.append(
-            f"{sum(k for _, k in recomputed)} of these {len(records)} records were made by "
-            f"{len(recomputed)} earlier versions of the code that give the same numbers as the "
-            f"current one: of each version, {spread} of its runs were computed again under the "
-            f"current code ({sum(per_version)} in all) and every metric agreed to within "
-            f"{max(e.get('tolerance', TOLERANCE) for e, _ in recomputed):.2g} "
-            f"(`sst verify-stale`; `results/code_equivalence.json` names the versions and "
-            f"the runs).")
-    return " ".join(out)
-
-
-def ledger_text(root: Path | None = None) -> str:
-    """A list for the status page: per profile, how many records were made by an earlier
-    version of the code they depend on and count as current only through a ledger entry
-    (:mod:`sst_core.store.equivalence`), by which evidence; empty when none do."""
-    from sst_core.experiments.registry import code_hash
-    from sst_core.store.equivalence import entry_for, load_ledger
-    from sst_core.store.provenance import record_simd
-    from sst_core.store.records import iter_records
-
-    counts: dict[str, list[int]] = {}  # profile -> [recomputed, same build, no CPU named]
-    for profile, experiment in sorted({(e["profile"], e["experiment"])
-                                       for e in load_ledger(root)}):
-        for r in iter_records(experiment, profile, root):
-            entry = entry_for(r, code_hash(experiment, r["config"]), root)
-            if entry is None:
-                continue
-            c = counts.setdefault(profile, [0, 0, 0])
-            if entry.get("evidence") == "same build":
-                c[1] += 1
-                c[2] += record_simd(r) is None
-            else:
-                c[0] += 1
-    lines = []
-    for profile, (again, same, unknown) in sorted(counts.items()):
-        why = []
-        if again:
-            why.append(f"{again} because runs of their code version were computed again under "
-                       f"the current code and every metric agreed (`sst verify-stale`)")
-        if same:
-            why.append(
-                f"{same} because the only change since is the selective scan's block for CPUs "
-                f"without AVX-512 and they were made on CPUs with AVX-512, where the library "
-                f"built is the same (`sst verify-stale --same-build`" + (
-                    f"; {unknown} of them from before records named their CPU, older than every "
-                    f"record from a CPU without AVX-512" if unknown else "") + ")")
-        lines.append(f"- `{profile}`: {again + same} records made by an earlier version of the "
-                     f"code they depend on count as current: " + "; ".join(why) + ".")
-    return "\n".join(lines)
-
-
-def changes_since_stale(records: list[dict[str, Any]], changes: Sequence[tuple[str, str, str]]
-                        ) -> list[tuple[str, str, str]]:
-    """Of ``changes`` (``(commit, when, what)``, ``when`` an ISO time with its zone: the
-    commits that changed the code some of ``records`` depend on), those made after at
-    least one of the stale records (:func:`sst_core.experiments.registry.is_stale_record`)
-    was created, in the given order; what a chapter says changed since its stale records
-    were made, instead of naming a change a record does not predate."""
-    from datetime import datetime
-
-    from sst_core.experiments.registry import is_stale_record
-
-    made = [datetime.fromisoformat(r["created_utc"]) for r in records
-            if r.get("created_utc") and is_stale_record(r)]
-    if not made:
-        return []
-    oldest = min(made)
-    return [c for c in changes if datetime.fromisoformat(c[1]) > oldest]
-
-
-def stale_changes_text(records: list[dict[str, Any]], sweep: str,
-                       changes: Sequence[tuple[str, str, str]], *,
-                       kind: str = "not to what training computes") -> str:
-    """:func:`stale_text` of ``records`` followed by the ``changes`` (``(commit, when,
-    what)``) made since their oldest stale record (:func:`changes_since_stale`), each
-    ``what`` a clause that says what the change did; ``kind`` says what sort of change they
-    are. Just :func:`stale_text` when no such change is listed."""
-    text = stale_text(records, sweep)
-    since = [what for _, _, what in changes_since_stale(records, changes)]
-    if not since:
-        return text
-    head = "One change" if len(since) == 1 else f"{len(since)} changes"
-    return f"{text} {head} since, {kind}: " + " And ".join(since)
-
-
 def stored_record(cfg: Any, root: Path | None = None) -> dict[str, Any] | None:
     """The usable stored record of ``cfg``, or None (missing or unreadable). An unreadable
     one (:func:`sst_core.store.records.load_record` rejects it) is named in a
@@ -340,11 +202,14 @@ REPORTS: dict[str, str] = {
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",
     "figure4": "sst_core.reports.error_control:figure4_table",
     "figure4_within": "sst_core.reports.error_control:figure4_within_table",
+    "figure4_both_ways": "sst_core.reports.error_control:figure4_both_ways_table",
+    "spread_tail": "sst_core.reports.error_control:spread_tail_table",
     "corollary1": "sst_core.reports.error_control:corollary1_table",
     "crossing": "sst_core.reports.error_control:crossing_table",
     "lra_main": "sst_core.reports.lra:lra_main",
     "lra_ablation": "sst_core.reports.lra:lra_ablation",
     "lra_claims": "sst_core.reports.lra:lra_claims",
+    "paper_claims": "sst_core.reports.lra:paper_claims",
     "lra_fit": "sst_core.reports.lra:lra_fit",
     "memory_horizon": "sst_core.reports.lra:memory_horizon",
     "memory_horizon_noise": "sst_core.reports.lra:memory_horizon_noise",

@@ -489,3 +489,215 @@ def crossing_table(P: Profile, root=None) -> Table:
            if r["status"] == "ok" and not r["metrics"]["is_affine"]]
     return Table("Does crossing mean failing? q against m_p for the state-dependent trackers",
                  cols, rows, note, ids, data)
+
+
+# -- Figure 4 with the paper's spread and with the median spread --------------------------
+# the two estimates of a class's spread R: the paper's (the mean over words) and ours (the
+# median, q_median), each with its own T_cross and q at m_p
+SPREAD_ESTIMATES = ("mean", "median")
+
+
+def stored_crossing(metrics: dict[str, Any], key: str, tau: float) -> int | None:
+    """The first *stored* time (``curve_t``) at which the curve ``key`` reaches ``tau``;
+    None if it never does. Every t up to 32 is stored and log-spaced times after it (about
+    6% apart at a rollout of 1000): a crossing read this way lies at most one stored step
+    after the exact one."""
+    from sst_core.store.codec import stored_curve
+
+    t, y = stored_curve(metrics, key)  # (n_stored,) each
+    with np.errstate(invalid="ignore"):
+        hit = np.flatnonzero(y >= tau)
+    return int(t[hit[0]]) if hit.size else None
+
+
+def spread_view(record: dict[str, Any], estimate: str) -> dict[str, Any] | None:
+    """A diagnostics record as Figure 4 reads it under one estimate of the spread
+    (:data:`SPREAD_ESTIMATES`): ``{"run_id", "n_layers", "m_p", "T_cross", "q_at_m_p"}``;
+    ``mean``: the record's T_cross and q at m_p (the paper's); ``median``: the stored-time
+    crossing of q_median (:func:`stored_crossing`) and q_median at m_p. None for a record
+    made before q_median was stored."""
+    m = record["metrics"]
+    base = {"run_id": record["run_id"], "n_layers": run_config(record)["n_layers"],
+            "architecture": architecture(record), "m_p": m["m_p"]}
+    if estimate == "mean":
+        return {**base, "T_cross": m["T_cross"], "q_at_m_p": m["q_at_m_p"]}
+    if estimate != "median":
+        raise ValueError(f"unknown spread estimate {estimate!r}; allowed: "
+                         f"{', '.join(SPREAD_ESTIMATES)}")
+    if "q_median" not in m:
+        return None
+    return {**base, "T_cross": stored_crossing(m, "q_median", record["config"]["tau"]),
+            "q_at_m_p": m.get("q_median_at_m_p")}
+
+
+def figure4_both_ways(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0
+                      ) -> list[dict[str, Any]]:
+    """Figure 4's statistics (:func:`figure4_stats`: r of log T_cross against log m_p with
+    its bootstrap interval, n, median q at m_p with its interval) under each estimate of the
+    spread (:func:`spread_view`), over the affine runs of ``records`` (diagnostics records)
+    that pass the training length and whose q crosses tau under that estimate, pooled and
+    per depth: one row per (estimate, depth), depth None for the pooled runs. The paper's
+    rows add ``r_at_stored_times``: r with T_cross read at the stored times, as the median's
+    is (what that reading alone changes)."""
+    rows = []
+    for estimate in SPREAD_ESTIMATES:
+        kept = [r for r in records if r["status"] == "ok" and r["metrics"]["is_affine"]
+                and r["metrics"]["m_p"] is not None]
+        pairs = [(v, r) for r in kept if (v := spread_view(r, estimate)) is not None
+                 and v["T_cross"] is not None]
+        views, kept = [v for v, _ in pairs], [r for _, r in pairs]
+        depths = sorted({v["n_layers"] for v in views})
+        for depth in [None] + depths:
+            part = [v for v in views if depth is None or v["n_layers"] == depth]
+            stats = figure4_stats([{"metrics": v} for v in part], n_boot=n_boot, seed=seed)
+            extra = {}
+            if estimate == "mean":  # the paper's T_cross read as the median's is: at stored times
+                stored = [{"metrics": {**v, "T_cross": stored_crossing(
+                    r["metrics"], "q", r["config"]["tau"])}}
+                    for v, r in zip(views, kept) if v in part]
+                extra["r_at_stored_times"] = figure4_stats(stored, n_boot=1)["r"]
+            rows.append({"estimate": estimate, "n_layers": depth, **extra,
+                         "architectures": architecture_counts_of(part),
+                         **{k: stats.get(k) for k in ("n", "r", "p", "r_lo", "r_hi",
+                                                      "q_median", "q_lo", "q_hi", "n_q",
+                                                      "why_no_r")},
+                         "run_ids": [v["run_id"] for v in part]})
+    return rows
+
+
+def architecture_counts_of(views: list[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``views`` (:func:`spread_view`) each architecture holds."""
+    from collections import Counter
+
+    return dict(sorted(Counter(v["architecture"] for v in views).items()))
+
+
+def figure4_both_ways_table(P: Profile, root=None) -> Table:
+    """:func:`figure4_both_ways` of the Figure 4 population's diagnostics under ``P``, beside
+    the paper's numbers."""
+    rows_data = figure4_both_ways(diagnostic_records(P, root, "figure4"))
+    cols = ["spread R", "depth", "n", "r (log T_cross, log m_p)", "its 95% interval",
+            "median q at m_p", "its 95% interval", "architectures"]
+    rows = []
+    for d in rows_data:
+        rows.append(["mean over words (the paper's)" if d["estimate"] == "mean" else
+                     "median over words", "both" if d["n_layers"] is None else
+                     f"{d['n_layers']} layer{'s' if d['n_layers'] > 1 else ''}", d["n"],
+                     format_value(d["r"]),
+                     "—" if d["r_lo"] is None else f"[{d['r_lo']:.2f}, {d['r_hi']:.2f}]",
+                     format_value(d["q_median"]),
+                     "—" if d["q_lo"] is None else f"[{d['q_lo']:.2f}, {d['q_hi']:.2f}]",
+                     ", ".join(f"{k} {v}" for k, v in d["architectures"].items()) or "—"])
+    rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}", "—",
+                 f"{PAPER_FIGURE4['q_median']}",
+                 f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]", "—"])
+    note = ("Figure 4 read with two estimates of a class's spread R in q = R / M: the mean "
+            "squared distance of its words' states to their centroid (the paper's definition) "
+            "and the median (q_median). Each selects the affine S3 runs that pass length 60 "
+            "and whose q crosses tau = 1/2 within the rollout under that estimate; T_cross "
+            "of the median spread is read at the record's stored times (every t up to 32, "
+            "then about 6% apart), the paper's at every t. m_p averages accuracy over the "
+            "positions of a word, while q is read at t = m_p. Bootstrap: 10,000 resamples "
+            "of the runs, seed 0. "
+            f"Scale: {P.scale('track_depths', 'track_d_states', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'diag_samples', 'track_max_steps')}.")
+    ids = sorted({i for d in rows_data for i in d["run_ids"]})
+    return Table("Figure 4 with the mean and the median spread, pooled and per depth", cols,
+                 rows, note, ids, [{k: v for k, v in d.items() if k != "run_ids"}
+                                   for d in rows_data])
+
+
+SPREAD_TAIL_WORDS = 1024  # held-out words per tracker of spread_tail_table
+
+
+def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> Table:
+    """What makes the spread of Figure 4's ``model`` runs heavy-tailed: for every one-layer
+    run of ``model`` in Figure 4's selection, its trained tracker loaded from the store
+    (:func:`sst_core.analysis.trackers.load_tracker`; nothing is trained) and measured at
+    t = m_p on :data:`SPREAD_TAIL_WORDS` held-out words
+    (:func:`sst_core.analysis.spread_tail.spread_tail`), beside the record's own ratio of
+    q to q_median at m_p; rows in the order of that ratio."""
+    from sst_core.analysis.spread_tail import TOP_SHARE, spread_tail
+    from sst_core.analysis.trackers import TrackerMissing, held_out_words, load_tracker
+    from sst_core.experiments.paper1 import (
+        diagnostics_config,
+        figure4_population,
+        figure4_selection,
+    )
+    from sst_core.groups import get_group
+    from sst_core.reports import stored_record
+
+    selected = []  # (training config, diagnostics record)
+    for cfg in figure4_population(P, root):
+        if cfg.model != model or cfg.n_layers != 1:
+            continue
+        r = stored_record(diagnostics_config(P, cfg), root)
+        if r is not None and figure4_selection([r]) and r["metrics"].get("q_median_at_m_p"):
+            selected.append((cfg, r))
+    selected.sort(key=lambda x: x[1]["metrics"]["q_at_m_p"] / x[1]["metrics"]["q_median_at_m_p"])
+    cols = ["run (width, lr, seed)", "m_p", "q / q_median (record)", "mean / median spread",
+            f"top {TOP_SHARE:.0%} of words' share", "log-normal ratio exp(s²/2)",
+            "median state norm", "largest spectral radius", "tokens with radius > 1",
+            "growth rate per token"]
+    rows, data, lost = [], [], 0
+    for cfg, r in selected:
+        try:
+            _, tracker = load_tracker(cfg)
+        except TrackerMissing:  # weights not stored (not committed at this profile)
+            lost += 1
+            continue
+        m_p = r["metrics"]["m_p"]
+        words, states = held_out_words(cfg, SPREAD_TAIL_WORDS, m_p, r["config"]["seed"])
+        out = spread_tail(tracker, words, states, m_p, get_group(cfg.group).order)
+        ratio = r["metrics"]["q_at_m_p"] / r["metrics"]["q_median_at_m_p"]
+        rows.append([f"{cfg.d_state}, {cfg.lr:g}, {cfg.seed}", m_p, f"{ratio:.2f}",
+                     f"{out['mean_over_median']:.2f}", f"{out['top_share']:.2f}",
+                     f"{out['lognormal_ratio']:.2f}", f"{out['state_norm_median']:.2g}",
+                     f"{out['rho_max']:.3f}", f"{out['tokens_rho_above_1']} of {out['tokens']}",
+                     f"{out['growth_rate']:.3f}"])
+        data.append({"run_id": r["metrics"]["training_run"],
+                     "d_state": cfg.d_state, "lr": cfg.lr, "seed": cfg.seed, "m_p": m_p,
+                     "q_over_q_median": ratio, **out})
+    note = (f"Every one-layer {model} run of Figure 4's selection, its trained tracker measured "
+            f"at t = m_p on {SPREAD_TAIL_WORDS} held-out words. Spread: each word's squared "
+            "readout distance to its class centroid (R is their mean, q_median's spread their "
+            f"median); top {TOP_SHARE:.0%}: the share of their sum the farthest words carry; "
+            "log-normal ratio: the mean over median a log-normal spread with the measured "
+            "standard deviation s of the log would have. Per token a, the transition "
+            "A(a) = diag(sigma(W_g e(a) + b_g)) W_h: its largest |eigenvalue| over the "
+            "tokens, and how many tokens have one above 1; growth rate: the top Lyapunov "
+            "exponent of the products along the words, per token (above 0: the state grows "
+            "exponentially). At initialisation W_h is 0.99 times an orthogonal matrix, so "
+            "every A(a) starts with spectral radius below 0.99. "
+            + (f"{lost} selected run{'s' if lost > 1 else ''} whose weights are not stored "
+               "left out. " if lost else "") +
+            f"Scale: {P.scale('track_rnn_widths', 'fig4_lrs', 'fig4_seeds', 'fig4_growth_seeds', 'track_max_steps')}.")
+    return Table(f"What makes the spread heavy-tailed: the one-layer {model} trackers", cols,
+                 rows, note, [d["run_id"] for d in data], data)
+
+
+def spread_tail_summary(table: Table) -> Table:
+    """:func:`spread_tail_table` in a few rows: per measure, its median, lowest and highest
+    over the trackers, and for the growth rate and the spectral radius how many trackers
+    lie above 0 and 1."""
+    data = table.data or []
+    measures = (("q_over_q_median", "q / q_median at m_p (record)", None),
+                ("mean_over_median", "mean / median spread", None),
+                ("top_share", "share of the top 1% of words", None),
+                ("lognormal_ratio", "log-normal ratio exp(s²/2)", None),
+                ("rho_max", "largest spectral radius of a token's transition", 1.0),
+                ("growth_rate", "growth rate per token", 0.0))
+    rows, out = [], []
+    for key, label, above in measures:
+        v = np.array([d[key] for d in data], dtype=float)
+        row = {"measure": key, "n": int(v.size),
+               "median": float(np.median(v)) if v.size else None,
+               "min": float(v.min()) if v.size else None,
+               "max": float(v.max()) if v.size else None,
+               "above": None if above is None else int((v > above).sum()), "threshold": above}
+        out.append(row)
+        rows.append([label, format_value(row["median"]), format_value(row["min"]),
+                     format_value(row["max"]),
+                     "—" if above is None else f"{row['above']} of {row['n']} above {above:g}"])
+    return Table(table.title.replace("What makes", "In short: what makes"),
+                 ["measure", "median", "lowest", "highest", "trackers"], rows, table.note,
+                 table.records, out)

@@ -27,20 +27,17 @@ CHAPTER_RESULTS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Source:
-    """One profile's records of one chapter: ``stored`` of ``total`` runs, ``stale`` of the
-    stored ones made by an earlier version of the code they depend on (for the label)."""
+    """One profile's records of one chapter: ``stored`` of ``total`` runs."""
 
     chapter: str
     profile: Profile
     stored: int
     total: int
-    stale: int = 0
 
     def label(self) -> str:
         done = "all" if self.stored == self.total else f"{self.stored} of"
-        stale = f"; {self.stale} made by earlier code: stale" if self.stale else ""
         meaningless = "; numbers meaningless at this scale" if self.profile.name == "smoke" else ""
-        return f"`{self.profile.name}` ({done} {self.total} runs{stale}{meaningless})"
+        return f"`{self.profile.name}` ({done} {self.total} runs{meaningless})"
 
 
 def _table2(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
@@ -97,7 +94,7 @@ def _lra_claims(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
     counts = claim_counts(lra_claims(P, root).data)
     ours = claim_counts_text(counts)
     return ("LRA stand-ins: the paper's four claims on frozen against learned spectra", ours,
-            "all four hold on LRA", {k: {"holds": h, "tasks": n} for k, (h, n) in counts.items()})
+            "all four hold on LRA", {k: {**c, "tasks": c["judged"]} for k, c in counts.items()})
 
 
 def _memory_horizon(P: Profile, root) -> tuple[str, str, str, dict[str, Any]]:
@@ -125,12 +122,11 @@ def overview(sources: Sequence[Source], root=None) -> Table:
             what, ours, paper, values = _ROWS[result](src.profile, root)
             rows.append([what, ours, paper, src.label(), f"{{doc}}`{src.chapter}`"])
             data.append({"result": result, "chapter": src.chapter, "profile": src.profile.name,
-                         "stored": src.stored, "total": src.total, "stale": src.stale,
+                         "stored": src.stored, "total": src.total,
                          "values": values})
     note = ("Each row is read from the report its chapter shows, at the profile named (a "
             "chapter whose larger sweep is under way has a row for that profile's records so "
-            "far; records made by an earlier version of the code they depend on are counted as "
-            "stale, still shown, and computed again by the chapter's sweep with --retry-stale); "
+            "far); "
             "the chapter says how the numbers were produced and why they may differ "
             "from the paper's.")
     return Table("Results at a glance", cols, rows, note, [], data)

@@ -1,9 +1,11 @@
-"""One spelling for every name on the command line: experiment, sweep and report names use
-underscores; a name written with hyphens is accepted with a hint on stderr."""
+"""Names. On the command line one spelling for every name: experiment, sweep and report
+names use underscores; a name written with hyphens is accepted with a hint on stderr. For
+readers, the papers' names of the models (:data:`MODEL_NAMES`, :func:`run_name`): the one
+mapping from code names, for tables, legends and prose."""
 from __future__ import annotations
 
 import sys
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 
 def one_spelling(value: str, names: Iterable[str], what: str) -> str:
@@ -17,3 +19,48 @@ def one_spelling(value: str, names: Iterable[str], what: str) -> str:
         print(f"did you mean {spelled}? accepted", file=sys.stderr)
         return spelled
     raise ValueError(f"unknown {what} {value!r}; allowed: {', '.join(names)}")
+
+
+# The papers' names of the models, for readers (tables, legends, prose); code keeps the
+# registry's names. Paper 1 names its models as here (Table 2); the rest follow their papers.
+MODEL_NAMES: dict[str, str] = {
+    "tanh_rnn": "tanh RNN",
+    "state_gated_rnn": "State-gated RNN",
+    "linear_rnn": "Linear RNN",
+    "token_gated_rnn": "Token-gated RNN",
+    "mamba": "Mamba",
+    "negative_mamba": "Negative Mamba",
+    "mamba3": "Mamba-3",
+    "aussm": "AUSSM",
+    "simple_aussm": "Simple AUSSM",
+    "linear_attention": "linear attention",
+    "semi_affine_mamba": "semi-affine Mamba",
+    "semi_affine_negative_mamba": "semi-affine Negative Mamba",
+    "torch_gru": "GRU",
+    "torch_lstm": "LSTM",
+    "deltanet": "DeltaNet",
+    "deltanet_negative": "DeltaNet, β in [0, 2]",
+    "deltaproduct": "DeltaProduct",
+    "deltaproduct_3": "DeltaProduct, 3 steps",
+    "rnn_phi": "RNN",
+}
+
+# The nonlinearities phi of Table 3, h = phi(W_h h + W_x e(x) + b), as paper 1 names them.
+PHI_NAMES: dict[str, str] = {
+    "tanh": "tanh", "relu": "ReLU", "groupsort2": "GroupSort", "max": "max", "min": "min",
+    "identity": "identity", "layernorm": "LayerNorm", "sphere": "sphere",
+}
+
+
+def model_name(model: str) -> str:
+    """The paper's name of a registered model (the code name where there is none)."""
+    return MODEL_NAMES.get(model, model)
+
+
+def run_name(config: Mapping[str, Any]) -> str:
+    """A tracking run's name for readers: its model (or, in Table 3's sweep, its phi), and
+    "2 layers" for a deeper one."""
+    phi = config.get("phi")
+    name = PHI_NAMES.get(phi, phi) if phi else model_name(config["model"])
+    depth = int(config.get("n_layers", 1))
+    return name + (f", {depth} layers" if depth > 1 else "")

@@ -59,8 +59,7 @@ class SourceChanged(RuntimeError):
 
 def fingerprint(entry_points: Iterable[Any], package: str = PACKAGE, *,
                 exclude: Collection[str] = (),
-                narrow: Mapping[str, Collection[Any]] | None = None,
-                contents: Mapping[str, bytes] | None = None) -> str:
+                narrow: Mapping[str, Collection[Any]] | None = None) -> str:
     """16 hex digits that change when the code reachable from ``entry_points`` (functions
     or classes of ``package``) changes, not when docstrings, comments, formatting or code
     they never reach do (see the module docstring).
@@ -68,14 +67,10 @@ def fingerprint(entry_points: Iterable[Any], package: str = PACKAGE, *,
     ``exclude``: dotted names of functions or classes not followed (e.g. the lookup of
     another run's record, which has a fingerprint of its own). ``narrow``: for a global
     dict (dotted name) of which a run reads only some keys (the model registry), those
-    keys; the statement binding it is hashed without its other entries. ``contents``: for
-    a code file (``"module:file"``, e.g. ``"sst_core.ops.native_selective:native_selective.c"``),
-    the bytes to hash in place of the file's: the fingerprint the code would have with
-    that file so (how ``sst verify-stale --same-build`` shows which change separates two
-    versions).
+    keys; the statement binding it is hashed without its other entries.
     """
     h = hashlib.sha256()
-    for name, description in _walk(entry_points, package, exclude, narrow or {}, contents or {}):
+    for name, description in _walk(entry_points, package, exclude, narrow or {}):
         h.update(name.encode() + b"\0" + description.encode() + b"\0")
     return h.hexdigest()[:16]
 
@@ -107,9 +102,8 @@ def resolve(dotted: str) -> Any:
 
 
 def _walk(entry_points: Iterable[Any], package: str, exclude: Collection[str],
-          narrow: Mapping[str, Collection[Any]],
-          contents: Mapping[str, bytes] | None = None) -> list[tuple[str, str]]:
-    walk = _Walk(package, exclude, narrow, contents or {})
+          narrow: Mapping[str, Collection[Any]]) -> list[tuple[str, str]]:
+    walk = _Walk(package, exclude, narrow)
     for obj in entry_points:
         walk.push_callables(obj)
     walk.run()
@@ -277,9 +271,8 @@ class _Walk:
     """One walk of :func:`fingerprint`: the (name, description) of everything reached."""
 
     def __init__(self, package: str, exclude: Collection[str],
-                 narrow: Mapping[str, Collection[Any]], contents: Mapping[str, bytes]):
+                 narrow: Mapping[str, Collection[Any]]):
         self.package = package
-        self.contents = contents  # "module:file" -> bytes hashed instead of the file's
         self.excluded = {id(obj): obj for obj in map(resolve, exclude)}
         self.narrow = narrow
         self.nodes: set[tuple[str, str]] = set()
@@ -371,8 +364,7 @@ class _Walk:
         here = Path(module.__file__).parent
         for name in files:
             node, path = f"{module.__name__}:{name}", here / name
-            data = (self.contents[node] if node in self.contents
-                    else path.read_bytes() if path.is_file() else None)
+            data = path.read_bytes() if path.is_file() else None
             digest = "<missing>" if data is None else hashlib.sha256(data).hexdigest()
             self.nodes.add((node, digest))
 

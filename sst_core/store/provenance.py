@@ -92,15 +92,6 @@ def cpu_info(cpuinfo: str | None = None) -> dict[str, Any]:
     return {"model": model, "simd": [f for f in SIMD_FLAGS if f in flags]}
 
 
-def record_simd(record: dict[str, Any]) -> list[str] | None:
-    """The :data:`SIMD_FLAGS` of the CPU that made a stored ``record`` (its ``host``), or
-    None when the record does not name them (records made before they did)."""
-    host = record.get("host")
-    cpu = host.get("cpu") if isinstance(host, dict) else None
-    simd = cpu.get("simd") if isinstance(cpu, dict) else None
-    return list(simd) if isinstance(simd, list) else None
-
-
 def host_info() -> dict[str, Any]:
     host = {"machine": platform.machine(), "cpus": os.cpu_count(), "cpu": cpu_info()}
     if "torch" in sys.modules:  # threads change float summation order, hence results

@@ -3,8 +3,9 @@
 ``cached_run(cfg, fn)`` returns the stored record of a config, or runs ``fn(cfg)`` and
 stores ``results/<profile>/<experiment>/<run-id>.json`` with the config, the metrics,
 the status (``ok``, or ``failed`` with the reason), the seed, the git commit, package
-versions, the device, the wall time and the fingerprint of the code the run depends on
-(given by the caller: :mod:`sst_core.experiments.registry` computes it).
+versions, the device, the wall time and the version of its experiment (given by the
+caller: :mod:`sst_core.experiments.registry` keeps it; a record whose version is below the
+current one is stale).
 
 - Writes are atomic: a temporary file in the same folder, flushed and fsynced, then
   ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
@@ -202,7 +203,9 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                     "a finite number of seconds >= 0"),
     # optional keys: checked when present
     "reason": (_optional(str), "a string or null"),
-    "code_hash": (_optional(str), "a string or null"),
+    "code_hash": (_optional(str), "a string or null"),  # records made before versions
+    "version": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                "an int >= 0 (the experiment's version that made it)"),
     "startup_s": (lambda v: v is None or (_number(v) and v == v and v >= 0),
                   "a number of seconds >= 0 or null"),
     "stack": (lambda v: isinstance(v, dict) and isinstance(v.get("size"), int)
@@ -312,24 +315,17 @@ def load_record(path: Path) -> dict[str, Any]:
     return check_record(record, path)
 
 
-SameCode = Callable[[dict[str, Any], str], bool]  # (record, current code hash) -> made by it?
-
-
 def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: bool = False,
                retry_stale: bool = False, root: Path | None = None,
-               code_version: Callable[[], str | None] | None = None,
+               version: int | None = None,
                artifacts: tuple[str, ...] = (),
-               startup: Callable[[], None] | None = None,
-               same_code: SameCode | None = None) -> dict[str, Any]:
+               startup: Callable[[], None] | None = None) -> dict[str, Any]:
     """Return the stored record of ``cfg``, or run ``fn(cfg)`` and store its record.
 
     ``cfg`` is a frozen config dataclass with ``experiment``, ``profile`` and ``seed``;
     ``fn`` returns a JSON-ready dict of metrics. See the module docstring for failures.
-    ``code_version()`` gives the fingerprint of the code the run depends on (stored as
-    ``code_hash``; asked only when needed, and before the run starts: the fingerprint reads
-    the source files, which may be edited while a long run goes on, so asked afterwards it
-    could describe code the process never ran); ``retry_stale``: also recompute a record whose
-    ``code_hash`` differs from it (``same_code``: how to tell, see :func:`_is_stale`);
+    ``version``: the current version of the run's experiment, stored in its record;
+    ``retry_stale``: also recompute a record whose version is below it (:func:`is_stale`);
     ``artifacts``: suffixes of files (e.g. ``".pt"``, the weights) an ``ok`` record is
     unusable without (:func:`artifact_path`): the run is computed again when one is
     missing; ``startup()``: the one-time start-up of a process before its first run
@@ -348,7 +344,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
             warnings.warn(f"{err}; recomputing", RecordWarning, stacklevel=2)
         else:
             if (record["status"] == "ok" or not retry_failed) and not (
-                    retry_stale and _is_stale(record, code_version, same_code)):
+                    retry_stale and is_stale(record, version)):
                 return record
 
     status, reason, metrics = "ok", None, {}
@@ -357,7 +353,6 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         start = time.perf_counter()
         startup()
         extra = {"startup_s": round(time.perf_counter() - start, 4)}
-    code_hash = code_version() if code_version else None  # the code about to run
     start = time.perf_counter()
     tb = None
     try:
@@ -367,20 +362,13 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
         metrics = getattr(err, "metrics", {}) or {}
         tb = traceback.format_exc().splitlines()[-3:]
     return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
-                        traceback_tail=tb, root=root, extra=extra, code_hash=code_hash)
+                        traceback_tail=tb, root=root, extra=extra, version=version)
 
 
-def _is_stale(record: dict[str, Any], code_version: Callable[[], str | None] | None,
-              same_code: SameCode | None) -> bool:
-    """Whether ``record`` was made by code other than ``code_version()`` (never without
-    one): by ``same_code(record, current)`` when given (the experiments pass
-    :func:`sst_core.store.equivalence.same_code`, which also accepts a code version shown
-    to give the same results), else by the code hash it holds."""
-    current = code_version() if code_version else None
-    if current is None:
-        return False
-    return not (same_code(record, current) if same_code is not None
-                else record.get("code_hash") == current)
+def is_stale(record: dict[str, Any], version: int | None) -> bool:
+    """Whether ``record`` was made by an older version than ``version`` (its own
+    ``version``, 0 when it has none); never when ``version`` is None."""
+    return version is not None and record.get("version", 0) < version
 
 
 def _check_artifacts(cfg: Any, record: dict[str, Any], artifacts: tuple[str, ...],
@@ -407,10 +395,9 @@ def record_problem(cfg: Any, root: Path | None = None) -> str | None:
 
 
 def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
-              code_version: Callable[[], str | None] | None = None,
-              artifacts: tuple[str, ...] = (), same_code: SameCode | None = None) -> bool:
+              version: int | None = None, artifacts: tuple[str, ...] = ()) -> bool:
     """Whether :func:`cached_run` would compute ``cfg`` (no usable stored record); with
-    ``code_version``, also a record made by other code (``retry_stale``); with
+    ``version``, also a record made by an older version (``retry_stale``); with
     ``artifacts``, also an ``ok`` record missing one of those files."""
     path = record_path(cfg, root)
     if not path.exists():
@@ -422,19 +409,19 @@ def needs_run(cfg: Any, *, retry_failed: bool = False, root: Path | None = None,
         return True
     if record["config"] != config_dict(cfg):
         return True
-    if _is_stale(record, code_version, same_code):
+    if is_stale(record, version):
         return True
     return record["status"] != "ok" and retry_failed
 
 
 def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: float, *,
                  traceback_tail: list[str] | None = None, extra: dict[str, Any] | None = None,
-                 root: Path | None = None, code_hash: str | None = None) -> dict[str, Any]:
+                 root: Path | None = None, version: int | None = None) -> dict[str, Any]:
     """Write the record of ``cfg`` (see the module docstring) and return it.
 
     ``wall``: seconds the computation took; ``extra``: more provenance keys (e.g. the
-    stack a run was trained in); ``code_hash``: the fingerprint of the code it ran.
-    """
+    stack a run was trained in); ``version``: its experiment's version (0 when None: a
+    record no experiment vouches for is stale)."""
     if not isinstance(metrics, dict):
         raise TypeError(f"run function returned {type(metrics).__name__}; expected a dict of metrics")
     config = config_dict(cfg)
@@ -452,7 +439,7 @@ def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: 
         "versions": versions(),
         "device": current_device(),
         "host": host_info(),
-        "code_hash": code_hash,
+        "version": 0 if version is None else version,
         "wall_time_s": round(wall, 4),
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **(extra or {}),

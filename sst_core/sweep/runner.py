@@ -77,9 +77,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from sst_core.experiments.registry import model_of, phases
+from sst_core.experiments.registry import phases
 from sst_core.experiments.runs import needs_run
-from sst_core.spec.configs import TrackingConfig, config_dict, config_hash
+from sst_core.spec.configs import TrackingConfig, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordWarning,
@@ -182,9 +182,7 @@ def run_task(cfgs: Sequence[Any], retry_failed: bool = False, threads: int | Non
 
         torch.set_num_threads(threads)
     from sst_core.analysis.trackers import TrackerMissing
-    from sst_core.experiments.runs import run, run_stack, warm_code_hashes
-
-    warm_code_hashes(cfgs)  # before anything runs (cached: a no-op in a warmed worker)
+    from sst_core.experiments.runs import run, run_stack
 
     def needed(cfg: Any) -> bool:
         return needs_run(cfg, retry_failed=retry_failed, retry_stale=retry_stale,
@@ -270,26 +268,13 @@ def _local(tasks: list[list[Any]], workers: int, retry: tuple[bool, bool], root:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     # spawn: a forked child of a process that has used torch's thread pool can hang
-    kinds = list({(c.experiment, model_of(config_dict(c))): c
-                  for task in tasks for c in task}.values())  # one config per kind of run
     with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
-                             initializer=start_worker, initargs=(os.getpid(), kinds)) as pool:
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         futures = [pool.submit(run_task, task, retry[0], threads, root, retry[1], artifacts,
                                stop_by, est)
                    for task, est in zip(tasks, estimates)]
         for fut in as_completed(futures):
             progress(fut.result())
-
-
-def start_worker(parent: int, kinds: Sequence[Any]) -> None:
-    """A pool worker's start: :func:`die_with_parent`, then the code hashes of every kind
-    of run it may be given, computed now (:func:`sst_core.experiments.runs.warm_code_hashes`),
-    so that its records name the code it loads at its start and not whatever the source
-    files hold when a run ends hours later."""
-    die_with_parent(parent)
-    from sst_core.experiments.runs import warm_code_hashes
-
-    warm_code_hashes(kinds)
 
 
 def die_with_parent(parent: int, poll_s: float = 1.0) -> None:

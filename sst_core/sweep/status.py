@@ -11,7 +11,6 @@ from typing import Sequence
 from sst_core.experiments.registry import SWEEPS, is_stale_record, phases, sweep_configs
 from sst_core.spec.configs import config_hash
 from sst_core.spec.profiles import get_profile
-from sst_core.store.equivalence import ledger_path
 from sst_core.store.records import (
     RecordError,
     artifact_path,
@@ -33,8 +32,7 @@ class Status:
     missing: int = 0
     unreadable: int = 0  # record files the reader rejects (the sweep computes them again)
     claimed: int = 0
-    stale: int = 0  # records made by an older version of the code they depend on
-    unknown_code: int = 0  # records older than code hashes
+    stale: int = 0  # records made by an older version of their experiment
     compute_s: float = 0.0  # wall time of the stored runs (a stack's shared by its runs)
     problems: list[str] = field(default_factory=list)  # each unreadable file and why
 
@@ -65,11 +63,7 @@ def status(profile: str, experiments: Sequence[str] | None = None,
             st.done += record["status"] == "ok"
             st.failed += record["status"] == "failed"
             st.compute_s += run_compute_s(record)
-            if is_stale_record(record):
-                if record.get("code_hash") is None:
-                    st.unknown_code += 1
-                else:
-                    st.stale += 1
+            st.stale += is_stale_record(record)
         out.append(st)
     return out
 
@@ -77,15 +71,15 @@ def status(profile: str, experiments: Sequence[str] | None = None,
 def status_markdown(rows: list[Status], profile: str) -> str:
     lines = [f"sst status, profile {profile}", "",
              "| experiment | runs | done | failed | missing | unreadable | running | "
-             "stale code | code unknown | compute (h) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "stale | compute (h) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in rows:
         lines.append(f"| {s.experiment} | {s.total} | {s.done} | {s.failed} | {s.missing} | "
-                     f"{s.unreadable} | {s.claimed} | {s.stale} | {s.unknown_code} | "
+                     f"{s.unreadable} | {s.claimed} | {s.stale} | "
                      f"{s.compute_s / 3600:.2f} |")
-    lines += ["", "stale code: records made before a change to the code they depend on (what "
-              "their run functions reach, sst_core.experiments.registry.code_hash); code unknown: records "
-              "older than that check. Rerun them with `sst sweep ... --retry-stale`. unreadable: "
+    lines += ["", "stale: records made by an older version of their experiment (its `version` "
+              "in sst_core.experiments.registry); `sst sweep ... --retry-stale` computes them "
+              "again. unreadable: "
               "record files that are truncated, not JSON, or miss a field or have it of the "
               "wrong type (each is named on stderr); `sst sweep` computes them again."]
     return "\n".join(lines)
@@ -103,14 +97,9 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     their analyses' records are committed, and an analysis that has to be computed again
     without the weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`).
     Weights committed for a pending analysis stay in the repository once it is stored
-    (they are small: about 60 kB per tracker at ``standard``). And the ledger
-    of verified code versions (:mod:`sst_core.store.equivalence`) when there is one: the
-    records it keeps current would be stale on a clone without it."""
+    (they are small: about 60 kB per tracker at ``standard``)."""
     P = get_profile(profile)
     files: dict[Path, None] = {}
-    ledger = ledger_path(root)
-    if ledger.exists():
-        files[ledger] = None
     worth: dict[Path, bool] = {}  # per weights file: a tracker several analyses read, judged once
     for name in SWEEPS:
         for cfgs in phases(name, P):

@@ -18,7 +18,7 @@ far, the seconds spent) is written atomically to that file; a run that finds a s
 its ``checkpoint_key`` there goes on from it, so that a run killed mid-way (a sweep stopped
 with its session) loses at most one epoch and ends with the numbers it would have reached
 without stopping (bit for bit where the two processes round alike, as in the tests; a run
-computed again in a fresh process can drift from a stored one, see ``sst verify-stale``). The file is removed when the run ends (a failed one too). A state
+computed again in a fresh process can drift from a stored one). The file is removed when the run ends (a failed one too). A state
 that cannot be read, or one saved under another key (another config, or code that has
 changed since: the key holds both), is ignored with a warning. The metrics then say from
 which epoch the run went on and the seconds its earlier parts took (``resumed``), which

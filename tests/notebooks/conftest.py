@@ -62,3 +62,43 @@ def smoke_book(tmp_path_factory) -> BuiltBook:
     except BookError as err:
         book.error = str(err)
     return book
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def require_chromium() -> None:
+    """Skip the calling test module without chromium and its driver (fail in CI)."""
+    if not (CHROMIUM and DRIVER):
+        if os.environ.get("CI"):
+            raise RuntimeError("chromium and chromedriver are required in CI (make test "
+                               "installs them)")
+        pytest.skip("chromium/chromedriver not installed: run `make test`, which installs them",
+                    allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium as a reader without network: nothing but 127.0.0.1 resolves; its
+    console is kept (``console_errors``)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--window-size=1280,2000",
+                 # a reader without network: nothing but the local server resolves
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    # generous limits: every page loads MathJax and plotly.js (4.6 MB) from the local
+    # server, on a 2-core machine that may be busy
+    driver.set_page_load_timeout(180)
+    driver.set_script_timeout(120)
+    yield driver
+    driver.quit()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 import warnings
 
@@ -14,16 +12,10 @@ import pytest
 
 from sst_core.book.runner import toc_pages
 
-from .conftest import ROOT
+from .conftest import ROOT, require_chromium
+from .reader import console_errors
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-if not (CHROMIUM and DRIVER):
-    if os.environ.get("CI"):
-        raise RuntimeError("chromium and chromedriver are required in CI (make test installs them)")
-    pytest.skip("chromium/chromedriver not installed: run `make test`, which installs them",
-                allow_module_level=True)
+require_chromium()
 
 PAGES = toc_pages(ROOT)
 
@@ -67,29 +59,6 @@ def site(smoke_book):
     server.shutdown()
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--window-size=1280,2000",
-                 # a reader without network: nothing but the local server resolves
-                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-                 f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
-    # generous limits: every page loads MathJax and plotly.js (4.6 MB) from the local
-    # server, on a 2-core machine that may be busy
-    driver.set_page_load_timeout(180)
-    driver.set_script_timeout(120)
-    yield driver
-    driver.quit()
-
-
 def html_path(page: str) -> str:
     return f"{page}.html"
 
@@ -120,6 +89,7 @@ def twice(check, page: str) -> None:
 
 
 def check_page(browser, url: str, page: str) -> None:
+    console_errors(browser)  # what earlier pages left in the log
     browser.get(url)
     assert browser.find_elements("css selector", "main"), f"{page}: no main content"
     title = browser.execute_script(
@@ -150,6 +120,8 @@ def check_page(browser, url: str, page: str) -> None:
         ".map(i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0]);")
     broken = [src for src, ok in images if not ok]
     assert not broken, f"{page}: images that did not load: {broken}"
+    errors = console_errors(browser)
+    assert not errors, f"{page}: the console shows errors: {errors}"
 
 
 def test_chapter_shows_figures_and_widget(site, browser):

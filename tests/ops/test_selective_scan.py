@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 
 import pytest
@@ -615,47 +614,3 @@ def test_evaluation_in_pieces(path, name, d_conv, with_h0):
     with torch.no_grad():
         pieces = layer.outputs(u, h0)
     torch.testing.assert_close(pieces, whole.detach(), rtol=1e-11, atol=1e-12)
-
-
-# -- the block for targets without AVX-512 ---------------------------------------------------
-
-def test_avx512_source_takes_out_exactly_the_block():
-    start, end = native_selective.NO_AVX512_BLOCK
-    text = f"a\n{start} why\n   more */\n#ifndef X\n#pragma p\n{end}\nb\n#endif\n".encode()
-    assert native_selective.avx512_source(text) == b"a\nb\n#endif\n"
-    assert native_selective.avx512_source(b"a\nb\n") == b"a\nb\n"  # no block: unchanged
-    with pytest.raises(ValueError, match="has no line '#endif'"):
-        native_selective.avx512_source(f"a\n{start}\nb\n".encode())
-    source = native_selective.SOURCE.read_bytes()
-    assert native_selective.avx512_source(source) != source  # the real source has one
-    assert b"no-trapping-math" not in native_selective.avx512_source(source)
-
-
-def _build(cc, text: bytes, march: str, where) -> bytes:
-    """The library gcc makes of ``text`` for ``-march=march`` (the source's own file name,
-    which the library records)."""
-    where.mkdir()
-    src = where / native_selective.SOURCE.name
-    src.write_bytes(text)
-    flags = [f if f != "-march=native" else f"-march={march}" for f in native_selective.flags()]
-    out = where / "lib.so"
-    subprocess.run([cc, *flags, "-o", str(out), str(src)], check=True, capture_output=True)
-    return out.read_bytes()
-
-
-@pytest.mark.parametrize("march", ["skylake-avx512", "x86-64-v4"])
-def test_the_block_changes_nothing_where_the_target_has_avx512(tmp_path, march):
-    """With AVX-512 the library built from the source is byte for byte the one built from
-    the source without the block (what the records made on such CPUs ran); without it
-    (AVX2) the block changes the build."""
-    import platform
-
-    cc = shutil.which("gcc")
-    if cc is None or platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("needs gcc for x86-64")
-    source = native_selective.SOURCE.read_bytes()
-    before = native_selective.avx512_source(source)
-    assert (_build(cc, source, march, tmp_path / "now")
-            == _build(cc, before, march, tmp_path / "before"))
-    assert (_build(cc, source, "haswell", tmp_path / "now2")
-            != _build(cc, before, "haswell", tmp_path / "before2"))

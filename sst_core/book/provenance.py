@@ -1,0 +1,129 @@
+""""How this page was made": the one collapsed block at the end of every chapter.
+
+A reader who wants to know what stands behind a page opens it; everyone else reads the
+chapter. It holds what a careful reader needs and nothing a chapter's body should say:
+the profile and why, the sweeps (grids) the page reads, the runs stored and failed (the
+failed ones as a small table), the compute they took, when they were made, the versions of
+the experiments and the commits of the code that made them. ``sst status`` and the status
+page count stale records; this block does not.
+
+Every chapter ends with one cell::
+
+    # %% tags=["remove-input"]
+    how_made("p1_table2", P)
+
+which displays :class:`HowMade` (a MyST dropdown admonition, rendered by the book).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sst_core.book.plan import chapter_plan
+from sst_core.experiments.registry import SWEEPS, chapter_sweeps, sweep_configs, version
+from sst_core.reports import duration_text
+from sst_core.spec.profiles import get_profile
+from sst_core.store.records import RecordError, load_record, record_path, run_compute_s
+
+__all__ = ["HowMade", "how_made"]
+
+FAILED_SHOWN = 12  # rows of the failed-runs table; the rest are counted
+
+
+@dataclass
+class HowMade:
+    """What stands behind one chapter at one profile (see the module docstring)."""
+
+    notebook: str
+    profile: str
+    why: str
+    sweeps: list[tuple[str, str]] = field(default_factory=list)  # (name, what it computes)
+    total: int = 0
+    stored: int = 0
+    failed: list[tuple[str, str, str]] = field(default_factory=list)  # (run, what, reason)
+    compute_s: float = 0.0
+    made_first: str | None = None
+    made_last: str | None = None
+    versions: dict[str, list[int]] = field(default_factory=dict)  # experiment -> versions
+    current: dict[str, int] = field(default_factory=dict)  # experiment -> current version
+    commits: Counter = field(default_factory=Counter)  # short commit -> records
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(field, value) pairs of the block's table."""
+        if not self.total:
+            return [("profile", f"`{self.profile}` ({self.why})"),
+                    ("runs", "none: this page computes what it shows when it is built")]
+        commits = ", ".join(f"`{c}` ({n})" for c, n in self.commits.most_common(6))
+        if len(self.commits) > 6:
+            commits += f" and {len(self.commits) - 6} more"
+        versions = ", ".join(
+            f"{e} {'/'.join(map(str, v))} (current {self.current[e]})" for e, v in
+            sorted(self.versions.items()))
+        return [
+            ("profile", f"`{self.profile}` ({self.why})"),
+            ("grids", "; ".join(f"`{n}`: {what}" for n, what in self.sweeps)),
+            ("runs", f"{self.stored} of {self.total} stored, {len(self.failed)} failed"),
+            ("compute", duration_text(self.compute_s) + " (single-thread compute of the "
+                        "stored runs; a stacked run counts its share of its stack)"),
+            ("made", f"{(self.made_first or '?')[:10]} to {(self.made_last or '?')[:10]}"),
+            ("experiment versions", versions or "none"),
+            ("code (commit: records)", commits or "unknown"),
+        ]
+
+    def _repr_markdown_(self) -> str:
+        lines = [":::{admonition} How this page was made", ":class: dropdown", "",
+                 "| | |", "|---|---|"]
+        lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in self.rows()]
+        if self.failed:
+            lines += ["", "Failed runs (recorded as failed, never shown as results):", "",
+                      "| run | what | reason |", "|---|---|---|"]
+            lines += [f"| `{r}` | {what} | {reason.replace('|', '/')[:120]} |"
+                      for r, what, reason in self.failed[:FAILED_SHOWN]]
+            if len(self.failed) > FAILED_SHOWN:
+                lines.append(f"| | {len(self.failed) - FAILED_SHOWN} more | |")
+        lines += ["", "Regenerate: `sst notebooks run --profile "
+                  f"{self.profile} --only {self.notebook}`; `sst status --profile "
+                  f"{self.profile}` counts its records.", ":::"]
+        return "\n".join(lines)
+
+
+def how_made(notebook: str, P: Any, root: Path | None = None) -> HowMade:
+    """The provenance block of chapter ``notebook`` shown at profile ``P`` (a
+    :class:`~sst_core.spec.profiles.Profile` or its name)."""
+    profile = get_profile(P) if isinstance(P, str) else P
+    plan = chapter_plan(notebook, profile.name, root)
+    out = HowMade(notebook, profile.name, plan.why)
+    seen: set[str] = set()
+    for sweep in chapter_sweeps(notebook):
+        out.sweeps.append((sweep, SWEEPS[sweep]))
+        for cfg in sweep_configs(sweep, profile, seen):
+            out.total += 1
+            path = record_path(cfg, root)
+            if not path.exists():
+                continue
+            try:
+                record = load_record(path)
+            except RecordError:
+                continue
+            out.stored += 1
+            out.compute_s += run_compute_s(record)
+            made = record.get("created_utc")
+            if made:
+                out.made_first = min(out.made_first or made, made)
+                out.made_last = max(out.made_last or made, made)
+            exp = record["experiment"]
+            out.current[exp] = version(exp)
+            v = record.get("version", 0)
+            if v not in out.versions.setdefault(exp, []):
+                out.versions[exp].append(v)
+                out.versions[exp].sort()
+            out.commits[(record.get("git_commit") or "unknown")[:7]] += 1
+            if record["status"] != "ok":
+                config = record["config"]
+                run = config.get("run") if isinstance(config.get("run"), dict) else config
+                what = " ".join(str(run[k]) for k in ("model", "group", "task", "init")
+                                if run.get(k) is not None)
+                out.failed.append((record["run_id"], what, record.get("reason") or ""))
+    return out

@@ -1,0 +1,73 @@
+"""What a reader of a built page must not meet, as checks on a page open in the browser.
+
+- :func:`console_errors`: the console's errors since the last call (every page);
+- :func:`bookkeeping`: the project's bookkeeping in a chapter's text (record counts, the
+  words "ledger" and "stale", failure logs, commit hashes and run ids, literal markup);
+- :func:`unnumbered_figures`: a figure (an image or an interactive plot) without a number
+  and a caption.
+
+The last two are meant for the chapters; the status page states record counts by design.
+"""
+from __future__ import annotations
+
+import re
+
+# The text a reader sees in the page's main part: prose and outputs, without the code
+# cells' source (code may hold any word) and without scripts, styles and typeset math.
+READER_TEXT = """
+const main = document.querySelector('main') || document.body;
+const copy = main.cloneNode(true);
+copy.querySelectorAll('.cell_input, script, style, mjx-container, .math')
+    .forEach(e => e.remove());
+return copy.innerText;
+"""
+
+# Every figure-like element of the main part that is not inside a numbered figure with a
+# caption: [what, its source or id].
+UNNUMBERED_FIGURES = """
+const main = document.querySelector('main') || document.body;
+const out = [];
+main.querySelectorAll('img, .plotly-graph-div').forEach(e => {
+  const fig = e.closest('figure, div.figure');
+  const number = fig && fig.querySelector('.caption-number');
+  const text = fig && fig.querySelector('.caption-text');
+  if (!(number && number.textContent.trim() && text && text.textContent.trim())) {
+    out.push([e.tagName.toLowerCase(), e.getAttribute('src') || e.id || '']);
+  }
+});
+return out;
+"""
+
+# The bookkeeping a chapter must not show a reader, by what it looks like.
+BOOKKEEPING = {
+    "a record count": re.compile(r"\b\d[\d,]*(?:\W+[\w-]+){0,3}?\W+records?\b", re.I),
+    "the ledger": re.compile(r"\bledger\b", re.I),
+    "staleness": re.compile(r"\bstale\b", re.I),
+    "a failure log": re.compile(r"\bRunFailed\b|\bloss diverged at step\b"),
+    # a commit hash or run id: 7 to 40 hex digits, with a digit and a letter among them
+    "a commit hash": re.compile(r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"),
+    "literal markup": re.compile(r"`|\{(?:glue|numref|ref|cite|doc|eq|math)[:}]|^:::", re.M),
+}
+
+
+def console_errors(browser) -> list[str]:
+    """The console's errors (level SEVERE: uncaught exceptions, failed requests, console.error)
+    logged since the last call; reading them clears the log."""
+    return [entry["message"] for entry in browser.get_log("browser")
+            if entry["level"] == "SEVERE"]
+
+
+def bookkeeping(text: str) -> list[str]:
+    """What of :data:`BOOKKEEPING` ``text`` shows: "<kind>: <the text found>" per finding."""
+    return [f"{kind}: {m.group(0)!r}" for kind, pattern in BOOKKEEPING.items()
+            for m in pattern.finditer(text)]
+
+
+def page_bookkeeping(browser) -> list[str]:
+    """:func:`bookkeeping` of the open page's reader text (:data:`READER_TEXT`)."""
+    return bookkeeping(browser.execute_script(READER_TEXT))
+
+
+def unnumbered_figures(browser) -> list[tuple[str, str]]:
+    """The open page's images and plots outside a numbered figure with a caption."""
+    return [tuple(x) for x in browser.execute_script(UNNUMBERED_FIGURES)]

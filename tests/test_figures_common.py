@@ -1,0 +1,166 @@
+"""What makes a figure legible at the page's width (sst_core.figures.common), checked on the
+figures drawn with ``for_readers``: at most the page's width, no text under the minimum
+size, short titles in words, no two series of one axes with the same colour and marker, no
+legend over the data; and the series styles and the papers' names behind them."""
+from __future__ import annotations
+
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.collections import PathCollection  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+
+from sst_core.figures import common as plots  # noqa: E402
+from sst_core.figures import error as plots_error  # noqa: E402
+from sst_core.models.registry import PHIS, REGISTRY  # noqa: E402
+from sst_core.spec import names  # noqa: E402
+
+TABLE2_MODELS = ("tanh_rnn", "state_gated_rnn", "linear_rnn", "token_gated_rnn", "mamba",
+                 "negative_mamba", "mamba3", "aussm", "simple_aussm", "linear_attention")
+# a configuration dump ("track_d_model=32") or markup left in a title
+DUMP = re.compile(r"\w=\w|`|profile")
+
+
+def tracking(model, group, depth, accuracy=0.5):
+    return {"status": "ok", "config": {"model": model, "group": group, "n_layers": depth},
+            "metrics": {"eval": {"60": {"token": 0.95}, "100": {"token": accuracy},
+                                 "1000": {"token": accuracy / 2}}}}
+
+
+def diagnostics(model, depth, affine, m_p=200, T_cross=120, L=1000):
+    t = np.arange(1, L + 1)
+    q = list(0.002 * t)
+    return {"status": "ok", "run_id": f"{model}{depth}",
+            "config": {"run": {"model": model, "n_layers": depth}, "tau": 0.5},
+            "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross, "q": q,
+                        "q_sqrt": list(np.sqrt(q)), "q_U": q, "q_U_perp": q,
+                        "q_U_identity": q, "q_U_perp_identity": q, "failure_mode": "climb",
+                        "q_at_m_p": q[m_p - 1], "recovery_t0": 30,
+                        "recovery": {"random": list(1.0 + 0.01 * np.arange(50)),
+                                     "U": list(0.9 ** np.arange(50))}}}
+
+
+def figures():
+    """Each checked figure at its most crowded: every Table 2 model at both depths."""
+    runs = [tracking(m, g, d, 0.3 + 0.05 * i) for i, m in enumerate(TABLE2_MODELS)
+            for g in ("C2", "C6", "S3") for d in (1, 2)]
+    phis = [{**tracking("rnn_phi", "S3", 1), "config": {"model": "rnn_phi", "phi": p,
+                                                        "group": "S3", "n_layers": 1}}
+            for p in PHIS]
+    diag = [diagnostics(m, d, REGISTRY[m].affine, m_p=100 + 40 * i + d, T_cross=50 + 20 * i)
+            for i, m in enumerate(TABLE2_MODELS) for d in (1, 2)]
+    stats = {"r": 0.7, "p": 0.01, "n": len(diag), "q_median": 0.4, "q_lo": 0.3, "q_hi": 0.5}
+    return {"accuracy, Table 2": plots.fig_accuracy_vs_length(runs, ("C2", "C6", "S3")),
+            "accuracy, Table 3": plots.fig_accuracy_vs_length(phis, ("S3",)),
+            "Figure 1": plots_error.fig_recovery(diag),
+            "Figure 2": plots_error.fig_q_trajectories(diag[:6]),
+            "Figure 3": plots_error.fig_q_split(diag[:3]),
+            "Figure 4": plots_error.fig_tcross_vs_mp(diag, stats)}
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    figs = figures()
+    for fig in figs.values():
+        fig.canvas.draw()
+    yield figs
+    plt.close("all")
+
+
+def series(ax):
+    """(label, colour, marker) of each labelled data series of ``ax``."""
+    out = []
+    for line in ax.get_lines():
+        if not line.get_label().startswith("_"):
+            out.append((line.get_label(), matplotlib.colors.to_hex(line.get_color()),
+                        line.get_marker()))
+    for coll in ax.collections:
+        if isinstance(coll, PathCollection) and not coll.get_label().startswith("_"):
+            out.append((coll.get_label(), matplotlib.colors.to_hex(coll.get_facecolor()[0]),
+                        coll.get_paths()[0].vertices.shape))
+    return out
+
+
+def test_figures_fit_the_page_and_their_text_is_large_enough(drawn):
+    for name, fig in drawn.items():
+        box = fig.get_tightbbox(fig.canvas.get_renderer())  # inches, as the image is saved
+        assert box.width <= plots.PAGE_WIDTH + 0.05, f"{name}: {box.width:.2f} in wide"
+        small = sorted({(t.get_text(), t.get_fontsize()) for t in fig.findobj(Text)
+                        if t.get_visible() and t.get_text().strip()
+                        and t.get_fontsize() < plots.MIN_FONT})
+        assert not small, f"{name}: text under {plots.MIN_FONT} pt: {small[:5]}"
+
+
+def test_titles_are_short_and_in_words(drawn):
+    for name, fig in drawn.items():
+        titles = [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+        for title in filter(None, titles):
+            assert not DUMP.search(title), f"{name}: title {title!r}"
+            assert len(title) <= 80, f"{name}: title {title!r}"
+
+
+def test_no_two_series_of_one_axes_share_colour_and_marker(drawn):
+    for name, fig in drawn.items():
+        for ax in fig.axes:
+            styles = series(ax)
+            pairs = [(colour, marker) for _, colour, marker in styles]
+            labels = [label for label, _, _ in styles]
+            # a series drawn twice in one axes (none here) would be one label
+            assert len(set(pairs)) == len(set(labels)), (name, ax.get_title(), styles)
+
+
+def test_legends_cover_no_data(drawn):
+    """No plotted point of any axes lies inside a legend's box (axes and figure legends)."""
+    for name, fig in drawn.items():
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+        points = []
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                xy = line.get_xydata()
+                xy = xy[np.isfinite(xy).all(axis=1)]
+                if len(xy):
+                    points.append(ax.transData.transform(xy))
+            for coll in ax.collections:
+                if isinstance(coll, PathCollection) and len(coll.get_offsets()):
+                    points.append(ax.transData.transform(coll.get_offsets()))
+        points = np.concatenate(points)
+        for legend in legends:
+            box = legend.get_window_extent()
+            inside = ((points[:, 0] > box.x0) & (points[:, 0] < box.x1)
+                      & (points[:, 1] > box.y0) & (points[:, 1] < box.y1))
+            assert not inside.any(), f"{name}: a legend covers {int(inside.sum())} points"
+
+
+def test_legends_carry_the_papers_names(drawn):
+    labels = {t.get_text() for fig in drawn.values() for t in fig.findobj(Text)}
+    for model in TABLE2_MODELS:
+        assert names.MODEL_NAMES[model] in labels
+        assert model not in labels or model == names.MODEL_NAMES[model]
+    assert "Mamba-3, 2 layers" in labels and "ReLU" in labels
+
+
+def test_series_styles_differ_for_every_model_phi_and_depth():
+    configs = ([{"model": m, "n_layers": d} for m in REGISTRY for d in (1, 2)]
+               + [{"model": "rnn_phi", "phi": p, "n_layers": 1} for p in PHIS])
+    styles = [plots.series_style(c) for c in configs]
+    pairs = [(s["color"], s["marker"]) for s in styles]
+    assert len(set(pairs)) == len(pairs)
+    # the Table 2 models have ten different colours
+    assert len({plots.series_style({"model": m})["color"] for m in TABLE2_MODELS}) == 10
+    # a model the registry does not know gets a style of its own, the same every time
+    other = plots.series_style({"model": "my_rnn"}, ["my_rnn"])
+    assert (other["color"], other["marker"]) not in pairs
+    assert plots.series_style({"model": "my_rnn"}, ["my_rnn"]) == other
+
+
+def test_every_registered_model_and_phi_has_a_papers_name():
+    assert set(names.MODEL_NAMES) == set(REGISTRY)
+    assert set(names.PHI_NAMES) == set(PHIS)
+    assert names.run_name({"model": "negative_mamba", "n_layers": 2}) == \
+        "Negative Mamba, 2 layers"
+    assert names.run_name({"model": "rnn_phi", "phi": "groupsort2"}) == "GroupSort"
