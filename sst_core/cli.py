@@ -381,6 +381,10 @@ def _status(args: argparse.Namespace) -> int:
     for row in rows:
         for problem in row.problems:
             print(f"sst status: unreadable record {problem}", file=sys.stderr)
+    for path in sweep_status.foreign_files(args.profile):
+        print(f"sst status: {path} is not a file of any run of {args.profile}'s grids (a "
+              "record no sweep reads, or something else); move it out of the results folder",
+              file=sys.stderr)
     if args.format == "json":
         print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
     else:

@@ -364,3 +364,16 @@ def test_a_foreign_tracker_converts_with_double():
     t64 = tracker.double()
     h = t64.step(t64.init_state(2), torch.tensor([0, 5]))
     assert h.dtype == torch.float64 and t64.module.W.dtype == torch.float64
+
+
+def test_the_default_readout_is_the_identity_without_a_matrix():
+    """A state of 200,000 entries gets no 200,000 x 200,000 readout (320 GB); the identity
+    gives the numbers an explicit identity matrix gives."""
+    big = as_tracker(lambda h, x: 0.5 * h + x[:, None].to(h), h0=torch.zeros(200_000),
+                     n_tokens=2)
+    assert big.W_out.weight.numel() == 0 and big.n_classes == 200_000
+    g, step, h0, _ = permutation_map()
+    implicit = diagnose_any(step, g, h0=h0, n_tokens=g.order, **SMALL)
+    explicit = diagnose_any(step, g, h0=h0, n_tokens=g.order, readout=torch.eye(8), **SMALL)
+    for name in CURVES:
+        np.testing.assert_array_equal(implicit[name], explicit[name])

@@ -11,18 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sst_core.analysis.any_model import DiagnosisUndetermined, StepError
 from sst_core.experiments import paper1, paper2
 from sst_core.models import build
 from sst_core.spec.configs import LRAConfig, TrackingConfig, config_hash
 from sst_core.spec.profiles import ConfigError, get_profile
 from sst_core.store.records import RunFailed, cached_run
 from sst_core.tasks.lra import DataError, read_aan, read_listops, read_pathfinder
+from sst_core.sweep.runner import parse_stop_by, sweep
 from sst_core.tasks.tracking import sample
 from sst_core.theory.memory import memory_function
 from sst_core.training import tracking as train
 from sst_core.training.lra import train_lra
+from sst_core.training.tracking import run_device
 from sst_core.training.stacked import train_tracking_stacked
 from tests.tasks.test_lra import write_aan, write_listops, write_pathfinder
+from tests.test_any_model import SMALL, permutation_map
 
 
 def tracker(**kw) -> TrackingConfig:
@@ -130,6 +134,51 @@ def pathfinder_too_small(tmp: Path) -> dict:
     return train_lra(lra(task="lra_pathfinder", mf_T=0))
 
 
+# -- diagnose_any on hostile recurrences (issue 57): an S3 map that tracks exactly, spoiled --
+
+def any_diag(step=None, group="S3", **kw):
+    """diagnose_any of the exact S3 permutation map (or ``step``) at small sizes."""
+    import torch
+
+    from sst_core.analysis.any_model import diagnose_any
+
+    g, exact, h0, _ = permutation_map()
+    args = dict(h0=h0, n_tokens=g.order, **SMALL)
+    args.update(kw)
+    return diagnose_any(exact if step is None else step, group, **args)
+
+
+def spoiled(how: str):
+    """The exact map with one fault: ``how`` names it."""
+    import torch
+
+    _, exact, _, _ = permutation_map()
+
+    def zero_input(h, x):
+        out = exact(h, x)
+        h.zero_()
+        return out
+
+    return {
+        "detach": lambda h, x: exact(h.detach(), x),
+        "zero-input": zero_input,
+        "random": lambda h, x: exact(h, x) + 1e-3 * torch.randn_like(h),
+        "ignore-token": lambda h, x: 0.5 * h + 1,
+        "nan": lambda h, x: exact(h, x) * float("nan"),
+        "overflow": lambda h, x: exact(h, x) * 1e30,
+        "numpy": lambda h, x: np.tanh(h.numpy()),
+        "small-table": lambda h, x: torch.tanh(h * torch.ones(3, 8, dtype=h.dtype)[x]),
+    }[how]
+
+
+def any_gru(**module_kw):
+    from torch import nn
+
+    from sst_core.analysis.any_model import diagnose_any
+
+    return diagnose_any(nn.GRU(6, 8, batch_first=True, **module_kw), "S3", **SMALL)
+
+
 # -- the table: one row per bad input ----------------------------------------------------
 # (id, call(tmp_path), exception type, what the message must contain)
 
@@ -217,6 +266,113 @@ ROWS = [
     # theory
     ("memory-2d-mu", lambda tmp: memory_function(0.5 * np.eye(3), 8), ValueError,
      ["mu has shape (3, 3)", "a 1-D array of eigenvalues is expected"]),
+    # diagnose_any: arguments in the caller's words
+    ("any-seed-str", lambda tmp: any_diag(seed="0"), ValueError,
+     ["diagnose_any: seed='0' is not allowed", "an int in 0..2147483647"]),
+    ("any-seed-negative", lambda tmp: any_diag(seed=-1), ValueError,
+     ["diagnose_any: seed=-1 is not allowed", "an int in 0.."]),
+    ("any-seed-float", lambda tmp: any_diag(seed=1.5), ValueError,
+     ["diagnose_any: seed=1.5 is not allowed", "an int in 0.."]),
+    ("any-n-perturb", lambda tmp: any_diag(n_perturb=0), ValueError,
+     ["diagnose_any: n_perturb=0 is not allowed", "an int >= 1"]),
+    ("any-perturb-steps", lambda tmp: any_diag(perturb_steps=0), ValueError,
+     ["diagnose_any: perturb_steps=0 is not allowed", "an int >= 1"]),
+    ("any-n-words", lambda tmp: any_diag(n_words=0), ValueError,
+     ["diagnose_any: n_words=0 is not allowed", "an int >= 1"]),
+    ("any-word-length", lambda tmp: any_diag(word_length=0), ValueError,
+     ["diagnose_any: word_length=0 is not allowed", "an int >= 1"]),
+    ("any-one-word", lambda tmp: any_diag(n_samples=1), ValueError,
+     ["diagnose_any: n_samples=1 is not allowed", "an int >= 2"]),
+    ("any-eps-nan", lambda tmp: any_diag(eps=math.nan), ValueError,
+     ["diagnose_any: eps=nan is not allowed", "a finite number > 0"]),
+    ("any-h0-pair", lambda tmp: any_diag(h0=(np.zeros(8), np.zeros(8))), ValueError,
+     ["h0 is a tuple of 2 arrays (an (h, c) pair?)", "one state of shape (D,)"]),
+    ("any-trivial-group", lambda tmp: any_diag(group="C1"), ValueError,
+     ["group 'C1' has 1 element", "at least 2"]),
+    ("any-readout-nan", lambda tmp: any_diag(readout=np.full((6, 8), np.nan)), ValueError,
+     ["readout has 48 non-finite entries", "[0, 0] = nan"]),
+    ("any-readout-zero", lambda tmp: any_diag(readout=np.zeros((6, 8))), ValueError,
+     ["readout is zero (shape (6, 8))", "q is undefined"]),
+    # diagnose_any: sizes are checked before anything is allocated
+    ("any-huge-state", lambda tmp: any_diag(lambda h, x: 0.5 * h + x[:, None].to(h),
+                                            h0=np.zeros(200_000), rollout=1000), ValueError,
+     ["n_samples x rollout x d = 64 x 1000 x 200000", "above max_bytes=4294967296",
+      "pass a larger max_bytes="]),
+    ("any-rollout-1e6", lambda tmp: any_diag(rollout=10**6), ValueError,
+     ["diagnose_any: rollout=1000000 is above max_rollout=20000", "pass max_rollout="]),
+    # diagnose_any: the model's device and dtype
+    ("any-bfloat16-gru", lambda tmp: any_gru(dtype=__import__("torch").bfloat16), ValueError,
+     ["the model's tensors are torch.bfloat16", "torch.float32 or torch.float64"]),
+    ("any-meta-gru", lambda tmp: any_gru(device="meta"), ValueError,
+     ["the model's tensors are on meta", "allowed: cpu"]),
+    # diagnose_any: steps that misbehave are named, never given a verdict
+    ("any-n-tokens-above-table", lambda tmp: any_diag(spoiled("small-table")), StepError,
+     ["step(h, x) raised IndexError", "on token ids [0, 5]", "n_tokens=6"]),
+    ("any-numpy-step", lambda tmp: any_diag(spoiled("numpy")), ValueError,
+     ["got a numpy.ndarray, not a torch.Tensor"]),
+    ("any-detached-step", lambda tmp: any_diag(spoiled("detach")), StepError,
+     ["breaks the tangent at the initial state, token 0", "J(h) v has norm 0"]),
+    ("any-in-place-step", lambda tmp: any_diag(spoiled("zero-input")), StepError,
+     ["changed its input h in place (token 0)"]),
+    ("any-random-step", lambda tmp: any_diag(spoiled("random")), StepError,
+     ["two different next states for the same h and token 0", "it is random"]),
+    ("any-step-ignores-token", lambda tmp: any_diag(spoiled("ignore-token")), StepError,
+     ["the same next state for every token id [0, 2, 3]", "ignores its token"]),
+    ("any-nan-states", lambda tmp: any_diag(spoiled("nan")), DiagnosisUndetermined,
+     ["the state became non-finite (NaN) at step 1 of word 0"]),
+    ("any-overflowing-states", lambda tmp: any_diag(spoiled("overflow")), DiagnosisUndetermined,
+     ["the state became non-finite (inf) at step 11 of word 0"]),
+    ("any-degenerate-sample", lambda tmp: any_diag(group="S5", tokens="all", n_tokens=120, n_samples=2,
+                                                   step=lambda h, x: __import__("torch").tanh(
+                                                       h + x[:, None].to(h))),
+     DiagnosisUndetermined, ["q is undetermined at step 1: the 2 words (n_samples)",
+                             "raise n_samples"]),
+    # devices: spelled as allowed in every config; available when the run starts
+    *[(f"tracking-device-{d or 'empty'}", lambda tmp, d=d: tracker(device=d), ConfigError,
+       [f"TrackingConfig.device={d!r} is not allowed", "'auto', 'cpu', 'cuda' or 'cuda:<index>'"])
+      for d in ("tpu", "mps", "CPU", "", "meta")],
+    ("lra-device-tpu", lambda tmp: lra(device="tpu"), ConfigError,
+     ["LRAConfig.device='tpu' is not allowed"]),
+    ("run-device-cuda-99", lambda tmp: run_device("cuda:99"), ValueError,
+     ["device 'cuda:99' is not available here: torch sees", "allowed here: auto, cpu"]),
+    # model options and sizes
+    ("mamba-dt-max-inf", lambda tmp: build("mamba", 6, 6, 8, 8, dt_max=math.inf), ValueError,
+     ["dt_max=inf is not allowed", "a finite number > 0"]),
+    ("mamba3-A-floor-negative", lambda tmp: build("mamba3", 6, 6, 8, 8, A_floor=-5), ValueError,
+     ["A_floor=-5 is not allowed", "a finite number > 0"]),
+    ("attention-eps-negative", lambda tmp: build("linear_attention", 6, 6, 8, 8, eps=-1),
+     ValueError, ["eps=-1 is not allowed", "a finite number > 0"]),
+    ("aussm-dt-bias-twice-text", lambda tmp: build("aussm", 6, 6, 8, 8, dt_bias_twice="no"),
+     ValueError, ["dt_bias_twice='no' is not allowed", "True or False"]),
+    ("mamba-negative-text", lambda tmp: build("mamba", 6, 6, 8, 8, negative="False"), ValueError,
+     ["negative='False' is not allowed", "True or False"]),
+    ("mamba-dt-min-text", lambda tmp: build("mamba", 6, 6, 8, 8, dt_min="a"), ValueError,
+     ["dt_min='a' is not allowed"]),
+    ("build-d-state-huge", lambda tmp: build("mamba", 6, 6, 8, 2**20), ValueError,
+     ["d_state=1048576 is above the cap 65536", "sst_core.models.registry.MAX_SIZE"]),
+    ("build-d-model-huge", lambda tmp: build("tanh_rnn", 6, 6, 10**6, 8), ValueError,
+     ["d_model=1000000 is above the cap 65536"]),
+    ("forward-ids-out-of-range",
+     lambda tmp: build("mamba", 6, 6, 8, 8)(__import__("torch").tensor([[0, 9]])), ValueError,
+     ["tokens must lie in 0..5 (n_tokens=6), got ids 0..9"]),
+    ("forward-float-ids",
+     lambda tmp: build("tanh_rnn", 6, 6, 8, 8)(__import__("torch").tensor([[0.0, 1.0]])),
+     ValueError, ["tokens must be integer ids", "torch.float32"]),
+    ("forward-length-0",
+     lambda tmp: build("mamba", 6, 6, 8, 8)(__import__("torch").zeros(1, 0, dtype=int)),
+     ValueError, ["tokens must have shape (b, L) with L >= 1, got (1, 0)"]),
+    ("sample-length-1e9", lambda tmp: sample("S3", 4, 10**9), ValueError,
+     ["n x length = 4 x 1000000000", "above the cap 268435456",
+      "sst_core.tasks.tracking.MAX_TOKENS"]),
+    ("sample-n-2-31", lambda tmp: sample("S3", 2**31, 5), ValueError,
+     ["n x length = 2147483648 x 5", "above the cap"]),
+    # sweeps
+    ("sweep-address-with-local", lambda tmp: sweep("table2", "smoke", address="ray://x:10001"),
+     ValueError, ["address='ray://x:10001' is for the ray executor"]),
+    ("sweep-workers-1000", lambda tmp: sweep("table2", "smoke", workers=1000), ValueError,
+     ["workers=1000 is above", "per core", "MAX_WORKERS_PER_CORE"]),
+    ("stop-by-in-the-past", lambda tmp: parse_stop_by("2020-01-01T00:00"), ValueError,
+     ["stop time '2020-01-01T00:00' has passed", "give a later one"]),
     # model registry
     ("build-unknown-keyword", lambda tmp: build("tanh_rnn", 6, 6, dropuot=0.1), ValueError,
      ["unknown keyword(s) dropuot for model 'tanh_rnn'", "allowed: d_model, d_state, n_layers"]),

@@ -177,6 +177,17 @@ def _set(key, value):
     return corrupt
 
 
+def _set_in(field, key, value):
+    def corrupt(path: Path) -> None:
+        rec = json.loads(path.read_text())
+        if value is KeyError:
+            del rec[field][key]
+        else:
+            rec[field][key] = value
+        path.write_text(json.dumps(rec))
+    return corrupt
+
+
 # (id, corruption, what the error names)
 CORRUPT = [
     ("truncated", _truncate, "unreadable"),
@@ -192,6 +203,22 @@ CORRUPT = [
     ("reason-number", _set("reason", 5), "field reason"),
     ("code-hash-number", _set("code_hash", 3), "field code_hash"),
     ("missing-key", _set("metrics", KeyError), "missing keys ['metrics']"),
+    # issue 57: a record is checked against its file, its schema and its metrics' ranges
+    ("schema-newer", _set("schema", 99),
+     "schema 99 is not one this code reads (1..1); it was written by newer code"),
+    ("copied-onto-another-run", _set("run_id", "0123456789abcdef"),
+     "holds the record of run 0123456789abcdef, not of run "),
+    ("config-edited", _set_in("config", "lr", 0.5), "is not the hash of its config"),
+    ("ok-with-a-reason", _set("reason", "RunFailed: loss diverged"),
+     "status 'ok' with a failure reason 'RunFailed: loss diverged'"),
+    ("failed-without-reason", _set("status", "failed"), "status 'failed' without a reason"),
+    ("m_p-text", _set_in("metrics", "m_p", "abc"),
+     "metric m_p is 'abc'; expected null or an int >= 1 (a length)"),
+    ("m_p-negative", _set_in("metrics", "m_p", -5), "metric m_p is -5"),
+    ("m_p-nan", _set_in("metrics", "m_p", float("nan")), "metric m_p is nan"),
+    ("m_p-list", _set_in("metrics", "m_p", [60]), "metric m_p is [60]"),
+    ("accuracy-above-1", _set_in("metrics", "test_accuracy", 1.5),
+     "metric test_accuracy is 1.5; expected a finite number in [0, 1]"),
 ]
 
 
@@ -368,3 +395,68 @@ def test_trackers_retrained_for_their_weights_respect_a_stop_time(root, monkeypa
     assert not record_path(analyses[1]).exists() and not record_path(later).exists()
     assert any("1 training runs of diagnostics would not finish by the stop time" in m
                for m in said), said
+
+
+def test_status_lists_files_that_belong_to_no_run_of_a_grid(trained, root, capsys):
+    """A record copied under another name, an unreadable file whose name is in no grid and
+    a stray file are each named by `sst status`; a run's record, its weights and its
+    replaced records are not."""
+    cfg = _store_copy(trained, root)
+    path = record_path(cfg)
+    folder = path.parent
+    (folder / "replaced").mkdir()
+    (folder / "replaced" / f"{path.stem}.20261201000000.json").write_text(path.read_text())
+    stray = [folder / "0123456789abcdef.json", folder / "zzz.json", root / "smoke" / "notes.txt"]
+    stray[0].write_text(path.read_text())
+    stray[1].write_text("{trunc")
+    stray[2].write_text("hello")
+    assert sweep_status.foreign_files("smoke") == sorted(stray)
+    assert cli.main(["status", "--profile", "smoke", "--experiment", "table2"]) == 0
+    err = capsys.readouterr().err
+    for p in stray:
+        assert f"sst status: {p} is not a file of any run of smoke's grids" in err
+    assert str(path) + " " not in err and ".pt" not in err
+
+
+# -- weights tied to their run (issue 57) ------------------------------------------------------
+
+def test_weights_that_are_not_the_runs_are_refused_naming_both_files(trained, root):
+    """A tracker's record keeps the sha256 of its weights; weights swapped in from another
+    run (here: the same file re-saved with one entry changed) are refused naming the
+    weights and the record; a record older than the hash (none stored) is accepted."""
+    import torch
+
+    from sst_core.analysis.trackers import TrackerMissing, load_tracker
+
+    cfg = _store_copy(trained, root)
+    rec = load_record(record_path(cfg))
+    weights = artifact_path(cfg, ".pt")
+    assert len(rec["metrics"]["weights_sha256"]) == 64
+    load_tracker(cfg)  # its own weights
+    state = torch.load(weights, weights_only=True)
+    name = next(k for k, v in state.items() if v.is_floating_point())
+    state[name] = state[name] + 1.0
+    torch.save(state, weights)
+    with pytest.raises(TrackerMissing) as err:
+        load_tracker(cfg)
+    assert f"the weights file {weights} is not the one its record {record_path(cfg)}" in str(err.value)
+    raw = json.loads(record_path(cfg).read_text())
+    del raw["metrics"]["weights_sha256"]  # a record made before the hash was kept
+    record_path(cfg).write_text(json.dumps(raw))
+    load_tracker(cfg)
+
+
+def test_non_finite_weights_make_the_run_fail(root):
+    import torch
+
+    from sst_core.store.records import cached_run
+    from sst_core.training.tracking import build_tracker, save_weights
+
+    cfg = paper1.table2_grid(SMOKE)[0]
+    model = build_tracker(cfg)
+    with torch.no_grad():
+        next(model.parameters())[0].fill_(float("nan"))
+    rec = cached_run(cfg, lambda c: {"m_p": None, "weights_sha256": save_weights(
+        model, artifact_path(c, ".pt"))})
+    assert rec["status"] == "failed" and "the trained weights are not finite" in rec["reason"]
+    assert not artifact_path(cfg, ".pt").exists()

@@ -101,8 +101,149 @@ def test_a_claim_from_another_host_is_stale_only_when_its_heartbeat_stops(root):
     old = time.time() - sweep_claims.STALE_AFTER_S - 5
     os.utime(path, (old, old))
     assert sweep_claims.is_stale(path)
-    path.write_text("{not json")  # a claim cut short while being written
-    assert sweep_claims.is_stale(path)
+
+
+def test_an_unreadable_claim_is_live_while_young(root):
+    """A claim being filled (a file system without hard links), or one cut short while
+    being written: live for UNREADABLE_LIVE_S after its last change, stale after."""
+    path = sweep_claims.claim_path(_cfg())
+    path.parent.mkdir(parents=True)
+    for text in ("", "{not json", "[1, 2]"):
+        path.write_text(text)
+        assert not sweep_claims.is_stale(path), text
+        assert not sweep_claims.Claim(_cfg()).acquire()
+        old = time.time() - sweep_claims.UNREADABLE_LIVE_S - 5
+        os.utime(path, (old, old))
+        assert sweep_claims.is_stale(path), text
+    claim = sweep_claims.Claim(_cfg())
+    assert claim.acquire() and claim.taken_over == {}
+    claim.release()
+    assert not path.exists()
+
+
+def test_a_claim_is_visible_only_complete(root, monkeypatch):
+    """The claim's name appears by a link to a file already written: whoever sees the
+    name reads the whole claim (no empty file between create and write)."""
+    seen = []
+    real_link = os.link
+
+    def link(src, dst):
+        seen.append(json.loads(Path(src).read_text()))  # complete before it is linked
+        assert not Path(dst).exists()
+        return real_link(src, dst)
+
+    monkeypatch.setattr(sweep_claims.os, "link", link)
+    claim = sweep_claims.Claim(_cfg())
+    assert claim.acquire()
+    assert seen == [json.loads(claim.path.read_text())] and seen[0]["token"] == claim.token
+    claim.release()
+    assert list(claim.path.parent.iterdir()) == []  # no lock or temporary file left
+
+
+def test_release_removes_only_the_workers_own_claim(root):
+    """A worker whose claim was taken over (it looked gone) releases nothing: the new
+    holder's claim stays."""
+    a = sweep_claims.Claim(_cfg())
+    assert a.acquire()
+    a.path.unlink()  # as a takeover does, after which another worker claims the run
+    b = sweep_claims.Claim(_cfg())
+    assert b.acquire()
+    a.release()
+    assert json.loads(b.path.read_text())["token"] == b.token
+    b.release()
+    assert not b.path.exists()
+
+
+def test_a_claim_falls_back_to_exclusive_create_without_hard_links(root, monkeypatch):
+    def no_link(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sweep_claims.os, "link", no_link)
+    a, b = sweep_claims.Claim(_cfg()), sweep_claims.Claim(_cfg())
+    assert a.acquire() and not b.acquire()
+    assert json.loads(a.path.read_text())["token"] == a.token
+    a.release()
+    assert b.acquire()
+    b.release()
+
+
+def _stress_worker(root: str, n: int, reverse: bool, go) -> None:
+    """One sweep worker of the stress test: claim each run, compute it (one line in the
+    log) unless it is done, mark it done, release."""
+    root_p = Path(root)
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    cfgs = [_stress_cfg(i) for i in range(n)]
+    go.wait()
+    for i in order:
+        done = root_p / "done" / str(i)
+        if done.exists():
+            continue
+        claim = sweep_claims.Claim(cfgs[i], root_p)
+        if not claim.acquire():
+            continue
+        try:
+            if not done.exists():
+                fd = os.open(root_p / "computed.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                os.write(fd, f"{i} {os.getpid()}\n".encode())
+                os.close(fd)
+                done.touch()
+        finally:
+            claim.release()
+    os._exit(0)
+
+
+def _stress_cfg(i: int):
+    from sst_core.spec.configs import OrderSensitivityConfig
+
+    return OrderSensitivityConfig(group="C2", tokens="all", n_words=1, word_length=1, seed=i,
+                                  profile="smoke")
+
+
+def test_claims_under_concurrency_compute_nothing_twice(tmp_path):
+    """The real claim code in four processes over the same 2,000 runs (half of them in the
+    opposite order), with claims left by dead workers (same host, the old format without a
+    token), cut short long ago (stale: taken over) and being written now (live: left
+    alone): every run is computed exactly once, except the live ones, never; no claim or
+    temporary file is left behind (the issue-57 reproduction computed 33-215 runs twice)."""
+    import multiprocessing as mp
+
+    n, workers = 2000, 4
+    root = tmp_path / "results"
+    (root / "done").mkdir(parents=True)
+    cfgs = [_stress_cfg(i) for i in range(n)]
+    folder = sweep_claims.claim_path(cfgs[0], root).parent
+    folder.mkdir(parents=True)
+    dead = _dead_pid()
+    old = time.time() - sweep_claims.UNREADABLE_LIVE_S - 5
+    live = set(range(5, n, 97))
+    for i in range(0, n, 10):  # a dead worker's claims
+        sweep_claims.claim_path(cfgs[i], root).write_text(json.dumps(
+            {"host": socket.gethostname(), "pid": dead, "since": 0}))
+    for i in range(3, n, 50):  # cut short long ago
+        path = sweep_claims.claim_path(cfgs[i], root)
+        path.write_text("")
+        os.utime(path, (old, old))
+    for i in live:  # being written now
+        sweep_claims.claim_path(cfgs[i], root).write_text("")
+    ctx = mp.get_context("fork")
+    go = ctx.Event()
+    procs = [ctx.Process(target=_stress_worker, args=(str(root), n, k % 2 == 1, go))
+             for k in range(workers)]
+    for p in procs:
+        p.start()
+    go.set()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    lines = (root / "computed.log").read_text().split()
+    computed = [int(x) for x in lines[::2]]
+    twice = sorted({i for i in computed if computed.count(i) > 1}) if len(set(computed)) != len(
+        computed) else []
+    assert twice == [], f"{len(twice)} runs computed twice: {twice[:10]}"
+    assert set(computed) == set(range(n)) - live
+    assert len(set(lines[1::2])) > 1  # the workers shared the runs
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == sorted(sweep_claims.claim_path(cfgs[i], root).name for i in live)
 
 
 def test_the_heartbeat_refreshes_a_working_claim(root, monkeypatch):

@@ -37,6 +37,19 @@ default is the identity (q of the state itself). ``recurrent_mask`` (D,) bool ma
 entries that carry recurrent error (default: all; False on windows of past inputs, which
 are never perturbed or read by the return-map checks).
 
+No verdict on nothing. Before measuring, :func:`diagnose_any` checks its arguments (each
+error names the argument as the caller wrote it and what is allowed), the sizes it would
+hold (:data:`MAX_BYTES`, :data:`MAX_ROLLOUT`; raised with ``max_bytes`` / ``max_rollout``)
+and the step itself on probe states (:func:`check_step`): a step that returns a
+non-finite state, changes its input in place, gives different states for the same input
+(random), ignores its token, or breaks the tangent (detaches ``h``, or leaves torch, so
+that autograd's Jacobian-vector product disagrees with the finite difference) is a
+:class:`StepError` naming what and where. After measuring, a ``q`` that is not finite at
+every length is a :class:`DiagnosisUndetermined` naming the first bad step: non-finite
+states (the word and step where they first appear), or too few classes among the words
+(a degenerate sample). The trivial group (one element), a zero or non-finite readout and a
+model not on the CPU are refused as arguments.
+
 Theorem 1 applies to an affine recurrence of one layer. ``is_affine`` says whether the
 recurrence is affine; None (the default for anything but a registry model) takes the
 numerical estimate, and the result says which (``is_affine_source``).
@@ -62,13 +75,36 @@ from sst_core.spec.configs import DiagnosticsConfig
 from sst_core.tasks.tracking import sample, vocabulary
 
 __all__ = ["StateBlock", "ForeignTracker", "TorchRNNTracker", "as_tracker", "estimate_affine",
-           "diagnose_any", "AFFINE_RTOL"]
+           "diagnose_any", "check_step", "AFFINE_RTOL", "MAX_BYTES", "MAX_ROLLOUT",
+           "StepError", "DiagnosisUndetermined"]
 
 # |J(h) v - J(h') v| / |J(h) v| below this (float64) at every probe: affine (an affine
 # step gives the same tangent at every state up to rounding, near 1e-16)
 AFFINE_RTOL = 1e-8
 
 DEFAULTS = {f.name: f.default for f in fields(DiagnosticsConfig)}  # diagnose's defaults
+
+# the largest readout states diagnose_any holds (n_samples x rollout x d numbers of the
+# model's dtype), and the longest rollout it steps through; raise with max_bytes= /
+# max_rollout= (the states of the default 512 words x 1,000 steps x 64 features: 256 MiB)
+MAX_BYTES = 4 * 2**30
+MAX_ROLLOUT = 20_000
+
+# a step's Jacobian-vector product (autograd) and its finite difference agree to this
+# relative tolerance on a float64 copy (they agree to about 1e-7 for a smooth step)
+TANGENT_RTOL = 1e-3
+
+FLOAT_DTYPES = (torch.float32, torch.float64)
+
+
+class StepError(ValueError):
+    """The recurrence cannot be diagnosed: its step misbehaves on a probe (see
+    :func:`check_step`), named with the token and the state."""
+
+
+class DiagnosisUndetermined(ValueError):
+    """The diagnostics would be computed on nothing (q not finite): names the first bad
+    step or the argument to change."""
 
 
 @dataclass(frozen=True)
@@ -86,30 +122,121 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_arguments(**given: Any) -> None:
+    """diagnose_any's numeric arguments, each named as the caller wrote it."""
+    rules = {"n_samples": 2, "rollout": 2, "t_train": 1, "t_ref": 1, "t0": 1,
+             "perturb_steps": 1, "n_perturb": 1, "word_length": 1, "n_words": 1,
+             "max_bytes": 1, "max_rollout": 2}
+    for name, low in rules.items():
+        v = given[name]
+        if not _is_int(v) or v < low:
+            raise ValueError(f"diagnose_any: {name}={v!r} is not allowed; expected an int >= "
+                             f"{low}")
+    seed = given["seed"]
+    if not _is_int(seed) or not 0 <= seed < 2**31:
+        raise ValueError(f"diagnose_any: seed={seed!r} is not allowed; expected an int in "
+                         f"0..{2**31 - 1}")
+    for name in ("eps", "tau"):
+        v = given[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"diagnose_any: {name}={v!r} is not allowed; expected a finite "
+                             "number > 0")
+    if given["rollout"] > given["max_rollout"]:
+        raise ValueError(f"diagnose_any: rollout={given['rollout']} is above max_rollout="
+                         f"{given['max_rollout']} (each step is one call of the step per "
+                         f"batch of words); pass max_rollout= to allow a longer one")
+
+
+def _check_device_and_dtype(model: Any) -> None:
+    """The diagnostics run on the CPU in float32 or float64: say so before anything runs."""
+    tensors = [*model.parameters(), *model.buffers()]
+    devices = sorted({t.device.type for t in tensors if t.device.type != "cpu"})
+    if devices:
+        raise ValueError(f"the model's tensors are on {', '.join(devices)}; diagnose_any "
+                         "runs on the CPU (allowed: cpu; move the model with .cpu())")
+    dtypes = sorted({str(t.dtype) for t in tensors if t.dtype.is_floating_point
+                     and t.dtype not in FLOAT_DTYPES})
+    if dtypes:
+        raise ValueError(f"the model's tensors are {', '.join(dtypes)}; diagnose_any reads "
+                         "torch.float32 or torch.float64 (convert with .float())")
+
+
 def _as_state(h0: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
     """``h0`` as a real float tensor of shape (D,)."""
-    h = torch.as_tensor(h0).detach().clone()
+    if isinstance(h0, (tuple, list)) and any(isinstance(v, (torch.Tensor, np.ndarray))
+                                             for v in h0):
+        raise ValueError(f"h0 is a {type(h0).__name__} of {len(h0)} arrays (an (h, c) pair?); "
+                         "expected one state of shape (D,): concatenate the parts, "
+                         "e.g. torch.cat([h, c]), and split them inside step(h, x)")
+    try:
+        h = torch.as_tensor(h0).detach().clone()
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"h0 must be a real array of shape (D,), got {type(h0).__name__} "
+                         f"({err})") from None
     if h.is_complex():
         raise ValueError("h0 is complex; stack it as [Re; Im] (a real state of twice the size)")
     if not h.dtype.is_floating_point:
         h = h.to(dtype or torch.get_default_dtype())
     if h.ndim != 1 or h.numel() == 0:
         raise ValueError(f"h0 must have shape (D,) with D >= 1, got {tuple(h.shape)}")
+    if h.device.type != "cpu":
+        raise ValueError(f"h0 is on {h.device}; diagnose_any runs on the CPU (allowed: cpu)")
+    if h.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"h0 is {h.dtype}; diagnose_any reads torch.float32 or torch.float64")
     if not torch.isfinite(h).all():
         raise ValueError(f"h0 must be finite, got {h.tolist()}")
     return h if dtype is None else h.to(dtype)
 
 
-def _readout_weight(readout: Any, d: int, dtype: torch.dtype) -> torch.Tensor:
-    """The readout as an (n_classes, d) tensor; the identity (d, d) when None."""
+def _readout_weight(readout: Any, d: int, dtype: torch.dtype) -> torch.Tensor | None:
+    """The readout as an (n_classes, d) tensor; None for the identity (never built as a
+    d x d matrix)."""
     if readout is None:
-        return torch.eye(d, dtype=dtype)
+        return None
     W = readout.weight if isinstance(readout, nn.Linear) else readout
-    W = torch.as_tensor(np.asarray(W) if not isinstance(W, torch.Tensor) else W).detach()
+    try:
+        W = torch.as_tensor(np.asarray(W) if not isinstance(W, torch.Tensor) else W).detach()
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"readout must be an (n_classes, d) matrix or nn.Linear with d={d}, "
+                         f"got {type(readout).__name__} ({err})") from None
     if W.ndim != 2 or W.shape[1] != d or W.shape[0] < 1:
         raise ValueError(f"readout must be an (n_classes, d) matrix or nn.Linear with d={d} "
                          f"(what it reads), got shape {tuple(W.shape)}")
+    if W.is_complex() or not (W.dtype.is_floating_point or W.dtype in (torch.int32, torch.int64)):
+        raise ValueError(f"readout must be a real matrix, got dtype {W.dtype}")
+    if W.device.type != "cpu":
+        raise ValueError(f"readout is on {W.device}; diagnose_any runs on the CPU (allowed: cpu)")
+    bad = (~torch.isfinite(W.double())).nonzero()
+    if len(bad):
+        i, j = bad[0].tolist()
+        raise ValueError(f"readout has {len(bad)} non-finite entries (the first: [{i}, {j}] = "
+                         f"{float(W[i, j])}); q needs a finite readout")
+    if not W.double().abs().max() > 0:
+        raise ValueError(f"readout is zero (shape {tuple(W.shape)}): it reads nothing, so "
+                         "every class looks the same and q is undefined")
     return W.to(dtype).clone()
+
+
+class IdentityReadout(nn.Module):
+    """The default readout ``W = I`` (d, d) without the matrix (for a state of 200,000
+    entries it would be 320 GB): ``weight`` is an empty tensor that carries the dtype and
+    device only, and :func:`~sst_core.analysis.error_control.error_control_measures` reads
+    ``is_identity``."""
+
+    is_identity = True
+
+    def __init__(self, d: int, dtype: torch.dtype):
+        super().__init__()
+        self.in_features = self.out_features = d
+        self.register_buffer("weight", torch.zeros(0, dtype=dtype))
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return h
 
 
 # -- the face --------------------------------------------------------------------------------
@@ -157,12 +284,15 @@ class ForeignTracker(nn.Module):
             raise ValueError(f"is_affine must be True, False or None (estimate it), "
                              f"got {is_affine!r}")
         self.is_affine = is_affine
-        W = _readout_weight(readout, self.feature_size, h0.dtype)  # (n_classes, d)
-        self.W_out = nn.Linear(W.shape[1], W.shape[0], bias=False, dtype=h0.dtype)
-        with torch.no_grad():
-            self.W_out.weight.copy_(W)
-        self.W_out.requires_grad_(False)
-        self.n_classes = W.shape[0]
+        W = _readout_weight(readout, self.feature_size, h0.dtype)  # (n_classes, d) or None
+        if W is None:
+            self.W_out: nn.Module = IdentityReadout(self.feature_size, h0.dtype)
+        else:
+            self.W_out = nn.Linear(W.shape[1], W.shape[0], bias=False, dtype=h0.dtype)
+            with torch.no_grad():
+                self.W_out.weight.copy_(W)
+            self.W_out.requires_grad_(False)
+        self.n_classes = self.W_out.out_features
 
     # the face ------------------------------------------------------------------------------
     @property
@@ -194,7 +324,9 @@ class ForeignTracker(nn.Module):
         dtype."""
         out = self.next_state(h, x)
         if not isinstance(out, torch.Tensor) or out.shape != h.shape:
-            got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            got = (tuple(out.shape) if isinstance(out, torch.Tensor) else
+                   f"a {type(out).__module__}.{type(out).__name__}, not a torch.Tensor (compute "
+                   "in torch: the checks differentiate the step)")
             raise ValueError(f"step(h, x) must return the next state of shape (b, D) = "
                              f"{tuple(h.shape)}, got {got}")
         if out.dtype != h.dtype:
@@ -337,10 +469,103 @@ def as_tracker(model_or_step: Any, *, h0: Any = None, n_tokens: int | None = Non
         tracker = ForeignTracker(step, h0, n_tokens, readout=readout,
                                  recurrent_mask=recurrent_mask, is_affine=is_affine,
                                  module=module, name=type(module or step).__name__)
+    _check_device_and_dtype(tracker)
     x = torch.tensor([0, tracker.n_tokens - 1], device=tracker.W_out.weight.device)  # (2,)
     with torch.no_grad():
-        tracker.step(tracker.init_state(2), x)  # raises on a wrong shape or dtype
+        _call_step(tracker, tracker.init_state(2), x, "the initial state")  # shape, dtype
     return tracker
+
+
+def _call_step(model: Any, h: torch.Tensor, x: torch.Tensor, where: str) -> torch.Tensor:
+    """``model.step(h, x)``, an error of the step itself named with the token ids and
+    state it was given (a ValueError of the checks passes as it is)."""
+    try:
+        return model.step(h, x)
+    except ValueError:
+        raise
+    except Exception as err:
+        ids = sorted({int(v) for v in x.flatten().tolist()})
+        raise StepError(f"step(h, x) raised {type(err).__name__}: {err} (on token ids {ids} "
+                        f"at {where}; n_tokens={model.n_tokens}: the step must take every id "
+                        f"0..{model.n_tokens - 1} and a batch h of shape (b, D))") from err
+
+
+def check_step(model: Any, tokens: Any, states: Any = None, seed: int = 0) -> None:
+    """:class:`StepError` unless one step behaves, on a float64 copy, at the initial state
+    and at each of ``states`` (n, D), for every token id of ``tokens`` (1-D; the first 64):
+
+    - its next state is finite;
+    - it leaves its input ``h`` as it was (no in-place change of the caller's state);
+    - the same ``h`` and ``x`` give the same next state (not random: dropout in training
+      mode is; call ``.eval()``);
+    - the next state depends on the token at one state at least (with two token ids or
+      more): a step that ignores its token cannot track a group;
+    - autograd's tangent ``J(h) v`` (``torch.func.jvp``) agrees with the central finite
+      difference within :data:`TANGENT_RTOL`, for one random direction ``v`` on the
+      recurrent entries per state and token (a step that detaches ``h``, or computes
+      outside torch, gives the return-map checks a zero Jacobian: a gain of 0).
+    """
+    from torch.func import jvp
+
+    m = copy.deepcopy(model).double().eval()
+    tok = token_ids(m, np.asarray(tokens).reshape(1, -1))[0][:64]  # (k,)
+    D = m.state_size
+    H = m.init_state(1)  # (1, D)
+    if states is not None:
+        H = torch.cat([H, torch.as_tensor(states).to(H).reshape(-1, D)])  # (n + 1, D)
+    names = ["the initial state"] + [f"probe state {i} (reached on a word)"
+                                     for i in range(1, len(H))]
+    rec = m.recurrent_mask.to(H.device)  # (D,)
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.no_grad():
+        outs = []  # per token: (n + 1, D)
+        for x in tok:
+            xs = x.expand(len(H))  # (n + 1,)
+            given = H.clone()
+            out = _call_step(m, given, xs, "the probe states")
+            if not torch.equal(given, H):
+                raise StepError(f"step(h, x) changed its input h in place (token {int(x)}); "
+                                "it must return a new tensor and leave h as it was")
+            bad = (~torch.isfinite(out)).any(1).nonzero()
+            if len(bad):
+                i = int(bad[0])
+                raise StepError(f"step(h, x) returned a non-finite next state at "
+                                f"{names[i]} for token {int(x)} "
+                                f"({int((~torch.isfinite(out[i])).sum())} of {D} entries)")
+            again = _call_step(m, H.clone(), xs, "the probe states")
+            if not torch.equal(out, again):
+                diff = float((out - again).abs().max())
+                raise StepError(f"step(h, x) gave two different next states for the same h "
+                                f"and token {int(x)} (max difference {diff:.3g}): it is random "
+                                "(dropout in training mode? call .eval()); the diagnostics "
+                                "need a deterministic step")
+            outs.append(out)
+    if len(outs) > 1 and all(torch.equal(o, outs[0]) for o in outs[1:]):
+        raise StepError(f"step(h, x) gives the same next state for every token id "
+                        f"{[int(x) for x in tok]} at every probe state: it ignores its token, "
+                        "so it cannot track a group (every class would share one centroid)")
+    for x in tok:
+        for i, h in enumerate(H):
+            v = torch.randn(D, generator=gen, dtype=torch.float64).to(h) * rec  # (D,)
+            v = v / v.norm().clamp(min=1e-300)
+            f = lambda h: m.step(h[None], x[None])[0]  # noqa: E731  (D,) -> (D,)
+            try:
+                tangent = jvp(f, (h,), (v,))[1].detach()  # (D,)
+            except Exception as err:
+                raise StepError(f"step(h, x) cannot be differentiated by torch.func.jvp "
+                                f"({type(err).__name__}: {err}) at {names[i]}, token "
+                                f"{int(x)}: the return-map checks need a step written in "
+                                "torch operations") from err
+            delta = 1e-6 * float(h.abs().max().clamp(min=1.0))
+            with torch.no_grad():
+                fd = (f(h + delta * v) - f(h - delta * v)) / (2 * delta)  # (D,)
+            scale = float(fd.norm())
+            gap = float((tangent - fd).norm())
+            if gap > TANGENT_RTOL * max(scale, float(tangent.norm())) + 1e-9:
+                raise StepError(f"step(h, x) breaks the tangent at {names[i]}, token {int(x)}: "
+                                f"autograd's J(h) v has norm {float(tangent.norm()):.3g}, the "
+                                f"finite difference {scale:.3g} (gap {gap:.3g}); does it "
+                                "detach h, or compute outside torch (numpy, .item(), .data)?")
 
 
 def _param_dtype(module: nn.Module) -> torch.dtype | None:
@@ -406,7 +631,8 @@ def diagnose_any(model_or_step: Any, group: Group | str, *, h0: Any = None,
                  n_perturb: int = DEFAULTS["n_perturb"],
                  word_length: int = DEFAULTS["word_length"], n_words: int = DEFAULTS["n_words"],
                  tau: float = DEFAULTS["tau"], seed: int = DEFAULTS["seed"],
-                 t_train: int = 60) -> dict[str, Any]:
+                 t_train: int = 60, max_bytes: int = MAX_BYTES,
+                 max_rollout: int = MAX_ROLLOUT) -> dict[str, Any]:
     """Every error-control diagnostic of ``model_or_step`` on ``group``'s tracking task.
 
     ``model_or_step``, ``h0``, ``n_tokens``, ``readout``, ``recurrent_mask``,
@@ -417,7 +643,11 @@ def diagnose_any(model_or_step: Any, group: Group | str, *, h0: Any = None,
     give the centroids, R, M and q; the rest as in
     :class:`~sst_core.spec.configs.DiagnosticsConfig` (same defaults); ``t_train`` is the
     training length, which splits "saturation" from "climb" (:func:`~sst_core.analysis.
-    diagnostics.failure_mode`).
+    diagnostics.failure_mode`). ``max_bytes`` / ``max_rollout``: the caps of the module
+    docstring (:data:`MAX_BYTES`, :data:`MAX_ROLLOUT`).
+
+    Raises :class:`StepError` or :class:`DiagnosisUndetermined` (module docstring) rather
+    than give a verdict on a ``q`` that is not finite.
 
     Returns a plain dict: arrays ``q``, ``q_sqrt``, ``R``, ``M``, ``q_U``, ``q_U_perp``,
     ``q_U_identity``, ``q_U_perp_identity`` (index i is t = i + 1), ``T_cross`` /
@@ -429,7 +659,15 @@ def diagnose_any(model_or_step: Any, group: Group | str, *, h0: Any = None,
     the states reached at ``t0``), and ``model``, ``group``, ``tokens``, ``state_size``,
     ``n_layers``.
     """
+    _check_arguments(n_samples=n_samples, rollout=rollout, t_train=t_train, t_ref=t_ref,
+                     t0=t0, perturb_steps=perturb_steps, n_perturb=n_perturb,
+                     word_length=word_length, n_words=n_words, max_bytes=max_bytes,
+                     max_rollout=max_rollout, seed=seed, eps=eps, tau=tau)
+    check_times(t_ref, t0, rollout)
     g = group if isinstance(group, Group) else get_group(group)
+    if g.order < 2:
+        raise ValueError(f"group {g.name!r} has {g.order} element: q compares the states of "
+                         "different group elements, so the group needs at least 2")
     vocab = vocabulary(g, tokens)  # (k,) element indices: the token ids
     model = as_tracker(model_or_step, h0=h0, n_tokens=n_tokens, readout=readout,
                        recurrent_mask=recurrent_mask, is_affine=is_affine, embedding=embedding)
@@ -437,13 +675,21 @@ def diagnose_any(model_or_step: Any, group: Group | str, *, h0: Any = None,
         raise ValueError(f"{g.name} with tokens={tokens!r} uses token ids up to {vocab.max()} "
                          f"(element indices), but the model takes n_tokens={model.n_tokens} "
                          f"(ids 0..{model.n_tokens - 1})")
-    for name, v in (("n_samples", n_samples), ("rollout", rollout), ("t_train", t_train)):
-        _positive_int(name, v)
+    item = model.W_out.weight.element_size()
+    need = n_samples * rollout * _feature_size(model) * item
+    if need > max_bytes:
+        raise ValueError(f"diagnose_any would hold n_samples x rollout x d = {n_samples} x "
+                         f"{rollout} x {_feature_size(model)} readout states ({need / 2**30:.3g} "
+                         f"GiB), above max_bytes={max_bytes} ({max_bytes / 2**30:.3g} GiB); "
+                         "lower n_samples or rollout, or pass a larger max_bytes=")
     words, groups_t = sample(g, n_samples, rollout, tokens=tokens,
                              seed=DIAG_SEED_OFFSET + seed)  # (b, L), (b, L)
-    check_times(t_ref, t0, rollout)
+    _check_sample(words, groups_t, g)
     with torch.no_grad():
         reached = state_trajectory(copy.deepcopy(model).double(), words[:2, :t0])[:, -1]  # (2, D)
+    if not torch.isfinite(reached).all():
+        _raise_non_finite(model, words[:2])
+    check_step(model, vocab, reached, seed=seed)
     estimate = estimate_affine(model, vocab, reached, seed=seed)
     if is_affine is not None:
         affine, source = bool(is_affine), "given"
@@ -456,7 +702,65 @@ def diagnose_any(model_or_step: Any, group: Group | str, *, h0: Any = None,
         model, g, words, groups_t, tokens=tokens, is_affine=affine, t_ref=t_ref, t0=t0,
         eps=eps, perturb_steps=perturb_steps, n_perturb=n_perturb, word_length=word_length,
         n_words=n_words, tau=tau, seed=seed, t_train=t_train)
+    _check_measured(model, core, words, groups_t, g)
     return {"model": getattr(model, "name", type(model).__name__), "group": g.name,
             "tokens": tokens, "state_size": int(model.state_size),
             "n_layers": len(model.layers), "is_affine": affine, "is_affine_source": source,
             "affine_estimate": estimate, **core}
+
+
+def _feature_size(model: Any) -> int:
+    """Width d of what the readout reads."""
+    return int(getattr(model, "feature_size", None) or model.W_out.in_features)
+
+
+def _raise_non_finite(model: Any, words: np.ndarray) -> None:
+    """:class:`DiagnosisUndetermined` naming the first step (and word) at which the
+    model's state stops being finite along ``words`` (b, L); returns when it stays finite."""
+    tok = token_ids(model, words)  # (b, L)
+    with torch.no_grad():
+        h = model.init_state(len(tok))  # (b, D)
+        for t in range(tok.shape[1]):
+            h = model.step(h, tok[:, t])
+            bad = (~torch.isfinite(h)).any(1).nonzero()
+            if len(bad):
+                i = int(bad[0])
+                kind = "NaN" if torch.isnan(h[i]).any() else "inf"
+                raise DiagnosisUndetermined(
+                    f"the state became non-finite ({kind}) at step {t + 1} of word {i} (token "
+                    f"{int(tok[i, t])}), {int((~torch.isfinite(h[i])).sum())} of "
+                    f"{h.shape[1]} entries: q cannot be measured; the step overflows or "
+                    "divides by zero there")
+
+
+def _check_sample(words: np.ndarray, groups_t: np.ndarray, g: Group) -> None:
+    """:class:`DiagnosisUndetermined` when the words are a degenerate sample at some step:
+    fewer than two elements reached, or one word per element (q is then 0 or undefined by
+    count alone)."""
+    for t in range(groups_t.shape[1]):  # a degenerate sample: q is 0 or undefined by count
+        _, counts = np.unique(groups_t[:, t], return_counts=True)
+        if len(counts) < 2 or counts.max() < 2:
+            why = (f"reach only {len(counts)} of {g.name}'s {g.order} elements there, and q "
+                   "compares the states of different elements" if len(counts) < 2 else
+                   f"reach {len(counts)} elements there, each with one word, so the spread R "
+                   "within an element is 0 by count alone")
+            raise DiagnosisUndetermined(f"q is undetermined at step {t + 1}: the "
+                                        f"{len(words)} words (n_samples) {why}; raise n_samples")
+
+
+def _check_measured(model: Any, core: dict[str, Any], words: np.ndarray,
+                    groups_t: np.ndarray, g: Group) -> None:
+    """:class:`DiagnosisUndetermined` unless q is finite at every length, naming the first
+    bad step: non-finite states, or classes the readout cannot tell apart there."""
+    q = np.asarray(core["q"], dtype=np.float64)  # (L,)
+    if np.isfinite(q).all():
+        return
+    _raise_non_finite(model, words)
+    t = int(np.flatnonzero(~np.isfinite(q))[0])  # index: after t + 1 tokens
+    present = len(np.unique(groups_t[:, t]))
+    R, M = float(core["R"][t]), float(core["M"][t])
+    raise DiagnosisUndetermined(
+        f"q is undetermined at step {t + 1}: R = {R:.3g}, M = {M:.3g} (the smallest "
+        f"distance between the readout centroids of the {present} elements reached): the "
+        "readout cannot tell the classes apart there (does the readout see the state, and "
+        "the step its token?)")

@@ -90,7 +90,10 @@ def error_control_measures(model, group, words: np.ndarray, groups_t: np.ndarray
 
     # -- readout space: R, M, q and its split on U / U_perp --------------------------------
     h = readout_states(model, words)  # (b, L, d)
-    W = model.W_out.weight.detach().double().numpy()  # (n_g, d)
+    # (n_g, d); None: the identity, which a foreign tracker's default readout is without
+    # building it (W = I gives the same numbers)
+    W = (None if getattr(model.W_out, "is_identity", False)
+         else model.W_out.weight.detach().double().numpy())
     dist = distinguishability(h, groups_t, W_out=W, n_g=n_g)
     q_median = median_ratio(h, groups_t, W_out=W, n_g=n_g)  # (L,), our variant
     c_ref, present_ref = centroids(h[:, t_ref - 1:t_ref], groups_t[:, t_ref - 1:t_ref], n_g)

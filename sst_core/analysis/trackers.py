@@ -38,7 +38,7 @@ def load_tracker(cfg: TrackingConfig) -> tuple[dict[str, Any], Any]:
     weights beside it are missing or unreadable, and ``RunFailed`` (the analysis is then
     recorded as failed) when the training run failed.
     """
-    from sst_core.training.tracking import load_weights
+    from sst_core.training.tracking import file_sha256, load_weights
 
     rid = config_hash(cfg)
     what = f"training run {rid} ({cfg.model} on {cfg.group}, profile {cfg.profile})"
@@ -56,6 +56,12 @@ def load_tracker(cfg: TrackingConfig) -> tuple[dict[str, Any], Any]:
     if not weights.exists():
         raise TrackerMissing(f"{what} has no weights at {weights}: retrain it "
                              f"(sst sweep ... --retry-stale, or delete its record)")
+    stored = rec["metrics"].get("weights_sha256")  # records older than the hash have none
+    if stored is not None and file_sha256(weights) != stored:
+        raise TrackerMissing(f"{what}: the weights file {weights} is not the one its record "
+                             f"{path} was trained with (sha256 {file_sha256(weights)[:12]}..., "
+                             f"the record says {stored[:12]}...): copied from another run? "
+                             "retrain it (delete the weights) or put the run's own back")
     try:
         model = load_weights(cfg, weights)
     except (RuntimeError, OSError, EOFError, ValueError) as err:

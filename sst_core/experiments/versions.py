@@ -409,7 +409,8 @@ def compare_metrics(a: Any, b: Any, where: str = "") -> tuple[list[tuple[str, An
     """``(differences, largest)``: every place where metrics ``a`` and ``b`` differ as
     ``(dotted path, a's value, b's value)``: the same keys, strings, booleans, integers and
     nulls equal, lists of one length, floats within :data:`TOLERANCE` (NaN equals NaN);
-    keys in :data:`SKIPPED_KEYS` and ending in ``_s`` (seconds) are not compared."""
+    keys in :data:`SKIPPED_KEYS` and ending in ``_s`` (seconds) are not compared, nor a key
+    that only ``b`` (the newer record) has: a new metric changes no stored number."""
     diffs: list[tuple[str, Any, Any]] = []
     largest = 0.0
     if isinstance(a, dict) and isinstance(b, dict):
@@ -417,9 +418,11 @@ def compare_metrics(a: Any, b: Any, where: str = "") -> tuple[list[tuple[str, An
             if key in SKIPPED_KEYS or str(key).endswith("_s"):
                 continue
             path = f"{where}.{key}" if where else str(key)
-            if key not in a or key not in b:
-                diffs.append((path, a.get(key, "(absent)"), b.get(key, "(absent)")))
+            if key not in b:
+                diffs.append((path, a[key], "(absent)"))
                 continue
+            if key not in a:  # a metric the code records now and did not before: it
+                continue      # changes no number the stored records hold
             more, big = compare_metrics(a[key], b[key], path)
             diffs += more
             largest = max(largest, big)

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
-from sst_core.models.registry import check_size
+from sst_core.models.registry import check_bool, check_number, check_size
 from sst_core.models.selective import residual_model, time_chunked
 from sst_core.ops import linear_scan
 
@@ -104,6 +104,8 @@ class LinearAttentionConfig:
         if self.feature_map not in FEATURE_MAPS:
             raise ValueError(f"unknown feature_map {self.feature_map!r}; allowed: "
                              f"{', '.join(FEATURE_MAPS)}")
+        check_bool("normalize", self.normalize)
+        check_number("eps", self.eps, 0.0)
         if self.normalize and self.feature_map == "identity":
             raise ValueError("normalize=True needs a positive feature map; with "
                              "feature_map='identity' use normalize=False")

@@ -82,6 +82,25 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
+def check_tokens(tokens: torch.Tensor, n_tokens: int) -> None:
+    """ValueError unless ``tokens`` (b, L) are integer ids in 0..n_tokens-1 with L >= 1."""
+    if not isinstance(tokens, torch.Tensor):
+        raise ValueError(f"tokens must be a torch tensor of integer ids, got "
+                         f"{type(tokens).__name__}")
+    if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        raise ValueError(f"tokens must be integer ids (torch.long), got dtype {tokens.dtype}")
+    if tokens.ndim != 2 or tokens.shape[1] < 1:
+        raise ValueError(f"tokens must have shape (b, L) with L >= 1, got {tuple(tokens.shape)}")
+    if tokens.numel():
+        try:
+            lo, hi = int(tokens.min()), int(tokens.max())
+        except RuntimeError:  # inside torch.func.vmap (stacked training) ids cannot be read
+            return
+        if lo < 0 or hi >= n_tokens:
+            raise ValueError(f"tokens must lie in 0..{n_tokens - 1} (n_tokens={n_tokens}), got "
+                             f"ids {lo}..{hi}")
+
+
 class SequenceModel(nn.Module):
     """Embedding -> recurrent layers -> (final norm) -> linear head ``W_out``.
 
@@ -112,6 +131,7 @@ class SequenceModel(nn.Module):
 
     # -- whole sequences ---------------------------------------------------------------
     def _input(self, tokens: torch.Tensor) -> torch.Tensor:
+        check_tokens(tokens, self.n_tokens)
         if self.embedding is not None:
             return self.embedding(tokens)  # (b, L, d_model)
         return nn.functional.one_hot(tokens, self.n_tokens).to(self.W_out.weight.dtype)

@@ -92,9 +92,38 @@ def _entry(name: str) -> Entry:
     return REGISTRY[name]
 
 
+# the largest width, state size, depth or vocabulary a model is built with (a d_model of
+# 10**6 asks the allocator for terabytes); raise it here for a larger model
+MAX_SIZE = 2**16
+
+
 def check_size(what: str, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
+    if value > MAX_SIZE:
+        raise ValueError(f"{what}={value} is above the cap {MAX_SIZE} "
+                         "(sst_core.models.registry.MAX_SIZE; raise it there for a larger model)")
+
+
+def check_number(what: str, value: Any, low: float, high: float = float("inf"), *,
+                 low_open: bool = True) -> None:
+    """ValueError unless ``value`` is a finite real number in (low, high] (``[low, high]``
+    with ``low_open=False``): a model option."""
+    import math
+
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and (value > low if low_open else value >= low)
+          and value <= high)
+    if not ok:
+        allowed = (f"a finite number {'>' if low_open else '>='} {low:g}" if high == float("inf")
+                   else f"a finite number in {'(' if low_open else '['}{low:g}, {high:g}]")
+        raise ValueError(f"{what}={value!r} is not allowed: {allowed}")
+
+
+def check_bool(what: str, value: Any) -> None:
+    """ValueError unless ``value`` is True or False (the string 'no' would read as True)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{what}={value!r} is not allowed: True or False")
 
 
 def _check_options(name: str, make: Any, kw: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, RMSNorm, SequenceModel
-from sst_core.models.registry import check_size
+from sst_core.models.registry import check_bool, check_number, check_size
 from sst_core.ops import linear_scan
 from sst_core.ops.causal_conv import conv_silu
 from sst_core.ops.selective_scan import selective_scan
@@ -244,6 +244,15 @@ class _Discretize(torch.autograd.Function):
         return grad_dt, grad_A, None
 
 
+def _check_dt(cfg) -> None:
+    """Delta's init range: finite, 0 < dt_min <= dt_max, and a floor >= 0."""
+    check_number("dt_min", cfg.dt_min, 0.0)
+    check_number("dt_max", cfg.dt_max, 0.0)
+    check_number("dt_init_floor", cfg.dt_init_floor, 0.0, low_open=False)
+    if not cfg.dt_min <= cfg.dt_max:
+        raise ValueError(f"need 0 < dt_min <= dt_max, got {cfg.dt_min}, {cfg.dt_max}")
+
+
 @dataclass(frozen=True)
 class MambaConfig:
     d_model: int                # D: width of the residual stream
@@ -261,8 +270,8 @@ class MambaConfig:
             check_size(what, getattr(self, what))
         if self.dt_rank is not None:
             check_size("dt_rank", self.dt_rank)
-        if not 0 < self.dt_min <= self.dt_max:
-            raise ValueError(f"need 0 < dt_min <= dt_max, got {self.dt_min}, {self.dt_max}")
+        _check_dt(self)
+        check_bool("negative", self.negative)
 
 
 class MambaLayer(RecurrentLayer):
@@ -426,8 +435,8 @@ class Mamba3Config:
         if d_inner % self.headdim:
             raise ValueError(f"headdim {self.headdim} must divide d_inner = expand * d_model "
                              f"= {d_inner}")
-        if not 0 < self.dt_min <= self.dt_max:
-            raise ValueError(f"need 0 < dt_min <= dt_max, got {self.dt_min}, {self.dt_max}")
+        _check_dt(self)
+        check_number("A_floor", self.A_floor, 0.0)
 
     @property
     def n_rope(self) -> int:

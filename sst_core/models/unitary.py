@@ -49,7 +49,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from sst_core.models.base import RecurrentLayer, SequenceModel
-from sst_core.models.registry import check_size
+from sst_core.models.registry import check_bool, check_number, check_size
 from sst_core.models.selective import (
     CausalConv,
     outputs_in_pieces,
@@ -100,6 +100,8 @@ class AUSSMConfig:
             check_size(what, getattr(self, what))
         if self.dt_rank is not None:
             check_size("dt_rank", self.dt_rank)
+        check_bool("dt_bias_twice", self.dt_bias_twice)
+        check_bool("angle_times_dt", self.angle_times_dt)
 
 
 class AUSSMLayer(RecurrentLayer):

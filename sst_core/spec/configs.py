@@ -36,7 +36,12 @@ def config_dict(cfg: Any) -> dict[str, Any]:
 
 def config_hash(cfg: Any) -> str:
     """A stable 16-hex-digit id of a config: sha256 of its canonical JSON."""
-    text = json.dumps(config_dict(cfg), sort_keys=True, separators=(",", ":"))
+    return config_dict_hash(config_dict(cfg))
+
+
+def config_dict_hash(config: dict[str, Any]) -> str:
+    """:func:`config_hash` of a config as a record stores it (:func:`config_dict`)."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -93,6 +98,22 @@ def _check_ranges(cfg: Any, lrs: tuple[str, ...], non_negative: tuple[str, ...],
                 fail(name, f"it must be an int >= {low}")
 
 
+# the devices a config may name: "auto" (CUDA when torch sees it, else the CPU), "cpu",
+# "cuda" or "cuda:<index>"; whether this machine has it is checked when the run starts
+# (sst_core.training.tracking.run_device)
+DEVICE_RULE = "'auto', 'cpu', 'cuda' or 'cuda:<index>' (lower case)"
+
+
+def check_device(cfg: Any) -> None:
+    """:class:`ConfigError` unless ``cfg.device`` is spelled as :data:`DEVICE_RULE`."""
+    import re
+
+    d = cfg.device
+    if not (isinstance(d, str) and re.fullmatch(r"auto|cpu|cuda(:[0-9]+)?", d)):
+        raise ConfigError(f"{type(cfg).__name__}.device={d!r} is not allowed: one of "
+                          f"{DEVICE_RULE}")
+
+
 @dataclass(frozen=True)
 class TrackingConfig:
     """One training run of group state tracking (``sst_core.training.tracking.train_tracking``).
@@ -144,6 +165,7 @@ class TrackingConfig:
                        "eval_samples", "eval_batch", "heldout_every", "heldout_samples",
                        "heldout_patience"),
                       ("seed", "warmup_steps", "post_steps", "plateau_steps"))
+        check_device(self)
         if not 0 < self.heldout_threshold <= 1:
             raise ConfigError(f"TrackingConfig.heldout_threshold={self.heldout_threshold!r} is "
                               "not allowed: it must be in (0, 1]")
@@ -315,6 +337,7 @@ class LRAConfig:
                       ("H", "N", "n_layers", "epochs", "batch", "n_train", "max_length",
                        "image_side", "pathfinder_size", "eval_batch"),
                       ("seed", "data_seed", "mf_T"))
+        check_device(self)
 
 
 @dataclass(frozen=True)
@@ -358,6 +381,7 @@ class MemoryHorizonConfig:
         _check_ranges(self, ("lr", "ssm_lr"), ("weight_decay", "grad_clip", "warmup_frac"),
                       ("N", "H", "steps", "batch", "n_layers", "n_test", "eval_every"),
                       ("tau", "seed", "margin", "data_seed"))
+        check_device(self)
         if self.init not in INITS:
             raise ConfigError(f"MemoryHorizonConfig.init={self.init!r} is not allowed: one of "
                               f"{', '.join(INITS)}")

@@ -11,8 +11,12 @@ current one is stale).
   ``os.replace``. A run killed mid-write leaves the old record or none, never half a one.
 - Every reader (this store, sweeps, ``sst status``, the reports, the book) reads
   records through :func:`load_record`, which checks each field they use
-  (:data:`FIELDS`); a truncated, non-JSON or malformed record is a :class:`RecordError`
-  naming the file and the field, reported (a ``RecordWarning``) and recomputed, never used.
+  (:data:`FIELDS`), that its schema is one this code reads (not newer than
+  :data:`SCHEMA`), that it is the record of its file (its ``run_id`` is its file's name and
+  the hash of its config), that its status and reason agree, and that the metrics every
+  report reads are in range (:data:`METRICS`); a truncated, non-JSON or malformed record
+  is a :class:`RecordError` naming the file and the field, reported (a ``RecordWarning``)
+  and recomputed, never used.
 - ``wall_time_s`` is the run's own time: a process's one-time start-up (imports, builds;
   the ``startup`` of its registry entry) is timed apart as ``startup_s``. Beside it,
   ``cpu_time_s`` is the process's CPU time over the same span (every thread; on CUDA the
@@ -40,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from sst_core.spec.configs import config_dict, config_hash
+from sst_core.spec.configs import config_dict, config_dict_hash, config_hash
 from sst_core.store.provenance import current_device, git_commit, host_info, versions
 
 SCHEMA = 1
@@ -228,9 +232,57 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def _finite(v: Any, low: float = -float("inf"), high: float = float("inf")) -> bool:
+    return _number(v) and v == v and abs(v) != float("inf") and low <= v <= high
+
+
+def _length(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
+_ACCURACY = (lambda v: _finite(v, 0.0, 1.0), "a finite number in [0, 1]")
+_LENGTH_OR_NULL = (lambda v: v is None or _length(v), "null or an int >= 1 (a length)")
+
+# metric -> (check, what is allowed): the metrics reports and `sst status` read, checked
+# in every record that has them (whatever its experiment)
+METRICS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "m_p": _LENGTH_OR_NULL,
+    "T_cross": (lambda v: v is None or _length(v) or isinstance(v, dict),
+                "null, an int >= 1 (a length) or a dict of them"),
+    "T_cross_1": _LENGTH_OR_NULL,
+    "T_cross_sqrt": _LENGTH_OR_NULL,
+    "T_cross_sqrt_1": _LENGTH_OR_NULL,
+    "failure_mode": (lambda v: v in ("saturation", "climb", "none"),
+                     "'saturation', 'climb' or 'none'"),
+    "q_at_m_p": (lambda v: v is None or _finite(v, 0.0), "null or a finite number >= 0"),
+    "test_accuracy": _ACCURACY,
+    "val_accuracy": _ACCURACY,
+    "best_test_accuracy": _ACCURACY,
+    "final_test_accuracy": _ACCURACY,
+    "chance_accuracy": _ACCURACY,
+    "chance": _ACCURACY,
+    "train_time_s": (lambda v: _finite(v, 0.0), "a finite number of seconds >= 0"),
+    "n_params": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                 "an int >= 0"),
+    "weights_sha256": (lambda v: isinstance(v, str) and re.fullmatch("[0-9a-f]{64}", v) is not None,
+                       "the sha256 of the weights file (64 hex digits)"),
+}
+
+_RUN_ID = re.compile(r"[0-9a-f]{16}")
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def check_record(record: Any, path: Path | str) -> dict[str, Any]:
     """``record`` if it is a usable record; else :class:`RecordError` naming ``path``,
-    the field, its value and what is allowed (:data:`FIELDS`)."""
+    the field, its value and what is allowed (:data:`FIELDS`, :data:`METRICS`), a schema
+    newer than :data:`SCHEMA`, a record that is not the one of its file (a file named by a
+    run id holds that run's record: ``<run-id>.json``, or ``<run-id>.<created>.json`` among
+    the replaced; its ``run_id`` is the hash of its config), or a status its reason
+    contradicts."""
     if not isinstance(record, dict):
         raise RecordError(f"{path}: not a record (top level is {type(record).__name__}; "
                           "expected a JSON object)")
@@ -239,9 +291,33 @@ def check_record(record: Any, path: Path | str) -> dict[str, Any]:
         raise RecordError(f"{path}: missing keys {missing}")
     for key, (ok, allowed) in FIELDS.items():
         if key in record and not ok(record[key]):
-            value = repr(record[key])
-            value = value if len(value) <= 80 else value[:77] + "..."
-            raise RecordError(f"{path}: field {key} is {value}; expected {allowed}")
+            raise RecordError(f"{path}: field {key} is {_shown(record[key])}; expected {allowed}")
+    if not 1 <= record["schema"] <= SCHEMA:
+        raise RecordError(f"{path}: schema {record['schema']} is not one this code reads "
+                          f"(1..{SCHEMA}){'; it was written by newer code: update sst_core' if record['schema'] > SCHEMA else ''}")
+    run_id = record["run_id"]
+    name = Path(path).name.split(".")[0]
+    if _RUN_ID.fullmatch(name) and name != run_id:
+        raise RecordError(f"{path}: holds the record of run {run_id}, not of run {name} "
+                          "(its file name): a record copied onto another run's file")
+    if config_dict_hash(record["config"]) != run_id:
+        raise RecordError(f"{path}: run_id {run_id} is not the hash of its config "
+                          f"({config_dict_hash(record['config'])}): the config was edited")
+    for key in ("experiment", "profile"):
+        if key in record["config"] and record["config"][key] != record[key]:
+            raise RecordError(f"{path}: field {key} is {_shown(record[key])}, its config's "
+                              f"is {_shown(record['config'][key])}")
+    reason = record.get("reason")
+    if record["status"] == "ok" and reason is not None:
+        raise RecordError(f"{path}: status 'ok' with a failure reason {_shown(reason)}; "
+                          "expected reason null for an ok run")
+    if record["status"] == "failed" and not reason:
+        raise RecordError(f"{path}: status 'failed' without a reason; expected the reason "
+                          "the run failed")
+    for key, (ok, allowed) in METRICS.items():
+        if key in record["metrics"] and not ok(record["metrics"][key]):
+            raise RecordError(f"{path}: metric {key} is {_shown(record['metrics'][key])}; "
+                              f"expected {allowed}")
     return record
 
 

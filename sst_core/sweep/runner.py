@@ -106,6 +106,10 @@ STOP_BY_FORMS = ("+DURATION (+45s, +90m, +2h, +2h30m), HH:MM (the next such time
                  "names its offset)")
 
 
+# local workers allowed per core (each is a process; more only queue for the cores)
+MAX_WORKERS_PER_CORE = 4
+
+
 def parse_stop_by(text: str, now: datetime | None = None) -> float:
     """A stop time (:func:`sweep`'s ``stop_by``, seconds since the epoch) from its
     spelling in :data:`STOP_BY_FORMS`, relative to ``now`` (default: the current local
@@ -129,6 +133,9 @@ def parse_stop_by(text: str, now: datetime | None = None) -> float:
     if at is not None:
         if at.tzinfo is None:
             at = at.replace(tzinfo=now.tzinfo)
+        if at <= now:
+            raise ValueError(f"stop time {text!r} has passed (it is now {now:%Y-%m-%d %H:%M}): "
+                             "every run would be deferred; give a later one")
         return at.timestamp()
     raise ValueError(f"stop time {text!r} not understood; expected {STOP_BY_FORMS}")
 
@@ -456,6 +463,15 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     for name, n in (("workers", workers), ("threads", threads)):
         if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
             raise ValueError(f"{name} must be a positive int or None (auto), got {n!r}")
+    if executor == "local" and address is not None:
+        raise ValueError(f"address={address!r} is for the ray executor (a cluster to join); "
+                         "the local executor runs on this machine: drop the address or use "
+                         "executor 'ray'")
+    cap = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    if executor == "local" and workers is not None and workers > cap:
+        raise ValueError(f"workers={workers} is above {cap} ({MAX_WORKERS_PER_CORE} per core of "
+                         f"the {os.cpu_count() or 1} here; each worker is a process); pass at "
+                         "most that, or raise sst_core.sweep.runner.MAX_WORKERS_PER_CORE")
     root_s = str(Path(root) if root else results_dir())
     os.environ["SST_RESULTS_DIR"] = root_s  # the parent reads records from there too
     result = SweepResult(experiment, profile)

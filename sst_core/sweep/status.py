@@ -9,16 +9,18 @@ from pathlib import Path
 from typing import Sequence
 
 from sst_core.experiments.registry import SWEEPS, is_stale_record, phases, sweep_configs
+from sst_core.spec.configs import config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
     artifact_path,
     load_record,
     record_path,
+    results_dir,
     run_compute_s,
 )
-from sst_core.store.replaced import replaced_files
-from sst_core.sweep.claims import claim_path, is_stale
+from sst_core.store.replaced import REPLACED, replaced_files
+from sst_core.sweep.claims import LOCK_NAME, claim_path, is_stale
 
 
 @dataclass
@@ -131,3 +133,36 @@ def weights_worth_committing(run, root: Path | None = None) -> bool:
     except RecordError:
         return False
     return record["status"] == "ok" and record["metrics"].get("m_p") is not None
+
+
+def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
+    """Files in ``profile``'s results folder that belong to no run of any sweep's grid
+    (``sst status`` lists them): a record whose name is no run of a grid (copied there,
+    or left by an older grid), an unreadable file that no sweep would ever read, anything
+    else put there. A run's files are its record ``<run-id>.json``, what it keeps beside
+    it (``<run-id>.<suffix>``: weights, saved states, a claim while it runs, a writer's
+    temporary file ``.<run-id>.<...>.tmp``) and its replaced records
+    (``replaced/<run-id>.<created>.json``), all in its experiment's folder."""
+    P = get_profile(profile)
+    folder = (root if root is not None else results_dir()) / profile
+    if not folder.is_dir():
+        return []
+    known: set[tuple[str, str]] = set()  # (experiment, run id)
+    for name in SWEEPS:
+        for cfg in sweep_configs(name, P):
+            known.add((cfg.experiment, config_hash(cfg)))
+    out = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        rel = path.relative_to(folder).parts
+        experiment = rel[0] if len(rel) > 1 else None
+        inside = rel[1:-1]
+        run_id = path.name.lstrip(".").split(".")[0]
+        if (experiment is not None and inside in ((), (REPLACED,))
+                and (experiment, run_id) in known):
+            continue
+        if path.name == LOCK_NAME:  # a claim being removed at this moment
+            continue
+        out.append(path)
+    return out

@@ -44,6 +44,11 @@ Pathfinder) copy S4's ``torch.utils.data.random_split`` with
 ``torch.Generator().manual_seed(42)`` (``s4_split``), so the same files give
 S4's splits.
 
+Data files never run code: CIFAR-10's pickles are read by :class:`SafeUnpickler`, which
+builds only plain containers, numbers, strings, bytes and numpy arrays and refuses any other
+object a pickle asks for (a ``__reduce__`` payload) with a ``DataError`` naming the file;
+Pathfinder's ``.npy`` metadata is read with ``allow_pickle=False``.
+
 A missing or malformed file raises ``DataError`` (a ``ValueError``) that names
 the path and the expected layout; so do a file that is not UTF-8 text (with
 where its first bad byte is) and a file or folder without examples.
@@ -308,14 +313,63 @@ def read_imdb(data_dir: str | Path, max_length: int | None = 4000) -> dict[str, 
 
 # --- CIFAR-10 ----------------------------------------------------------------------
 
+def _numpy_pickle_globals() -> dict[tuple[str, str], object]:
+    """The only callables a pickle of plain data and numpy arrays needs, by the names
+    numpy 1 and 2 pickle them under (python 2 byte strings come through ``_codecs``)."""
+    import codecs
+
+    try:
+        from numpy._core import multiarray, numeric
+    except ImportError:  # numpy 1
+        from numpy.core import multiarray, numeric
+    found = {}
+    for pkg in ("numpy.core", "numpy._core"):
+        found[(f"{pkg}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        found[(f"{pkg}.multiarray", "scalar")] = multiarray.scalar
+        found[(f"{pkg}.numeric", "_frombuffer")] = numeric._frombuffer
+    found[("numpy", "ndarray")] = np.ndarray
+    found[("numpy", "dtype")] = np.dtype
+    found[("_codecs", "encode")] = codecs.encode
+    return found
+
+
+class PickleRefused(pickle.UnpicklingError):
+    """A pickle asked for an object other than plain data and numpy arrays."""
+
+
+class SafeUnpickler(pickle.Unpickler):
+    """Unpickles dicts, lists, tuples, strings, bytes, numbers and numpy arrays only: any
+    other global a pickle names (a class, ``os.system``, ``builtins.eval``, ...) is
+    refused with :class:`PickleRefused`, before anything is called."""
+
+    ALLOWED = _numpy_pickle_globals()
+
+    def find_class(self, module: str, name: str) -> object:
+        try:
+            return self.ALLOWED[(module, name)]
+        except KeyError:
+            raise PickleRefused(f"the pickle asks for {module}.{name}, which is not plain data "
+                                "(allowed: dicts, lists, strings, bytes, numbers and numpy "
+                                "arrays); data files never run code") from None
+
+    def persistent_load(self, pid: object) -> object:
+        raise PickleRefused(f"the pickle asks for a persistent object {pid!r}; data files "
+                            "never run code")
+
+
 def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         with _file("cifar10", path).open("rb") as f:
-            batch = pickle.load(f, encoding="bytes")
+            batch = SafeUnpickler(f, encoding="bytes").load()
+        if not isinstance(batch, dict):
+            raise _fail("cifar10", path, f"not a CIFAR-10 python batch (a pickled "
+                                         f"{type(batch).__name__}, not a dict)")
         data = np.asarray(batch[b"data"])
         labels = np.asarray(batch[b"labels"], dtype=np.int64)
     except DataError:
         raise
+    except PickleRefused as err:
+        raise _fail("cifar10", path, f"refused: {err}") from None
     except Exception as err:  # unpickling errors come in many types
         raise _fail("cifar10", path, f"not a CIFAR-10 python batch ({type(err).__name__}: "
                                      f"{err})") from None

@@ -88,6 +88,11 @@ def running_product(group: Group | str, tokens: np.ndarray) -> np.ndarray:
     return states
 
 
+# the most tokens one call of sample draws (words x length): 2**28 ids are 4 GiB of
+# tokens and states; raise it here for a larger draw
+MAX_TOKENS = 2**28
+
+
 def sample(
     group: Group | str,
     n: int,
@@ -118,6 +123,11 @@ def sample(
         raise ValueError(f"length={length!r} is not allowed: length must be an int >= 1")
     if seed is not None and (not _is_int(seed) or seed < 0):
         raise ValueError(f"seed={seed!r} is not allowed: seed must be a non-negative int or None")
+    if n * length > MAX_TOKENS:
+        raise ValueError(f"n x length = {n} x {length} = {n * length} tokens is above the cap "
+                         f"{MAX_TOKENS} (two int64 arrays of that size: "
+                         f"{16 * n * length / 2**30:.3g} GiB); draw fewer or shorter words, or "
+                         "raise sst_core.tasks.tracking.MAX_TOKENS")
     g = _as_group(group)
     vocab = vocabulary(g, tokens)  # (k,)
     rng = np.random.default_rng(seed)

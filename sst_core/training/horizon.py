@@ -33,8 +33,8 @@ from torch import nn
 
 from sst_core.models.s4 import S4DModel, optimizer_groups, supremum_memory_function
 from sst_core.tasks.delayed_recall import generate
-from sst_core.training.lra import cosine_warmup, default_device, diagnose_after_training
-from sst_core.training.tracking import optimizer_step
+from sst_core.training.lra import cosine_warmup, diagnose_after_training
+from sst_core.training.tracking import optimizer_step, run_device
 
 
 def build_horizon_model(cfg) -> S4DModel:
@@ -64,7 +64,7 @@ def _evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, batch: int) ->
 
 def train_memory_horizon(cfg) -> dict[str, Any]:
     """Train one model on delayed recall (a ``MemoryHorizonConfig``); see the module docstring."""
-    device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    device = run_device(cfg.device)
     torch.manual_seed(cfg.seed)
     L = cfg.length
     model = build_horizon_model(cfg)

@@ -45,11 +45,7 @@ from sst_core.models.s4 import (
 )
 from sst_core.store.records import RunFailed, write_bytes_atomic
 from sst_core.training.lra_data import TaskData, load_task
-from sst_core.training.tracking import optimizer_step
-
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+from sst_core.training.tracking import optimizer_step, run_device
 
 
 def cosine_warmup(step: int, total: int, warmup: int) -> float:
@@ -148,7 +144,7 @@ def train_lra(cfg, checkpoint_to: str | Path | None = None,
     run resumes when its ``checkpoint_key`` matches (None: no resuming)."""
     wall_start = time.perf_counter()
     checkpoint_to = None if checkpoint_to is None else Path(checkpoint_to)
-    device = default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    device = run_device(cfg.device)
     torch.manual_seed(cfg.seed)
     data = load_task(cfg)
     model = build_lra_model(cfg, data).to(device)

@@ -310,8 +310,13 @@ def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None
         steps, train_time = finished[k]
         metrics = tracking_metrics(cfg, models[k], curricula[k], logs[k], steps, train_time,
                                    device, protocols[k], checkpoints[k])
-        if weights_to[k] is not None:  # the weights of the checkpoint its m_p is from
-            save_weights(models[k], weights_to[k])
         metrics["stacked"] = len(cfgs)
+        if weights_to[k] is not None:  # the weights of the checkpoint its m_p is from
+            try:
+                metrics["weights_sha256"] = save_weights(models[k], weights_to[k])
+            except RunFailed as err:  # non-finite weights: this member fails alone
+                err.metrics = metrics
+                results[k] = err
+                continue
         results[k] = metrics
     return results

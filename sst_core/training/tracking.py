@@ -24,6 +24,7 @@ that :func:`~sst_core.store.records.cached_run` records it as failed with the re
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import time
@@ -157,11 +158,30 @@ def build_tracker(cfg) -> nn.Module:
                  n_layers=cfg.n_layers, **kw)
 
 
-def save_weights(model: nn.Module, path: Path) -> None:
-    """The model's ``state_dict`` (on the CPU), written atomically."""
+def save_weights(model: nn.Module, path: Path) -> str:
+    """The model's ``state_dict`` (on the CPU), written atomically; returns the sha256 of
+    the file (the record keeps it as ``weights_sha256``: :func:`sst_core.analysis.trackers.
+    load_tracker` refuses weights that are not the run's). :class:`RunFailed` naming the
+    first tensor with a non-finite entry instead of writing weights that are NaN or inf."""
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    for name, v in state.items():
+        if v.is_floating_point() and not torch.isfinite(v).all():
+            raise RunFailed(f"the trained weights are not finite: {name} has "
+                            f"{int((~torch.isfinite(v)).sum())} of {v.numel()} entries NaN or "
+                            "inf")
     buf = io.BytesIO()
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, buf)
+    torch.save(state, buf)
     write_bytes_atomic(Path(path), buf.getvalue())
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes (hex)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def load_weights(cfg, path: Path) -> nn.Module:
@@ -310,7 +330,23 @@ def tracking_metrics(cfg, model: nn.Module, curriculum: Curriculum, log: EpochLo
 
 
 def resolve_device(cfg) -> torch.device:
-    return default_device() if cfg.device == "auto" else torch.device(cfg.device)
+    return run_device(cfg.device)
+
+
+def run_device(name: str) -> torch.device:
+    """The torch device a config names (``"auto"``: CUDA when torch sees it, else the
+    CPU); ValueError naming it and what this machine has when it has no such device."""
+    if name == "auto":
+        return default_device()
+    device = torch.device(name)
+    if device.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (device.index or 0) >= n:
+            have = ", ".join(["auto", "cpu"] + (["cuda"] if n else [])
+                             + [f"cuda:{i}" for i in range(n)])
+            raise ValueError(f"device {name!r} is not available here: torch sees {n} CUDA "
+                             f"device(s); allowed here: {have}")
+    return device
 
 
 def make_curriculum(cfg) -> Curriculum:
@@ -386,5 +422,9 @@ def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
     metrics = tracking_metrics(cfg, model, curriculum, log, step + 1, train_time, device,
                                protocol, checkpoints)
     if weights_to is not None:  # the weights of the checkpoint the record's m_p is from
-        save_weights(model, weights_to)
+        try:
+            metrics["weights_sha256"] = save_weights(model, weights_to)
+        except RunFailed as err:
+            err.metrics = metrics
+            raise
     return metrics

@@ -165,9 +165,17 @@ def test_a_version_bump_is_written_without_recomputing_and_makes_records_stale(t
 def test_lock_samples_only_current_ok_records_of_the_changed_models(tmp_path, monkeypatch):
     """The cheapest ok current records of each changed model, and each profile's own
     cheapest; failed, stale and other models' records are not sampled."""
-    def put(profile, run_id, model, wall, status="ok", version=1):
+    from sst_core.spec.configs import config_dict_hash
+
+    names = {}  # run id -> the letter the test calls it
+
+    def put(profile, name, model, wall, status="ok", version=1):
+        config = {"experiment": "tracking", "profile": profile, "model": model, "name": name}
+        run_id = config_dict_hash(config)
+        names[run_id] = name
         rec = {"schema": 1, "run_id": run_id, "experiment": "tracking", "profile": profile,
-               "config": {"experiment": "tracking", "model": model}, "status": status,
+               "config": config, "status": status,
+               "reason": None if status == "ok" else "RunFailed: constructed",
                "metrics": {}, "seed": 0, "git_commit": None, "versions": {}, "device": "cpu",
                "wall_time_s": wall, "version": version}
         path = tmp_path / profile / "tracking" / f"{run_id}.json"
@@ -180,10 +188,10 @@ def test_lock_samples_only_current_ok_records_of_the_changed_models(tmp_path, mo
     put("quick", "d", "mamba", 0.1, version=0)
     put("quick", "e", "tanh_rnn", 0.1)
     put("standard", "f", "mamba", 9.0)
-    got = [(p, r["run_id"]) for p, r in versions.sample_records(
+    got = [(p, names[r["run_id"]]) for p, r in versions.sample_records(
         "tracking", {"mamba"}, 1, tmp_path)]
     assert got == [("quick", "b"), ("standard", "f")]
-    got = [(p, r["run_id"]) for p, r in versions.sample_records(
+    got = [(p, names[r["run_id"]]) for p, r in versions.sample_records(
         "tracking", {"mamba", "tanh_rnn"}, 2, tmp_path)]
     assert got == [("quick", "e"), ("quick", "b"), ("quick", "a"), ("standard", "f")]
 
@@ -204,6 +212,7 @@ def test_compare_metrics_to_the_rounding_of_the_sixth_decimal():
             "l": [1.0, None, math.nan]}
     diffs, largest = versions.compare_metrics(a, same)
     assert diffs == [] and largest == pytest.approx(1e-6)
+    assert versions.compare_metrics(a, {**same, "weights_sha256": "ab"})[0] == []  # new metric
     cases = [({**a, "m": 0.99287}, "m"), ({**a, "n": 4}, "n"), ({**a, "ok": 1}, "ok"),
              ({**a, "l": [1.0, None]}, "l"), ({**a, "d": {"k": 0.6}}, "d.k"),
              ({**a, "l": [1.0, 0.0, math.nan]}, "l[1]"),

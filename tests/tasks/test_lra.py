@@ -224,6 +224,43 @@ def test_cifar_errors(tmp_path: Path) -> None:
         read_cifar10(tmp_path, val_fraction=1.0)
 
 
+class _Payload:
+    """What a hostile data file carries: unpickling it would run ``exec``."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return exec, (f"open({str(self.marker)!r}, 'w').write('ran')",)
+
+
+@pytest.mark.parametrize("protocol", [2, 4, 5])
+def test_cifar_pickles_are_read_without_running_code(tmp_path: Path, protocol: int) -> None:
+    """Real batches (python 2 pickles of dicts, bytes, lists and numpy arrays) and those of
+    numpy 2 at every protocol read as before; a payload is refused naming the file and
+    what it asked for, and never runs."""
+    made = write_cifar(tmp_path)
+    base = tmp_path / "cifar-10-batches-py"
+    for i in range(1, 6):  # the same batches at this protocol, labels as numpy ints
+        data, labels = made[f"data_batch_{i}"]
+        with (base / f"data_batch_{i}").open("wb") as f:
+            pickle.dump({b"data": data, b"labels": [np.int64(v) for v in labels],
+                         b"batch_label": b"x", b"filenames": [b"a.png"] * len(data)}, f,
+                        protocol=protocol)
+    train = read_cifar10(tmp_path, normalize=False)["train"]
+    assert len(train) + len(read_cifar10(tmp_path)["val"]) == 20
+    marker = tmp_path / "payload-ran"
+    with (base / "data_batch_3").open("wb") as f:
+        pickle.dump({b"data": _Payload(marker), b"labels": [0]}, f, protocol=protocol)
+    with pytest.raises(DataError) as info:
+        read_cifar10(tmp_path)
+    builtins = "__builtin__" if protocol < 3 else "builtins"  # python 2's name at protocol 2
+    assert (f"{base / 'data_batch_3'}: refused: the pickle asks for {builtins}.exec, which is "
+            "not plain data") in str(info.value)
+    assert "data files never run code" in str(info.value)
+    assert not marker.exists()
+
+
 # --- Pathfinder --------------------------------------------------------------------
 
 
