@@ -71,7 +71,8 @@ print(f"{len(records)} benchmark record(s) under results/bench/; "
 if cpu is None:
     display(Markdown("No CPU benchmark record yet: run `make bench BENCH_ARGS=--record`."))
 else:
-    display(Markdown("**Where and how:** " + bench_report.provenance(cpu)))
+    display(Markdown(":::{admonition} Where and how this benchmark was measured\n"
+                     ":class: dropdown provenance\n\n" + bench_report.provenance(cpu) + "\n:::"))
     for table in bench_report.bench_tables(cpu):
         display(table)
 
@@ -232,7 +233,7 @@ else:
 # sequence). Records made before the profile was resized have only the first set.
 #
 # **The scan's loops.** Where the machine has a C compiler, the CPU scan runs its loops in C
-# (`sst_core/ops/native_scan.c`, compiled on first use; the "Where and how" line of the CPU
+# (`sst_core/ops/native_scan.c`, compiled on first use; the "Where and how" block of the CPU
 # section says which loops the record ran): the whole recurrence in one call, batch rows split between the threads, and
 # $\partial L / \partial a$ written during the reverse pass. The torch loops it replaces
 # launch one operation per time step and read every state twice in the backward pass; the
@@ -255,8 +256,8 @@ else:
     display(bench_report.across_machines(cpu, other))
 
 # %% [markdown]
-# **Reading it** (the records so far: an Intel Xeon with AVX-512, an AMD EPYC with AVX2
-# only). Most rows move together, by about the ratio of the two machines' speeds.
+# **Reading it.** The two machines are an Intel Xeon with AVX-512 and an AMD EPYC with
+# AVX2 only. Most rows move together, by about the ratio of the two machines' speeds.
 # The C selective scan of `sst_core/ops/native_selective.c` (the Mamba and Negative Mamba
 # rows, and the scan's own) clamps its argument before the exp polynomial. With AVX-512's
 # masked instructions gcc vectorises such loops; with AVX2 only it kept much of them scalar
@@ -289,7 +290,8 @@ if cuda is None:
                      "`scripts/gpu_check.sh` for this version of the book. The CPU tables "
                      "above are all we have measured."))
 else:
-    display(Markdown("**Where and how:** " + bench_report.provenance(cuda)))
+    display(Markdown(":::{admonition} Where and how this benchmark was measured\n"
+                     ":class: dropdown provenance\n\n" + bench_report.provenance(cuda) + "\n:::"))
     for table in bench_report.bench_tables(cuda):
         display(table)
     fig, _, _ = target_figure(cuda, "CUDA")

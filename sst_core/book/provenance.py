@@ -73,7 +73,7 @@ class HowMade:
         ]
 
     def _repr_markdown_(self) -> str:
-        lines = [":::{admonition} How this page was made", ":class: dropdown", "",
+        lines = [":::{admonition} How this page was made", ":class: dropdown provenance", "",
                  "| | |", "|---|---|"]
         lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in self.rows()]
         if self.failed:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 
 # The text a reader sees in the page's main part: prose and outputs, without the code
-# cells' source (code may hold any word) and without scripts, styles and typeset math.
+# cells' source and code blocks (code may hold any word), without scripts, styles and typeset math, and
+# without the collapsed "How this page was made" block (.provenance), which is where a
+# chapter's bookkeeping belongs.
 READER_TEXT = """
 const main = document.querySelector('main') || document.body;
 const copy = main.cloneNode(true);
-copy.querySelectorAll('.cell_input, script, style, mjx-container, .math')
+copy.querySelectorAll('.cell_input, pre, script, style, mjx-container, .math, .provenance')
     .forEach(e => e.remove());
 return copy.innerText;
 """

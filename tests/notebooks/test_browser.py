@@ -10,10 +10,10 @@ import warnings
 
 import pytest
 
-from sst_core.book.runner import toc_pages
+from sst_core.book.runner import STATUS_PAGE, toc_pages
 
 from .conftest import ROOT, require_chromium
-from .reader import console_errors
+from .reader import console_errors, page_bookkeeping, unnumbered_figures
 
 require_chromium()
 
@@ -122,6 +122,11 @@ def check_page(browser, url: str, page: str) -> None:
     assert not broken, f"{page}: images that did not load: {broken}"
     errors = console_errors(browser)
     assert not errors, f"{page}: the console shows errors: {errors}"
+    if not page.endswith(STATUS_PAGE):  # the status page counts records by design
+        found = page_bookkeeping(browser)
+        assert not found, f"{page}: bookkeeping in the chapter's text: {found[:5]}"
+        bare = unnumbered_figures(browser)
+        assert not bare, f"{page}: figures without a number and a caption: {bare[:5]}"
 
 
 def test_chapter_shows_figures_and_no_dead_control(site, browser):
@@ -132,7 +137,8 @@ def test_chapter_shows_figures_and_no_dead_control(site, browser):
         # instead of a control that would do nothing
         assert not browser.find_elements(
             "css selector", "main .widget-slider, main .jupyter-widgets .widget-hslider")
-        assert "this book's scale" in browser.find_element("css selector", "main").text
+        text = browser.find_element("css selector", "main").text.replace("\u2019", "'")
+        assert "this book's scale" in text
 
     twice(check, "notebooks/p1_groups")
 
