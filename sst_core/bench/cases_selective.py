@@ -39,8 +39,10 @@ def _inputs(batch: int, E: int, N: int, L: int, device: torch.device) -> list[to
     return [t.to(device) for t in (dt, A, x, B, C, D, z, bias, w)]
 
 
-def selective_scan_fwd_bwd(ctx: Context, *, size: str, negative: bool) -> list[dict[str, Any]]:
-    from sst_core.ops import native, native_selective
+def _training_call(ctx: Context, size: str, negative: bool
+                   ) -> tuple[Callable[[], None], tuple[int, int, int, int]]:
+    """One training step's call of the scan at ``size`` (forward and the gradient of a
+    fixed weighting of the output), and its (batch, E, N, L)."""
     from sst_core.ops.selective_scan import selective_scan
 
     batch, E, N, L = SIZES[size]
@@ -54,6 +56,14 @@ def selective_scan_fwd_bwd(ctx: Context, *, size: str, negative: bool) -> list[d
         y = selective_scan(dt, A, x, B, C, None, negative, D=D, z=z, dt_bias=bias,
                            dt_softplus=True)
         torch.autograd.grad((w * y).sum(), leaves)
+
+    return step, (batch, E, N, L)
+
+
+def selective_scan_fwd_bwd(ctx: Context, *, size: str, negative: bool) -> list[dict[str, Any]]:
+    from sst_core.ops import native, native_selective
+
+    step, (batch, E, N, L) = _training_call(ctx, size, negative)
 
     def torch_path() -> None:
         with native.disabled():
@@ -87,19 +97,8 @@ def selective_scan_dispatch(ctx: Context, *, size: str) -> list[dict[str, Any]]:
     the pool's time is measured beside the team's (``pool_s``, ``pool_ratio``). With one
     thread a call is one part, and the team and the pool are the same call."""
     from sst_core.ops import native, native_selective
-    from sst_core.ops.selective_scan import selective_scan
 
-    batch, E, N, L = SIZES[size]
-    if ctx.size == "small":
-        batch = 2
-    *tensors, w = _inputs(batch, E, N, L, ctx.device)
-    leaves = [t.requires_grad_() for t in tensors]
-    dt, A, x, B, C, D, z, bias = leaves
-
-    def step() -> None:
-        y = selective_scan(dt, A, x, B, C, None, False, D=D, z=z, dt_bias=bias,
-                           dt_softplus=True)
-        torch.autograd.grad((w * y).sum(), leaves)
+    step, (batch, E, N, L) = _training_call(ctx, size, negative=False)
 
     def pool() -> None:
         with native_selective.dispatch("pool"):
