@@ -66,6 +66,7 @@ def test_every_registered_benchmark_appears_in_order(result):
                  for s in ("quick", "cpu")}
     expected |= {f"selective_scan_{m}_{s}" for m in ("mamba", "negative_mamba")
                  for s in ("quick", "cpu")}
+    expected |= {f"selective_scan_dispatch_{s}_t{t}" for s in ("quick", "cpu") for t in (1, 2)}
     assert set(names) == expected
 
 
@@ -530,7 +531,8 @@ def test_the_selective_scan_dispatch_rows_time_team_pool_and_torch_path_on_1_and
     import torch
 
     before = torch.get_num_threads()
-    out = bench.run(["selective_scan_dispatch_quick"], device="cpu", size="small", repeat=1)
+    out = bench.run(["selective_scan_dispatch_quick_t1", "selective_scan_dispatch_quick_t2"],
+                    device="cpu", size="small", repeat=1)
     rows = {e["name"]: e for e in out["entries"]}
     assert set(rows) == {"selective_scan_dispatch_quick_t1", "selective_scan_dispatch_quick_t2"}
     for threads in (1, 2):

@@ -14,7 +14,7 @@ def test_report_json_reads_stored_records(tmp_path, monkeypatch, capsys):
         experiments_runs.run(c)
     assert cli.main(["report", "groups", "--profile", "smoke", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert len(out["rows"]) == 6 and "smoke" in out["note"]
+    assert len(out["rows"]) == 6 and "words of length" in out["note"]
 
 
 def test_report_list_and_unknown(capsys):

@@ -90,12 +90,13 @@ for _size in SIZES:
 del _size, _negative, _name
 
 
-def selective_scan_dispatch(ctx: Context, *, size: str) -> list[dict[str, Any]]:
+def selective_scan_dispatch(ctx: Context, *, size: str, threads: int) -> list[dict[str, Any]]:
     """The selective scan's C loops with their parts on torch's OpenMP team (ours) against
-    the torch path, on one and on two threads, in one run: the three calls (team, the
-    Python pool the parts ran on before, the torch path) alternate within each round, so
-    the pool's time is measured beside the team's (``pool_s``, ``pool_ratio``). With one
-    thread a call is one part, and the team and the pool are the same call."""
+    the torch path, on ``threads`` torch threads (the rows for one and two threads run in
+    one ``sst bench``): the three calls (team, the Python pool the parts ran on before,
+    the torch path) alternate within each round, so the pool's time is measured beside the
+    team's (``pool_s``, ``pool_ratio``). With one thread a call is one part, and the team
+    and the pool are the same call."""
     from sst_core.ops import native, native_selective
 
     step, (batch, E, N, L) = _training_call(ctx, size, negative=False)
@@ -109,26 +110,25 @@ def selective_scan_dispatch(ctx: Context, *, size: str) -> list[dict[str, Any]]:
             step()
 
     before = torch.get_num_threads()
-    out = []
+    torch.set_num_threads(threads)
     try:
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
-            t_team, t_pool, t_ref = time_side_by_side([step, pool, torch_path], ctx.repeat,
-                                                      ctx.sizes.warmup, ctx.device)
-            entry = make_entry(
-                f"selective_scan_dispatch_{size}_t{threads}", "train",
-                f"selective_scan, C loops on torch's OpenMP team, {threads} thread(s)", ctx,
-                {"batch": batch, "length": L, "E": E, "N": N, "model": "mamba",
-                 "threads": threads}, t_team, t_ref,
-                "selective_scan, torch path (chunked)", TARGET)
-            pool_s = statistics.median(t_pool)
-            entry.update(pool_s=pool_s, pool_ratio=pool_s / entry["anchor_s"])
-            out.append(entry)
+        t_team, t_pool, t_ref = time_side_by_side([step, pool, torch_path], ctx.repeat,
+                                                  ctx.sizes.warmup, ctx.device)
+        work = count_work(step)
     finally:
         torch.set_num_threads(before)
-    return out
+    entry = make_entry(
+        f"selective_scan_dispatch_{size}_t{threads}", "train",
+        f"selective_scan, C loops on torch's OpenMP team, {threads} thread(s)", ctx,
+        {"batch": batch, "length": L, "E": E, "N": N, "model": "mamba", "threads": threads},
+        t_team, t_ref, "selective_scan, torch path (chunked)", TARGET, work=work)
+    pool_s = statistics.median(t_pool)
+    entry.update(pool_s=pool_s, pool_ratio=pool_s / entry["anchor_s"])
+    return [entry]
 
 
 for _size in SIZES:
-    register(f"selective_scan_dispatch_{_size}")(partial(selective_scan_dispatch, size=_size))
-del _size
+    for _threads in (1, 2):
+        register(f"selective_scan_dispatch_{_size}_t{_threads}")(
+            partial(selective_scan_dispatch, size=_size, threads=_threads))
+del _size, _threads

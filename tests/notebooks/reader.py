@@ -13,14 +13,16 @@ from __future__ import annotations
 import re
 
 # The text a reader sees in the page's main part: prose and outputs, without the code
-# cells' source and code blocks (code may hold any word), without scripts, styles and typeset math, and
+# cells' source and code blocks of the prose (code may hold any word; a cell's output
+# stays), without scripts, styles and typeset math, and
 # without the collapsed "How this page was made" block (.provenance), which is where a
 # chapter's bookkeeping belongs.
 READER_TEXT = """
 const main = document.querySelector('main') || document.body;
 const copy = main.cloneNode(true);
-copy.querySelectorAll('.cell_input, pre, script, style, mjx-container, .math, .provenance')
+copy.querySelectorAll('.cell_input, script, style, mjx-container, .math, .provenance')
     .forEach(e => e.remove());
+copy.querySelectorAll('pre').forEach(e => { if (!e.closest('.cell_output')) e.remove(); });
 return copy.innerText;
 """
 
