@@ -15,7 +15,8 @@ import re
 
 # The text a reader sees in the page's main part: prose and outputs, without the code
 # cells' source and code blocks (a <pre> outside a cell's output; code may hold any word),
-# without scripts, styles and typeset math, and without the collapsed "How this page was made" block (.provenance), which is where a
+# without scripts, styles and typeset math, and without the collapsed "How this page was
+# made" block (.provenance), which is where a
 # chapter's bookkeeping belongs.
 READER_TEXT = """
 const main = document.querySelector('main') || document.body;
