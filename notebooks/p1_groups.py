@@ -96,7 +96,15 @@ tokens, states = sample(S3, n=1, length=10, tokens="generators", seed=P.seed)
 rows = ["| t | token $x_t$ | state $g_t$ |", "|---|---|---|"]
 rows += [f"| {t + 1} | `{S3.elements[x]}` | `{S3.elements[g]}` |"
          for t, (x, g) in enumerate(zip(tokens[0], states[0]))]
-display(Markdown("\n".join(rows)))
+glue("gr_word", Markdown("\n".join(rows)), display=False)
+
+# %% [markdown]
+# ```{glue:figure} gr_word
+# :name: "tab-word"
+#
+# One $S_3$ word of length 10 over the vocabulary of generators: the token read at each
+# position and the running product, the state a model must track.
+# ```
 
 # %% [markdown]
 # ## Why $S_3$ is order-sensitive and $C_6$ is not

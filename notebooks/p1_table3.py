@@ -47,7 +47,10 @@ P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wr
 # %% [markdown]
 # The operators, as implemented in `sst_core.models.cells` (the exact max and min operators
 # are not public; we use the maxout form, whose pre-activation has width $2d$ and
-# $h = \max(p_{1:d}, p_{d+1:2d})$):
+# $h = \max(p_{1:d}, p_{d+1:2d})$), are listed in {numref}`tab-operators`.
+#
+# ```{table} The operators $\phi$ of Table 3 of the paper, as this book implements them.
+# :name: "tab-operators"
 #
 # | $\phi$ | definition |
 # |---|---|
@@ -57,6 +60,7 @@ P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wr
 # | LayerNorm | $\gamma \odot (p - \mu(p)) / \sqrt{\mathrm{Var}(p) + \epsilon} + \beta$ |
 # | sphere | $\sqrt{d}\, p / \lVert p \rVert$ |
 # | identity | $p$ (the linear RNN) |
+# ```
 #
 # Each row is trained exactly as Table 2 (the curriculum to length 60 and the stopping rule
 # of {doc}`p1_table2`) and reports the best $m_p$ of its grid. At this book's scale a row is

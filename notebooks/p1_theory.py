@@ -74,12 +74,19 @@ P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wr
 general = ec.derive_theorem1_general(d=3, n_g=3)
 rows = ["| step | holds |", "|---|---|"]
 rows += [f"| {desc} | {'✓' if ok else '✗'} |" for desc, _, _, ok in general["steps"]]
-display(Markdown("\n".join(rows)))
+glue("th1_steps", Markdown("\n".join(rows)), display=False)
 step1 = next(s for s in general["steps"] if s[0].startswith("(1)"))
 display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first row}) = "
              + sp.latex(step1[2][0])))
 
 # %% [markdown]
+# ```{glue:figure} th1_steps
+# :name: "tab-theorem1-steps"
+#
+# The four steps of Theorem 1's argument on symbolic centroids, $A$ and $b$: each is an
+# identity that SymPy reduces to zero from the hypotheses $A c_g + b = c_g$ alone.
+# ```
+#
 # The whole chain {glue:text}`th1_general_holds`. Two controls keep the check honest: the same
 # identities fail when the hypotheses are dropped, and a false claim ($A\delta = 2\delta$) is
 # rejected. The hypotheses pin $A$ down only on $U$: with $d = 3$ and $\dim U = 2$ the
@@ -101,9 +108,17 @@ for d, n_g in [(2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3)]:
     rows.append(f"| {d} | {n_g} | {inst['r']} | {inst['n_free']} | {inst['expected_free']} | "
                 f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | "
                 f"{'✓' if inst['U_perp_free'] else '✗'} |")
-display(Markdown("\n".join(rows)))
+glue("th1_instance_table", Markdown("\n".join(rows)), display=False)
 
 # %% [markdown]
+# ```{glue:figure} th1_instance_table
+# :name: "tab-theorem1-instances"
+#
+# Theorem 1 on random rational centroids: for each dimension $d$ and number of states,
+# every solution of $A c_g + b = c_g$ is the identity on $U$ and leaves $d(d - r)$
+# parameters free, all acting on $U^\perp$.
+# ```
+#
 # All instances {glue:text}`th1_instances`. The numeric twin builds a random affine map that
 # fixes given centroids (`affine_map_fixing`: identity on $U$, anything on $U^\perp$) and
 # measures $F(c_g + \delta) - F(c_g) - \delta$ for random $\delta$ inside $U$ and inside $U^\perp$.

@@ -46,21 +46,21 @@ P = params.from_notebook("p2_memory", globals())  # fails here on a typo or a wr
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
-from IPython.display import HTML, Markdown, Math, display
+from IPython.display import HTML, Math, display
 from myst_nb import glue
 
 from sst_core.experiments import paper2
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import memory as plots_memory
 from sst_core.figures.common import png
-from sst_core.reports.memory import memory_table, reference_comparison, simulation_check
+from sst_core.reports.memory import (capacity_delays, capacity_table, memory_table,
+                                     reference_comparison, simulation_check)
 from sst_core.spec import configs
 from sst_core.theory import memory as mf
 from sst_core.theory import memory_sym as ms
 
-glue("N", P.mem_N, display=False)
-glue("T", P.mem_T, display=False)
-glue("n_sim", P.mem_sim_T, display=False)
+for name, value in {"N": P.mem_N, "T": P.mem_T, "n_sim": P.mem_sim_T}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
 # ## The model and the five spectra
@@ -77,7 +77,10 @@ glue("n_sim", P.mem_sim_T, display=False)
 # S4D keeps $A$ diagonal and complex and stores one member of each conjugate pair; the real
 # state has dimension $N$. `init_Lambda(kind, N)` returns those $N/2$ stored eigenvalues, and
 # `with_conjugates` gives all $N$ of them, which is what the memory function takes. The five
-# initialisations, for $n=0,\dots,N/2-1$:
+# initialisations are listed in {numref}`tab-mem-inits`.
+#
+# ```{table} The five initialisations: the stored eigenvalues $\lambda_n$, $n=0,\dots,N/2-1$.
+# :name: "tab-mem-inits"
 #
 # | kind | $\lambda_n$ | source |
 # |---|---|---|
@@ -86,6 +89,7 @@ glue("n_sim", P.mem_sim_T, display=False)
 # | `real` (S4D-Real) | $-(n+1)$, the eigenvalues of the HiPPO-LegS matrix | S4D code |
 # | `step` | $-\tfrac12(n+1) + i\pi n$ | **our proposal** |
 # | `random` | $\mu_n$ uniform (by area) in the upper half of the unit disk, $\lambda_n=\log(\mu_n)/\Delta$ | **our proposal** |
+# ```
 #
 # The paper's own "linear", "step" and "random" baselines are described only in words
 # ("real, linearly spaced, only on the real axis"; "conjugate, step-wise, linear extension in
@@ -105,10 +109,8 @@ dt_show = 0.01
 glue("fig_spectra", plots_memory.fig_spectra([curve[(k, dt_show)] for k in configs.INITS]),
      display=False)
 plt.close("all")
-ranks = {k: curve[(k, dt_show)]["metrics"]["rank"] for k in configs.INITS}
-glue("rank_lin", ranks["lin"], display=False)
-glue("rank_real", ranks["real"], display=False)
-glue("rank_inv", ranks["inv"], display=False)
+for k in ("lin", "real"):
+    glue(f"rank_{k}", curve[(k, dt_show)]["metrics"]["rank"], display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_spectra
@@ -189,19 +191,24 @@ display(Math(r"\operatorname{tr}P = " + sp.latex(d_sum["sum"])
 display(Math(r"(VV^\top)_{ij}=\sum_{k=0}^{T-1}(\mu_i\mu_j)^k = " + sp.latex(d_sum["gram_geometric"])))
 print("P idempotent:", d_sum["idempotent"], "| closed form holds:", d_sum["gram_holds"])
 
-caps = {k: curve[(k, dt_show)]["metrics"]["capacity"] for k in configs.INITS}
-display(Markdown("| init | capacity (sum of M) | rank V |\n|---|---|---|\n" + "\n".join(
-    f"| {plots_memory.LABELS[k]} | {caps[k]:.10f} | {ranks[k]} |" for k in configs.INITS)
-    + f"\n\nAt Δ = {dt_show}."))
-glue("cap_err", max(abs(caps[k] - ranks[k]) for k in configs.INITS), display=False)
-# aliasing at the reference's size (cheap: the rank needs no precision)
-mu_alias = mf.spectrum("lin", 64, 0.1)
-rank_lin_alias = mf.vandermonde_rank(mu_alias, P.mem_T)
-glue("rank_lin_alias", rank_lin_alias, display=False)
-glue("cap_lin_alias", mf.memory_capacity(mu_alias, P.mem_T), display=False)
+capacity = capacity_table(curves, list(configs.INITS), dt_show)
+mu_alias = mf.spectrum("lin", 64, 0.1)  # aliasing at the reference's size
+for name, value in {
+        "tab_capacity": capacity,
+        "cap_err": max(abs(d["capacity"] - d["rank"]) for d in capacity.data),
+        "rank_lin_alias": mf.vandermonde_rank(mu_alias, P.mem_T),
+        "cap_lin_alias": mf.memory_capacity(mu_alias, P.mem_T)}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
-# For every initialisation (at $\Delta=0.01$, $N=$ {glue:text}`N`, $T=$ {glue:text}`T`) the
+# ```{glue:figure} tab_capacity
+# :name: "tab-mem-capacity"
+#
+# The sum rule at $\Delta=0.01$: the summed memory function of each initialisation beside
+# the rank of its Vandermonde matrix.
+# ```
+#
+# For every initialisation ({numref}`tab-mem-capacity`) (at $\Delta=0.01$, $N=$ {glue:text}`N`, $T=$ {glue:text}`T`) the
 # summed memory function equals the rank to within {glue:text}`cap_err:.1e`.
 #
 # One consequence that our implementation notes (written before this code) missed:
@@ -229,29 +236,28 @@ print(f"float64 SVD: numerical rank {rank_svd}, sum {M_svd.sum():.3f}, "
       f"max error {np.max(np.abs(M_svd - info_lin['memory'])):.3f}")
 print(f"memory_function: rank {info_lin['rank']}, sum {info_lin['memory'].sum():.10f}, "
       f"mpmath digits used {info_lin['dps']}")
-glue("svd_rank", rank_svd, display=False)
-glue("svd_err", float(np.max(np.abs(M_svd - info_lin["memory"]))), display=False)
-glue("lin_dps", info_lin["dps"], display=False)
 
-# accuracy against a direct 100-digit evaluation (Gaussian elimination in mpmath)
-check = []
-for kind, dt in (("lin", 0.001), ("inv", 0.001), ("real", 0.001)):
-    mu = mf.spectrum(kind, P.mem_N, dt)
-    taus = [0, 10, 100, P.mem_T // 2, P.mem_T - 1]
-    ref = mf.memory_function_reference(mu, P.mem_T, taus, dps=100)
-    check.append(float(np.max(np.abs(mf.memory_function(mu, P.mem_T, taus) - ref))))
-glue("ref_err", max(check), display=False)
-
-# timing at the paper's size, from the stored records of the reference table
+# %% tags=["remove-input"]
+# accuracy against a direct 100-digit evaluation, and the time at the paper's size (from
+# the stored records of the reference table)
 ref_records = [experiments_runs.run(c) for c in paper2.reference_grid(P)]
-walls = [r["metrics"]["memory_wall_s"] for r in ref_records]
-glue("wall_max", max(walls), display=False)
-glue("wall_N", ref_records[0]["config"]["N"], display=False)
-glue("wall_T", ref_records[0]["config"]["T"], display=False)
+for name, value in {
+        "svd_rank": rank_svd, "svd_err": float(np.max(np.abs(M_svd - info_lin["memory"]))),
+        "lin_dps": info_lin["dps"],
+        "ref_err": mf.reference_error(("lin", "inv", "real"), P.mem_N, P.mem_T, 0.001),
+        "wall_max": max(r["metrics"]["memory_wall_s"] for r in ref_records),
+        "wall_N": ref_records[0]["config"]["N"], "wall_T": ref_records[0]["config"]["T"]}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
 # float64 finds rank {glue:text}`svd_rank` and memory values off by up to
-# {glue:text}`svd_err:.2f`. `memory_function` avoids building $V$:
+# {glue:text}`svd_err:.2f`. `memory_function` avoids building $V$; how, and how accurate it
+# is, is folded below.
+#
+# ````{admonition} How the memory function is computed accurately
+# :class: dropdown
+#
+# `memory_function` never builds $V$:
 #
 # 1. the Gram matrix has the closed form $G_{ij}=\frac{1-(\mu_i\bar\mu_j)^T}{1-\mu_i\bar\mu_j}$
 #    (derived above); it is Cholesky-factored in mpmath at a precision chosen from its own
@@ -275,7 +281,9 @@ glue("wall_T", ref_records[0]["config"]["T"], display=False)
 # Against a direct 100-digit evaluation, on S4D-Lin, S4D-Inv and S4D-Real at $\Delta=0.001$
 # (the worst conditioned), the largest error is {glue:text}`ref_err:.1e`. All $T$ delays at
 # $N=$ {glue:text}`wall_N`, $T=$ {glue:text}`wall_T` take at most {glue:text}`wall_max:.1f` s
-# on this machine (per spectrum of the table below, including one extra column of $P$).
+# on this machine (per spectrum of {numref}`tab-mem-reference`, including one extra column
+# of $P$).
+# ````
 #
 # ## The memory of the five initialisations
 
@@ -302,20 +310,26 @@ glue("tab_memory", memory_table(P), display=False)
 # %% [markdown]
 # Our implementation notes list values at $N=64$, $T=4096$ that were computed
 # independently with NumPy and mpmath before this code existed: predictions to reproduce,
-# not numbers from the paper. Ours, from the same configurations:
+# not numbers from the paper. {numref}`tab-mem-reference` sets ours beside them.
 
-# %%
+# %% tags=["remove-input"]
 comparison = reference_comparison(P)
-display(comparison)
 diffs = [d["max_abs_diff"] for d in comparison.data if d["max_abs_diff"] is not None]
-glue("ref_table_diff", max(diffs) if diffs else float("nan"), display=False)
-inv_rec = curve[("inv", 0.01)]["metrics"]
-inv_at = dict(zip(inv_rec["delay"], inv_rec["memory"]))
-glue("inv_m100", inv_at[100], display=False)
-rand_at = dict(zip(curve[("random", 0.01)]["metrics"]["delay"], curve[("random", 0.01)]["metrics"]["memory"]))
-glue("rand_m100", rand_at[100], display=False)
+at_100 = {k: dict(zip(curve[(k, 0.01)]["metrics"]["delay"],
+                      curve[(k, 0.01)]["metrics"]["memory"]))[100] for k in ("inv", "random")}
+for name, value in {"tab_reference": comparison,
+                    "ref_table_diff": max(diffs) if diffs else float("nan"),
+                    "inv_m100": at_100["inv"], "rand_m100": at_100["random"]}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
+# ```{glue:figure} tab_reference
+# :name: "tab-mem-reference"
+#
+# Our memory function at $N=64$, $T=4096$ beside the values of our implementation notes,
+# computed independently before this code existed (in parentheses).
+# ```
+#
 # The largest difference from those values is {glue:text}`ref_table_diff:.4f`, the size of
 # their rounding to three decimals.
 #
@@ -332,26 +346,23 @@ glue("rand_m100", rand_at[100], display=False)
 # {glue:text}`rand_m100:.3f`. The total is always $\operatorname{rank}V$: a model can only
 # move its memory between delays, never create more.
 
-# %%
-rows = ["| init | " + " | ".join(f"dt={dt}: half / 90 %" for dt in configs.REPORT_DTS) + " |",
-        "|---|" + "---|" * len(configs.REPORT_DTS)]
-half_at = {}
-for k in configs.INITS:
-    cells = []
-    for dt in configs.REPORT_DTS:
-        m = curve[(k, dt)]["metrics"]
-        d, cu = np.array(m["delay"]), np.array(m["cumulative"])
-        t50, t90 = int(d[np.argmax(cu >= 0.5 * m["rank"])]), int(d[np.argmax(cu >= 0.9 * m["rank"])])
-        half_at[(k, dt)] = t50
-        cells.append(f"{t50} / {t90}")
-    rows.append(f"| {plots_memory.LABELS[k]} | " + " | ".join(cells) + " |")
-display(Markdown("\n".join(rows) + "\n\nDelay by which half and 90 % of the capacity "
-                 "(sum of M up to that delay) is used, on the stored delay grid."))
-order = sorted(configs.INITS, key=lambda k: -half_at[(k, 0.01)])
-glue("order_001", " > ".join(plots_memory.LABELS[k] for k in order), display=False)
+# %% tags=["remove-input"]
+delays = capacity_delays(curves, list(configs.INITS), list(configs.REPORT_DTS))
+half_at = {d["init"]: d["half"] for d in delays.data if d["dt"] == 0.01}
+glue("tab_delays", delays, display=False)
+glue("order_001", " > ".join(plots_memory.LABELS[k] for k in
+                             sorted(configs.INITS, key=lambda k: -half_at[k])), display=False)
 
 # %% [markdown]
-# Ranked by the delay at which half the capacity is used ($\Delta=0.01$):
+# ```{glue:figure} tab_delays
+# :name: "tab-mem-delays"
+#
+# How long the memory lasts: the delay by which half and 90 % of the capacity (the memory
+# function summed up to that delay) is used, on the stored delay grid.
+# ```
+#
+# Ranked by the delay at which half the capacity is used ($\Delta=0.01$,
+# {numref}`tab-mem-delays`):
 # {glue:text}`order_001`. The paper's ablation, as a secondary summary of it describes it,
 # calls the effective memory of frozen S4D-Inv "very long", of frozen random and step
 # spectra "short" and of the real-axis "linear" one "very short". S4D-Inv comes first in
@@ -378,10 +389,14 @@ display(Math(r"P_{00} = " + sp.latex(d_g["weights"][0][0]) + r" = M[0]"))
 
 gd = [experiments_runs.run(c) for c in paper2.readout_gd_grid(P)]
 gd_by = {r["config"]["init"]: r["metrics"] for r in gd}
+
+# %% tags=["remove-input"]
 gc = gd_by["inv"]["grad_check"]
 g_auto, g_formula = np.array(gc["autograd_at_0"]), np.array(gc["formula_at_0"])
-glue("grad_rel", float(np.linalg.norm(g_auto - g_formula) / np.linalg.norm(g_formula)), display=False)
-glue("grad_moments", max(r["metrics"]["grad_check"]["moments_vs_autograd_max_abs"] for r in gd), display=False)
+glue("grad_rel", float(np.linalg.norm(g_auto - g_formula) / np.linalg.norm(g_formula)),
+     display=False)
+glue("grad_moments", max(r["metrics"]["grad_check"]["moments_vs_autograd_max_abs"]
+                         for r in gd), display=False)
 
 # %% [markdown]
 # Written out per delay, the teacher enters the gradient only as
@@ -411,22 +426,22 @@ glue("grad_moments", max(r["metrics"]["grad_check"]["moments_vs_autograd_max_abs
 # $1/\lambda_{\max}$ of the Hessian and runs on the expected loss (gradient: `readout_gradient`)
 # and on a simulated sample (held-out loss on a fresh sample).
 
-# %%
+# %% tags=["remove-input"]
 glue("fig_gd", plots_memory.fig_readout_gd(gd), display=False)
 plt.close("all")
+mu_random = np.array(gd_by["random"]["mu_re"]) + 1j * np.array(gd_by["random"]["mu_im"])
+numbers = {"gd_steps": P.mem_gd_steps, "seed": P.seed, "gd_inv_cond": gd_by["inv"]["cond_G"],
+           "gd_random_mu500": float(np.max(np.abs(mu_random)) ** 500)}
 for k in ("random", "inv"):
     m = gd_by[k]
-    glue(f"gd_{k}_M500", m["M_teacher"], display=False)
-    glue(f"gd_{k}_M40", m["M_40"], display=False)
-    glue(f"gd_{k}_r2", 1 - m["pop_loss"][-1] / m["pop_loss"][0], display=False)
-    glue(f"gd_{k}_test_r2", 1 - m["emp_test_loss"][-1] / m["emp_test_loss"][0], display=False)
-    glue(f"gd_{k}_dist", float(m["dist"][-1] / max(np.linalg.norm(m["theta_star"]), 1e-300)), display=False)
-    glue(f"gd_{k}_theta", float(np.linalg.norm(m["theta_final"])), display=False)
-glue("gd_steps", P.mem_gd_steps, display=False)
-glue("seed", P.seed, display=False)
-glue("gd_inv_cond", gd_by["inv"]["cond_G"], display=False)
-mu_random = np.array(gd_by["random"]["mu_re"]) + 1j * np.array(gd_by["random"]["mu_im"])
-glue("gd_random_mu500", float(np.max(np.abs(mu_random)) ** 500), display=False)
+    numbers.update({
+        f"gd_{k}_M500": m["M_teacher"], f"gd_{k}_M40": m["M_40"],
+        f"gd_{k}_r2": 1 - m["pop_loss"][-1] / m["pop_loss"][0],
+        f"gd_{k}_test_r2": 1 - m["emp_test_loss"][-1] / m["emp_test_loss"][0],
+        f"gd_{k}_dist": float(m["dist"][-1] / max(np.linalg.norm(m["theta_star"]), 1e-300)),
+        f"gd_{k}_theta": float(np.linalg.norm(m["theta_final"]))})
+for name, value in numbers.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_gd
@@ -468,17 +483,16 @@ d_inv = ms.derive_eigenvalue_invariance()
 print("k_tau = Q diag(beta) v_tau:", d_inv["K_factorised"],
       "| k^T W^-1 k = v^T G^-1 v for every tau:", d_inv["holds"])
 display(Math(r"\det W = " + sp.latex(d_inv["det_W"])))
-
 sim = experiments_runs.run(paper2.simulation_grid(P)[0])
+
+# %% tags=["remove-input"]
 check = simulation_check(sim)
-glue("sim_diag_err", check["sim_diag"], display=False)
-glue("sim_dense_err", check["sim_dense"], display=False)
-glue("sim_dense_formula", check["dense_formula"], display=False)
-glue("sim_gramian", check["gramian"], display=False)
-glue("sim_eig_err", check["eigenvalues"], display=False)
-glue("sim_N", sim["config"]["N"], display=False)
-glue("sim_same", check["sim_same"], display=False)
-glue("fig_sim", plots_memory.fig_simulation_check(sim), display=False)
+for name, value in {
+        "sim_diag_err": check["sim_diag"], "sim_dense_err": check["sim_dense"],
+        "sim_dense_formula": check["dense_formula"], "sim_gramian": check["gramian"],
+        "sim_eig_err": check["eigenvalues"], "sim_N": sim["config"]["N"],
+        "sim_same": check["sim_same"], "fig_sim": plots_memory.fig_simulation_check(sim)}.items():
+    glue(name, value, display=False)
 plt.close("all")
 
 # %% [markdown]
@@ -511,27 +525,20 @@ plt.close("all")
 # {cite}`gu2020hippo` does **not** share its memory function with S4D-Inv.
 
 # %%
-N_legs = P.mem_N
-A_legs, _ = mf.hippo_legs(N_legs)
-lam_legs = np.linalg.eigvals(A_legs)
-Lambda_legs_normal = mf.legs_normal_spectrum(N_legs)
-Lambda_inv = mf.init_Lambda("inv", N_legs)
-glue("fig_legs", plots_memory.fig_legs(A_legs, lam_legs, Lambda_inv, Lambda_legs_normal),
-     display=False)
+legs = mf.legs_comparison(P.mem_N, P.mem_T, dt=0.01, taus=(10, 100))
+
+# %% tags=["remove-input"]
+glue("fig_legs", plots_memory.fig_legs(legs["A"], legs["eigenvalues"], legs["inv"],
+                                       legs["normal"]), display=False)
 plt.close("all")
-glue("legs_min", float(lam_legs.real.min()), display=False)
-glue("legs_max", float(lam_legs.real.max()), display=False)
-glue("legs_imag", float(np.abs(lam_legs.imag).max()), display=False)
-glue("legs_eigvec_cond", float(np.linalg.cond(np.linalg.eig(A_legs)[1])), display=False)
-dt_legs = 0.01
-M_legs = mf.memory_function(mf.discretize(lam_legs.real.astype(complex), dt_legs)[0], P.mem_T, [10, 100])
-M_invs = mf.memory_function(mf.spectrum("inv", N_legs, dt_legs), P.mem_T, [10, 100])
-glue("legs_m10", float(M_legs[0]), display=False)
-glue("legs_m100", float(M_legs[1]), display=False)
-glue("inv_m10", float(M_invs[0]), display=False)
-glue("inv_m100b", float(M_invs[1]), display=False)
-glue("legs_omega_max", float(Lambda_legs_normal.imag.max()), display=False)
-glue("inv_omega_max", float(Lambda_inv.imag.max()), display=False)
+for name, value in {
+        "legs_min": legs["real_min"], "legs_max": legs["real_max"],
+        "legs_imag": legs["imag_max"], "legs_eigvec_cond": legs["eigvec_cond"],
+        "legs_m10": legs["M_legs"][0], "legs_m100": legs["M_legs"][1],
+        "inv_m10": legs["M_inv"][0], "inv_m100b": legs["M_inv"][1],
+        "legs_omega_max": legs["omega_max_legs"],
+        "inv_omega_max": legs["omega_max_inv"]}.items():
+    glue(name, value, display=False)
 
 # %% [markdown]
 # ```{glue:figure} fig_legs
@@ -621,7 +628,7 @@ display(widgets.VBox(list(controls.values()) + [view]))
 # initialisations at once, from the stored records. Click a legend entry to hide an
 # initialisation.
 
-# %%
+# %% tags=["remove-input"]
 glue("attn_m", mf.memory_function([1.0], P.mem_T, 0), display=False)
 glue("attn_cap", mf.capacity([1.0], P.mem_T), display=False)
 fig_plotly = plots_memory.plotly_explorer(curves, configs.DTS)

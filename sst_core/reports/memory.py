@@ -135,3 +135,43 @@ def simulation_check(record: dict[str, Any]) -> dict[str, float]:
             "sim_diag": gap("sim_diag"), "sim_dense": gap("sim_dense"),
             "sim_same": gap("sim_dense", np.asarray(m["sim_diag"])),
             "eigenvalues": float(m["eig_max_err"])}
+
+
+def capacity_delay(metrics: dict[str, Any], share: float) -> int:
+    """The first stored delay by which the capacity used (the cumulative memory function of
+    a ``memory`` record's metrics) reaches ``share`` of the rank."""
+    if not 0 < share <= 1:
+        raise ValueError(f"share={share!r} must be in (0, 1]")
+    delay, used = np.asarray(metrics["delay"]), np.asarray(metrics["cumulative"])
+    reached = used >= share * metrics["rank"]
+    if not reached.any():
+        raise ValueError(f"the capacity used never reaches {share} of the rank "
+                         f"{metrics['rank']} (largest: {used.max()})")
+    return int(delay[np.argmax(reached)])
+
+
+def capacity_table(curves: list[dict[str, Any]], inits: list[str], dt: float) -> Table:
+    """The sum rule at step ``dt``: for each initialisation, the summed memory function
+    (the capacity) beside the rank of the Vandermonde matrix."""
+    by = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
+    rows = [[k, by[(k, dt)]["capacity"], by[(k, dt)]["rank"]] for k in inits]
+    data = [{"init": k, "dt": dt, "capacity": c, "rank": n} for k, c, n in rows]
+    return Table("Capacity and rank", ["init", "capacity (sum of M)", "rank V"],
+                 [[k, f"{c:.10f}", n] for k, c, n in rows], data=data)
+
+
+def capacity_delays(curves: list[dict[str, Any]], inits: list[str],
+                    dts: list[float]) -> Table:
+    """For each initialisation and each step of ``dts``: the delays by which half and 90%
+    of the capacity is used (:func:`capacity_delay`, on the stored delay grid)."""
+    by = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
+    rows, data = [], []
+    for k in inits:
+        cells = []
+        for dt in dts:
+            half, most = capacity_delay(by[(k, dt)], 0.5), capacity_delay(by[(k, dt)], 0.9)
+            cells.append(f"{half} / {most}")
+            data.append({"init": k, "dt": dt, "half": half, "ninety": most})
+        rows.append([k] + cells)
+    return Table("Delays by which the capacity is used",
+                 ["init"] + [f"Δ = {dt:g}: half / 90 %" for dt in dts], rows, data=data)

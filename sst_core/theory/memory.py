@@ -848,3 +848,37 @@ def explore_spectrum(init: str, N: int, dt: float, T: int, *, extra: complex | N
     return {"mu": mu, "delay": np.arange(T), "memory": info["memory"],
             "cumulative": np.cumsum(info["memory"]), "column": np.abs(info["column"]),
             "teacher_delay": T // 2}
+
+
+def reference_error(kinds: Sequence[str], N: int, T: int, dt: float, *,
+                    dps: int = 100) -> float:
+    """The largest difference between :func:`memory_function` and a direct ``dps``-digit
+    evaluation (:func:`memory_function_reference`) at delays 0, 10, 100, T/2 and T-1, over
+    the spectra of ``kinds`` at step ``dt``."""
+    taus = sorted({t for t in (0, 10, 100, T // 2, T - 1) if 0 <= t < T})
+    errors = []
+    for kind in kinds:
+        mu = spectrum(kind, N, dt)
+        ref = memory_function_reference(mu, T, taus, dps=dps)
+        errors.append(float(np.max(np.abs(memory_function(mu, T, taus) - ref))))
+    return max(errors)
+
+
+def legs_comparison(N: int, T: int, dt: float, taus: Sequence[int] = (10, 100)
+                    ) -> dict[str, Any]:
+    """HiPPO-LegS against S4D-Inv at state size ``N``: the LegS eigenvalues' real range and
+    largest imaginary part, the condition number of its eigenvector matrix, the largest
+    frequency of the normal part's spectrum and of the S4D-Inv formula, and the memory
+    function at ``taus`` (window ``T``, ZOH step ``dt``) of the LegS spectrum and of S4D-Inv."""
+    A, _ = hippo_legs(N)
+    lam, vectors = np.linalg.eig(A)
+    mu_legs, _ = discretize(lam.real.astype(complex), dt)
+    return {"A": A, "eigenvalues": lam, "normal": legs_normal_spectrum(N),
+            "inv": init_Lambda("inv", N),
+            "real_min": float(lam.real.min()), "real_max": float(lam.real.max()),
+            "imag_max": float(np.abs(lam.imag).max()),
+            "eigvec_cond": float(np.linalg.cond(vectors)),
+            "omega_max_legs": float(legs_normal_spectrum(N).imag.max()),
+            "omega_max_inv": float(init_Lambda("inv", N).imag.max()),
+            "M_legs": memory_function(mu_legs, T, list(taus)).tolist(),
+            "M_inv": memory_function(spectrum("inv", N, dt), T, list(taus)).tolist()}

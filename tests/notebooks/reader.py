@@ -4,24 +4,26 @@
 - :func:`bookkeeping`: the project's bookkeeping in a chapter's text (record counts, the
   words "ledger" and "stale", failure logs, commit hashes and run ids, literal markup);
 - :func:`unnumbered_figures`: a figure (an image or an interactive plot) without a number
-  and a caption.
+  and a caption;
+- :func:`unnumbered_tables`: a table without a number and a caption.
 
-The last two are meant for the chapters; the status page states record counts by design.
+The last three are meant for the chapters; the status page states record counts by design.
 """
 from __future__ import annotations
 
 import re
 
 # The text a reader sees in the page's main part: prose and outputs, without the code
-# cells' source and code blocks of the prose (code may hold any word; a cell's output
-# stays), without scripts, styles and typeset math, and
-# without the collapsed "How this page was made" block (.provenance), which is where a
+# cells' source and code blocks (a <pre> outside a cell's output; code may hold any word),
+# without scripts, styles and typeset math, and without the collapsed "How this page was
+# made" block (.provenance), which is where a
 # chapter's bookkeeping belongs.
 READER_TEXT = """
 const main = document.querySelector('main') || document.body;
 const copy = main.cloneNode(true);
 copy.querySelectorAll('.cell_input, script, style, mjx-container, .math, .provenance')
     .forEach(e => e.remove());
+// code blocks, but not a code cell's printed output (also a <pre>), which a reader reads
 copy.querySelectorAll('pre').forEach(e => { if (!e.closest('.cell_output')) e.remove(); });
 return copy.innerText;
 """
@@ -37,6 +39,36 @@ main.querySelectorAll('img, .plotly-graph-div').forEach(e => {
   const text = fig && fig.querySelector('.caption-text');
   if (!(number && number.textContent.trim() && text && text.textContent.trim())) {
     out.push([e.tagName.toLowerCase(), e.getAttribute('src') || e.id || '']);
+  }
+});
+return out;
+"""
+
+# Every table of the main part that is not inside a numbered figure or table with a caption
+# (a glued table shown by {glue:figure}, or a MyST {table}, whose caption is the table's own
+# <caption>), outside the code cells' source and the provenance block: [its id or the text of
+# its first row].
+UNNUMBERED_TABLES = """
+const main = document.querySelector('main') || document.body;
+const out = [];
+const numbered = c => c && c.querySelector('.caption-number') &&
+  c.querySelector('.caption-number').textContent.trim() &&
+  c.querySelector('.caption-text') && c.querySelector('.caption-text').textContent.trim();
+main.querySelectorAll('table').forEach(t => {
+  if (t.closest('.cell_input, .provenance')) return;
+  let ok = false;
+  for (let e = t; e && e !== main && !ok; e = e.parentElement) {
+    if (e.matches('table')) {
+      const cap = Array.from(e.children).find(c => c.tagName === 'CAPTION');
+      ok = !!numbered(cap);
+    } else if (e.matches('figure, div.figure')) {
+      const cap = Array.from(e.children).find(c => c.matches('figcaption, p.caption'));
+      ok = !!numbered(cap);
+    }
+  }
+  if (!ok) {
+    const row = t.querySelector('tr');
+    out.push(t.id || (row ? row.innerText.replace(/\\s+/g, ' ').trim().slice(0, 80) : ''));
   }
 });
 return out;
@@ -75,3 +107,9 @@ def page_bookkeeping(browser) -> list[str]:
 def unnumbered_figures(browser) -> list[tuple[str, str]]:
     """The open page's images and plots outside a numbered figure with a caption."""
     return [tuple(x) for x in browser.execute_script(UNNUMBERED_FIGURES)]
+
+
+def unnumbered_tables(browser) -> list[str]:
+    """The open page's tables outside a numbered figure or table with a caption (code
+    cells' source and the provenance block aside): each one's id or its first row's text."""
+    return list(browser.execute_script(UNNUMBERED_TABLES))

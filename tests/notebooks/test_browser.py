@@ -13,7 +13,7 @@ import pytest
 from sst_core.book.runner import STATUS_PAGE, toc_pages
 
 from .conftest import ROOT, require_chromium
-from .reader import console_errors, page_bookkeeping, unnumbered_figures
+from .reader import console_errors, page_bookkeeping, unnumbered_figures, unnumbered_tables
 
 require_chromium()
 
@@ -127,6 +127,11 @@ def check_page(browser, url: str, page: str) -> None:
         assert not found, f"{page}: bookkeeping in the chapter's text: {found[:5]}"
         bare = unnumbered_figures(browser)
         assert not bare, f"{page}: figures without a number and a caption: {bare[:5]}"
+    if page.startswith("notebooks/") and not page.endswith(STATUS_PAGE):
+        # a chapter's tables carry results; the front matter's (notation, reading guide)
+        # are glossaries, read beside the text, not cited by number
+        tables = unnumbered_tables(browser)
+        assert not tables, f"{page}: tables without a number and a caption: {tables[:5]}"
 
 
 def test_chapter_shows_figures_and_no_dead_control(site, browser):

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from .conftest import require_chromium
-from .reader import bookkeeping, console_errors, page_bookkeeping, unnumbered_figures
+from .reader import (bookkeeping, console_errors, page_bookkeeping, unnumbered_figures,
+                     unnumbered_tables)
 
 require_chromium()
 
@@ -80,6 +81,40 @@ def test_the_page_checks_read_what_a_reader_sees(browser, tmp_path):
     plot = '<div class="plotly-graph-div" id="plot-1"></div>'
     browser.get(page(tmp_path, "figures", figures=NUMBERED + bare + unnumbered + plot))
     assert unnumbered_figures(browser) == [("img", PNG), ("img", PNG), ("div", "plot-1")]
+
+
+def grid(id_: str = "", caption: str = "") -> str:
+    """A small results table as a built page shows it, with the id ``id_`` (none if empty)
+    and the <caption> ``caption`` (none if empty)."""
+    return (f"<table{f' id={id_!r}' if id_ else ''}>{caption and f'<caption>{caption}</caption>'}"
+            "<thead><tr><th>model</th><th>m_p</th></tr></thead>"
+            "<tbody><tr><td>tanh RNN</td><td>0.91</td></tr></tbody></table>")
+
+
+def test_the_table_check_finds_every_table_without_a_number_and_a_caption(browser, tmp_path):
+    """A table passes in a numbered, captioned figure (a glued table) or with a numbered
+    caption of its own (MyST's table directive); a bare one, one in a figure without a
+    number or a caption, and one with a caption but no number are found; a table in a code
+    cell's source or in the provenance block is not looked at."""
+    in_figure = (f'<figure id="fig-t"><div class="cell_output">{grid()}</div>'
+                 '<figcaption><p><span class="caption-number">Fig. 2 </span>'
+                 '<span class="caption-text">Table 2 of the paper.</span></p></figcaption>'
+                 '</figure>')
+    own_caption = grid("tab-a", '<span class="caption-number">Table 1 </span>'
+                                '<span class="caption-text">The initialisations.</span>')
+    aside = (f'<div class="cell"><div class="cell_input">{grid("code")}</div></div>'
+             f'<details class="provenance"><summary>How</summary>{grid("prov")}</details>')
+    browser.get(page(tmp_path, "tables", figures=in_figure + own_caption + aside))
+    assert unnumbered_tables(browser) == []
+
+    no_number = (f'<figure><div>{grid("no-number")}</div><figcaption><p>'
+                 '<span class="caption-text">A caption.</span></p></figcaption></figure>')
+    no_caption = (f'<figure><div>{grid("no-caption")}</div><figcaption><p>'
+                  '<span class="caption-number">Fig. 3 </span></p></figcaption></figure>')
+    browser.get(page(tmp_path, "bare-tables", figures=in_figure + grid("bare") + no_number
+                     + no_caption + grid("caption-only", "Words only.") + grid()))
+    assert unnumbered_tables(browser) == ["bare", "no-number", "no-caption", "caption-only",
+                                          "model m_p"]
 
 
 def test_console_errors_are_caught(browser, tmp_path):

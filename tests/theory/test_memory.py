@@ -411,3 +411,17 @@ def test_noisy_memory_bad_input(kw, match):
     mu, _ = _pairs("inv", 4, 0.1)
     with pytest.raises(ValueError, match=match):
         mf.memory_function_noisy(mu, 10, **kw)
+
+
+def test_reference_error_and_legs_comparison():
+    """The accuracy check against 100 digits is small; the LegS numbers are those of its
+    definition (real eigenvalues -1..-N) and of the memory function computed directly."""
+    assert mf.reference_error(("lin", "inv"), 4, 200, 0.001) < 1e-9
+    legs = mf.legs_comparison(8, 200, dt=0.01, taus=(10, 100))
+    assert legs["real_min"] == pytest.approx(-8) and legs["real_max"] == pytest.approx(-1)
+    assert legs["imag_max"] == 0 and legs["eigvec_cond"] > 1
+    mu_legs = mf.discretize(-np.arange(1, 9).astype(complex), 0.01)[0]
+    assert legs["M_legs"] == pytest.approx(mf.memory_function(mu_legs, 200, [10, 100]).tolist())
+    assert legs["M_inv"] == pytest.approx(
+        mf.memory_function(mf.spectrum("inv", 8, 0.01), 200, [10, 100]).tolist())
+    assert legs["omega_max_legs"] == pytest.approx(mf.legs_normal_spectrum(8).imag.max())

@@ -74,3 +74,35 @@ def test_reference_comparison_at_small_size(tiny):
     d = table.data[0]
     assert d["status"] == "ok" and d["max_abs_diff"] == row[-1] and d["ours"][2] is None
     assert d["reference"] == list(configs.REFERENCE_VALUES[("inv", 0.001)])
+
+
+def test_capacity_tables_from_records(tiny):
+    """The sum rule's table and the delays by which the capacity is used, from the stored
+    curves: capacity = rank, and the delays against the cumulative sums themselves."""
+    from sst_core.reports.memory import capacity_delay, capacity_delays, capacity_table
+
+    curves = [experiments_runs.run(c) for c in paper2.memory_grid(tiny)]
+    inits = list(configs.INITS)
+    table = capacity_table(curves, inits, 0.01)
+    assert [d["init"] for d in table.data] == inits
+    by = {d["init"]: d for d in table.data}
+    assert by["inv"]["rank"] == 4 and by["lin"]["rank"] == 3 and by["real"]["rank"] == 2
+    assert all(d["capacity"] == pytest.approx(d["rank"], abs=1e-9) for d in table.data)
+
+    delays = capacity_delays(curves, inits, list(configs.REPORT_DTS))
+    assert len(delays.rows) == len(inits)
+    assert len(delays.data) == len(inits) * len(configs.REPORT_DTS)
+    for d in delays.data:
+        (rec,) = [r for r in curves if r["config"]["init"] == d["init"]
+                  and r["config"]["dt"] == d["dt"]]
+        m = rec["metrics"]
+        used = dict(zip(m["delay"], m["cumulative"]))
+        earlier = [t for t in m["delay"] if t < d["half"]]
+        assert used[d["half"]] >= 0.5 * m["rank"]
+        assert all(used[t] < 0.5 * m["rank"] for t in earlier)
+        assert d["half"] <= d["ninety"] and used[d["ninety"]] >= 0.9 * m["rank"]
+
+    with pytest.raises(ValueError, match="share=1.5"):
+        capacity_delay(curves[0]["metrics"], 1.5)
+    with pytest.raises(ValueError, match="never reaches"):
+        capacity_delay({"delay": [0, 1], "cumulative": [0.1, 0.2], "rank": 4}, 0.5)
