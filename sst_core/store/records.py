@@ -13,7 +13,8 @@ current one is stale).
   records through :func:`load_record`, which checks each field they use
   (:data:`FIELDS`), that its schema is one this code reads (not newer than
   :data:`SCHEMA`), that it is the record of its file (its ``run_id`` is its file's name and
-  the hash of its config), that its status and reason agree, and that the metrics every
+  the hash of its config), that its status and reason agree, that an ok record holds the
+  metrics its experiment always measures (:data:`OK_METRICS`) and that the metrics every
   report reads are in range (:data:`METRICS`); a truncated, non-JSON or malformed record
   is a :class:`RecordError` naming the file and the field, reported (a ``RecordWarning``)
   and recomputed, never used.
@@ -291,6 +292,10 @@ METRICS: dict[str, tuple[Callable[[Any], bool], str]] = {
                        "the sha256 of the weights file (64 hex digits)"),
 }
 
+# experiment -> the metrics an ok record of it must hold (the reports index them): a
+# tracking run always measures m_p (null where it fails at every length)
+OK_METRICS: dict[str, tuple[str, ...]] = {"tracking": ("m_p",)}
+
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -337,6 +342,11 @@ def check_record(record: Any, path: Path | str) -> dict[str, Any]:
     if record["status"] == "failed" and not reason:
         raise RecordError(f"{path}: status 'failed' without a reason; expected the reason "
                           "the run failed")
+    needed = OK_METRICS.get(record["experiment"], ()) if record["status"] == "ok" else ()
+    lacking = [k for k in needed if k not in record["metrics"]]
+    if lacking:
+        raise RecordError(f"{path}: status 'ok' without the metric {lacking[0]}; an ok "
+                          f"{record['experiment']} record holds {', '.join(needed)}")
     for key, (ok, allowed) in METRICS.items():
         if key in record["metrics"] and not ok(record["metrics"][key]):
             raise RecordError(f"{path}: metric {key} is {_shown(record['metrics'][key])}; "
