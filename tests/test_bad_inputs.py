@@ -202,6 +202,18 @@ def store_fault(tmp: Path, how: str) -> dict:
         return cached_run(cfg, run)
 
 
+def stack_with_a_folder() -> list:
+    """A stack of two tracking runs, a folder where the second one's record belongs: refused
+    before the stack trains."""
+    from sst_core.experiments.runs import run_stack
+    from sst_core.store.records import record_path
+
+    group = [tracker(seed=0), tracker(seed=1)]
+    record_path(group[1]).mkdir(parents=True)
+    return run_stack(group)
+
+
+
 # -- diagnose_any on hostile recurrences (issue 57): an S3 map that tracks exactly, spoiled --
 
 def any_diag(step=None, group="S3", **kw):
@@ -352,6 +364,9 @@ ROWS = [
     ("store-record-path-a-folder", lambda tmp: store_fault(tmp, "folder"), StoreError,
      ["cannot write ", "results/smoke/tracking/", ".json: a folder is where the run's record "
       "belongs; remove or rename it"]),
+    ("stack-record-path-a-folder", lambda tmp: stack_with_a_folder(), StoreError,
+     ["cannot write ", "results/smoke/tracking/", ".json: a folder is where the run's record "
+      "belongs", "remove or rename it"]),
     # papermill parameters
     ("papermill-n-words-1e8",
      lambda tmp: check_parameters("p1_groups", {"n_words": 100_000_000}), ConfigError,
