@@ -280,8 +280,8 @@ def _lra(args: argparse.Namespace) -> int:
     P = dataclasses.replace(profiles.get_profile(args.profile), lra_tasks=tuple(args.task))
     grids = {"main": paper2.lra_main_grid, "ablation": paper2.lra_ablation_grid}
     names = ["main", "ablation"] if args.table == "both" else [args.table]
-    cfgs = list(dict.fromkeys(c for name in names for c in grids[name](P)))
-    try:
+    try:  # the grids hash the data files (their fingerprint is part of each run's id)
+        cfgs = list(dict.fromkeys(c for name in names for c in grids[name](P)))
         experiments_runs.run_all(cfgs, desc="LRA")
     except ValueError as err:  # a missing or malformed data folder names what it expected
         print(f"sst lra: {err}", file=sys.stderr)

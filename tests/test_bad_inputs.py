@@ -16,8 +16,8 @@ from sst_core.experiments import paper1, paper2
 from sst_core.models import build
 from sst_core.spec.configs import LRAConfig, TrackingConfig, config_hash
 from sst_core.spec.profiles import ConfigError, get_profile
-from sst_core.store.records import RunFailed, cached_run
-from sst_core.tasks.lra import DataError, read_aan, read_listops, read_pathfinder
+from sst_core.store.records import RunFailed, StoreError, cached_run
+from sst_core.tasks.lra import DataError, read_aan, read_imdb, read_listops, read_pathfinder
 from sst_core.sweep.runner import parse_stop_by, sweep
 from sst_core.tasks.tracking import sample
 from sst_core.theory.memory import memory_function
@@ -25,7 +25,8 @@ from sst_core.training import tracking as train
 from sst_core.training.lra import train_lra
 from sst_core.training.tracking import run_device
 from sst_core.training.stacked import train_tracking_stacked
-from tests.tasks.test_lra import write_aan, write_listops, write_pathfinder
+from sst_core.book.params import check_parameters
+from tests.tasks.test_lra import write_aan, write_imdb, write_listops, write_pathfinder
 from tests.test_any_model import SMALL, permutation_map
 
 
@@ -132,6 +133,85 @@ def pathfinder_too_small(tmp: Path) -> dict:
     _, root = write_pathfinder(tmp, n=8)
     os.environ["SST_LRA_DATA"] = str(root)  # test_bad_input restores it (monkeypatch)
     return train_lra(lra(task="lra_pathfinder", mf_T=0))
+
+
+def imdb_with(tmp: Path, how: str) -> Path:
+    """An IMDB release with one review spoiled: a folder named ``*.txt`` or a broken
+    symbolic link where a review belongs."""
+    base = write_imdb(tmp)
+    spoiled = base / "train" / "pos" / "9_8.txt"
+    if how == "folder":
+        spoiled.mkdir()
+    else:
+        spoiled.symlink_to(tmp / "gone.txt")
+    return base
+
+
+def pathfinder_with(tmp: Path, how: str) -> Path:
+    """A Pathfinder release with ``metadata/7.npy`` a folder, or an image named twice."""
+    _, root = write_pathfinder(tmp)
+    meta = root / "curv_contour_length_14" / "metadata"
+    if how == "meta-folder":
+        (meta / "7.npy").mkdir()
+    else:  # the first row of 0.npy again at the end of 1.npy
+        first = (meta / "0.npy").read_text().splitlines()[0]
+        (meta / "1.npy").write_text((meta / "1.npy").read_text() + first + "\n")
+    return root
+
+
+def listops_long_line(tmp: Path) -> Path:
+    """A ListOps release whose test file holds one expression of 5,002 tokens."""
+    return listops_with(tmp, "test", HEADER + "[MAX " + "1 " * 5000 + "]\t1\n").parent
+
+
+def store_fault(tmp: Path, how: str) -> dict:
+    """``cached_run`` of a tiny tracking config (its run writes weights beside the record,
+    as a tracker does) with its results folder read-only, the disk full once the weights
+    are written, or a folder where its record belongs (the fault applied in-process:
+    root ignores a folder's mode, and no test fills a real disk)."""
+    import errno
+    from unittest import mock
+
+    from sst_core.store import records
+    from sst_core.training.tracking import save_weights
+
+    cfg = tracker()
+    full = []
+
+    def run(c):
+        save_weights(__import__("torch").nn.Linear(2, 2), records.artifact_path(c, ".pt"))
+        full.append(True)  # the weights took the disk's last bytes
+        return {"m_p": 60}
+
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_fsync(fd)
+
+    def mkstemp(*args, **kw):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    if how == "folder":
+        records.record_path(cfg).mkdir(parents=True)
+        return cached_run(cfg, run)
+    patch = (mock.patch.object(os, "fsync", fsync) if how == "full"
+             else mock.patch("tempfile.mkstemp", mkstemp))
+    with patch:
+        return cached_run(cfg, run)
+
+
+def stack_with_a_folder() -> list:
+    """A stack of two tracking runs, a folder where the second one's record belongs: refused
+    before the stack trains."""
+    from sst_core.experiments.runs import run_stack
+    from sst_core.store.records import record_path
+
+    group = [tracker(seed=0), tracker(seed=1)]
+    record_path(group[1]).mkdir(parents=True)
+    return run_stack(group)
+
 
 
 # -- diagnose_any on hostile recurrences (issue 57): an S3 map that tracks exactly, spoiled --
@@ -256,6 +336,42 @@ ROWS = [
     ("pathfinder-too-few-to-split", pathfinder_too_small, DataError,
      ["task 'lra_pathfinder': no val examples in the data read from ", "pathfinder32",
       "train 8, val 0, test 0"]),
+    ("imdb-folder-named-txt", lambda tmp: read_imdb(imdb_with(tmp, "folder")), DataError,
+     ["train/pos/9_8.txt: a folder, not a file", "expected layout"]),
+    ("imdb-broken-symlink", lambda tmp: read_imdb(imdb_with(tmp, "link")), DataError,
+     ["train/pos/9_8.txt: a broken symbolic link (to ", "gone.txt, which does not exist)"]),
+    ("pathfinder-metadata-folder", lambda tmp: read_pathfinder(pathfinder_with(tmp, "meta-folder")),
+     DataError, ["metadata/7.npy: a folder, not a file", "<int>.npy"]),
+    ("pathfinder-image-named-twice",
+     lambda tmp: read_pathfinder(pathfinder_with(tmp, "twice")), DataError,
+     ["metadata/1.npy: row 5 names the image curv_contour_length_14/imgs/0/sample_0.png, "
+      "which 0.npy row 1 names already", "could land in train and test"]),
+    ("listops-long-line", lambda tmp: read_listops(listops_long_line(tmp)), DataError,
+     ["basic_test.tsv: line 2: an expression of 5,002 tokens, above max_tokens=4,096",
+      "pass a larger max_tokens="]),
+    ("lra-fingerprint-not-hex", lambda tmp: lra(task="lra_listops", data_fingerprint="xyz"),
+     ConfigError, ["LRAConfig.data_fingerprint='xyz' is not allowed", "16 hex digits"]),
+    ("lra-fingerprint-generated",
+     lambda tmp: lra(task="listops", data_fingerprint="0123456789abcdef"), ConfigError,
+     ["data_fingerprint='0123456789abcdef' is not allowed for the generated task 'listops'"]),
+    # the store
+    ("store-read-only", lambda tmp: store_fault(tmp, "read-only"), StoreError,
+     ["cannot write ", "results/smoke/tracking", "Read-only file system",
+      "the results folder must be a writable folder with space left"]),
+    ("store-disk-full", lambda tmp: store_fault(tmp, "full"), StoreError,
+     ["cannot write ", ".json: No space left on device", "removed the run's ",
+      ".pt with it"]),
+    ("store-record-path-a-folder", lambda tmp: store_fault(tmp, "folder"), StoreError,
+     ["cannot write ", "results/smoke/tracking/", ".json: a folder is where the run's record "
+      "belongs; remove or rename it"]),
+    ("stack-record-path-a-folder", lambda tmp: stack_with_a_folder(), StoreError,
+     ["cannot write ", "results/smoke/tracking/", ".json: a folder is where the run's record "
+      "belongs", "remove or rename it"]),
+    # papermill parameters
+    ("papermill-n-words-1e8",
+     lambda tmp: check_parameters("p1_groups", {"n_words": 100_000_000}), ConfigError,
+     ["parameter n_words=100000000 of notebook 'p1_groups' is above its cap 1,000,000",
+      "(10 x its value in profile 'paper')", "set $SST_PARAMETER_CAP_FACTOR"]),
     # group words
     ("sample-seed", lambda tmp: sample("S3", 4, 5, seed=-1), ValueError,
      ["seed=-1 is not allowed", "a non-negative int or None"]),
@@ -420,3 +536,15 @@ def test_a_header_only_listops_release_trains_nothing(tmp_path, monkeypatch):
     with pytest.raises(DataError, match=r"no examples in .*basic_train\.tsv \(only a header\)"):
         cached_run(lra(task="lra_listops", mf_T=0), train_lra)
     assert not (tmp_path / "results").exists() or not list((tmp_path / "results").rglob("*.json"))
+
+
+def test_a_full_disk_leaves_no_file_behind(tmp_path, monkeypatch):
+    """The disk fills after a run wrote its weights: its record cannot be written, and
+    neither the weights nor a temporary file are left (the weights would be nobody's)."""
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(StoreError, match="No space left on device"):
+        store_fault(tmp_path, "full")
+    folder = tmp_path / "results" / "smoke" / "tracking"
+    assert folder.is_dir() and sorted(p.name for p in folder.iterdir()) == []
+    rec = cached_run(tracker(), lambda c: {"m_p": 60})  # with space again: computed, stored
+    assert rec["status"] == "ok" and [p.suffix for p in folder.iterdir()] == [".json"]

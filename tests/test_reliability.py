@@ -217,6 +217,8 @@ CORRUPT = [
     ("m_p-negative", _set_in("metrics", "m_p", -5), "metric m_p is -5"),
     ("m_p-nan", _set_in("metrics", "m_p", float("nan")), "metric m_p is nan"),
     ("m_p-list", _set_in("metrics", "m_p", [60]), "metric m_p is [60]"),
+    ("ok-tracking-without-m_p", _set_in("metrics", "m_p", KeyError),
+     "status 'ok' without the metric m_p; an ok tracking record holds m_p"),
     ("accuracy-above-1", _set_in("metrics", "test_accuracy", 1.5),
      "metric test_accuracy is 1.5; expected a finite number in [0, 1]"),
 ]

@@ -156,7 +156,7 @@ def test_schedules_are_an_axis_of_the_grid_and_the_best_cell(tmp_path, P):
 
 
 def test_the_spread_over_the_grid(tmp_path, P):
-    from sst_core.reports.paper1 import grid_spread, table2_spread
+    from sst_core.reports.paper1 import grid_spread, grid_text, table2_spread
 
     assert grid_spread([None, 600, 100, 1000]) == {"n": 4, "median": 600, "min": None,
                                                     "max": 1000}
@@ -169,6 +169,18 @@ def test_the_spread_over_the_grid(tmp_path, P):
     assert (s3["n"], s3["median"], s3["min"], s3["max"]) == (4, 100, None, 300)
     assert t.rows[0][-1] == "100 [fail–300] n=4"
     assert get_report("table2_spread") is table2_spread
+    # a cell with only failed runs is 'diverged', as Table 2 says, not 'missing'
+    other = next(g for g in paper1.TABLE2_GROUPS if g != "S3")
+    for cfg in paper1.table2_grid(P, models=("mamba",), groups=(other,)):
+        cached_run(cfg, fake("diverge"), root=tmp_path)
+    t = table2_spread(P, root=tmp_path, models=("mamba",))
+    t2 = table2(P, root=tmp_path, models=("mamba",))
+    assert [d["status"] for d in t.data] == [d["status"] for d in t2.data]
+    statuses = {d["group"]: d["status"] for d in t.data}
+    assert statuses[other] == "diverged" and "missing" in statuses.values()
+    for d, text in zip(t.data, t.rows[0][2:]):
+        assert text == (d["status"] if d["status"] in ("diverged", "missing")
+                        else grid_text(d))
 
 
 def test_a_range_is_shown_only_where_the_runs_differ():

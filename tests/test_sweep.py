@@ -259,7 +259,7 @@ def test_the_heartbeat_refreshes_a_working_claim(root, monkeypatch):
 
 def test_run_task_skips_claimed_and_stored_runs(root):
     a, b, c = _cfg(seed=0), _cfg(seed=1), _cfg(seed=2)
-    cached_run(c, lambda cfg: {"x": 1})
+    cached_run(c, lambda cfg: {"m_p": 60})
     other = sweep_claims.Claim(b)
     assert other.acquire()
     out = runner.run_task([a, b, c])
@@ -276,7 +276,7 @@ def test_a_stored_run_loses_the_claim_of_a_killed_stack(root):
     stale ones: a live worker's claim stays)."""
     dead, alive = _cfg(seed=3), _cfg(seed=4)
     for cfg, pid in ((dead, _dead_pid()), (alive, os.getpid())):
-        cached_run(cfg, lambda cfg: {"x": 1})
+        cached_run(cfg, lambda cfg: {"m_p": 60})
         sweep_claims.claim_path(cfg).write_text(json.dumps({"host": socket.gethostname(),
                                                      "pid": pid, "since": 0}))
     out = runner.run_task([dead, alive])
@@ -291,7 +291,7 @@ def test_a_stored_runs_claim_that_looked_live_is_dropped_once_its_worker_has_exi
     phase's other runs are computed (the worker gone by then), not left behind."""
     stored, todo = _cfg(seed=6), _cfg(seed=7)
     monkeypatch.setattr(runner, "phases", lambda experiment, P: [[stored, todo]])
-    cached_run(stored, lambda cfg: {"x": 1})
+    cached_run(stored, lambda cfg: {"m_p": 60})
     exiting = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     sweep_claims.claim_path(stored).write_text(json.dumps(
         {"host": socket.gethostname(), "pid": exiting.pid, "since": 0}))
@@ -430,7 +430,7 @@ def test_same_config_and_seed_give_the_same_record(tmp_path, make):
 def test_status_counts_done_failed_missing_running_and_stale(root):
     P = get_profile("smoke")
     grid = table2_grid(P)
-    ok = [cached_run(c, lambda cfg: {"m": 1}, version=1) for c in grid[:4]]
+    ok = [cached_run(c, lambda cfg: {"m_p": 60}, version=1) for c in grid[:4]]
     from sst_core.store.records import RunFailed
 
     def fail(cfg):
@@ -467,7 +467,7 @@ def test_retry_stale_computes_the_runs_without_a_record_first(root, monkeypatch)
     grid = table2_grid(get_profile("smoke"))[:6]
     monkeypatch.setattr(runner, "grid_rounds", lambda experiment, P: iter([grid]))
     for c in grid[:3]:
-        cached_run(c, lambda cfg: {"m": 1}, version=1)
+        cached_run(c, lambda cfg: {"m_p": 60}, version=1)
     for c in grid[:2]:  # made by an older version
         rec = json.loads(record_path(c).read_text())
         rec["version"] = 0
@@ -848,7 +848,7 @@ def test_waiting_for_a_held_run_goes_on_to_the_later_phases(root, monkeypatch):
         while not record_path(first[0]).exists():
             time.sleep(0.02)
         time.sleep(0.5)
-        cached_run(first[1], lambda cfg: {"x": 1})
+        cached_run(first[1], lambda cfg: {"m_p": 60})
         other.release()
 
     thread = threading.Thread(target=holder_finishes)
@@ -1143,7 +1143,7 @@ def test_cli_stop_by_prices_a_run_that_saves_its_state_until_its_first_save(root
     P = get_profile("smoke")
     lra, tracking = paper2.lra_main_grid(P)[0], table2_grid(P)[0]
     for cfg in (lra, tracking):
-        cached_run(cfg, lambda c: {"x": 1})
+        cached_run(cfg, lambda c: {"m_p": 60})
     longer = replace(lra, seed=9, epochs=4 * lra.epochs)  # four times the work
     assert share_until_saved(longer) == 1 / longer.epochs and share_until_saved(tracking) == 1.0
     calls = []

@@ -13,7 +13,7 @@ from sst_core.spec.configs import LRAConfig
 from sst_core.spec.profiles import PROFILES
 from sst_core.store.records import cached_run
 from sst_core.training.lra import cosine_warmup, train_lra
-from sst_core.training.lra_data import load_task
+from sst_core.training.lra_data import data_fingerprint, load_task
 
 
 def tiny(task="listops", **kw) -> LRAConfig:
@@ -182,6 +182,85 @@ def test_sst_lra_trains_on_user_files_and_prints_the_table(store, tmp_path, monk
     assert all(d["paper_max_min"] is not None for d in cells)  # lra_listops stands for ListOps
 
 
+def test_sst_lra_on_other_files_computes_other_runs(store, tmp_path, monkeypatch, capsys,
+                                                    one_thread):
+    """`--data-dir B` after `--data-dir A`: B's files have another fingerprint, so its runs
+    have other ids and are computed (A's records were reused as B's before); A again
+    computes nothing."""
+    import json
+
+    from sst_core import cli
+    from sst_core.tasks import lra as lra_files
+
+    monkeypatch.setenv("SST_LRA_DATA", "")  # `sst lra` sets it; monkeypatch restores it
+    small = dataclasses.replace(PROFILES["smoke"], lra_seeds=(0,), lra_epochs=1)
+    monkeypatch.setitem(profiles.PROFILES, "smoke", small)
+    a = _listops_release(tmp_path / "a")
+    b = _listops_release(tmp_path / "b")
+    test_b = b / "lra_release" / "listops-1000" / "basic_test.tsv"
+    lines = test_b.read_text().splitlines()  # B: one test label changed
+    expr, label = lines[1].split("\t")
+    lines[1] = f"{expr}\t{(int(label) + 1) % 10}"
+    test_b.write_text("\n".join(lines) + "\n")
+    folder = tmp_path / "res" / "smoke" / "lra"
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path / "res"))
+
+    def sst_lra(root):
+        assert cli.main(["lra", "--task", "lra_listops", "--data-dir", str(root), "--profile",
+                         "smoke", "--table", "main", "--format", "json"]) == 0
+        cells = json.loads(capsys.readouterr().out)["data"]
+        return sorted(p.name for p in folder.glob("*.json")), cells
+
+    runs_a, _ = sst_lra(a)
+    assert len(runs_a) == 4
+    runs_ab, cells_b = sst_lra(b)
+    assert len(runs_ab) == 8 and set(runs_a) < set(runs_ab)  # B: four runs of its own
+    assert all(d["n_runs"] == 1 for d in cells_b if d["task"] == "lra_listops")
+    prints = {json.loads((folder / n).read_text())["config"]["data_fingerprint"] for n in runs_ab}
+    assert prints == {lra_files.fingerprint("listops", a / "lra_release" / "listops-1000"),
+                      lra_files.fingerprint("listops", b / "lra_release" / "listops-1000")}
+    assert sst_lra(a)[0] == runs_ab  # A again: its records, nothing computed
+
+
+def test_a_config_must_hold_the_fingerprint_of_the_files_it_reads(store, tmp_path,
+                                                                  monkeypatch):
+    """A lra_* config without a fingerprint, or with another one than its files have, stops
+    before training, naming both (no record under an id that does not name its data)."""
+    from sst_core.tasks.lra import DataError
+
+    root = _listops_release(tmp_path / "lra")
+    monkeypatch.setenv("SST_LRA_DATA", str(root))
+    right = data_fingerprint("lra_listops")
+    assert load_task(tiny("lra_listops", data_fingerprint=right)).n_classes <= 10
+    with pytest.raises(DataError, match=f"no data_fingerprint.*data_fingerprint='{right}'"):
+        load_task(tiny("lra_listops"))
+    with pytest.raises(DataError, match=f"'0123456789abcdef' is not the fingerprint '{right}'"):
+        runs.run(tiny("lra_listops", data_fingerprint="0123456789abcdef"))
+    assert not list(store.rglob("*.json"))
+    # the grids set it for lra_* tasks only; generated tasks keep their run ids
+    grid = paper2.lra_main_grid(PROFILES["smoke"], tasks=("lra_listops", "listops"))
+    assert {c.data_fingerprint for c in grid if c.task == "lra_listops"} == {right}
+    assert {c.data_fingerprint for c in grid if c.task == "listops"} == {""}
+
+
+def test_committed_lra_records_keep_their_run_ids():
+    """The fingerprint is left out of a generated task's config, so every committed LRA
+    record is still the record of its file: the hash of the config it describes."""
+    from pathlib import Path
+
+    from sst_core.experiments import registry
+    from sst_core.spec.configs import config_dict, config_hash
+    from sst_core.store.records import load_record
+
+    root = Path(__file__).resolve().parents[1] / "results"
+    files = sorted(root.glob("*/lra/*.json"))
+    assert files
+    for file in files:
+        rec = load_record(file)
+        cfg = registry.config_from_dict(rec["config"])
+        assert (config_hash(cfg), config_dict(cfg)) == (file.stem, rec["config"]), file
+
+
 def test_sst_lra_bad_inputs(tmp_path, monkeypatch, capsys):
     from sst_core import cli
 
@@ -216,7 +295,8 @@ def test_retrieval_on_aan_pairs(store, tmp_path, monkeypatch, one_thread):
     for name, part in (("train", rows[:6]), ("eval", rows[6:7]), ("test", rows[7:])):
         (folder / f"new_aan_pairs.{name}.tsv").write_text("\n".join(part) + "\n")
     monkeypatch.setenv("SST_LRA_DATA", str(tmp_path / "lra"))
-    cfg = tiny("lra_aan", decoder="retrieval", batch=2, epochs=1, mf_T=0)
+    cfg = tiny("lra_aan", decoder="retrieval", batch=2, epochs=1, mf_T=0,
+               data_fingerprint=data_fingerprint("lra_aan"))
     data = load_task(cfg)
     assert data.train.x.shape[1] == 2 and data.describe["pairs"] and data.n_classes == 2
     m = train_lra(cfg)

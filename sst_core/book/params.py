@@ -157,6 +157,39 @@ def allowed_range(field: str) -> tuple[float, bool, str]:
     return 1, True, ">= 1"
 
 
+# A size parameter (an int >= 1) may be at most CAP_FACTOR times the largest value a
+# profile gives it (a notebook then runs in about the memory and time of ten paper-sized
+# ones, not until the kernel is killed); $SST_PARAMETER_CAP_FACTOR raises the factor.
+CAP_FACTOR = 10
+CAP_ENV = "SST_PARAMETER_CAP_FACTOR"
+
+
+def _profile_values(P: Profile, field: str) -> tuple:
+    value = getattr(P, field)
+    return value if isinstance(value, tuple) else (value,)
+
+
+def parameter_cap(field: str) -> tuple[int, int, str] | None:
+    """``(cap, factor, profile)``: the largest value a size parameter may take, ``factor``
+    (:data:`CAP_FACTOR`, or ``$SST_PARAMETER_CAP_FACTOR``) times the largest value a
+    profile gives it (that ``profile``'s); None for a field without a cap (seeds, learning
+    rates)."""
+    import os
+
+    if allowed_range(field)[2] != ">= 1":
+        return None
+    env = os.environ.get(CAP_ENV)
+    try:
+        factor = int(env) if env else CAP_FACTOR
+    except ValueError:
+        factor = 0
+    if factor < 1:
+        raise ConfigError(f"${CAP_ENV}={env!r} is not allowed: an int >= 1")
+    largest = max(((v, P.name) for P in PROFILES.values() for v in _profile_values(P, field)
+                   if isinstance(v, int) and not isinstance(v, bool)), default=None)
+    return None if largest is None else (factor * largest[0], factor, largest[1])
+
+
 def _check_range(notebook: str, key: str, value: Any) -> None:
     low, inclusive, text = allowed_range(key)
     values = value if isinstance(value, tuple) else (value,)
@@ -166,6 +199,16 @@ def _check_range(notebook: str, key: str, value: Any) -> None:
             where = "" if v is value else f" (element {v!r})"
             raise ConfigError(f"parameter {key}={value!r} of notebook {notebook!r} is out of "
                               f"range{where}; allowed: {key} {text}")
+    cap = parameter_cap(key)
+    for v in values if cap is not None else ():
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > cap[0]:
+            limit, factor, profile = cap
+            where = "" if v is value else f" (element {v!r})"
+            raise ConfigError(
+                f"parameter {key}={value!r} of notebook {notebook!r} is above its cap "
+                f"{limit:,}{where} ({factor} x its value in profile {profile!r}); allowed: "
+                f"{key} {text} and at most the cap; to go beyond it set ${CAP_ENV} to a "
+                f"factor above {factor}")
 
 
 def parameters_of(notebook: str) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from sst_core.spec.configs import (
     SimulationCheckConfig,
 )
 from sst_core.spec.profiles import Profile
+from sst_core.training import lra_data
 from sst_core.theory.memory import (
     delay_grid,
     dense_ssm,
@@ -84,7 +85,11 @@ LRA_MAIN_INITS = ("inv", "lin")  # the main table: S4D-Inv and S4D-Lin
 LRA_ABLATION_INITS = ("random", "real", "step", "inv")
 
 
-def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:
+def _lra(P, task: str, init: str, frozen: bool, seed: int,
+         fingerprints: dict[str, str] | None = None) -> LRAConfig:
+    """One run of an LRA grid. A ``lra_*`` task holds the fingerprint of the files it reads
+    from ``$SST_LRA_DATA`` when that is set (``fingerprints``: those a grid has computed,
+    by task), so that other data is another run."""
     H, n_layers = P.lra_model_size(task)
     kw = dict(H=H, N=P.lra_N, n_layers=n_layers, epochs=P.lra_epochs,
               batch=P.lra_batch, n_train=P.lra_train_size(task),
@@ -94,6 +99,11 @@ def _lra(P, task: str, init: str, frozen: bool, seed: int) -> LRAConfig:
     kw.update(LRA_TASK_SETTINGS.get(task, {}))
     if P.name == "paper":  # the published per-task configuration replaces the profile's sizes
         kw.update(LRA_PAPER_CONFIGS.get(task.removeprefix("lra_").replace("cifar", "digits"), {}))
+    if task in lra_data.READER_OF and lra_data.data_root() is not None:
+        fingerprints = {} if fingerprints is None else fingerprints
+        if task not in fingerprints:
+            fingerprints[task] = lra_data.data_fingerprint(task, kw["difficulty"])
+        kw["data_fingerprint"] = fingerprints[task]
     return LRAConfig(task=task, init=init, freeze_spectrum=frozen, seed=seed, profile=P.name, **kw)
 
 
@@ -129,13 +139,15 @@ LRA_PAPER_CONFIGS: dict[str, dict[str, Any]] = {
 
 def lra_main_grid(P, tasks=None) -> list[LRAConfig]:
     """The main table: S4D-Inv and S4D-Lin, learned and frozen, every seed, every task."""
-    return [_lra(P, t, init, frozen, seed) for t in (tasks or P.lra_tasks)
+    fingerprints: dict[str, str] = {}
+    return [_lra(P, t, init, frozen, seed, fingerprints) for t in (tasks or P.lra_tasks)
             for init in LRA_MAIN_INITS for frozen in (False, True) for seed in P.lra_seeds]
 
 
 def lra_ablation_grid(P, tasks=None) -> list[LRAConfig]:
     """The ablation: random, linear, step and S4D-Inv eigenvalues, learned and frozen."""
-    return [_lra(P, t, init, frozen, seed) for t in (tasks or P.lra_tasks)
+    fingerprints: dict[str, str] = {}
+    return [_lra(P, t, init, frozen, seed, fingerprints) for t in (tasks or P.lra_tasks)
             for init in LRA_ABLATION_INITS for frozen in (False, True)
             for seed in P.lra_ablation_seeds]
 
@@ -149,8 +161,9 @@ def lra_probe_grid(P) -> list[LRAConfig]:
     ``P.lra_n_train``: what does the common size reach?"""
     from dataclasses import replace
 
-    return [_lra(P, t, "inv", False, seed) if t not in P.lra_tasks
-            else replace(_lra(P, t, "inv", False, seed), n_train=P.lra_n_train)
+    fingerprints: dict[str, str] = {}
+    return [_lra(P, t, "inv", False, seed, fingerprints) if t not in P.lra_tasks
+            else replace(_lra(P, t, "inv", False, seed, fingerprints), n_train=P.lra_n_train)
             for t in P.lra_probe_tasks for seed in P.lra_seeds[:2]]
 
 
@@ -171,7 +184,8 @@ def lra_data_probe_grid(P) -> list[LRAConfig]:
     task whose runs memorise their training set: does more data lift it?)."""
     from dataclasses import replace
 
-    return [replace(_lra(P, t, "inv", False, P.lra_seeds[0]),
+    fingerprints: dict[str, str] = {}
+    return [replace(_lra(P, t, "inv", False, P.lra_seeds[0], fingerprints),
                     n_train=P.lra_data_probe_factor * P.lra_n_train)
             for t in P.lra_data_probe_tasks]
 

@@ -180,9 +180,11 @@ def run_stack(group) -> list[dict[str, Any]]:
     import time
 
     from sst_core.spec.configs import config_hash
-    from sst_core.store.records import artifact_path, store_record
+    from sst_core.store.records import artifact_path, check_writable, record_path, store_record
     from sst_core.training.stacked import train_tracking_stacked
 
+    for cfg in group:  # before training: a folder where a record belongs, a read-only store
+        check_writable(record_path(cfg))
     startup = startup_of(group[0].experiment)
     start = time.perf_counter()
     if startup is not None:

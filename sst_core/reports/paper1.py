@@ -355,10 +355,11 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     rows, data = [], []
     for m, row in zip(models, t2.rows):
         cells = [d for d in t2.data if d["model"] == m]  # in the columns' order
-        rows.append(row[:2] + ["missing" if not d["grid"]["n"] else grid_text(d["grid"])
+        # a cell without ok runs says what Table 2 says of it: missing or diverged
+        rows.append(row[:2] + [d["status"] if not d["grid"]["n"] else grid_text(d["grid"])
                                for d in cells])
         data += [{"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
-                  **d["grid"]} for d in cells]
+                  "status": d["status"], **d["grid"]} for d in cells]
     note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs (or "
             "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)

@@ -11,15 +11,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sst_core.spec.profiles import ConfigError
 
 
+# a field's metadata key: the field is left out of config_dict (and so of config_hash) while
+# it holds its default, so that adding it kept every earlier run id
+OMITTED_AT_DEFAULT = "omitted_at_default"
+
+
 def _canonical(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _canonical(getattr(value, f.name)) for f in fields(value)}
+        return {f.name: _canonical(getattr(value, f.name)) for f in fields(value)
+                if not (f.metadata.get(OMITTED_AT_DEFAULT)
+                        and getattr(value, f.name) == f.default)}
     if isinstance(value, (list, tuple)):
         return [_canonical(v) for v in value]
     if isinstance(value, dict):
@@ -28,7 +35,8 @@ def _canonical(value: Any) -> Any:
 
 
 def config_dict(cfg: Any) -> dict[str, Any]:
-    """A JSON-ready dict of a config dataclass (tuples become lists)."""
+    """A JSON-ready dict of a config dataclass (tuples become lists; a field marked
+    :data:`OMITTED_AT_DEFAULT` is left out while it holds its default)."""
     if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
         raise TypeError(f"expected a config dataclass instance, got {type(cfg).__name__}")
     return _canonical(cfg)
@@ -293,7 +301,9 @@ class LRAConfig:
     (reference section 9); the profiles and the task presets override the sizes. Tasks
     named ``lra_*`` read the user's LRA release from ``$SST_LRA_DATA`` (``sst lra
     --data-dir``); the others are generated. The folder is not part of the config, so a
-    record names the data set, not where it was on one machine.
+    record names the data set, not where it was on one machine: ``data_fingerprint``
+    (``sst_core.tasks.lra.fingerprint`` of the files read; set by the grids) is, so other
+    files are another run. Generated tasks have none, and their run ids do not hold it.
     """
 
     task: str  # one of LRA_TASKS
@@ -329,8 +339,20 @@ class LRAConfig:
     mf_T: int = 1024  # horizon of the supremum memory function (0: skip)
     device: str = "auto"
     experiment: str = "lra"
+    # lra_* tasks: the fingerprint of the user's files (16 hex digits); "" for generated
+    # data, and then not in the config's dict or hash (the run ids before it stay)
+    data_fingerprint: str = field(default="", metadata={OMITTED_AT_DEFAULT: True})
 
     def __post_init__(self) -> None:
+        import re
+
+        fp = self.data_fingerprint
+        if not (isinstance(fp, str) and (fp == "" or re.fullmatch("[0-9a-f]{16}", fp))):
+            raise ConfigError(f"LRAConfig.data_fingerprint={fp!r} is not allowed: 16 hex "
+                              "digits (sst_core.tasks.lra.fingerprint of the files read) or ''")
+        if fp and not self.task.startswith("lra_"):
+            raise ConfigError(f"LRAConfig.data_fingerprint={fp!r} is not allowed for the "
+                              f"generated task {self.task!r}: only lra_* tasks read files")
         # ssm_lr is checked even when freeze_spectrum leaves it unused: the frozen setting
         # is freeze_spectrum, never a zero ssm_lr
         _check_ranges(self, ("lr", "ssm_lr"), ("weight_decay", "grad_clip"),

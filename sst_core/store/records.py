@@ -13,7 +13,8 @@ current one is stale).
   records through :func:`load_record`, which checks each field they use
   (:data:`FIELDS`), that its schema is one this code reads (not newer than
   :data:`SCHEMA`), that it is the record of its file (its ``run_id`` is its file's name and
-  the hash of its config), that its status and reason agree, and that the metrics every
+  the hash of its config), that its status and reason agree, that an ok record holds the
+  metrics its experiment always measures (:data:`OK_METRICS`) and that the metrics every
   report reads are in range (:data:`METRICS`); a truncated, non-JSON or malformed record
   is a :class:`RecordError` naming the file and the field, reported (a ``RecordWarning``)
   and recomputed, never used.
@@ -33,6 +34,7 @@ root (the folder holding ``_toc.yml``), else ``./results``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -64,6 +66,15 @@ class RecordError(ValueError):
 
 class ResultsDirError(ValueError):
     """``$SST_RESULTS_DIR`` names something that cannot be the results folder."""
+
+
+class StoreError(OSError):
+    """A file of the store cannot be written (a read-only folder, a full disk, a folder
+    where a record belongs): the message names the file and what it needs."""
+
+
+STORE_NEEDS = ("the results folder must be a writable folder with space left: make it "
+               "writable or free space, or set $SST_RESULTS_DIR to another folder")
 
 
 class RecordWarning(UserWarning):
@@ -147,18 +158,31 @@ def write_atomic(path: Path, record: dict[str, Any]) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file (flushed and fsynced) and
-    ``os.replace``: a reader sees the old file or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    ``os.replace``: a reader sees the old file or the new one, never half of one. An
+    ``OSError`` (a read-only folder, a full disk, a folder at ``path``) is a
+    :class:`StoreError` naming ``path``; no temporary file is left."""
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as err:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        if isinstance(err, OSError) and not isinstance(err, StoreError):
+            raise _store_error(path, err) from err
         raise
+
+
+def _store_error(path: Path, err: OSError) -> StoreError:
+    why = err.strerror or str(err)
+    if Path(path).is_dir():
+        why = "a folder is where the file belongs; remove or rename it"
+    return StoreError(err.errno, f"cannot write {path}: {why}; {STORE_NEEDS}")
 
 
 def run_compute_s(record: dict[str, Any]) -> float:
@@ -268,6 +292,10 @@ METRICS: dict[str, tuple[Callable[[Any], bool], str]] = {
                        "the sha256 of the weights file (64 hex digits)"),
 }
 
+# experiment -> the metrics an ok record of it must hold (the reports index them): a
+# tracking run always measures m_p (null where it fails at every length)
+OK_METRICS: dict[str, tuple[str, ...]] = {"tracking": ("m_p",)}
+
 _RUN_ID = re.compile(r"[0-9a-f]{16}")
 
 
@@ -314,6 +342,11 @@ def check_record(record: Any, path: Path | str) -> dict[str, Any]:
     if record["status"] == "failed" and not reason:
         raise RecordError(f"{path}: status 'failed' without a reason; expected the reason "
                           "the run failed")
+    needed = OK_METRICS.get(record["experiment"], ()) if record["status"] == "ok" else ()
+    lacking = [k for k in needed if k not in record["metrics"]]
+    if lacking:
+        raise RecordError(f"{path}: status 'ok' without the metric {lacking[0]}; an ok "
+                          f"{record['experiment']} record holds {', '.join(needed)}")
     for key, (ok, allowed) in METRICS.items():
         if key in record["metrics"] and not ok(record["metrics"][key]):
             raise RecordError(f"{path}: metric {key} is {_shown(record['metrics'][key])}; "
@@ -351,7 +384,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
     """
     path = record_path(cfg, root)
     wanted = config_dict(cfg)
-    if path.exists():
+    if path.exists() and not path.is_dir():
         try:
             record = load_record(path)
             if record["config"] != wanted:
@@ -364,6 +397,7 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
                     retry_stale and is_stale(record, version)):
                 return record
 
+    check_writable(path)
     status, reason, metrics = "ok", None, {}
     extra = None
     if startup is not None:
@@ -381,6 +415,27 @@ def cached_run(cfg: Any, fn: Callable[[Any], dict[str, Any]], *, retry_failed: b
     return store_record(cfg, status, reason, metrics, time.perf_counter() - start,
                         traceback_tail=tb, root=root, extra=extra, version=version,
                         cpu=time.process_time() - cpu_start)
+
+
+def check_writable(path: Path) -> None:
+    """:class:`StoreError` unless a record can be written at ``path``: called before a
+    run computes, so that an hour of training does not end at a folder where its record
+    belongs, or a results folder it cannot write (a full disk shows only when written)."""
+    if path.is_dir():
+        raise StoreError(errno.EISDIR, f"cannot write {path}: a folder is where the run's "
+                                       "record belongs; remove or rename it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise _store_error(path.parent, err) from err
+    if not os.access(path.parent, os.W_OK):
+        raise StoreError(errno.EACCES, f"cannot write {path}: its folder is not writable; "
+                                       f"{STORE_NEEDS}")
+
+
+# what a run keeps beside its record (the weights): removed when its record cannot be
+# written, so that no file outlives the record that vouches for it
+RUN_FILES = (".pt",)
 
 
 def is_stale(record: dict[str, Any], version: int | None) -> bool:
@@ -468,7 +523,20 @@ def store_record(cfg: Any, status: str, reason: str | None, metrics: Any, wall: 
     }
     if status == "failed":
         record["traceback_tail"] = traceback_tail or []
-    write_atomic(record_path(cfg, root), record)
+    try:
+        write_atomic(record_path(cfg, root), record)
+    except StoreError as err:
+        removed = []
+        for suffix in RUN_FILES:
+            other = artifact_path(cfg, suffix, root)
+            if other.is_file():
+                other.unlink()
+                removed.append(str(other))
+        if removed:
+            raise StoreError(err.errno, f"{err.strerror}; removed the run's "
+                                        f"{', '.join(removed)} with it (no file is kept "
+                                        "without its record)") from err
+        raise
     return record
 
 

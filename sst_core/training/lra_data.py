@@ -21,7 +21,11 @@ task               data                                                         
 =================  ===========================================================  ==========
 
 ``<data>`` is ``$SST_LRA_DATA`` (set by ``sst lra --data-dir``): the folder into which the
-LRA release (``lra_release/``) and the IMDB and CIFAR-10 archives were unpacked.
+LRA release (``lra_release/``) and the IMDB and CIFAR-10 archives were unpacked. The
+fingerprint of the files a ``lra_*`` task reads (:func:`data_fingerprint`) is part of its
+config (``LRAConfig.data_fingerprint``, set by the grids), so other files are another run;
+a run whose config holds another fingerprint than the files it reads (or none) stops with a
+``DataError`` naming both, before it trains.
 
 Generated data depends only on the task's own settings and ``data_seed`` (never on the
 model's seed), so every run of a table cell sees the same examples. It is generated once
@@ -46,6 +50,9 @@ from sst_core.tasks.lra import Split
 
 GENERATED = ("listops", "pathfinder", "digits")
 DATA_ENV = "SST_LRA_DATA"
+# lra_* task -> its reader in sst_core.tasks.lra
+READER_OF = {"lra_listops": "listops", "lra_pathfinder": "pathfinder", "lra_imdb": "imdb",
+             "lra_aan": "aan", "lra_cifar": "cifar10"}
 
 
 @dataclass
@@ -59,12 +66,16 @@ class TaskData:
     describe: dict[str, Any]  # JSON-ready: sizes and source, stored in the run record
 
 
-def _check(cfg) -> None:
-    if cfg.task not in LRA_TASKS:
-        raise ValueError(f"unknown LRA task {cfg.task!r}; allowed: {', '.join(LRA_TASKS)}")
-    if cfg.task.startswith("lra_") and not os.environ.get(DATA_ENV):
-        raise ValueError(f"task {cfg.task!r} reads the LRA release: point ${DATA_ENV} (or "
+def _check_task(task: str) -> None:
+    if task not in LRA_TASKS:
+        raise ValueError(f"unknown LRA task {task!r}; allowed: {', '.join(LRA_TASKS)}")
+    if task.startswith("lra_") and not os.environ.get(DATA_ENV):
+        raise ValueError(f"task {task!r} reads the LRA release: point ${DATA_ENV} (or "
                          f"`sst lra --data-dir DIR`) at the folder that holds it")
+
+
+def _check(cfg) -> None:
+    _check_task(cfg.task)
     if cfg.n_train < 4:
         raise ValueError(f"n_train={cfg.n_train} must be at least 4")
 
@@ -152,6 +163,36 @@ def task_folder(task: str, root: Path) -> Path:
     return root
 
 
+def data_fingerprint(task: str, difficulty: str = "hard") -> str:
+    """The fingerprint (``sst_core.tasks.lra.fingerprint``) of the files the ``lra_*``
+    ``task`` reads from ``$SST_LRA_DATA`` (``difficulty``: Pathfinder's)."""
+    from sst_core.tasks import lra
+
+    _check_task(task)
+    if task not in READER_OF:
+        raise ValueError(f"task {task!r} is generated and reads no files; allowed: "
+                         f"{', '.join(READER_OF)}")
+    return lra.fingerprint(READER_OF[task], task_folder(task, data_root()), difficulty)
+
+
+def _check_fingerprint(cfg) -> None:
+    from sst_core.tasks import lra
+
+    found = data_fingerprint(cfg.task, cfg.difficulty)
+    if cfg.data_fingerprint == found:
+        return
+    where = task_folder(cfg.task, data_root())
+    if not cfg.data_fingerprint:
+        raise lra.DataError(
+            f"task {cfg.task!r}: the config has no data_fingerprint; the files at {where} "
+            f"have {found!r}: give the config data_fingerprint={found!r} (the grids of "
+            "sst_core.experiments.paper2 do), so that its run id names its data")
+    raise lra.DataError(
+        f"task {cfg.task!r}: the config's data_fingerprint {cfg.data_fingerprint!r} is not "
+        f"the fingerprint {found!r} of the files at {where} (other files, or files changed "
+        "since the config was made): other data is another run; build the config again")
+
+
 def _read(cfg) -> dict[str, Split]:
     from sst_core.tasks import lra
 
@@ -181,7 +222,11 @@ def _read(cfg) -> dict[str, Split]:
 def load_task(cfg) -> TaskData:
     """The splits and input description of ``cfg.task`` (an ``LRAConfig``)."""
     _check(cfg)
-    splits = _cached_generated(cfg) if cfg.task in GENERATED else _read(cfg)
+    if cfg.task in GENERATED:
+        splits = _cached_generated(cfg)
+    else:
+        splits = _read(cfg)
+        _check_fingerprint(cfg)
     train, val, test = splits["train"], splits["val"], splits["test"]
     pixels = train.x.dtype.kind == "f"
     if pixels:

@@ -176,7 +176,8 @@ def test_lock_samples_only_current_ok_records_of_the_changed_models(tmp_path, mo
         rec = {"schema": 1, "run_id": run_id, "experiment": "tracking", "profile": profile,
                "config": config, "status": status,
                "reason": None if status == "ok" else "RunFailed: constructed",
-               "metrics": {}, "seed": 0, "git_commit": None, "versions": {}, "device": "cpu",
+               "metrics": {"m_p": 60} if status == "ok" else {}, "seed": 0,
+               "git_commit": None, "versions": {}, "device": "cpu",
                "wall_time_s": wall, "version": version}
         path = tmp_path / profile / "tracking" / f"{run_id}.json"
         path.parent.mkdir(parents=True, exist_ok=True)

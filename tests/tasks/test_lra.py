@@ -339,6 +339,61 @@ def test_pathfinder_errors(tmp_path: Path) -> None:
 # --- shared pieces -----------------------------------------------------------------
 
 
+def test_fingerprint_names_the_files_read_and_their_bytes(tmp_path: Path) -> None:
+    """Other bytes, another file name (IMDB's labels are folder names) or another image in
+    Pathfinder's metadata give another fingerprint; the folder's place does not."""
+    import shutil
+
+    fp = lra_module.fingerprint
+    (tmp_path / "a").mkdir()
+    write_listops(tmp_path / "a")
+    shutil.copytree(tmp_path / "a", tmp_path / "moved")
+    first = fp("listops", tmp_path / "a")
+    assert len(first) == 16 and fp("listops", tmp_path / "moved") == first
+    assert lra_module.data_files("listops", tmp_path / "a") == [
+        tmp_path / "a" / f"basic_{k}.tsv" for k in ("train", "val", "test")]
+    with (tmp_path / "a" / "basic_test.tsv").open("a") as f:
+        f.write("[MAX 1 2 ]\t2\n")
+    assert fp("listops", tmp_path / "a") != first
+    base = write_imdb(tmp_path / "imdb")
+    before = fp("imdb", tmp_path / "imdb")
+    (base / "train" / "pos" / "0_7.txt").rename(base / "train" / "neg" / "5_2.txt")
+    assert fp("imdb", tmp_path / "imdb") != before
+    write_aan(tmp_path)
+    write_cifar(tmp_path)
+    assert len({fp("aan", tmp_path), fp("cifar10", tmp_path), first}) == 3
+    _, root = write_pathfinder(tmp_path / "pf")
+    files = lra_module.data_files("pathfinder", root)
+    assert [p.name for p in files[:2]] == ["0.npy", "1.npy"] and len(files) == 12
+    before = fp("pathfinder", root)
+    (files[-1]).write_bytes(files[-2].read_bytes())  # one image's pixels changed
+    assert fp("pathfinder", root) != before
+    with pytest.raises(ValueError, match="unknown reader 'mnist'; allowed: listops, aan"):
+        fp("mnist", tmp_path)
+    with pytest.raises(DataError, match="folder not found"):
+        fp("listops", tmp_path / "nope")
+
+
+def test_a_byte_order_mark_is_not_text(tmp_path: Path) -> None:
+    """A UTF-8 BOM (Notepad, Excel) at the start of a file is dropped: the same splits."""
+    for name in ("plain", "bom"):
+        (tmp_path / name).mkdir()
+        write_listops(tmp_path / name)
+    write_aan(tmp_path / "plain")
+    write_aan(tmp_path / "bom")
+    for path in [*(tmp_path / "bom").glob("*.tsv")]:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    base = write_imdb(tmp_path / "bom")
+    review = base / "train" / "neg" / "0_2.txt"
+    review.write_bytes(b"\xef\xbb\xbf" + review.read_bytes())
+    for read in (read_listops, read_aan):
+        plain, bom = read(tmp_path / "plain"), read(tmp_path / "bom")
+        for k in plain:
+            np.testing.assert_array_equal(plain[k].x, bom[k].x)
+            np.testing.assert_array_equal(plain[k].y, bom[k].y)
+    assert read_imdb(base)["train"].lengths[0] == len("bad")
+
+
 def test_s4_split_matches_torch() -> None:
     got = s4_split(50, (40, 5, 5), 42)
     ref = torch.utils.data.random_split(range(50), (40, 5, 5),
