@@ -37,12 +37,10 @@
 # Papermill parameters: `profile` (this chapter only reads stored benchmark records).
 profile = "quick"
 
-# %%
+# %% tags=["remove-input"]
 from sst_core.book import params
 
 P = params.from_notebook("bench", globals())  # fails here on a typo or a wrong type
-print(f"profile {P.name}: this chapter shows stored benchmark records; the profile changes "
-      "nothing")
 
 # %%
 import matplotlib.pyplot as plt
@@ -57,13 +55,11 @@ from sst_core.reports import bench as bench_report
 records = bench_records.load_records()
 checks = bench_records.load_records(experiment="gpu_check")
 cpu, cuda = bench_report.latest(records, "cpu"), bench_report.latest(records, "cuda")
-print(f"{len(records)} benchmark record(s) under results/bench/; "
-      f"{len(checks)} GPU-check record(s)")
 
 # %% [markdown]
 # ## On the CPU
 #
-# The newest CPU record. The machine is named in the line below each heading; on a shared
+# The newest CPU record. The machine is named in the collapsed block below; on a shared
 # machine repeated runs differ by up to about 30%, so a ratio within 1.3x of its target is
 # noise rather than a verdict.
 
