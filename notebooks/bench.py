@@ -63,14 +63,27 @@ cpu, cuda = bench_report.latest(records, "cpu"), bench_report.latest(records, "c
 # machine repeated runs differ by up to about 30%, so a ratio within 1.3x of its target is
 # noise rather than a verdict.
 
-# %%
+# %% tags=["remove-input"]
+def tables_md(tables):
+    """Several report tables as one Markdown output, for one numbered figure."""
+    return Markdown("\n\n".join(t.to_markdown() for t in tables))
+
+
 if cpu is None:
-    display(Markdown("No CPU benchmark record yet: run `make bench BENCH_ARGS=--record`."))
+    glue("bench_cpu_tables", Markdown("No CPU benchmark record yet: run "
+                                      "`make bench BENCH_ARGS=--record`."), display=False)
 else:
     display(Markdown(":::{admonition} Where and how this benchmark was measured\n"
                      ":class: dropdown provenance\n\n" + bench_report.provenance(cpu) + "\n:::"))
-    for table in bench_report.bench_tables(cpu):
-        display(table)
+    glue("bench_cpu_tables", tables_md(bench_report.bench_tables(cpu)), display=False)
+
+# %% [markdown]
+# ```{glue:figure} bench_cpu_tables
+# :name: "tab-bench-cpu"
+#
+# The newest CPU record: each of our operations beside its reference of the same sizes,
+# interleaved in one run (ratio = ours / reference), with its target where it has one.
+# ```
 
 # %% [markdown]
 # The figure puts every comparison that has a target on one axis: the measured ratio
@@ -95,12 +108,17 @@ def target_figure(record, device_label):
     return fig, int((rel <= 1).sum()), len(rows)
 
 
-fig, met, total = target_figure(cpu, "CPU")
-glue("bench_cpu_targets", fig, display=False)
-plt.close(fig)
-glue("bench_cpu_met", f"{met} of {total}", display=False)
-glue("bench_cpu_missed", ", ".join(r["name"] for r in bench_report.targets(cpu)
-                                   if r["status"] == "misses") or "none", display=False)
+if cpu is None:  # a results folder without benchmark records
+    glue("bench_cpu_targets", Markdown("No CPU benchmark record yet."), display=False)
+    glue("bench_cpu_met", "n/a", display=False)
+    glue("bench_cpu_missed", "n/a", display=False)
+else:
+    fig, met, total = target_figure(cpu, "CPU")
+    glue("bench_cpu_targets", fig, display=False)
+    plt.close(fig)
+    glue("bench_cpu_met", f"{met} of {total}", display=False)
+    glue("bench_cpu_missed", ", ".join(r["name"] for r in bench_report.targets(cpu)
+                                       if r["status"] == "misses") or "none", display=False)
 
 # %% [markdown]
 # ```{glue:figure} bench_cpu_targets
@@ -203,6 +221,7 @@ else:
 # the table's note says which count a record has.
 
 # %%
+step_profile = None  # the per-step profile of the models beyond 5x, where the record has it
 rows = [r for r in (bench_report.limit_rows(cpu) if cpu is not None else [])
         if r["method"] == "shapes"]  # the present count only
 if not rows:
@@ -216,18 +235,27 @@ else:
     glue("limit_range", f"{min(r['ratio'] for r in rows):.1f} to "
          f"{max(r['ratio'] for r in rows):.1f}", display=False)
     glue("limit_compute_bound", sum(r["bound"] == "compute" for r in rows), display=False)
-    profile = bench_report.profile_table(cpu)
-    if profile is not None:
-        display(profile)
+    step_profile = bench_report.profile_table(cpu)
+    if step_profile is not None:
+        glue("bench_profile", step_profile, display=False)
     elif any(r["ratio"] > r["target"] for r in rows):
         display(Markdown("The newest CPU record predates the per-step profile: "
                          "`make bench BENCH_ARGS=--record` measures it."))
+if step_profile is None:  # nothing to number: the figure below says so
+    glue("bench_profile", Markdown("(this record has no per-step profile)"), display=False)
 
 # %% [markdown]
+# ```{glue:figure} bench_profile
+# :name: "tab-bench-profile"
+#
+# Where one training step's time goes, for each model beyond 5x of its limit: the
+# operations that take most of the step (a torch profile of the fast path).
+# ```
+#
 # In the newest CPU record {glue:text}`limit_within` of these steps are within 5x of their
 # limit (from {glue:text}`limit_range` times it), and the flop limit is the larger for
-# {glue:text}`limit_compute_bound` of them. For each model beyond 5x, the table above (where
-# the record has it) lists the operations that take most of one step's time.
+# {glue:text}`limit_compute_bound` of them. For each model beyond 5x, {numref}`tab-bench-profile`
+# (where the record has it) lists the operations that take most of one step's time.
 
 # %% [markdown]
 # **Which S4D classifiers.** The classifier rows come in two sets: three at fixed example sizes
@@ -241,7 +269,7 @@ else:
 # section says which loops the record ran): the whole recurrence in one call, batch rows split between the threads, and
 # $\partial L / \partial a$ written during the reverse pass. The torch loops it replaces
 # launch one operation per time step and read every state twice in the backward pass; the
-# bandwidth shares in the table above are measured against a two-thread copy of a large
+# bandwidth shares in {numref}`tab-bench-cpu` are measured against a two-thread copy of a large
 # buffer, and vary by about as much as the other ratios between runs on a shared machine.
 
 # %% [markdown]
@@ -254,10 +282,16 @@ else:
 
 # %%
 other = bench_report.other_machine(records, cpu) if cpu is not None else None
-if other is None:
-    display(Markdown("Every CPU record so far comes from one CPU model."))
-else:
-    display(bench_report.across_machines(cpu, other))
+glue("bench_machines", Markdown("Every CPU record so far comes from one CPU model.")
+     if other is None else bench_report.across_machines(cpu, other), display=False)
+
+# %% [markdown]
+# ```{glue:figure} bench_machines
+# :name: "tab-bench-machines"
+#
+# The newest CPU record beside the newest one from another CPU model: the rows whose time
+# differs by more than half.
+# ```
 
 # %% [markdown]
 # **Reading it.** The two machines are an Intel Xeon with AVX-512 and an AMD EPYC with
@@ -286,20 +320,23 @@ else:
 # parallel path with the CPU's C loops, and both paths on both devices; the `scan_paths_`
 # rows time the device's own path against the other one.
 
-# %%
-if checks:
-    display(bench_report.gpu_check_table(checks[-1]))
-if cuda is None:
-    display(Markdown("No CUDA record yet: no machine with CUDA has run "
-                     "`scripts/gpu_check.sh` for this version of the book. The CPU tables "
-                     "above are all we have measured."))
-else:
+# %% tags=["remove-input"]
+if cuda is not None:
     display(Markdown(":::{admonition} Where and how this benchmark was measured\n"
                      ":class: dropdown provenance\n\n" + bench_report.provenance(cuda) + "\n:::"))
-    for table in bench_report.bench_tables(cuda):
-        display(table)
-    fig, _, _ = target_figure(cuda, "CUDA")
-    plt.show()
+gpu = ([bench_report.gpu_check_table(checks[-1])] if checks else []) + (
+    bench_report.bench_tables(cuda) if cuda is not None else [])
+glue("bench_cuda_tables", tables_md(gpu) if gpu else Markdown(
+    "No CUDA record yet: no machine with CUDA has run `scripts/gpu_check.sh` for this "
+    "version of the book. The CPU tables above are all we have measured."), display=False)
+
+# %% [markdown]
+# ```{glue:figure} bench_cuda_tables
+# :name: "tab-bench-cuda"
+#
+# On CUDA: the GPU check (every model's and fast operation's outputs and gradients against
+# the CPU's) and the benchmarks of the newest CUDA record, where there are any.
+# ```
 
 # %% [markdown]
 # ## Regenerating these numbers

@@ -88,9 +88,8 @@ def twice(check, page: str) -> None:
             raise AssertionError(f"{page} failed twice: {first!r} then {second!r}") from second
 
 
-# The status page's tables are bookkeeping by design; the benchmark chapter's tables (their
-# number varies with the stored benchmark records) are not numbered yet: a known gap.
-TABLES_NOT_YET_NUMBERED = (f"notebooks/{STATUS_PAGE}", "notebooks/bench")
+# The status page's tables are bookkeeping by design, not results cited by number.
+TABLES_NOT_NUMBERED = (f"notebooks/{STATUS_PAGE}",)
 
 
 def check_page(browser, url: str, page: str) -> None:
@@ -132,7 +131,7 @@ def check_page(browser, url: str, page: str) -> None:
         assert not found, f"{page}: bookkeeping in the chapter's text: {found[:5]}"
         bare = unnumbered_figures(browser)
         assert not bare, f"{page}: figures without a number and a caption: {bare[:5]}"
-    if page.startswith("notebooks/") and page not in TABLES_NOT_YET_NUMBERED:
+    if page.startswith("notebooks/") and page not in TABLES_NOT_NUMBERED:
         # a chapter's tables carry results; the front matter's (notation, reading guide)
         # are glossaries, read beside the text, not cited by number
         tables = unnumbered_tables(browser)
