@@ -17,7 +17,10 @@
 # by side in one run (ours, reference, ours, reference, ... after warm-up calls) and
 # reports medians; no test asserts a time, because times depend on the machine.
 #
-# What is compared, and the bar each comparison is held to:
+# {numref}`tab-bench-targets` says what is compared, and the bar each comparison is held to.
+#
+# :::{table} What each benchmark compares, and its target.
+# :name: tab-bench-targets
 #
 # | comparison | reference | target (ours / reference) |
 # |---|---|---|
@@ -25,6 +28,7 @@
 # | diagonal affine scan $h_t = a_t h_{t-1} + b_t$ (Mamba family, AUSSM; real and complex), forward and backward, lengths 1000 and 4096 | a per-step loop that autograd differentiates | at most 0.5 on the CPU, 0.1 on CUDA; bandwidth at least 40% of the measured copy bandwidth |
 # | $K = 16$ small models that differ in seed and learning rate, one training step as one stacked computation | 16 ordinary training steps one after the other | at most 0.5 on the CPU, 0.1 on CUDA |
 # | S4D kernel and FFT convolution at lengths 1024 to 16384 | the published S4D kernel's formula | time, and peak memory at most 0.25 |
+# :::
 #
 # The stacked training is `sst_core.training.stacked`: the $K$ models' weights are stacked along a
 # new leading dimension and one `torch.func.vmap` runs all $K$ forward passes; the loss is
@@ -81,8 +85,8 @@ else:
 # ```{glue:figure} bench_cpu_tables
 # :name: "tab-bench-cpu"
 #
-# The newest CPU record: each of our operations beside its reference of the same sizes,
-# interleaved in one run (ratio = ours / reference), with its target where it has one.
+# Each of our operations beside its reference of the same sizes, interleaved in one run
+# (ratio = ours / reference), with its target where it has one: the newest CPU benchmark.
 # ```
 
 # %% [markdown]
@@ -255,7 +259,8 @@ if step_profile is None:  # nothing to number: the figure below says so
 # In the newest CPU record {glue:text}`limit_within` of these steps are within 5x of their
 # limit (from {glue:text}`limit_range` times it), and the flop limit is the larger for
 # {glue:text}`limit_compute_bound` of them. For each model beyond 5x, {numref}`tab-bench-profile`
-# (where the record has it) lists the operations that take most of one step's time.
+# lists the operations that take most of one step's time, where the newest benchmark
+# measured them.
 
 # %% [markdown]
 # **Which S4D classifiers.** The classifier rows come in two sets: three at fixed example sizes
@@ -289,8 +294,8 @@ glue("bench_machines", Markdown("Every CPU record so far comes from one CPU mode
 # ```{glue:figure} bench_machines
 # :name: "tab-bench-machines"
 #
-# The newest CPU record beside the newest one from another CPU model: the rows whose time
-# differs by more than half.
+# Two CPU models side by side, the newest benchmark of each: the rows whose time differs
+# by more than half.
 # ```
 
 # %% [markdown]
