@@ -661,15 +661,7 @@ def test_best_profile_is_paper_only_where_its_records_cover_the_chapter(root):
     cached_run(paper_table3[-1], lambda c: {"m_p": None})
     P = params.settings("p1_table3", "best")
     assert P.name == "paper" and "all" in P.chosen_because
-    banner = P.banner("track_d_model", "track_d_states", "track_lrs", "track_schedules")
-    assert " ".join(banner.split()).endswith(P.chosen_because)
     assert P.chosen_because not in P.scale()
-    assert P.description in " ".join(P.banner("track_lrs", describe=True).split())
-    # wrapped, since a code cell's output is cut off at the page's edge, and nothing lost
-    assert max(len(line) for line in banner.splitlines()) <= profiles.BANNER_WIDTH
-    assert " ".join(banner.split()) == " ".join(
-        (P.scale("track_d_model", "track_d_states", "track_lrs", "track_schedules") + " "
-         + P.chosen_because).split())
     # a chapter whose records are not all stored computes at quick
     assert params.settings("p2_memory", "best").name == "quick"
     assert params.settings("bench", "best").name == "quick"  # reads no sweep
@@ -706,12 +698,6 @@ def test_under_way_names_a_larger_profile_with_some_of_its_records(root):
     cached_run(standard[0], lambda c: {"m_p": None})
     w = params.under_way("p1_table3", "quick")
     assert (w.profile.name, w.stored, w.total) == ("standard", 1, len(standard))
-    assert f"1 of its {len(standard)} runs are stored" in w.sentence("quick")
-    assert params.under_way_text(w, "quick") == w.sentence("quick")
-    assert params.under_way_text(None, "standard") == (
-        "No larger profile's sweep of this chapter is under way: the page above shows "
-        "`standard`, and this section has nothing to add to it (where a larger profile's "
-        "records are complete, `best` shows them; the status page says which).")
     assert params.under_way("p1_table3", "smoke").profile.name == "standard"
     assert params.under_way("p1_table3", "standard") is None  # not larger than itself
     cached_run(paper[0], lambda c: {"m_p": None})  # the larger one comes first

@@ -87,23 +87,6 @@ class UnderWay:
     stored: int  # runs of the chapter with a stored record under ``profile``
     total: int  # runs the chapter reads under ``profile``
 
-    def sentence(self, shown: str) -> str:
-        return (f"The `{self.profile.name}` sweep of this chapter is under way: {self.stored} of "
-                f"its {self.total} runs are stored (the page above shows `{shown}`, which "
-                f"`best` takes until all of them are). This section's tables read only those "
-                f"records: a cell appears as soon as one of its runs is stored, and the rest "
-                f"say missing. Nothing is trained for them.")
-
-
-def under_way_text(way: UnderWay | None, shown: str) -> str:
-    """What a chapter's "larger sweep so far" section says: ``way``'s
-    :meth:`UnderWay.sentence`, or that no larger sweep is under way."""
-    if way:
-        return way.sentence(shown)
-    return (f"No larger profile's sweep of this chapter is under way: the page above shows "
-            f"`{shown}`, and this section has nothing to add to it (where a larger profile's "
-            "records are complete, `best` shows them; the status page says which).")
-
 
 def under_way(notebook: str, shown: str, root: Path | None = None) -> UnderWay | None:
     """The sweep of ``notebook`` under a profile larger than ``shown`` that has some but not

@@ -19,9 +19,6 @@ from dataclasses import dataclass
 
 PROFILE_NAMES = ("smoke", "quick", "standard", "paper")
 # characters per line of a chapter's first output (a code cell's output shows about 85)
-BANNER_WIDTH = 80
-
-
 @dataclass(frozen=True)
 class Profile:
     """Every size the book uses, for one profile.
@@ -138,16 +135,6 @@ class Profile:
                           if getattr(self, k) != ())  # an empty setting has nothing to say
         note = " (numbers are meaningless at this scale)" if self.name == "smoke" else ""
         return f"profile `{self.name}`" + (f": {shown}" if shown else "") + note
-
-    def banner(self, *knobs: str, describe: bool = False, width: int = BANNER_WIDTH) -> str:
-        """The scale a chapter prints first (``describe``: and what the profile is for),
-        with why the profile was chosen, each wrapped to ``width`` characters (a code
-        cell's output does not wrap: a longer line is cut off at the page's edge)."""
-        import textwrap
-
-        head = self.scale(*knobs) + (f"; {self.description}" if describe else "")
-        paras = [head] + ([self.chosen_because] if self.chosen_because else [])
-        return "\n".join(textwrap.fill(p, width, break_on_hyphens=False) for p in paras)
 
 
 def _shown(value):
