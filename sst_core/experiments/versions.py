@@ -283,27 +283,18 @@ def locked_checkout(experiment: str, path: Path | None = None) -> Iterator[Path]
         shutil.rmtree(where, ignore_errors=True)
 
 
-# Run in a fresh process with the code of a checkout: builds the config of a record the
-# way every version of the package can (its experiment's config class), computes it in
-# the results folder given, and prints its record. Reads {"config", "threads", "root"}.
+# Run in a fresh process with the code of a checkout: builds the config a record stores
+# (registry.config_from_dict, which every commit that can have written the lock has),
+# computes it in the results folder given, and prints its record. Reads {"config",
+# "threads", "root"}.
 RECOMPUTE_SCRIPT = """
 import json, sys
 from pathlib import Path
 import torch
 from sst_core.experiments import registry, runs
 req = json.loads(sys.stdin.read())
-def build(d):
-    cls = registry.resolve(registry.get_experiment(d["experiment"]).config)
-    kw = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and "experiment" in v:
-            v = build(v)
-        elif isinstance(v, list):
-            v = tuple(tuple(x) if isinstance(x, list) else x for x in v)
-        kw[k] = v
-    return cls(**kw)
 torch.set_num_threads(req["threads"])
-record = runs.run(build(req["config"]), root=Path(req["root"]))
+record = runs.run(registry.config_from_dict(req["config"]), root=Path(req["root"]))
 print()
 print("RECORD " + json.dumps(record))
 """
