@@ -46,18 +46,25 @@ class Table:
     data: list[dict[str, Any]] | None = None  # typed rows (see above), for --format json
 
     def to_markdown(self) -> str:
+        """The table as ``sst report`` prints it: its title in bold, the grid, its note."""
+        lines = [f"**{self.title}**", "", self.grid().text]
+        if self.note:
+            lines += ["", self.note]
+        return "\n".join(lines)
+
+    def grid(self) -> "Grid":
+        """The rows under their header and nothing else, for a chapter: glued, and shown in
+        a MyST ``{table}`` whose caption (the chapter's own words) replaces the title and
+        note, so the book numbers it as a table (see ``notebooks/p1_table2.py``)."""
         def cell(v: Any) -> str:
             if isinstance(v, float):
                 return f"{v:.3f}"
             return str(v).replace("|", "\\|")
 
-        lines = [f"**{self.title}**", "",
-                 "| " + " | ".join(cell(c) for c in self.columns) + " |",
+        lines = ["| " + " | ".join(cell(c) for c in self.columns) + " |",
                  "|" + "|".join("---" for _ in self.columns) + "|"]
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
-        if self.note:
-            lines += ["", self.note]
-        return "\n".join(lines)
+        return Grid("\n".join(lines))
 
     def transposed(self) -> "Table":
         """The same table with rows and columns swapped (the first column's entries become
@@ -91,6 +98,17 @@ class Table:
 
     def _repr_markdown_(self) -> str:  # notebooks render the table directly
         return self.to_markdown()
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table's grid as Markdown (:meth:`Table.grid`); a notebook glues it and the book
+    shows it with ``{glue:md}`` inside a ``{table}``."""
+
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return self.text
 
 
 def format_value(v: Any, spec: str = ".3g") -> str:

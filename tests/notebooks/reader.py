@@ -44,10 +44,10 @@ main.querySelectorAll('img, .plotly-graph-div').forEach(e => {
 return out;
 """
 
-# Every table of the main part that is not inside a numbered figure or table with a caption
-# (a glued table shown by {glue:figure}, or a MyST {table}, whose caption is the table's own
-# <caption>), outside the code cells' source and the provenance block: [its id or the text of
-# its first row].
+# Every table of the main part that is not a numbered table with a caption (a MyST {table},
+# whose caption is the table's own <caption> and reads "Table N"; a table shown as a numbered
+# figure reads "Fig. N" and counts as unnumbered), outside the code cells' source and the
+# provenance block: [its id or the text of its first row].
 UNNUMBERED_TABLES = """
 const main = document.querySelector('main') || document.body;
 const out = [];
@@ -60,10 +60,7 @@ main.querySelectorAll('table').forEach(t => {
   for (let e = t; e && e !== main && !ok; e = e.parentElement) {
     if (e.matches('table')) {
       const cap = Array.from(e.children).find(c => c.tagName === 'CAPTION');
-      ok = !!numbered(cap);
-    } else if (e.matches('figure, div.figure')) {
-      const cap = Array.from(e.children).find(c => c.matches('figcaption, p.caption'));
-      ok = !!numbered(cap);
+      ok = !!numbered(cap) && /^Table\\b/.test(cap.querySelector('.caption-number').textContent.trim());
     }
   }
   if (!ok) {
@@ -110,6 +107,7 @@ def unnumbered_figures(browser) -> list[tuple[str, str]]:
 
 
 def unnumbered_tables(browser) -> list[str]:
-    """The open page's tables outside a numbered figure or table with a caption (code
-    cells' source and the provenance block aside): each one's id or its first row's text."""
+    """The open page's tables that are not numbered tables ("Table N") with a caption (code
+    cells' source and the provenance block aside; a table inside a numbered figure counts as
+    unnumbered): each one's id or its first row's text."""
     return list(browser.execute_script(UNNUMBERED_TABLES))

@@ -92,11 +92,11 @@ def grid(id_: str = "", caption: str = "") -> str:
 
 
 def test_the_table_check_finds_every_table_without_a_number_and_a_caption(browser, tmp_path):
-    """A table passes in a numbered, captioned figure (a glued table) or with a numbered
-    caption of its own (MyST's table directive); a bare one, one in a figure without a
-    number or a caption, and one with a caption but no number are found; a table in a code
-    cell's source or in the provenance block is not looked at."""
-    in_figure = (f'<figure id="fig-t"><div class="cell_output">{grid()}</div>'
+    """A table passes with a numbered caption of its own that reads "Table N" (MyST's table
+    directive); a bare one, one in a figure (numbered as a figure or not), and one with a
+    caption but no number are found; a table in a code cell's source or in the provenance
+    block is not looked at."""
+    in_figure = (f'<figure id="fig-t"><div class="cell_output">{grid("as-figure")}</div>'
                  '<figcaption><p><span class="caption-number">Fig. 2 </span>'
                  '<span class="caption-text">Table 2 of the paper.</span></p></figcaption>'
                  '</figure>')
@@ -104,7 +104,7 @@ def test_the_table_check_finds_every_table_without_a_number_and_a_caption(browse
                                 '<span class="caption-text">The initialisations.</span>')
     aside = (f'<div class="cell"><div class="cell_input">{grid("code")}</div></div>'
              f'<details class="provenance"><summary>How</summary>{grid("prov")}</details>')
-    browser.get(page(tmp_path, "tables", figures=in_figure + own_caption + aside))
+    browser.get(page(tmp_path, "tables", figures=own_caption + aside))
     assert unnumbered_tables(browser) == []
 
     no_number = (f'<figure><div>{grid("no-number")}</div><figcaption><p>'
@@ -113,8 +113,8 @@ def test_the_table_check_finds_every_table_without_a_number_and_a_caption(browse
                   '<span class="caption-number">Fig. 3 </span></p></figcaption></figure>')
     browser.get(page(tmp_path, "bare-tables", figures=in_figure + grid("bare") + no_number
                      + no_caption + grid("caption-only", "Words only.") + grid()))
-    assert unnumbered_tables(browser) == ["bare", "no-number", "no-caption", "caption-only",
-                                          "model m_p"]
+    assert unnumbered_tables(browser) == ["as-figure", "bare", "no-number", "no-caption",
+                                          "caption-only", "model m_p"]
 
 
 def test_console_errors_are_caught(browser, tmp_path):
