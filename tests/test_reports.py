@@ -29,6 +29,17 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
     assert json.loads(table.to_json())["rows"] == table.rows
 
 
+def test_a_tables_grid_is_its_rows_alone_and_the_printed_table_adds_title_and_note():
+    t = reports.Table("The title", ["model", "m_p", "note"],
+                      [["tanh RNN", 0.5, "a|b"], ["Mamba", None, 3]], note="What it means.")
+    grid = t.grid()
+    assert grid._repr_markdown_() == grid.text == (
+        "| model | m_p | note |\n|---|---|---|\n| tanh RNN | 0.500 | a\\|b |\n| Mamba | None | 3 |")
+    assert "The title" not in grid.text and "What it means" not in grid.text
+    assert t.to_markdown() == f"**The title**\n\n{grid.text}\n\nWhat it means."
+    assert t._repr_markdown_() == t.to_markdown()
+
+
 def test_a_wide_table_reads_transposed_with_nothing_lost():
     t = reports.Table("T", ["task", "chance", "claim 1"], [["a", 0.1, "holds"], ["b", 0.5, "no"]],
                       note="n", records=["r1"], data=[{"task": "a"}])
