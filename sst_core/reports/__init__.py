@@ -225,6 +225,7 @@ REPORTS: dict[str, str] = {
     "table2_slices": "sst_core.reports.paper1:table2_slices",
     "table2_disagreements": "sst_core.reports.paper1:table2_disagreements",
     "retrain_noise": "sst_core.reports.paper1:retrain_noise",
+    "pilots_60": "sst_core.reports.pilots:pilots_60",
     "width_ablation": "sst_core.reports.paper1:width_ablation",
     "theorem1": "sst_core.reports.error_control:theorem1_table",
     "diagnostics": "sst_core.reports.error_control:diagnostics_table",

@@ -1,0 +1,82 @@
+"""The pilot of issue 59: why some Table 2 cells never learn the training length.
+
+:func:`pilots_60` reads the runs of :func:`sst_core.experiments.paper1.pilot_grid` (one
+change at a time to the Table 2 runs of the cells none of whose runs passed length 60) beside
+the Table 2 runs they vary, and says per cell and variant how far the curricula got, how many
+runs trained at 60, how many met the curriculum's gate there, and the token accuracy at 60.
+"""
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sst_core.experiments import paper1
+from sst_core.reports import Table, stored_record
+from sst_core.spec.names import run_name
+from sst_core.spec.profiles import Profile
+
+# the base runs (Table 2's own) first, then the variants in paper1.PILOT_CHANGES' order
+BASE = "standard"
+VARIANT_NAMES = {BASE: "Table 2's protocol", "steps_x3": "step cap x3",
+                 "gate_at_pass": "gate at 90%", "no_curriculum": "no curriculum",
+                 "d_model_64": "d_model 64", "d_model_128": "d_model 128",
+                 "lr_5e-4": "lr 5e-4", "lr_1e-4": "lr 1e-4"}
+
+
+def _stopped_at(lengths: list[int | None]) -> str:
+    """Where curricula stopped, as "16 ×2, 32 ×1" (the longest length each trained at)."""
+    at = Counter(lengths)
+    return ", ".join(f"{k} ×{at[k]}" for k in sorted(at, key=lambda x: -1 if x is None else x))
+
+
+def pilots_60(P: Profile, root: Path | None = None) -> Table:
+    """One row per pilot cell and variant (:data:`VARIANT_NAMES`): runs stored of those
+    in the grid, how many curricula reached 60 (trained at the training length), how many
+    passed it (met the curriculum's gate at 60: the ``passed_60`` checkpoint), where the
+    curricula stopped, the token accuracy on held-out words of length 60 (median and range
+    over the runs) and how many runs reached m_p >= 60 (token accuracy at least the pass
+    threshold at 60)."""
+    cols = ["cell", "variant", "runs", "reached 60", "passed 60", "curricula stopped at",
+            "token accuracy at 60", "m_p ≥ 60"]
+    rows: list[list[Any]] = []
+    data: list[dict[str, Any]] = []
+    ids: list[str] = []
+    for cell in paper1.PILOT_CELLS:
+        model, group, depth = cell
+        bases = paper1.pilot_base(P, cell)
+        by_variant: dict[str, list] = {BASE: bases}
+        for base in bases:
+            for name, cfg in paper1.pilot_variants(base).items():
+                by_variant.setdefault(name, []).append(cfg)
+        for name, cfgs in by_variant.items():
+            recs = [r for r in (stored_record(c, root) for c in cfgs) if r is not None]
+            ok = [r for r in recs if r["status"] == "ok"]
+            ids += [r["run_id"] for r in recs]
+            m = [r["metrics"] for r in ok]
+            final = [x.get("final_train_length") for x in m]
+            passed = sum(bool((x.get("checkpoints") or {}).get("passed_60")) for x in m)
+            acc = [x["eval"]["60"]["token"] for x in m if "60" in (x.get("eval") or {})]
+            learned = sum(x.get("m_p") is not None for x in m)
+            row = {"model": model, "group": group, "n_layers": depth, "variant": name,
+                   "n_grid": len(cfgs), "n_stored": len(recs), "n_ok": len(ok),
+                   "n_failed": len(recs) - len(ok), "reached_60": final.count(60),
+                   "passed_60": passed, "final_train_length": final,
+                   "token_accuracy_60": acc, "m_p_at_least_60": learned}
+            data.append(row)
+            acc_cell = (f"{statistics.median(acc):.2f} [{min(acc):.2f}–{max(acc):.2f}]"
+                        if acc else "—")
+            runs = f"{len(ok)} of {len(cfgs)}" + (f" ({row['n_failed']} failed)"
+                                                   if row["n_failed"] else "")
+            rows.append([f"{run_name({'model': model, 'n_layers': depth})}, {group}", VARIANT_NAMES[name], runs,
+                         row["reached_60"] if ok else "—", passed if ok else "—",
+                         _stopped_at(final) if ok else "—", acc_cell,
+                         learned if ok else "—"])
+    note = ("One change at a time to the Table 2 runs of the cells none of whose runs passed "
+            "length 60 (first state size, schedule and learning rate; every seed). Reached 60: "
+            "the curriculum trained at 60; passed 60: it met its gate there; curricula stopped "
+            "at: the longest length each run trained at; token accuracy on held-out words of "
+            "length 60, median [lowest–highest]; m_p ≥ 60: runs whose token accuracy at 60 is "
+            "at least the pass threshold.")
+    return Table("Pilots: the runs that never reach length 60", cols, rows, note, ids, data)

@@ -1,0 +1,66 @@
+"""The pilot table of the runs that never reach length 60, from constructed records."""
+from dataclasses import replace
+
+import pytest
+
+from sst_core.experiments import paper1
+from sst_core.reports import get_report
+from sst_core.reports.pilots import VARIANT_NAMES, pilots_60
+from sst_core.spec import profiles
+from sst_core.store.records import RunFailed, cached_run
+
+
+@pytest.fixture
+def P():
+    return replace(profiles.PROFILES["smoke"], name="smoke", track_seeds=(0, 1), track_depths=(1, 2))
+
+
+def fake(final, passed, acc60, m_p=None, fail=False):
+    def fn(cfg):
+        if fail:
+            raise RunFailed("loss became nan at step 3")
+        cp = {"passed_60": {"m_p": m_p, "step": 10} if passed else None, "heldout": None,
+              "end": {"m_p": m_p, "step": 20}}
+        return {"m_p": m_p, "final_train_length": final, "checkpoints": cp,
+                "eval": {"60": {"token": acc60, "sequence": 0.0, "final": acc60}}}
+    return fn
+
+
+def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
+    cell = paper1.PILOT_CELLS[0]
+    bases = paper1.pilot_base(P, cell)
+    assert [b.seed for b in bases] == [0, 1]
+    # Table 2's runs: both stopped at 32; step cap x3: one reached 60 and passed, one is at
+    # 16; no curriculum: one failed, one trained at 60 with m_p 60 but never met its gate
+    cached_run(bases[0], fake(32, False, 0.6), root=tmp_path)
+    cached_run(bases[1], fake(32, False, 0.5), root=tmp_path)
+    x3 = [paper1.pilot_variants(b)["steps_x3"] for b in bases]
+    cached_run(x3[0], fake(60, True, 0.97, m_p=100), root=tmp_path)
+    cached_run(x3[1], fake(16, False, 0.4), root=tmp_path)
+    nc = [paper1.pilot_variants(b)["no_curriculum"] for b in bases]
+    cached_run(nc[0], fake(60, False, 0.0, fail=True), root=tmp_path)  # recorded as failed
+    cached_run(nc[1], fake(60, False, 0.93, m_p=60), root=tmp_path)
+
+    t = pilots_60(P, root=tmp_path)
+    by = {(d["model"], d["group"], d["n_layers"], d["variant"]): d for d in t.data}
+    assert len(t.rows) == len(paper1.PILOT_CELLS) * len(VARIANT_NAMES)
+    base = by[(*cell, "standard")]
+    assert (base["n_ok"], base["reached_60"], base["passed_60"], base["m_p_at_least_60"]) \
+        == (2, 0, 0, 0)
+    assert base["token_accuracy_60"] == [0.6, 0.5] and base["final_train_length"] == [32, 32]
+    steps = by[(*cell, "steps_x3")]
+    assert (steps["reached_60"], steps["passed_60"], steps["m_p_at_least_60"]) == (1, 1, 1)
+    nocur = by[(*cell, "no_curriculum")]
+    assert (nocur["n_stored"], nocur["n_ok"], nocur["n_failed"]) == (2, 1, 1)
+    assert (nocur["reached_60"], nocur["passed_60"], nocur["m_p_at_least_60"]) == (1, 0, 1)
+    missing = by[(*cell, "lr_1e-4")]
+    assert (missing["n_stored"], missing["n_ok"]) == (0, 0)
+
+    rows = {(r[0], r[1]): r for r in t.rows}
+    name = f"Negative Mamba, {cell[1]}"
+    assert rows[(name, "Table 2's protocol")][2:] == ["2 of 2", 0, 0, "32 ×2",
+                                                       "0.55 [0.50–0.60]", 0]
+    assert rows[(name, "step cap x3")][5] == "16 ×1, 60 ×1"
+    assert rows[(name, "no curriculum")][2] == "1 of 2 (1 failed)"
+    assert rows[(name, "lr 1e-4")][2:] == ["0 of 2", "—", "—", "—", "—", "—"]
+    assert get_report("pilots_60") is pilots_60
