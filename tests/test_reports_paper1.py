@@ -162,12 +162,18 @@ def test_the_spread_over_the_grid(tmp_path, P):
                                                     "max": 1000}
     assert grid_spread([])["n"] == 0
     grid = paper1.table2_grid(P, models=("mamba",), groups=("S3",))
-    for cfg, v in zip(grid, (None, 60, 100, 300)):
-        cached_run(cfg, fake(v), root=tmp_path)
+    def passing(m_p):  # a run whose curriculum passed 60
+        return lambda cfg: {"m_p": m_p, "eval": {},
+                            "checkpoints": {"passed_60": {"m_p": m_p, "step": 5}}}
+
+    # the two failing runs' curricula never passed 60 (no checkpoint), the others did
+    for cfg, run in zip(grid, (fake(None), fake(60), passing(100), passing(300))):
+        cached_run(cfg, run, root=tmp_path)
     t = table2_spread(P, root=tmp_path, models=("mamba",))
     s3 = next(d for d in t.data if d["group"] == "S3")
     assert (s3["n"], s3["median"], s3["min"], s3["max"]) == (4, 100, None, 300)
-    assert t.rows[0][-1] == "100 [fail–300] n=4"
+    assert s3["never_60"] == 2
+    assert t.rows[0][-1] == "100 [fail–300] n=4; 2 never 60"
     assert get_report("table2_spread") is table2_spread
     # a cell with only failed runs is 'diverged', as Table 2 says, not 'missing'
     other = next(g for g in paper1.TABLE2_GROUPS if g != "S3")
@@ -180,7 +186,8 @@ def test_the_spread_over_the_grid(tmp_path, P):
     assert statuses[other] == "diverged" and "missing" in statuses.values()
     for d, text in zip(t.data, t.rows[0][2:]):
         assert text == (d["status"] if d["status"] in ("diverged", "missing")
-                        else grid_text(d))
+                        else grid_text(d) + (f"; {d['never_60']} never 60" if d["never_60"]
+                                             else ""))
 
 
 def test_a_range_is_shown_only_where_the_runs_differ():

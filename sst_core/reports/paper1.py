@@ -98,7 +98,8 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
 
     The best run of a cell is :func:`sst_core.reports.select.best_per_cell`'s; the seed
     spread is over the seeds of its grid point (d_state, lr, schedule); ``m_p_grid`` is
-    every ok run's m_p, ascending (failures first)."""
+    every ok run's m_p, ascending (failures first); ``never_60`` counts the ok runs whose
+    curriculum never passed the training length (no ``passed_60`` checkpoint)."""
     ok, ids, status = group_records(cfgs, lambda c: (c.phi or c.model, c.group, c.n_layers), root)
     records = [rec for runs in ok.values() for _, rec in runs]
     best = best_per_cell(records, _key)
@@ -112,8 +113,10 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
         else:
             best_cell, seeds, m_p = None, [], "no runs"
         grid = sorted((rec["metrics"]["m_p"] for _, rec in ok.get(key, [])), key=_rank)
+        never = sum(not (rec["metrics"].get("checkpoints") or {}).get("passed_60")
+                    for _, rec in ok.get(key, []))
         out[key] = {"m_p": m_p, "m_p_seeds": seeds, "best_cell": best_cell, "m_p_grid": grid,
-                    **st}
+                    "never_60": never, **st}
     return out, ids
 
 
@@ -200,6 +203,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
                              "best_cell": dict(zip(("d_state", "lr", "schedule"),
                                                    s["best_cell"])) if s["best_cell"] else None,
                              "grid": grid_spread(s.get("m_p_grid", [])),
+                             "never_60": s.get("never_60", 0),
                              "paper": None if paper == "missing" else paper,
                              "paper_reported": paper != "missing", "agreement": agree,
                              "class_agreement": paper != "missing" and s["m_p"] != "no runs"
@@ -357,11 +361,15 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
         cells = [d for d in t2.data if d["model"] == m]  # in the columns' order
         # a cell without ok runs says what Table 2 says of it: missing or diverged
         rows.append(row[:2] + [d["status"] if not d["grid"]["n"] else grid_text(d["grid"])
+                               + (f"; {d['never_60']} never 60" if d["never_60"] else "")
                                for d in cells])
         data += [{"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
-                  "status": d["status"], **d["grid"]} for d in cells]
+                  "status": d["status"], "never_60": d["never_60"], **d["grid"]}
+                 for d in cells]
     note = ("Every ok run of a cell: median m_p [lowest–highest] over its grid, n runs (or "
-            "'all n' where every run has the same m_p); 'fail' is below every length. Table 2 shows the best of the same runs.")
+            "'all n' where every run has the same m_p); 'fail' is below every length; "
+            "'k never 60': k of the runs never passed the training length (their curriculum "
+            "stopped short of 60). Table 2 shows the best of the same runs.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
 
 
