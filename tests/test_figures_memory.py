@@ -65,3 +65,26 @@ def test_bad_choices_and_mixed_horizons_are_refused(views):
     mixed[("inv", 8, 0.01)] = mf.explore_spectrum("inv", 8, 0.01, 100)
     with pytest.raises(ValueError, match="one horizon for all"):
         plots_memory.explorer_data(mixed)
+
+
+def test_the_live_explorer_redraws_on_every_change():
+    """The ipywidgets explorer for a live kernel: controls and one image, redrawn (a new
+    PNG of the chosen spectrum) when a control changes."""
+    pytest.importorskip("ipywidgets")
+    box = plots_memory.live_explorer(32, N=4, seed=0)
+    *controls, view = box.children
+    assert [c.description for c in controls] == ["init", "N", "log10 dt", "extra pair",
+                                                  "radius", "angle"]
+    first = view.outputs[0]["data"]["image/png"]
+    controls[0].value = "random"
+    assert len(view.outputs) == 1 and view.outputs[0]["data"]["image/png"] != first
+    controls[3].value = True  # one extra conjugate pair
+    assert view.outputs[0]["data"]["image/png"] != first
+
+
+def test_explorer_views_cover_the_static_explorers_grid():
+    from sst_core.spec.configs import DTS, INITS
+
+    views = plots_memory.explorer_views(16, seed=0)
+    assert set(views) == {(k, N, dt) for k in INITS for N in plots_memory.EXPLORER_N for dt in DTS}
+    assert len(views[("inv", 8, 0.01)]["mu"]) == 8 and len(views[("inv", 8, 0.01)]["delay"]) == 16

@@ -15,9 +15,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import for_readers, suptitle
+from sst_core.spec.names import INIT_NAMES
 
-LABELS = {"inv": "S4D-Inv", "lin": "S4D-Lin", "real": "S4D-Real", "step": "step (ours)",
-          "random": "random (ours)"}
+LABELS = INIT_NAMES
 COLORS = {"inv": "#1f77b4", "lin": "#ff7f0e", "real": "#2ca02c", "step": "#d62728",
           "random": "#9467bd"}
 
@@ -443,3 +443,54 @@ def explorer_html(fig, script: str) -> str:
     return fig.to_html(full_html=False, include_plotlyjs=False, post_script=script,
                        default_width="100%", default_height="760px",
                        config={"responsive": True})
+
+
+def explorer_views(T: int, seed: int = 0) -> dict[tuple[str, int, float], dict[str, Any]]:
+    """Every view the static explorer offers (:func:`spectrum_explorer`): each
+    initialisation, each state size of :data:`EXPLORER_N` and each step of the records'
+    grid, at horizon ``T``."""
+    from sst_core.spec.configs import DTS, INITS
+    from sst_core.theory import memory as mf
+
+    return {(init, N, dt): mf.explore_spectrum(init, N, dt, T, seed=seed)
+            for init in INITS for N in EXPLORER_N for dt in DTS}
+
+
+def live_explorer(T: int, N: int = 64, seed: int = 0):
+    """The explorer for a live kernel (ipywidgets): any initialisation, state size N (2 to
+    64) and step, and optionally one extra conjugate pair placed by radius and angle; each
+    change recomputes :func:`sst_core.theory.memory.explore_spectrum` and redraws
+    :func:`fig_explorer`. Returns the widget box (display it, or leave it as a cell's
+    last value)."""
+    import ipywidgets as widgets
+
+    from sst_core.figures.common import png
+    from sst_core.spec.configs import INITS
+    from sst_core.theory import memory as mf
+
+    controls = {
+        "init": widgets.Dropdown(options=list(INITS), value="inv", description="init"),
+        "N": widgets.IntSlider(value=N, min=2, max=64, step=2, description="N"),
+        "log10_dt": widgets.FloatSlider(value=-2.0, min=-3.0, max=-1.0, step=0.25,
+                                        description="log10 dt"),
+        "add_pair": widgets.Checkbox(value=False, description="extra pair"),
+        "radius": widgets.FloatSlider(value=0.99, min=0.0, max=1.0, step=0.005,
+                                      description="radius"),
+        "angle": widgets.FloatSlider(value=0.05, min=0.0, max=float(np.pi), step=0.01,
+                                     description="angle"),
+    }
+    view = widgets.Output()
+
+    def redraw(change=None) -> None:
+        v = {k: w.value for k, w in controls.items()}
+        dt = 10.0 ** v["log10_dt"]
+        extra = v["radius"] * np.exp(1j * v["angle"]) if v["add_pair"] else None
+        data = mf.explore_spectrum(v["init"], v["N"], dt, T, extra=extra, seed=seed)
+        title = f"{_label(v['init'])}, N = {v['N']}, Δ = {dt:.3g}"
+        view.outputs = ()
+        view.append_display_data(png(fig_explorer(**data, title=title)))
+
+    for w in controls.values():
+        w.observe(redraw, names="value")
+    redraw()
+    return widgets.VBox(list(controls.values()) + [view])

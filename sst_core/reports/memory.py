@@ -7,45 +7,42 @@ from typing import Any
 import numpy as np
 
 from sst_core.experiments.paper2 import memory_grid
-from sst_core.reports import Table, stored_record
+from sst_core.reports import Grid, Table, stored_record
 from sst_core.spec.configs import REPORT_DELAYS, REPORT_DTS
+from sst_core.spec.names import INIT_NAMES
 from sst_core.spec.profiles import Profile
 
 
 class MemoryTable(Table):
-    """A Table whose markdown shows small memory values in scientific notation and a
-    missing value (a delay beyond the horizon, null in JSON) as "n/a"."""
+    """A Table whose grid shows small memory values in scientific notation and a missing
+    value (a delay beyond the horizon, null in JSON) as "n/a"."""
 
-    def to_markdown(self) -> str:
+    def grid(self) -> Grid:
         def cell(v: Any, col: str) -> str:
             if v is None:
                 return "n/a"
             if isinstance(v, float):
-                if col == "dt":
+                if col == "Δ":
                     return f"{v:g}"
                 return f"{v:.3f}" if v == 0 or abs(v) >= 0.01 else f"{v:.1e}"
             return str(v).replace("|", "\\|")
 
-        lines = [f"**{self.title}**", "",
-                 "| " + " | ".join(self.columns) + " |",
+        lines = ["| " + " | ".join(self.columns) + " |",
                  "|" + "|".join("---" for _ in self.columns) + "|"]
         lines += ["| " + " | ".join(cell(v, c) for v, c in zip(row, self.columns)) + " |"
                   for row in self.rows]
-        if self.note:
-            lines += ["", self.note]
-        return "\n".join(lines)
+        return Grid("\n".join(lines))
 
 
 def memory_table(P: Profile, root: Path | None = None) -> Table:
     """For each initialisation at N = P.mem_N, T = P.mem_T and each dt of REPORT_DTS: the
     memory function at delays 10, 100, 1000 (null beyond T-1), the capacity and the rank."""
-    cols = (["init", "N", "dt", "T"] + [f"M[{d}]" for d in REPORT_DELAYS]
-            + ["capacity", "rank"])
+    cols = ["initialisation", "Δ"] + [f"M[{d}]" for d in REPORT_DELAYS] + ["capacity", "rank"]
     rows, data, ids = [], [], []
     for cfg in memory_grid(P):
         if cfg.dt not in REPORT_DTS:
             continue
-        head = [cfg.init, cfg.N, cfg.dt, cfg.T]
+        head = [INIT_NAMES[cfg.init], cfg.dt]
         row = {"init": cfg.init, "N": cfg.N, "dt": cfg.dt, "T": cfg.T,
                "delays": list(REPORT_DELAYS)}
         rec = stored_record(cfg, root)
@@ -78,10 +75,11 @@ def reference_comparison(P: Profile, root: Path | None = None) -> Table:
     from sst_core.experiments.paper2 import reference_grid
     from sst_core.spec.configs import REFERENCE_DELAYS, REFERENCE_VALUES
 
-    cols = ["init", "dt", "N", "T"] + [f"M[{d}] ours (ref.)" for d in REFERENCE_DELAYS] + ["max abs diff"]
+    cols = ["initialisation", "Δ"] + [f"M[{d}] ours (ref.)" for d in REFERENCE_DELAYS] + ["max abs diff"]
     rows, data, ids = [], [], []
-    for cfg in reference_grid(P):
-        head = [cfg.init, cfg.dt, cfg.N, cfg.T]
+    grid = reference_grid(P)
+    for cfg in grid:
+        head = [INIT_NAMES[cfg.init], cfg.dt]
         row = {"init": cfg.init, "dt": cfg.dt, "N": cfg.N, "T": cfg.T,
                "delays": list(REFERENCE_DELAYS),
                "reference": list(REFERENCE_VALUES[(cfg.init, cfg.dt)])}
@@ -109,12 +107,12 @@ def reference_comparison(P: Profile, root: Path | None = None) -> Table:
         data.append({**row, "status": "ok", "reason": None, "ours": values,
                      "max_abs_diff": max(diffs) if diffs else None})
         ids.append(rec["run_id"])
-    note = (f"Scale: {P.scale('seed')}; N and T as in the rows (N=64, T=4096 except under "
+    note = (f"Scale: {P.scale('seed')}; N and T as in the title (N=64, T=4096 except under "
             "`smoke`). ZOH. ref.: independent NumPy/mpmath values of the implementation notes "
             "(not the paper's), rounded to three decimals or one significant digit, so "
             "differences up to about 0.0005 are rounding.")
-    return MemoryTable("Memory function: ours vs independently computed values", cols, rows,
-                       note, ids, data)
+    return MemoryTable(f"Memory function at N={grid[0].N}, T={grid[0].T}: ours vs "
+                       "independently computed values", cols, rows, note, ids, data)
 
 
 def simulation_check(record: dict[str, Any]) -> dict[str, float]:
@@ -150,16 +148,6 @@ def capacity_delay(metrics: dict[str, Any], share: float) -> int:
     return int(delay[np.argmax(reached)])
 
 
-def capacity_table(curves: list[dict[str, Any]], inits: list[str], dt: float) -> Table:
-    """The sum rule at step ``dt``: for each initialisation, the summed memory function
-    (the capacity) beside the rank of the Vandermonde matrix."""
-    by = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
-    rows = [[k, by[(k, dt)]["capacity"], by[(k, dt)]["rank"]] for k in inits]
-    data = [{"init": k, "dt": dt, "capacity": c, "rank": n} for k, c, n in rows]
-    return Table("Capacity and rank", ["init", "capacity (sum of M)", "rank V"],
-                 [[k, f"{c:.10f}", n] for k, c, n in rows], data=data)
-
-
 def capacity_delays(curves: list[dict[str, Any]], inits: list[str],
                     dts: list[float]) -> Table:
     """For each initialisation and each step of ``dts``: the delays by which half and 90%
@@ -172,6 +160,145 @@ def capacity_delays(curves: list[dict[str, Any]], inits: list[str],
             half, most = capacity_delay(by[(k, dt)], 0.5), capacity_delay(by[(k, dt)], 0.9)
             cells.append(f"{half} / {most}")
             data.append({"init": k, "dt": dt, "half": half, "ninety": most})
-        rows.append([k] + cells)
+        rows.append([INIT_NAMES[k]] + cells)
     return Table("Delays by which the capacity is used",
-                 ["init"] + [f"Δ = {dt:g}: half / 90 %" for dt in dts], rows, data=data)
+                 ["initialisation"] + [f"Δ = {dt:g}: half / 90 %" for dt in dts], rows,
+                 data=data)
+
+
+def chapter_numbers(P: Profile, curves: list[dict[str, Any]], gd: list[dict[str, Any]],
+                    sim: dict[str, Any], legs: dict[str, Any],
+                    root: Path | None = None) -> dict[str, Any]:
+    """The numbers that the chapter "Memory function and the direction of learning" states
+    in its prose, by the name it glues them under: from its records (``curves``: the
+    memory grid; ``gd``: the worked example; ``sim``: the S4 = S4D simulation; the
+    reference grid's stored records), from ``legs`` (:func:`sst_core.theory.memory.legs_comparison`)
+    and from a few direct evaluations of :mod:`sst_core.theory.memory`."""
+    from sst_core.experiments.paper2 import reference_grid
+    from sst_core.spec.configs import INITS, REFERENCE_N
+    from sst_core.theory import memory as mf
+
+    by = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
+    out: dict[str, Any] = {"N": P.mem_N, "T": P.mem_T, "n_sim": P.mem_sim_T,
+                           "gd_steps": P.mem_gd_steps, "seed": P.seed}
+    # the spectra and the sum rule (every curve: capacity = rank)
+    out.update(rank_lin=by[("lin", 0.01)]["rank"], rank_real=by[("real", 0.01)]["rank"],
+               cap_err=max(abs(m["capacity"] - m["rank"]) for m in by.values()))
+    alias = mf.spectrum("lin", REFERENCE_N, 0.1)  # aliasing at the reference's size
+    out.update(rank_lin_alias=mf.vandermonde_rank(alias, P.mem_T),
+               cap_lin_alias=mf.memory_capacity(alias, P.mem_T))
+    # accuracy: float64 SVD against memory_function on S4D-Lin at dt = 0.001, and against a
+    # direct 100-digit evaluation; the time at the reference's size, from its records
+    mu_lin = mf.spectrum("lin", P.mem_N, 0.001)
+    M_svd, rank_svd = mf.memory_function_svd(mu_lin, P.mem_T)
+    info = mf.memory_function_info(mu_lin, P.mem_T)
+    refs = [stored_record(cfg, root) for cfg in reference_grid(P)]
+    refs = [r for r in refs if r is not None and r["status"] == "ok"]
+    diffs = [d["max_abs_diff"] for d in reference_comparison(P, root).data
+             if d["max_abs_diff"] is not None]
+    out.update(svd_rank=rank_svd, svd_err=float(np.max(np.abs(M_svd - info["memory"]))),
+               lin_dps=info["dps"],
+               ref_err=mf.reference_error(("lin", "inv", "real"), P.mem_N, P.mem_T, 0.001),
+               wall_max=max((r["metrics"]["memory_wall_s"] for r in refs), default=float("nan")),
+               ref_N=reference_grid(P)[0].N, ref_T=reference_grid(P)[0].T,
+               ref_table_diff=max(diffs) if diffs else float("nan"))
+    # how long the memory lasts at dt = 0.01
+    at = {k: dict(zip(by[(k, 0.01)]["delay"], by[(k, 0.01)]["memory"])) for k in INITS}
+    half = {d["init"]: d["half"] for d in capacity_delays(curves, list(INITS), [0.01]).data}
+    out.update(inv_m100=at["inv"][100], rand_m100=at["random"][100],
+               order_001=" > ".join(INIT_NAMES[k] for k in sorted(INITS, key=lambda k: -half[k])))
+    # the readout gradient: autograd against the white-noise formula and the sample moments
+    gd_by = {r["config"]["init"]: r["metrics"] for r in gd}
+    gc = gd_by["inv"]["grad_check"]
+    g_auto, g_formula = np.array(gc["autograd_at_0"]), np.array(gc["formula_at_0"])
+    out.update(grad_rel=float(np.linalg.norm(g_auto - g_formula) / np.linalg.norm(g_formula)),
+               grad_moments=max(r["metrics"]["grad_check"]["moments_vs_autograd_max_abs"]
+                                for r in gd))
+    # the worked example: a teacher at delay 500 with a random spectrum and with S4D-Inv
+    mu_random = np.array(gd_by["random"]["mu_re"]) + 1j * np.array(gd_by["random"]["mu_im"])
+    out.update(gd_inv_cond=gd_by["inv"]["cond_G"],
+               gd_random_mu500=float(np.max(np.abs(mu_random)) ** 500))
+    for k in ("random", "inv"):
+        m = gd_by[k]
+        out.update({f"gd_{k}_M500": m["M_teacher"], f"gd_{k}_M40": m["M_40"],
+                    f"gd_{k}_r2": 1 - m["pop_loss"][-1] / m["pop_loss"][0],
+                    f"gd_{k}_test_r2": 1 - m["emp_test_loss"][-1] / m["emp_test_loss"][0],
+                    f"gd_{k}_dist": float(m["dist"][-1]
+                                          / max(np.linalg.norm(m["theta_star"]), 1e-300)),
+                    f"gd_{k}_theta": float(np.linalg.norm(m["theta_final"]))})
+    # S4 = S4D, and HiPPO-LegS
+    check = simulation_check(sim)
+    out.update(sim_diag_err=check["sim_diag"], sim_dense_err=check["sim_dense"],
+               sim_dense_formula=check["dense_formula"], sim_gramian=check["gramian"],
+               sim_eig_err=check["eigenvalues"], sim_same=check["sim_same"],
+               sim_N=sim["config"]["N"])
+    out.update(legs_min=legs["real_min"], legs_max=legs["real_max"], legs_imag=legs["imag_max"],
+               legs_eigvec_cond=legs["eigvec_cond"], legs_m10=legs["M_legs"][0],
+               legs_m100=legs["M_legs"][1], inv_m10=legs["M_inv"][0],
+               inv_m100b=legs["M_inv"][1], legs_omega_max=legs["omega_max_legs"],
+               inv_omega_max=legs["omega_max_inv"])
+    # the appendix remark: attention as a linear RNN with the single eigenvalue 1
+    out.update(attn_m=float(mf.memory_function([1.0], P.mem_T, 0)),
+               attn_cap=mf.memory_capacity([1.0], P.mem_T))
+    return out
+
+
+# The numeric twins of the chapter's derivations: (what is compared, with what), by the key
+# of chapter_numbers that holds the largest difference.
+TWIN_CHECKS = {
+    "mf_sym_diff": ("memory function, μ = 0.9, 0.5, T = 3", "SymPy expression"),
+    "cap_err": ("capacity, every initialisation and Δ", "rank of V"),
+    "ref_err": ("memory_function, S4D-Lin/Inv/Real, Δ = 0.001", "100-digit evaluation"),
+    "ref_table_diff": ("memory_function at the notes' size", "implementation notes"),
+    "svd_err": ("float64 SVD route, S4D-Lin, Δ = 0.001", "memory_function"),
+    "grad_moments": ("readout gradient, autograd on a sample", "the sample's moments"),
+    "grad_rel": ("the same (relative)", "white-noise formula"),
+    "sim_eig_err": ("dense S4: eigenvalues of Ā", "S4D's eigenvalues"),
+    "sim_dense_formula": ("dense S4: M from those eigenvalues", "S4D formula"),
+    "sim_gramian": ("dense S4: Gramian of its impulse response", "S4D formula"),
+    "sim_diag_err": ("white-noise simulation, S4D", "S4D formula"),
+    "sim_dense_err": ("white-noise simulation, dense S4", "S4D formula"),
+    "sim_same": ("white-noise simulation, dense S4", "simulation, S4D"),
+}
+
+
+def twin_checks(numbers: dict[str, Any]) -> Table:
+    """Each numeric twin of the memory chapter (:data:`TWIN_CHECKS`) with its largest
+    absolute difference (relative for ``grad_rel``), from :func:`chapter_numbers`."""
+    rows = [[what, against, numbers[key]] for key, (what, against) in TWIN_CHECKS.items()]
+    data = [{"check": key, "value": numbers[key]} for key in TWIN_CHECKS]
+    return Table("The numeric twins of the derivations",
+                 ["computed", "against", "largest difference"],
+                 [[a, b, f"{v:.1e}"] for a, b, v in rows], data=data)
+
+
+def worked_example_table(gd: list[dict[str, Any]]) -> Table:
+    """The worked example (a teacher at one delay) per spectrum of the ``readout_gd``
+    records: the memory function at delay 40 and at the teacher's delay, the largest
+    |mu|^delay, the share of the teacher's variance explained after the last step (expected
+    loss; held-out sample), the readout's norm, its distance to theta* (relative) and the
+    condition number of the Gram matrix."""
+    by = {r["config"]["init"]: r for r in gd}
+    inits = [k for k in INIT_NAMES if k in by]
+    tau0 = gd[0]["config"]["teacher_delay"]
+
+    def values(m: dict[str, Any]) -> list[float]:
+        mu = np.array(m["mu_re"]) + 1j * np.array(m["mu_im"])
+        return [m["M_40"], m["M_teacher"], float(np.max(np.abs(mu)) ** tau0),
+                1 - m["pop_loss"][-1] / m["pop_loss"][0],
+                1 - m["emp_test_loss"][-1] / m["emp_test_loss"][0],
+                float(np.linalg.norm(m["theta_final"])),
+                float(m["dist"][-1] / max(np.linalg.norm(m["theta_star"]), 1e-300)),
+                float(m["cond_G"])]
+
+    names = ["M[40]", f"M[{tau0}]", f"max |μ|^{tau0}", "share explained, expected loss",
+             "share explained, held-out sample", "‖θ‖ at the end", "‖θ − θ*‖ / ‖θ*‖",
+             "condition number of VVᵀ"]
+    cols = {k: values(by[k]["metrics"]) for k in inits}
+    rows = [[name] + [f"{cols[k][i]:.3g}" if abs(cols[k][i]) >= 1e-3 or cols[k][i] == 0
+                      else f"{cols[k][i]:.1e}" for k in inits]
+            for i, name in enumerate(names)]
+    data = [{"init": k, **dict(zip(names, cols[k]))} for k in inits]
+    return Table(f"Readout learning, teacher at delay {tau0}",
+                 ["quantity"] + [INIT_NAMES[k] for k in inits], rows,
+                 records=[by[k]["run_id"] for k in inits], data=data)

@@ -52,6 +52,14 @@ PHI_NAMES: dict[str, str] = {
 }
 
 
+# The initialisations of the state matrix's spectrum in paper 2's memory chapter: S4D's names
+# where the S4D code defines them, and "(ours)" where the definition is this book's proposal.
+INIT_NAMES: dict[str, str] = {
+    "inv": "S4D-Inv", "lin": "S4D-Lin", "real": "S4D-Real", "step": "step (ours)",
+    "random": "random (ours)",
+}
+
+
 def model_name(model: str) -> str:
     """The paper's name of a registered model (the code name where there is none)."""
     return MODEL_NAMES.get(model, model)

@@ -8,6 +8,7 @@ from sst_core.experiments import paper2
 from sst_core.experiments import runs as experiments_runs
 from sst_core.reports.memory import memory_table, reference_comparison
 from sst_core.spec import configs
+from sst_core.spec.names import INIT_NAMES
 from sst_core.theory import memory as mf
 
 
@@ -21,7 +22,7 @@ def test_memory_table_from_records(tiny):
     P = tiny
     missing = memory_table(P)
     assert len(missing.rows) == len(configs.INITS) * len(configs.REPORT_DTS)
-    assert all(row[4] == "missing" for row in missing.rows) and not missing.records
+    assert all(row[2] == "missing" for row in missing.rows) and not missing.records
     assert all(d["status"] == "missing" and d["memory"] is None for d in missing.data)
 
     for cfg in paper2.memory_grid(P):
@@ -31,10 +32,11 @@ def test_memory_table_from_records(tiny):
     table = memory_table(P)
     assert len(table.records) == len(table.rows) == 15
     cols = table.columns
-    assert cols[:4] == ["init", "N", "dt", "T"] and cols[4:7] == ["M[10]", "M[100]", "M[1000]"]
-    by = {(r[0], r[2]): dict(zip(cols, r)) for r in table.rows}
+    assert cols[:2] == ["initialisation", "Δ"] and cols[2:5] == ["M[10]", "M[100]", "M[1000]"]
+    assert "N=4" in table.title and "T=200" in table.title
+    names = {v: k for k, v in INIT_NAMES.items()}  # the papers' names in the rows
+    by = {(names[r[0]], r[1]): dict(zip(cols, r)) for r in table.rows}
     inv = by[("inv", 0.01)]
-    assert inv["N"] == 4 and inv["T"] == 200
     assert inv["M[1000]"] is None  # beyond T-1
     mu = mf.spectrum("inv", 4, 0.01)
     assert inv["M[10]"] == pytest.approx(mf.memory_function(mu, 200, 10), abs=1e-12)
@@ -44,14 +46,17 @@ def test_memory_table_from_records(tiny):
     assert by[("random", 0.001)]["M[10]"] == pytest.approx(by[("random", 0.1)]["M[10]"])
 
     data = json.loads(table.to_json())
-    assert data["rows"][0][6] is None  # null in JSON
+    assert data["rows"][0][4] is None  # null in JSON
     md = table.to_markdown()
     assert "n/a" in md and "None" not in md
-    assert "| inv | 4 | 0.001 | 200 |" in md
+    assert "| S4D-Inv | 0.001 |" in md
+    grid = table.grid().text  # what the chapter shows: the same rows, no title, no note
+    assert grid in md and table.title not in grid and "smoke" not in grid
     assert "smoke" in table.note and "mem_N=4" in table.note and "mem_T=200" in table.note
     assert sum(line.startswith("|") for line in md.splitlines()) == 17  # header, rule, 15 rows
 
     typed = {(d["init"], d["dt"]): d for d in table.data}  # the same numbers, typed
+    assert typed[("inv", 0.01)]["N"] == 4 and typed[("inv", 0.01)]["T"] == 200
     assert typed[("inv", 0.01)]["status"] == "ok" and typed[("inv", 0.01)]["delays"] == [10, 100, 1000]
     assert typed[("inv", 0.01)]["memory"] == [inv["M[10]"], inv["M[100]"], None]
     assert typed[("lin", 0.01)]["rank"] == 3
@@ -67,9 +72,9 @@ def test_reference_comparison_at_small_size(tiny):
     table = reference_comparison(P)
     assert len(table.rows) == len(configs.REFERENCE_VALUES) and len(table.records) == len(table.rows)
     row = table.rows[0]
-    assert row[:4] == ["inv", 0.001, 4, 200]
-    assert "(0.047)" in row[4]  # ours (reference)
-    assert row[6] is None  # delay 500 beyond T-1
+    assert row[:2] == ["S4D-Inv", 0.001] and "N=4, T=200" in table.title
+    assert "(0.047)" in row[2]  # ours (reference)
+    assert row[4] is None  # delay 500 beyond T-1
     assert isinstance(row[-1], float)
     d = table.data[0]
     assert d["status"] == "ok" and d["max_abs_diff"] == row[-1] and d["ours"][2] is None
@@ -77,20 +82,14 @@ def test_reference_comparison_at_small_size(tiny):
 
 
 def test_capacity_tables_from_records(tiny):
-    """The sum rule's table and the delays by which the capacity is used, from the stored
-    curves: capacity = rank, and the delays against the cumulative sums themselves."""
-    from sst_core.reports.memory import capacity_delay, capacity_delays, capacity_table
+    """The delays by which the capacity is used, from the stored curves, against the
+    cumulative sums themselves."""
+    from sst_core.reports.memory import capacity_delay, capacity_delays
 
     curves = [experiments_runs.run(c) for c in paper2.memory_grid(tiny)]
     inits = list(configs.INITS)
-    table = capacity_table(curves, inits, 0.01)
-    assert [d["init"] for d in table.data] == inits
-    by = {d["init"]: d for d in table.data}
-    assert by["inv"]["rank"] == 4 and by["lin"]["rank"] == 3 and by["real"]["rank"] == 2
-    assert all(d["capacity"] == pytest.approx(d["rank"], abs=1e-9) for d in table.data)
-
     delays = capacity_delays(curves, inits, list(configs.REPORT_DTS))
-    assert len(delays.rows) == len(inits)
+    assert [row[0] for row in delays.rows] == [INIT_NAMES[k] for k in inits]
     assert len(delays.data) == len(inits) * len(configs.REPORT_DTS)
     for d in delays.data:
         (rec,) = [r for r in curves if r["config"]["init"] == d["init"]
@@ -106,3 +105,55 @@ def test_capacity_tables_from_records(tiny):
         capacity_delay(curves[0]["metrics"], 1.5)
     with pytest.raises(ValueError, match="never reaches"):
         capacity_delay({"delay": [0, 1], "cumulative": [0.1, 0.2], "rank": 4}, 0.5)
+
+
+def test_chapter_numbers_and_tables_from_records(tiny):
+    """The numbers and the two small tables of the memory chapter, against the records and
+    direct evaluations they come from."""
+    from sst_core.reports.memory import (TWIN_CHECKS, chapter_numbers, simulation_check,
+                                         twin_checks, worked_example_table)
+
+    P = tiny
+    curves = [experiments_runs.run(c) for c in paper2.memory_grid(P)]
+    for cfg in paper2.reference_grid(P):
+        experiments_runs.run(cfg)
+    gd = [experiments_runs.run(c) for c in paper2.readout_gd_grid(P)]
+    sim = experiments_runs.run(paper2.simulation_grid(P)[0])
+    legs = mf.legs_comparison(P.mem_N, P.mem_T, dt=0.01, taus=(10, 100))
+    n = chapter_numbers(P, curves, gd, sim, legs)
+
+    assert (n["N"], n["T"], n["rank_lin"], n["rank_real"]) == (4, 200, 3, 2)
+    assert n["cap_err"] == max(abs(r["metrics"]["capacity"] - r["metrics"]["rank"]) for r in curves)
+    assert n["cap_err"] < 1e-9
+    alias = mf.spectrum("lin", configs.REFERENCE_N, 0.1)
+    assert n["rank_lin_alias"] == mf.vandermonde_rank(alias, 200) < configs.REFERENCE_N - 1
+    assert n["attn_m"] == pytest.approx(1 / 200) and n["attn_cap"] == pytest.approx(1)
+    assert n["sim_same"] == simulation_check(sim)["sim_same"]
+    assert n["legs_m10"] == legs["M_legs"][0]
+    by = {r["config"]["init"]: r["metrics"] for r in gd}
+    assert n["gd_inv_M500"] == by["inv"]["M_teacher"]
+    from sst_core.reports.memory import capacity_delays
+    half = {d["init"]: d["half"] for d in capacity_delays(curves, list(configs.INITS), [0.01]).data}
+    order = [{v: k for k, v in INIT_NAMES.items()}[x] for x in n["order_001"].split(" > ")]
+    assert sorted(order) == sorted(configs.INITS)
+    assert [half[k] for k in order] == sorted(half.values(), reverse=True)
+
+    with pytest.raises(KeyError):  # the chapter adds the SymPy twin's difference itself
+        twin_checks(n)
+    from sst_core.theory import memory_sym as ms
+    d = ms.derive_memory_function()
+    sym = [ms.evaluate(d["M"][t], {ms.mu1: 0.9, ms.mu2: 0.5}) for t in range(3)]
+    n["mf_sym_diff"] = float(max(abs(sym - mf.memory_function([0.9, 0.5], 3))))
+    assert n["mf_sym_diff"] < 1e-12
+    checks = twin_checks(n)
+    assert [d["check"] for d in checks.data] == list(TWIN_CHECKS)
+    assert all(d["value"] == n[d["check"]] for d in checks.data)
+    assert "| computed | against | largest difference |" in checks.grid().text
+
+    table = worked_example_table(gd)
+    assert table.columns == ["quantity", "S4D-Inv", "random (ours)"]
+    inv = table.data[0]
+    assert inv["init"] == "inv" and inv["M[500]"] == by["inv"]["M_teacher"]
+    explained = 1 - by["inv"]["pop_loss"][-1] / by["inv"]["pop_loss"][0]
+    assert inv["share explained, expected loss"] == explained
+    assert sorted(table.records) == sorted(r["run_id"] for r in gd)
