@@ -250,13 +250,15 @@ plt.close("all")
 # the memory function. *Delayed recall* (`sst_core.tasks.delayed_recall`) shows $L = \tau +
 # 17$ random tokens from 8 symbols and asks for the token seen $\tau$ steps before the end; a
 # model without that memory is at chance, {glue:text}`hz_chance:.3f`. One causal S4D layer
-# reads the last position; every step draws a fresh batch, so there is no training set to
-# overfit. For each run we record $M[\tau]$ (window $L$) of its most-remembering channel at
+# ($N$ = {glue:text}`hz_N`, $H$ = {glue:text}`hz_H`) reads the last position; each of its
+# {glue:text}`hz_steps` training steps draws a fresh batch of {glue:text}`hz_batch`, so there
+# is no training set to overfit ({glue:text}`hz_seeds` seeds, {glue:text}`hz_n_test` test
+# sequences). For each run we record $M[\tau]$ (window $L$) of its most-remembering channel at
 # initialisation and after training, for every initialisation, learned and frozen.
 
 # %%
-horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P), desc="memory horizon")
-noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P), desc="memory read with noise")
+horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P), desc="horizon")
+noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P), desc="read with noise")
 
 # %% tags=["remove-input"]
 horizon, noise = lra_reports.memory_horizon(P), lra_reports.memory_horizon_noise(P)

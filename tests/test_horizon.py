@@ -310,3 +310,5 @@ def test_noise_report_from_constructed_records(store):
     assert (items["nz_stuck"], items["nz_explained"]) == (len(stuck["stuck"]), len(stuck["explained"]))
     assert items["nz_stuck"] == 3 * 2 * len(P.horizon_taus) == items["nz_explained"]
     assert items["nz_levels"] == ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE)
+    assert (items["hz_N"], items["hz_steps"], items["hz_seeds"]) == (
+        P.horizon_N, P.horizon_steps, len(P.horizon_seeds))

@@ -944,7 +944,9 @@ def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
     chance and the "at chance" bound (:func:`chance_band`), the "memory gone" and "memory
     present" thresholds, the noise levels (:data:`sst_core.experiments.paper2.MEMORY_NOISE`,
     as text), the cells with exact memory present that stay at chance and those of them
-    whose memory read with noise is absent at every level (:func:`live_but_at_chance`)."""
+    whose memory read with noise is absent at every level (:func:`live_but_at_chance`), and
+    the scale of the runs (``hz_N``, ``hz_H``, ``hz_steps``, ``hz_batch``, ``hz_n_test``,
+    ``hz_seeds``)."""
     cfg = paper2.memory_horizon_grid(P)[0]
     stuck = live_but_at_chance(noise.data)
     return {"hz_table": horizon.grid(), "hz_claims": horizon_claims_table(horizon.data).grid(),
@@ -952,4 +954,7 @@ def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
             "hz_chance": cfg.chance, "hz_band": chance_band(cfg.alphabet, cfg.n_test),
             "hz_mf_zero": MF_ZERO, "hz_mf_live": MF_LIVE,
             "nz_levels": ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE),
-            "nz_stuck": len(stuck["stuck"]), "nz_explained": len(stuck["explained"])}
+            "nz_stuck": len(stuck["stuck"]), "nz_explained": len(stuck["explained"]),
+            **{f"hz_{k}": getattr(P, f"horizon_{k}") for k in ("N", "H", "steps", "batch",
+                                                                "n_test")},
+            "hz_seeds": len(P.horizon_seeds)}
