@@ -540,3 +540,56 @@ def test_the_selective_scan_dispatch_rows_time_team_pool_and_torch_path_on_1_and
         assert e["sizes"]["threads"] == threads and e["ours_s"] > 0 and e["anchor_s"] > 0
         assert e["pool_ratio"] == pytest.approx(e["pool_s"] / e["anchor_s"])
     assert torch.get_num_threads() == before  # restored
+
+
+def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cites(result):
+    from sst_core.figures import bench as plots_bench
+    from sst_core.reports import bench as report
+
+    assert len(report.SECTION_KEYS) == len(report.SECTIONS)
+    # every comparison with a target is in one of the chapter's tables
+    prefixes = tuple(p for s in report.SECTIONS for p in s[1])
+    assert all(e["name"].startswith(prefixes) for e in result["entries"]
+               if e["target"] is not None)
+    cpu = {**result, "device": "cpu", "command": "sst bench --record",
+           "created_utc": "2026-12-02T00:00:00",
+           "git_commit": "0123456789abcdef", "wall_time_s": 12.0}
+    other = {**cpu, "created_utc": "2026-12-01T00:00:00",
+             "hardware": {**cpu["hardware"], "cpu_model": "another CPU"},
+             "entries": [{**e, "ours_s": 3 * e["ours_s"]} for e in cpu["entries"]]}
+    items = report.chapter_items([other, cpu], [])
+    tables = {t.title: t for t in report.bench_tables(cpu)}
+    for key, (title, *_) in zip(report.SECTION_KEYS, report.SECTIONS):
+        grid = items[f"bench_{key}"].text
+        assert grid == tables[title].grid().text if title in tables else grid.count("\n") == 1
+        assert title not in grid  # the rows under their header, no title, no note
+    every = report.profile_table(cpu, top=3, every=True)
+    assert items["bench_profile"].text == every.grid().text
+    assert {d["name"] for d in every.data} == {r["name"] for r in report.limit_rows(cpu)}
+    assert items["bench_machines"].text == report.across_machines(
+        cpu, other, report.MACHINE_SPREAD).grid().text
+    shared = len(cpu["entries"])
+    assert (items["machine_shared"], items["machine_median"]) == (shared, f"{1 / 3:.2f}")
+    assert (items["machine_here"], items["machine_there"]) == (
+        cpu["hardware"]["cpu_model"], "another CPU")
+    # no GPU check and no CUDA record: their tables are a header alone
+    assert items["bench_cuda_check"].text.count("\n") == 1
+    assert items["bench_cuda"].text.count("\n") == 1
+    assert items["bench_provenance"].text.startswith(
+        "|  | newest CPU record | other CPU model |")
+    assert "0123456789" in items["bench_provenance"].text
+    goals = report.targets(cpu)
+    assert (items["bench_met"], items["bench_goals"]) == (
+        sum(r["status"] == "meets" for r in goals), len(goals))
+    bound = report.stacking_bound(cpu)
+    assert items["stack_K"] == bound["K"] and items["stack_above"] == bound["above_target"]
+    rows = report.limit_rows(cpu)
+    assert items["limit_rows"] == len(rows) and items["limit_within"] == sum(
+        r["ratio"] <= r["target"] for r in rows)
+    fig = plots_bench.fig_targets(goals)
+    assert len(fig.axes[0].patches) == len(goals)
+    # a results folder without a benchmark: every table a header, every number "n/a"
+    empty = report.chapter_items([], [])
+    assert all(empty[f"bench_{k}"].text.count("\n") == 1 for k in report.SECTION_KEYS)
+    assert empty["stack_K"] == "n/a" and empty["machine_median"] == "n/a"
+    assert empty["bench_provenance"].text.startswith("|  |\n")

@@ -297,3 +297,18 @@ def test_noise_report_from_constructed_records(store):
     assert all(len(ax.collections) >= len(cells) for ax in panels)
     legend = next(ax for ax in fig.axes if not ax.axison).get_legend()
     assert [t.get_text() for t in legend.get_texts()][-2:] == ["learned", "frozen"]
+    # what the chapter glues: the tables' grids and the numbers its prose cites
+    horizon = lra_reports.memory_horizon(P)
+    items = lra_reports.horizon_items(P, horizon, t)
+    assert items["hz_table"].text == horizon.grid().text and horizon.title not in items["hz_table"].text
+    assert items["nz_table"].text == t.grid().text
+    assert items["hz_claims"].text == lra_reports.horizon_claims_table(horizon.data).grid().text
+    cfg = paper2.memory_horizon_grid(P)[0]
+    assert items["hz_chance"] == cfg.chance
+    assert items["hz_band"] == lra_reports.chance_band(cfg.alphabet, cfg.n_test)
+    stuck = lra_reports.live_but_at_chance(t.data)
+    assert (items["nz_stuck"], items["nz_explained"]) == (len(stuck["stuck"]), len(stuck["explained"]))
+    assert items["nz_stuck"] == 3 * 2 * len(P.horizon_taus) == items["nz_explained"]
+    assert items["nz_levels"] == ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE)
+    assert (items["hz_N"], items["hz_steps"], items["hz_seeds"]) == (
+        P.horizon_N, P.horizon_steps, len(P.horizon_seeds))

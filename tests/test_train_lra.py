@@ -747,3 +747,33 @@ def test_a_probe_task_is_judged_once_the_main_tables_grid_on_it_is_stored(store)
     d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
     assert not d["probe"] and d["frozen_as_good"] == "tie"  # equal means and spreads
     assert d["unstructured_worse"] is None  # no ablation runs of it
+
+
+def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(store):
+    """What the chapter glues: each table as its grid alone (no title, no note) and the
+    numbers its prose cites, from the same functions the tables come from."""
+    from sst_core.spec import paper_values
+
+    P = PROFILES["smoke"]
+    def rec(before, after):
+        return {"status": "ok", "config": {"freeze_spectrum": False},
+                "metrics": {"sup_mf_before": before, "sup_mf_after": after}}
+
+    items = lra_reports.chapter_items(P, [rec([[1.0, 0.5]], [[1.0, 1.0]]),
+                                          rec([[1.0]], [[1.0]]), rec([[1.0]], [[1.2]])])
+    tables = {"lra_main": lra_reports.lra_main(P), "lra_fit": lra_reports.lra_fit(P),
+              "lra_ablation": lra_reports.lra_ablation(P),
+              "lra_paper_claims": lra_reports.paper_claims(P),
+              "lra_claims": lra_reports.lra_claims(P).transposed()}
+    for name, table in tables.items():
+        assert items[name].text == table.grid().text and table.title not in items[name].text
+    assert items["lra_claim_counts"].text.startswith("| claim | holds | ties | fails |")
+    assert items["lra_mf_gain"] == pytest.approx(1.2)  # the median of 4/3, 1 and 1.2
+    assert math.isnan(lra_reports.chapter_items(P, [])["lra_mf_gain"])
+    assert items["lra_mf_limit"] == lra_reports.MF_GROWTH_LIMIT
+    assert items["lra_d2"] == lra_reports.RANGE_TO_SD[paper_values.LRA_SEEDS]
+    by = {d["task"]: d["frozen_as_good"] for d in lra_reports.paper_claims(P).data}
+    assert (items["lra_paper_c1_retrieval"], items["lra_paper_c1_pathx"],
+            items["lra_paper_c1_listops"]) == (by["Retrieval"], by["Path-X"], by["ListOps"])
+    high, low = paper_values.LRA_ABLATION[("Pathfinder", "real", False)]
+    assert items["lra_paper_real_pf"] == f"{high:.3f} / {low:.3f}"

@@ -213,3 +213,17 @@ def fig_examples(listops_text: str, pathfinder_images: np.ndarray, pathfinder_la
     text = listops_text if len(listops_text) < 80 else listops_text[:77] + "..."
     fig.suptitle(f"ListOps: {text}")
     return fig
+
+
+def fig_task_examples(pathfinder_difficulty: str) -> plt.Figure:
+    """:func:`fig_examples` of freshly generated tasks (seed 0): a ListOps expression of
+    20 to 60 tokens and its value, four 32 x 32 Pathfinder images at LRA's
+    ``pathfinder_difficulty``, and three digits as the image task reads them."""
+    from sst_core.tasks import listops, pathfinder
+    from sst_core.tasks.images import digits_images
+
+    pf = pathfinder.generate(4, pathfinder.lra_params(32, pathfinder_difficulty), seed=0)
+    imgs, labels = digits_images(16, "bilinear")
+    example = listops.generate(1, min_length=20, max_length=60, seed=0)
+    text = listops.to_text(listops.parse(example.texts[0])) + f"  = {example.y[0]}"
+    return fig_examples(text, pf.images, pf.y, imgs[:3], labels[:3])

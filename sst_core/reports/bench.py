@@ -16,6 +16,10 @@ SECTIONS = (
     ("The scans' two paths on this device, forward and backward", ("scan_paths_",),
      "the device's own path (C loops on the CPU, the parallel chunked scan on CUDA) / "
      "the other path"),
+    ("Selective scan's C loops against its torch path, forward and backward",
+     ("selective_scan_mamba_", "selective_scan_negative_mamba_", "selective_scan_dispatch_"),
+     "selective_scan's C loops / its torch (chunked) path; dispatch rows: the loops' parts "
+     "on torch's thread team, on 1 or 2 threads (t1, t2)"),
     ("Selective scan against public CPU implementations, forward and backward",
      ("selective_scan_vs_",), "selective_scan / the public implementation (anchor column)"),
     ("Many models at once", ("stacked_train_",),
@@ -178,15 +182,16 @@ def limit_rows(record: dict[str, Any]) -> list[dict[str, Any]]:
             and e.get("roofline_ratio") is not None]
 
 
-def profile_table(record: dict[str, Any], top: int = 5) -> Table | None:
+def profile_table(record: dict[str, Any], top: int = 5, every: bool = False) -> Table | None:
     """For every goal row beyond its goal (x limit above the target) that the record
-    profiled: the operations with the most self time in one step, their share of it and
-    their milliseconds. None when there are none (every model within its goal, or a
-    record made before the profile)."""
+    profiled (``every``: every goal row it profiled): the operations with the most self
+    time in one step, their share of it and their milliseconds. None when there are none
+    (every model within its goal, or a record made before the profile)."""
     rows, data = [], []
     for e in record["entries"]:
         target, ratio = e.get("roofline_target"), e.get("roofline_ratio")
-        if target is None or ratio is None or ratio <= target or "profile" not in e:
+        if target is None or ratio is None or (ratio <= target and not every) \
+                or "profile" not in e:
             continue
         for i, p in enumerate(e["profile"][:top]):
             rows.append([e["model"] if i == 0 else "", f"{ratio:.1f}" if i == 0 else "",
@@ -194,7 +199,8 @@ def profile_table(record: dict[str, Any], top: int = 5) -> Table | None:
             data.append({"name": e["name"], "model": e["model"], "ratio": ratio, **p})
     if not rows:
         return None
-    return Table("Where a training step's time goes, for the models beyond 5x their limit",
+    return Table("Where a training step's time goes" + ("" if every else
+                 ", for the models beyond 5x their limit"),
                  ["model", "x limit", "operation", "share", "ms"], rows,
                  note="one training step under torch.profiler (after one untimed step): the "
                  f"{top} operations with the most self time, and their share of the summed "
@@ -293,3 +299,103 @@ def gpu_check_table(record: dict[str, Any]) -> Table:
                  ["check", "max abs diff, output", "max abs diff, gradients", "within tolerance"],
                  rows, note=f"tolerance: |cuda - cpu| <= {record['rtol']:g} max|cpu| + "
                  f"{record['atol']:g}", data=record["checks"])
+
+
+def targets_table(record: dict[str, Any]) -> Table:
+    """Every entry of ``record`` that has a target, in one table: name, sizes, our time and
+    the reference's, their ratio and the target with its status."""
+    rows = [[e["name"], _sizes(e["sizes"]), _ms(e["ours_s"]), _ms(e["anchor_s"]),
+             f"{e['ratio']:.2f}", f"<= {e['target']:g}: {e['status']}"]
+            for e in record["entries"] if e.get("target") is not None]
+    return Table(f"Every comparison with a target ({record['device']})",
+                 ["name", "sizes", "ours ms", "ref ms", "ratio", "target"], rows,
+                 note="ratio = ours / reference.", data=targets(record))
+
+
+# the glue name (``bench_<key>``) of each section's table in the chapter, in SECTIONS' order
+SECTION_KEYS = ("dense", "diag_scan", "scan_paths", "selective", "selective_vs", "stacked", "stack_or_not",
+                "s4d_kernel", "s4d_classifier", "semi_affine", "throughput")
+MACHINE_SPREAD = 1.5  # the chapter's table of two machines keeps the rows outside 1/x to x
+PROVENANCE_FIELDS = ("machine", "torch", "CPU scan", "size and rounds", "load at start",
+                     "commit", "made", "command", "wall time")
+
+
+def provenance_fields(record: dict[str, Any]) -> list[str]:
+    """:func:`provenance` as the values of :data:`PROVENANCE_FIELDS`."""
+    hw, st = record["hardware"], record["settings"]
+    load = hw.get("load_avg_1m")
+    where = (f"{hw['cpu_model']}, {hw['cpu_count']} logical cores" if hw["device"] == "cpu"
+             else f"{hw['device_name']} (host: {hw['cpu_model']}, {hw['cpu_count']} cores)")
+    return [where, f"{hw['torch_version']}, {hw['torch_threads']} threads",
+            hw["scan_loops"].split(":")[0] if "scan_loops" in hw else "—",
+            f"{st['size']}, median of {st['repeat']} interleaved rounds",
+            "—" if load is None else f"{load:.2f}", _commit(record["git_commit"]),
+            record["created_utc"], f"`{record['command']}`", f"{record['wall_time_s']:.0f} s"]
+
+
+def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
+                  ) -> dict[str, Any]:
+    """What the benchmark chapter glues, by name, from the benchmark ``records`` and the GPU
+    checks ``checks`` (:func:`sst_core.bench.records.load_records`): the grid of each
+    section of the newest full CPU record (``bench_<key>``, :data:`SECTION_KEYS`), of the
+    per-step profile of every goal row (``bench_profile``), of the rows that differ on
+    another CPU model (``bench_machines``), of the newest GPU check and the newest CUDA
+    record's comparisons with a target (``bench_cuda_check``, ``bench_cuda``), and of the
+    records' provenance (``bench_provenance``: a column per record shown); and the numbers
+    the prose cites (targets met, the stacking ceiling, the sweep's stacking choice, the
+    limits, the two machines). A table the records cannot fill is glued with its header
+    only, a number as "n/a"."""
+    cpu, cuda = latest(records, "cpu"), latest(records, "cuda")
+    other = other_machine(records, cpu) if cpu is not None else None
+    sections = {s[0]: section_table(cpu, *s) if cpu is not None else None for s in SECTIONS}
+    anchored = ["name", "sizes", "ours ms", "ref ms", "ratio", "target"]
+    out: dict[str, Any] = {f"bench_{key}": (t or Table("", anchored, [])).grid()
+                           for key, t in zip(SECTION_KEYS, sections.values())}
+    profile = profile_table(cpu, top=3, every=True) if cpu is not None else None
+    out["bench_profile"] = (profile or Table("", ["model", "x limit", "operation", "share",
+                                                  "ms"], [])).grid()
+    machines = across_machines(cpu, other, MACHINE_SPREAD) if other is not None else None
+    out["bench_machines"] = (machines or Table("", ["name", "sizes", "ms", "ms", "ratio"],
+                                               [])).grid()
+    out["bench_cuda_check"] = (gpu_check_table(checks[-1]) if checks else Table(
+        "", ["check", "max abs diff, output", "max abs diff, gradients",
+             "within tolerance"], [])).grid()
+    out["bench_cuda"] = (targets_table(cuda) if cuda is not None
+                         else Table("", anchored, [])).grid()
+    shown = [(label, r) for label, r in (("newest CPU record", cpu), ("other CPU model", other),
+                                         ("newest CUDA record", cuda)) if r is not None]
+    out["bench_provenance"] = Table("", [""] + [label for label, _ in shown], [
+        [field] + [provenance_fields(r)[i] for _, r in shown]
+        for i, field in enumerate(PROVENANCE_FIELDS)]).grid()
+    na = "n/a"
+    goals = targets(cpu) if cpu is not None else []
+    out |= {"bench_met": sum(r["status"] == "meets" for r in goals), "bench_goals": len(goals),
+            "bench_missed": ", ".join(r["name"] for r in goals if r["status"] == "misses")
+            or "none"}
+    bound = stacking_bound(cpu) if cpu is not None else None
+    out |= {"stack_K": na, "stack_b": na, "stack_ceiling": na, "stack_above": na,
+            "stack_models": na, "stack_gflops": na, "stack_peak": na} if bound is None else {
+        "stack_K": bound["K"], "stack_b": bound["batch"],
+        "stack_ceiling": f"{bound['ceiling_min']:.2f} to {bound['ceiling_max']:.2f}",
+        "stack_above": bound["above_target"], "stack_models": bound["models"],
+        "stack_gflops": na if bound["one_model_gflops_min"] is None else
+        f"{bound['one_model_gflops_min']:.0f} to {bound['one_model_gflops_max']:.0f}",
+        "stack_peak": na if bound["matmul_peak_gflops"] is None
+        else f"{bound['matmul_peak_gflops']:.0f}"}
+    choice = stacking_choice(cpu) if cpu is not None else []
+    out |= {"stack_yes": ", ".join(c["model"] for c in choice if c["stacked"]) or na,
+            "stack_no": ", ".join(c["model"] for c in choice if not c["stacked"]) or "none"}
+    rows = [r for r in (limit_rows(cpu) if cpu is not None else []) if r["method"] == "shapes"]
+    out |= {"limit_within": sum(r["ratio"] <= r["target"] for r in rows),
+            "limit_rows": len(rows),
+            "limit_range": na if not rows else
+            f"{min(r['ratio'] for r in rows):.1f} to {max(r['ratio'] for r in rows):.1f}",
+            "limit_compute_bound": sum(r["bound"] == "compute" for r in rows)}
+    ratios = [] if other is None else [e["ours_s"] / o["ours_s"] for e in cpu["entries"]
+                                       for o in other["entries"] if o["name"] == e["name"]]
+    out |= {"machine_here": cpu["hardware"]["cpu_model"] if cpu is not None else na,
+            "machine_there": other["hardware"]["cpu_model"] if other is not None else na,
+            "machine_shared": len(ratios), "machine_spread": f"{1 / MACHINE_SPREAD:.2f} to "
+                                                              f"{MACHINE_SPREAD:g}",
+            "machine_median": f"{statistics.median(ratios):.2f}" if ratios else na}
+    return out

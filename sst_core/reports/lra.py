@@ -902,3 +902,59 @@ def live_but_at_chance(data: list[dict[str, Any]]) -> dict[str, Any]:
                                          and c["memory"][d["noise"]] < MF_LIVE for d in noisy)]
     key = lambda c: [c["init"], c["frozen"], c["tau"]]  # noqa: E731
     return {"stuck": [key(c) for c in stuck], "explained": [key(c) for c in explained]}
+
+
+# -- the numbers the chapter's prose cites ------------------------------------------------
+
+def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[str, Any]:
+    """What the LRA sections of the chapter glue, by name: the grids of its tables
+    (:func:`lra_main`, :func:`lra_claims` with one column per task, :func:`claim_counts_table`,
+    :func:`paper_claims`, :func:`lra_fit`, :func:`lra_ablation`) and the numbers its prose
+    cites: the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`); the claim
+    rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows; the
+    paper's learned Pathfinder cells of the ablation's "linear" spectrum and of the main
+    table's S4D-Lin (max / min); the median growth of the summed supremum memory function
+    over the learned runs of ``records`` (:func:`mf_growth_ratios`; nan without one) and
+    claim 3's limit."""
+    import numpy as np
+
+    claims, paper = lra_claims(P, root), paper_claims(P, root)
+    by_task = {d["task"]: d for d in paper.data}
+    growth = mf_growth_ratios(records)
+    return {"lra_main": lra_main(P, root).grid(),
+            "lra_claims": claims.transposed().grid(),
+            "lra_claim_counts": claim_counts_table(claim_counts(claims.data)).grid(),
+            "lra_paper_claims": paper.grid(),
+            "lra_fit": lra_fit(P, root).grid(),
+            "lra_ablation": lra_ablation(P, root).grid(),
+            "lra_paper_seeds": paper_values.LRA_SEEDS,
+            "lra_d2": RANGE_TO_SD[paper_values.LRA_SEEDS],
+            **{f"lra_paper_c1_{task.lower().replace('-', '')}":
+               by_task[task]["frozen_as_good"] for task in ("Retrieval", "Path-X", "ListOps")},
+            "lra_paper_real_pf": _paper(paper_values.LRA_ABLATION[("Pathfinder", "real", False)]),
+            "lra_paper_lin_pf": _paper(paper_values.LRA_MAIN[("Pathfinder", "lin", False)]),
+            "lra_mf_gain": float(np.median(growth)) if growth else float("nan"),
+            "lra_mf_limit": MF_GROWTH_LIMIT}
+
+
+def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
+    """What the delayed-recall sections of the chapter glue, by name: the grids of
+    :func:`memory_horizon`'s table ``horizon``, of its claims (:func:`horizon_claims_table`)
+    and of :func:`memory_horizon_noise`'s table ``noise``, and the numbers the prose cites:
+    chance and the "at chance" bound (:func:`chance_band`), the "memory gone" and "memory
+    present" thresholds, the noise levels (:data:`sst_core.experiments.paper2.MEMORY_NOISE`,
+    as text), the cells with exact memory present that stay at chance and those of them
+    whose memory read with noise is absent at every level (:func:`live_but_at_chance`), and
+    the scale of the runs (``hz_N``, ``hz_H``, ``hz_steps``, ``hz_batch``, ``hz_n_test``,
+    ``hz_seeds``)."""
+    cfg = paper2.memory_horizon_grid(P)[0]
+    stuck = live_but_at_chance(noise.data)
+    return {"hz_table": horizon.grid(), "hz_claims": horizon_claims_table(horizon.data).grid(),
+            "nz_table": noise.grid(),
+            "hz_chance": cfg.chance, "hz_band": chance_band(cfg.alphabet, cfg.n_test),
+            "hz_mf_zero": MF_ZERO, "hz_mf_live": MF_LIVE,
+            "nz_levels": ", ".join(f"{d:g}" for d in paper2.MEMORY_NOISE),
+            "nz_stuck": len(stuck["stuck"]), "nz_explained": len(stuck["explained"]),
+            **{f"hz_{k}": getattr(P, f"horizon_{k}") for k in ("N", "H", "steps", "batch",
+                                                                "n_test")},
+            "hz_seeds": len(P.horizon_seeds)}
