@@ -52,8 +52,9 @@ from sst_core.reports import bench as bench_report
 
 records = bench_records.load_records()  # what `sst bench --record` stored
 cpu = bench_report.latest(records, "cpu")  # the newest full benchmark on a CPU
+items = bench_report.chapter_items(records, bench_records.load_records(experiment="gpu_check"))
 for name, value in {
-        **bench_report.chapter_items(records, bench_records.load_records(experiment="gpu_check")),
+        **items,
         "bench_targets": plots_bench.fig_targets(bench_report.targets(cpu) if cpu else [])}.items():
     glue(name, value, display=False)
 plt.close("all")
@@ -266,16 +267,13 @@ plt.close("all")
 # :format: myst
 # ```
 # ````
-#
-# :::{admonition} How this page was made
-# :class: dropdown provenance
-#
-# ```{glue:md} bench_provenance
-# :format: myst
-# ```
-#
-# Regenerate: `make bench BENCH_ARGS=--record` (every comparison on this machine, stored as a
-# record); `make bench BENCH_ARGS='--only stacked_train_K16_mamba --repeat 9'` (one row);
-# `scripts/gpu_check.sh` on a machine with CUDA. `sst bench --format json` prints one entry
-# per comparison with `ours_s`, `anchor_s`, `ratio` and the sizes; `--list` names them all.
-# :::
+
+# %% tags=["remove-input"]
+from sst_core.book.provenance import how_made
+
+how_made("bench", P, measured=items["bench_provenance"],
+         regenerate="Regenerate: `make bench BENCH_ARGS=--record` (every comparison on this "
+         "machine, stored as a record); `make bench BENCH_ARGS='--only stacked_train_K16_mamba "
+         "--repeat 9'` (one row); `scripts/gpu_check.sh` on a machine with CUDA. `sst bench "
+         "--format json` prints one entry per comparison with `ours_s`, `anchor_s`, `ratio` "
+         "and the sizes; `--list` names them all.")

@@ -49,6 +49,10 @@ class HowMade:
     versions: dict[str, list[int]] = field(default_factory=dict)  # experiment -> versions
     current: dict[str, int] = field(default_factory=dict)  # experiment -> current version
     commits: Counter = field(default_factory=Counter)  # short commit -> records
+    # a page built from stored measurements that are not runs (the benchmark chapter):
+    # their provenance as a Markdown grid (one column per record shown), and how to make them
+    measured: str | None = None
+    regenerate: str | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(field, value) pairs of the block's table."""
@@ -73,9 +77,12 @@ class HowMade:
         ]
 
     def _repr_markdown_(self) -> str:
-        lines = [":::{admonition} How this page was made", ":class: dropdown provenance", "",
-                 "| | |", "|---|---|"]
-        lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in self.rows()]
+        lines = [":::{admonition} How this page was made", ":class: dropdown provenance", ""]
+        if self.measured is not None:
+            lines += [self.measured, ""]
+        if self.measured is None or self.total:
+            lines += ["| | |", "|---|---|"]
+            lines += [f"| {k} | {v.replace('|', '/')} |" for k, v in self.rows()]
         if self.failed:
             lines += ["", "Failed runs (recorded as failed, never shown as results):", "",
                       "| run | what | reason |", "|---|---|---|"]
@@ -83,18 +90,24 @@ class HowMade:
                       for r, what, reason in self.failed[:FAILED_SHOWN]]
             if len(self.failed) > FAILED_SHOWN:
                 lines.append(f"| | {len(self.failed) - FAILED_SHOWN} more | |")
-        lines += ["", "Regenerate: `sst notebooks run --profile "
+        lines += ["", self.regenerate or "Regenerate: `sst notebooks run --profile "
                   f"{self.profile} --only {self.notebook}`; `sst status --profile "
                   f"{self.profile}` counts its records.", ":::"]
         return "\n".join(lines)
 
 
-def how_made(notebook: str, P: Any, root: Path | None = None) -> HowMade:
+def how_made(notebook: str, P: Any, root: Path | None = None, *, measured: Any = None,
+             regenerate: str | None = None) -> HowMade:
     """The provenance block of chapter ``notebook`` shown at profile ``P`` (a
-    :class:`~sst_core.spec.profiles.Profile` or its name)."""
+    :class:`~sst_core.spec.profiles.Profile` or its name). A page built from stored
+    measurements other than runs (the benchmark chapter) passes their provenance as
+    ``measured`` (an object with a Markdown repr: a table's grid) and the commands that
+    make them as ``regenerate`` (Markdown); the block then shows those instead of its runs
+    (it has none)."""
     profile = get_profile(P) if isinstance(P, str) else P
     plan = chapter_plan(notebook, profile.name, root)
-    out = HowMade(notebook, profile.name, plan.why)
+    out = HowMade(notebook, profile.name, plan.why, regenerate=regenerate,
+                  measured=None if measured is None else measured._repr_markdown_())
     seen: set[str] = set()
     for sweep in chapter_sweeps(notebook):
         out.sweeps.append((sweep, SWEEPS[sweep]))

@@ -1,0 +1,41 @@
+"""The "How this page was made" block (sst_core.book.provenance.how_made), from
+constructed records: what it counts, the failed runs' table, and a page of measurements."""
+from sst_core.book.provenance import how_made
+from sst_core.experiments import paper1
+from sst_core.experiments.registry import version
+from sst_core.reports import Table
+from sst_core.spec import profiles
+from sst_core.store.records import RunFailed, cached_run
+
+
+def test_the_block_counts_the_chapters_runs_and_lists_the_failed_ones(tmp_path):
+    P = profiles.PROFILES["smoke"]
+    grid = paper1.table3_grid(P)
+
+    def ok(cfg):
+        return {"m_p": 1000, "eval": {}}
+
+    def diverges(cfg):
+        raise RunFailed("loss became nan at step 7")
+
+    cached_run(grid[0], ok, root=tmp_path)
+    cached_run(grid[1], diverges, root=tmp_path)
+    made = how_made("p1_table3", P, root=tmp_path)
+    assert (made.total, made.stored) == (len(grid), 2)
+    assert [f[2] for f in made.failed] == ["RunFailed: loss became nan at step 7"]
+    assert made.versions == {"tracking": [version("tracking")]}
+    rows = dict(made.rows())
+    assert rows["runs"] == f"2 of {len(grid)} stored, 1 failed"
+    md = made._repr_markdown_()
+    assert md.startswith(":::{admonition} How this page was made\n:class: dropdown provenance")
+    assert md.rstrip().endswith(":::")
+    assert "loss became nan at step 7" in md and "--only p1_table3" in md
+
+
+def test_a_page_of_measurements_shows_their_provenance_and_its_own_commands(tmp_path):
+    grid = Table("", ["", "newest CPU record"], [["machine", "AMD EPYC, 2 cores"]]).grid()
+    made = how_made("bench", "smoke", root=tmp_path, measured=grid,
+                    regenerate="Regenerate: `make bench`.")
+    md = made._repr_markdown_()
+    assert grid.text in md and "Regenerate: `make bench`." in md
+    assert "| runs |" not in md and "sst notebooks run" not in md
