@@ -44,12 +44,11 @@ glue("t2_models", rp.table2_models(P).grid(), display=False)
 # %% [markdown]
 # ## The architectures
 #
-# Every model has the same face (`sst_core.models.base`): `forward(tokens)` gives logits at
-# every position, `step(h, x)` advances the state by one token, and `is_affine` states the
-# class, which the tests check numerically (the Jacobian of `step` is the same at two random
-# states exactly for the affine models). The Mamba, AUSSM and linear-attention families use
-# the pre-norm residual block $x \leftarrow x + \mathrm{Mixer}(\mathrm{RMSNorm}(x))$ of the
-# public AUSSM code; the RNNs are a plain stack whose state has width $d_{\text{state}}$.
+# Every model (`sst_core.models.base`) has `forward(tokens)`, logits at every position,
+# `step(h, x)`, one token's update of the state, and `is_affine`, its class, which the tests
+# check numerically. The SSM and linear-attention families use the pre-norm residual block
+# $x \leftarrow x + \mathrm{Mixer}(\mathrm{RMSNorm}(x))$ of the public AUSSM code; the RNNs
+# are a plain stack whose state has width $d_{\text{state}}$.
 #
 # ````{table} The models of Table 2: their class, their recurrence per layer, and their size on $S_3$ at this book's width with the smallest state of their grid.
 # :name: tab-t2-models
@@ -74,22 +73,19 @@ glue("t2_models", rp.table2_models(P).grid(), display=False)
 # ## Training and evaluation
 #
 # Each run (`sst_core.training.tracking`) minimises cross-entropy on the running product at
-# every position, on fresh words at every step, with AdamW (weight decay 0.01) and a
-# curriculum that starts at length 2 and doubles up to 60 whenever the token accuracy stays
-# at or above 95%. It is evaluated on held-out words of lengths 60, 100, 200, ..., 1000;
-# $m_p$ is the largest length with token accuracy of at least 90%.
+# every position, on fresh words, with AdamW (weight decay 0.01) and a curriculum from
+# length 2 that doubles up to 60 whenever the token accuracy stays at or above 95%. $m_p$ is
+# the largest held-out length (60, 100, 200, ..., 1000) with token accuracy of at least 90%.
 #
-# **When training stops** (`sst_core.training.protocol`). The paper does not state its rule,
-# and the stopping point moves $m_p$ both ways, so every run follows one rule fixed in
-# advance. Once past 60, training goes on at 60 for at most {glue:text}`t2_post:d` steps;
-# every {glue:text}`t2_every:d` steps the whole-sequence accuracy on
-# {glue:text}`t2_heldout_n:d` fresh words of length 60 is measured, and the peers'
-# criterion (99% validation accuracy in jopetty/word-problem and
-# kazuki-irie/lie-algebra-state-tracking) is met at the second consecutive check at or
-# above 99%. $m_p$ is measured at three checkpoints of every run: *passed 60*, *held-out*
-# (where the criterion was met) and *end* (of the budget). The table's $m_p$, and the weights the
-# later diagnostics read, are the held-out checkpoint's where the criterion was met, else
-# the end's.
+# **When training stops** (`sst_core.training.protocol`). The paper does not say, and the
+# stopping point moves $m_p$ both ways, so one rule is fixed in advance: past 60, training
+# goes on for at most {glue:text}`t2_post:d` steps, and every {glue:text}`t2_every:d` steps
+# the whole-word accuracy on {glue:text}`t2_heldout_n:d` fresh words of length 60 is
+# checked against the peers' criterion (99% validation accuracy in jopetty/word-problem and
+# kazuki-irie/lie-algebra-state-tracking), met at the second consecutive check at or above
+# 99%. $m_p$ is measured at three checkpoints of every run: *passed 60*, *held-out* (where
+# the criterion was met) and *end* (of the budget); the table reads the held-out one where
+# the criterion was met, else the end.
 #
 # At this book's scale a cell is the best of {glue:text}`t2_per_cell:d` runs at
 # $d_{\text{model}}$ = {glue:text}`t2_d_model:d` (state sizes, learning rates, schedules,
@@ -157,20 +153,16 @@ plt.close("all")
 # only where its measurement passes a threshold fixed before looking at the cells; a cell
 # where none does is *unexplained*.
 #
-# - **Never passed 60**: the cell's runs whose curriculum never passed length 60, where it
-#   stopped and why (the step cap `max_steps`, or the budget). A reason for a cell below
-#   the paper's when at least half of its runs never passed.
-# - **Width**: the width ablation's best $m_p$ per $d_{\text{model}}$ ({numref}`tab-width`;
-#   one layer, some models and groups only). A reason when the widest moves $m_p$ towards
+# - **Never passed 60** (the step cap `max_steps`, or the budget, stopped the curriculum
+#   below 60): for a cell below the paper's, when at least half of its runs never passed.
+# - **Width** ({numref}`tab-width`): when the widest $d_{\text{model}}$ moves $m_p$ towards
 #   the paper's value by more than one evaluated length.
-# - **Stopping point**: the cell's best $m_p$ with every run read where it first passed 60,
-#   or at the end of its budget, instead of at the held-out criterion. A reason when either
-#   moves it towards the paper's by more than one evaluated length.
-# - **Noise**: the largest move of a run of the same architecture on the same group that the
-#   same code trained again ({numref}`tab-retrain`). A reason when the cell is no further
-#   from the paper's value than that.
-# - **Grid**: the spread of $m_p$ over the cell's runs. A reason when the paper's value lies
-#   inside it: our grid gives that value too, and the cell differs by which run is best.
+# - **Stopping point**: when reading every run where it passed 60, or at the end of its
+#   budget, moves the cell's best towards the paper's by more than one evaluated length.
+# - **Noise** ({numref}`tab-retrain`): when the cell is no further from the paper's value
+#   than the largest move of a retrained run of its architecture on its group.
+# - **Grid**: when the paper's value lies inside the range of the cell's runs: our grid
+#   gives it too, and the cell differs by which run is best.
 
 # %% tags=["remove-input"]
 dtable = rp.table2_disagreements(P)
@@ -212,13 +204,11 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 #
 # ## How far does one run move when it is trained again?
 #
-# A single run is not exactly reproducible: trained again by the same code on the same
-# config (same seed and words), it differs in float rounding, which training amplifies. Runs
-# train in stacks of several models, and a run's rounding depends on the stack it shares;
-# the same stack repeats its runs bit for bit, but a run trained again shares its stack with
-# other runs. The sweep trains a run again only when its weights are lost, and keeps the
-# record it replaces; each such pair measures the noise of one run, a floor under any
-# difference between two cells ({numref}`tab-retrain`).
+# Trained again by the same code on the same config, a run differs in float rounding, which
+# training amplifies: runs train in stacks, and a run trained again shares its stack with
+# other runs. The sweep trains a run again when its weights are lost and keeps the record it
+# replaces; each pair measures the noise of one run, a floor under any difference between
+# two cells ({numref}`tab-retrain`).
 
 # %% tags=["remove-input"]
 noise = rp.retrain_noise(P)
@@ -245,9 +235,9 @@ for name, value in rp.retrain_numbers(noise.data).items():
 #
 # ## Width ablation
 #
-# Our models are much narrower than the paper's. Does the gap close with width? AUSSM,
-# Negative Mamba and Mamba-3 (the SSM families with published values of 100 or more on the
-# abelian groups) are trained on $C_2$ and $C_6$ at several widths with the same protocol:
+# Does the gap to the paper's much wider models close with width? AUSSM, Negative Mamba and
+# Mamba-3 (the SSMs with published values of 100 or more on the abelian groups) are trained
+# on $C_2$ and $C_6$ at several widths with the same protocol:
 
 # %%
 experiments_runs.run_all(paper1.width_grid(P), desc="width ablation", stack=P.track_stack)
@@ -306,11 +296,10 @@ for name, value in {
 # their best in only one run of their grid. Table 2 on one value of one grid axis at a time
 # agrees by class in {glue:text}`t2_k_slice_lo:d` ({glue:text}`t2_k_slice_lo_name`) to
 # {glue:text}`t2_k_slice_hi:d` ({glue:text}`t2_k_slice_hi_name`) cells. Where the expected
-# agreement stops rising well before the whole grid, a larger grid such as the paper's is
-# unlikely to change many cells, though a cell whose best is one lucky run cannot be ruled
-# out; exact agreement need not rise with $k$, since the best of more runs can overshoot the
-# paper's value. A slice can agree in more cells than the whole grid for the same reason;
-# Table 2 shows the whole grid, and no slice is picked for agreeing more.
+# agreement stops rising well before the whole grid, a grid as large as the paper's is
+# unlikely to change many cells (a cell whose best is one lucky run aside); exact agreement
+# need not rise with $k$, nor a slice agree less than the whole grid, since the best of more
+# runs can overshoot the paper's value. No slice is picked for agreeing more.
 #
 # `````{admonition} The spread over each cell's grid, the agreement against the runs per cell, and the slices
 # :class: dropdown
