@@ -343,8 +343,8 @@ for name, value in {
         **{f"t2_{c[:5]}_{k}": by_class[c][k] for c in ("affine", "state-dependent")
            for k in ("passing_60", "rose", "fell")},
         "t2_stall_runs": stall["runs"], "t2_stall": stall["steps"] or 0,
-        "t2_stall_where": "—" if stall["steps"] is None else
-        f"{rp.label_name(stall['model'])}, at length {stall['length']}",
+        "t2_stall_model": rp.label_name(stall["model"]) if stall["model"] else "—",
+        "t2_stall_length": stall["length"] or 0,
         **{f"t2_split_{k}": v for k, v in split.items()}}.items():
     glue(name, value, display=False)
 
@@ -362,8 +362,9 @@ for name, value in {
 # {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`. No run is stopped
 # for not learning: a run ends at its step budget. Of the {glue:text}`t2_stall_runs:d` runs
 # that passed 60, the longest stay at one curriculum length before moving on was
-# {glue:text}`t2_stall:d` steps ({glue:text}`t2_stall_where`): a plateau rule shorter than
-# that would have cut a run that went on to learn.
+# {glue:text}`t2_stall:d` steps ({glue:text}`t2_stall_model`, at length
+# {glue:text}`t2_stall_length:d`): a plateau rule shorter than that would have cut a run
+# that went on to learn.
 #
 # Of Table 2's {glue:text}`t2_split_compute_h:.1f` h of compute, the training from the
 # held-out criterion to the end of the budget, which only the last checkpoint reads, took
