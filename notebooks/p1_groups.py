@@ -34,14 +34,14 @@ word_length = None
 
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import display
 from myst_nb import glue
 
 from sst_core.book import params
 from sst_core.experiments import paper1, runs
 from sst_core.figures import common as plots
 from sst_core.groups import get_group
-from sst_core.reports.groups import groups_table
+from sst_core.reports.groups import groups_table, word_table
 from sst_core.tasks.tracking import sample
 
 P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wrong type
@@ -81,7 +81,7 @@ plt.close("all")
 # %%
 s, r = S3.index("(0 1)"), S3.index("(0 1 2)")
 sr, rs = S3.multiply(s, r), S3.multiply(r, s)
-print(f"s*r = {S3.elements[sr]},  r*s = {S3.elements[rs]}")
+S3.elements[sr], S3.elements[rs]  # s·r and r·s
 
 # %% [markdown]
 # ## Words and their running products
@@ -93,18 +93,17 @@ print(f"s*r = {S3.elements[sr]},  r*s = {S3.elements[rs]}")
 
 # %%
 tokens, states = sample(S3, n=1, length=10, tokens="generators", seed=P.seed)
-rows = ["| t | token $x_t$ | state $g_t$ |", "|---|---|---|"]
-rows += [f"| {t + 1} | `{S3.elements[x]}` | `{S3.elements[g]}` |"
-         for t, (x, g) in enumerate(zip(tokens[0], states[0]))]
-glue("gr_word", Markdown("\n".join(rows)), display=False)
+
+# %% tags=["remove-input"]
+glue("gr_word", word_table(S3, tokens[0], states[0]).grid(), display=False)
 
 # %% [markdown]
-# ```{glue:figure} gr_word
-# :name: "tab-word"
-#
-# One $S_3$ word of length 10 over the vocabulary of generators: the token read at each
-# position and the running product, the state a model must track.
+# ````{table} One $S_3$ word of length 10 over the vocabulary of generators: the token read at each position and the running product, the state a model must track.
+# :name: tab-word
+# ```{glue:md} gr_word
+# :format: myst
 # ```
+# ````
 
 # %% [markdown]
 # ## Why $S_3$ is order-sensitive and $C_6$ is not
@@ -126,8 +125,9 @@ table = groups_table(P)
 
 # %% tags=["remove-input"]
 by = {(r["config"]["group"], r["config"]["tokens"]): r["metrics"] for r in records}
-halves = "\n\n".join(t.to_markdown() for t in table.split(2, 5))  # for the page's width
-for name, value in {"gr_table": Markdown(halves), "s3_sr": S3.elements[sr], "s3_rs": S3.elements[rs],
+measured = table.split(2, 6)[0]  # the orders and vocabularies are printed above
+for name, value in {"gr_table": measured.grid(), "s3_sr": S3.elements[sr],
+                    "s3_rs": S3.elements[rs],
                     "gr_n_words": P.n_words, "gr_word_length": P.word_length,
                     "c6_swap": by[("C6", "all")]["swap_changes"],
                     "s3_swap": by[("S3", "all")]["swap_changes"],
@@ -135,14 +135,12 @@ for name, value in {"gr_table": Markdown(halves), "s3_sr": S3.elements[sr], "s3_
     glue(name, value, display=False)
 
 # %% [markdown]
-# ```{glue:figure} gr_table
-# :name: "tab-order-sensitivity"
-#
-# Order sensitivity of $C_2$, $C_6$ and $S_3$ under both token vocabularies: the share of
-# ordered pairs of elements that do not commute (exact), the share of sampled words whose
-# final state one adjacent swap changes, and the total-variation distance of the final
-# state's distribution from uniform (both estimated from the sampled words).
+# ````{table} Order sensitivity of $C_2$, $C_6$ and $S_3$ under both token vocabularies: the share of ordered pairs of elements that do not commute (exact), the share of the sampled words whose final state one adjacent swap changes, and the total-variation distance of the final state's distribution from uniform (both estimated from the sampled words).
+# :name: tab-order-sensitivity
+# ```{glue:md} gr_table
+# :format: myst
 # ```
+# ````
 #
 # With all six elements as tokens, a single adjacent swap changes the final state of
 # {glue:text}`s3_swap:.3f` of the $S_3$ words and {glue:text}`c6_swap:.3f` of the $C_6$ words

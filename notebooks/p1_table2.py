@@ -14,8 +14,7 @@
 # extrapolates. The paper's claim is that the *affine* recurrences, whose Jacobian
 # $\partial h_t/\partial h_{t-1}$ does not depend on $h_{t-1}$, fail sooner or later on the
 # non-abelian group $S_3$, while the *state-dependent* tanh RNN and state-gated RNN reach
-# 1000 everywhere. This chapter trains every architecture through `sst_core.training.tracking` and
-# sets our table beside the published one.
+# 1000 everywhere.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -27,7 +26,6 @@ track_stack = None
 
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown
 from myst_nb import glue
 
 from sst_core.book import params
@@ -37,89 +35,62 @@ P = params.from_notebook("p1_table2", globals())  # fails here on a typo or a wr
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import common as plots
-from sst_core.models import REGISTRY, build, expected_affine
-from sst_core.reports import Table
-from sst_core.reports.paper1 import (agreement_counts, best_runs, label_name, longest_stall,
-                                     retrain_noise, table2, table2_checkpoints,
-                                     table2_compute_split, table2_disagreements,
-                                     table2_runs_needed, table2_slices, table2_spread,
-                                     width_ablation, width_gap)
+from sst_core.reports import paper1 as rp
+from sst_core.reports.paper1 import table2, width_ablation
 from sst_core.spec import paper_values
+
+glue("t2_models", rp.table2_models(P).grid(), display=False)
 
 # %% [markdown]
 # ## The architectures
 #
-# Every model has the same face (`sst_core.models.base`): `forward(tokens)` gives logits at
-# every position, `step(h, x)` advances the recurrent state by one token, and `is_affine`
-# states the class, which the tests check numerically (the Jacobian of `step` is the same
-# at two random states exactly for the affine models). The Mamba, AUSSM and linear-attention
-# families use the pre-norm residual block $x \leftarrow x + \mathrm{Mixer}(\mathrm{RMSNorm}(x))$
-# of the public AUSSM code; the RNN family is a plain stack whose hidden state has width
-# $d_{\text{state}}$ ({numref}`tab-t2-models`).
-
-# %% tags=["remove-input"]
-rows = []
-for name in paper1.TABLE2_MODELS:
-    d_state = paper1.d_state_grid(P, name)[0]
-    n_params = sum(p.numel() for p in build(name, 6, 6, d_model=P.track_d_model,
-                                            d_state=d_state).parameters())
-    rows.append([label_name(name), "affine" if expected_affine(name) else "state-dependent",
-                 f"`{REGISTRY[name].summary}`", f"{n_params:,}"])
-glue("t2_models", Table("The architectures of Table 2", ["model", "class",
-                        "recurrence (per layer)", "parameters (S3, smallest state)"], rows),
-     display=False)
-
-# %% [markdown]
-# ```{glue:figure} t2_models
-# :name: "tab-t2-models"
+# Every model (`sst_core.models.base`) has `forward(tokens)`, logits at every position,
+# `step(h, x)`, one token's update of the state, and `is_affine`, its class, which the tests
+# check numerically. The SSM and linear-attention families use the pre-norm residual block
+# $x \leftarrow x + \mathrm{Mixer}(\mathrm{RMSNorm}(x))$ of the public AUSSM code; the RNNs
+# are a plain stack whose state has width $d_{\text{state}}$.
 #
-# The models of Table 2, their class and recurrence, and their size at this book's width.
+# ````{table} The models of Table 2: their class, their recurrence per layer, and their size on $S_3$ at this book's width with the smallest state of their grid.
+# :name: tab-t2-models
+# ```{glue:md} t2_models
+# :format: myst
 # ```
+# ````
 #
 # Where the paper and its public sources leave a definition open, the book implements the
-# proposal of the reference notes and keeps it in one place (the model's module):
-#
-# - **Simple AUSSM** is not defined in any source we found; we use the bare unitary diagonal
-#   SSM $h_t = e^{i\theta(u_t)} \odot h_{t-1} + B u_t$ without AUSSM's block extras.
-# - **Token-gated and state-gated RNN** form a minimal pair: the same
-#   $h_t = g_t \odot (W_h h_{t-1}) + W_x e(x_t) + b$, with a gate that reads the token only
-#   (affine) or also $h_{t-1}$ (state-dependent).
-# - **Linear attention** is the eighth affine model the abstract names; its row has no
-#   published value.
-# - **Tokens** are the identity plus the group's generators (for $S_3$: $e$, $(0\,1)$,
-#   $(0\,1\,2)$); the paper's token sets (its Appendix G) are not public.
-# - **Width and schedule**: the paper reports a parameter-matched $d_{\text{model}}$ =
-#   {glue:text}`t2_paper_d_model:d` and three unnamed learning-rate schedulers. We use one
-#   width and the schedules {glue:text}`t2_schedules` as an axis of the grid (cosine:
-#   $\mathrm{lr}_t = \mathrm{lr}\,(1 + \cos(\pi t / T_{\max}))/2$ over the step budget
-#   $T_{\max}$); the width ablation below asks whether the width explains what differs.
+# proposal of the reference notes, in the model's module: **Simple AUSSM** (defined nowhere
+# we found) is the bare unitary diagonal SSM $h_t = e^{i\theta(u_t)} \odot h_{t-1} + B u_t$;
+# the **token-gated and state-gated RNN** are a minimal pair, the same
+# $h_t = g_t \odot (W_h h_{t-1}) + W_x e(x_t) + b$ with a gate that reads the token only
+# (affine) or also $h_{t-1}$; **linear attention** is the eighth affine model the abstract
+# names, without a published value; the **tokens** are the identity plus the group's
+# generators (for $S_3$: $e$, $(0\,1)$, $(0\,1\,2)$), since the paper's token sets are not
+# public. The paper uses a parameter-matched $d_{\text{model}}$ =
+# {glue:text}`t2_paper_d_model:d` and three unnamed learning-rate schedulers; we use one
+# width and the schedules {glue:text}`t2_schedules` as an axis of the grid (cosine:
+# $\mathrm{lr}_t = \mathrm{lr}\,(1 + \cos(\pi t / T_{\max}))/2$ over the step budget).
 #
 # ## Training and evaluation
 #
-# Each run follows `sst_core.training.tracking`: cross-entropy on the running product at
-# every position, fresh words at every step, AdamW with weight decay 0.01, and a curriculum
-# that starts at length 2 and doubles up to 60 when the token accuracy stays at or above
-# 95%. The model is evaluated on held-out words of lengths 60, 100, 200, ..., 1000, and
-# $m_p$ is the largest length with token accuracy of at least 90%.
+# Each run (`sst_core.training.tracking`) minimises cross-entropy on the running product at
+# every position, on fresh words, with AdamW (weight decay 0.01) and a curriculum from
+# length 2 that doubles up to 60 whenever the token accuracy stays at or above 95%. $m_p$ is
+# the largest held-out length (60, 100, 200, ..., 1000) with token accuracy of at least 90%.
 #
-# **When training stops** (`sst_core.training.protocol`). The paper does not state its
-# rule, and the stopping point moves $m_p$ in both directions, so every run follows one
-# rule fixed in advance and records $m_p$ at three checkpoints. Once the curriculum has
-# passed 60, training goes on at 60 for at most {glue:text}`t2_post:d` more steps; every
-# {glue:text}`t2_every:d` steps the whole-sequence accuracy on
-# {glue:text}`t2_heldout_n:d` fresh held-out words of length 60 is measured. The peers'
-# criterion (jopetty/word-problem stops at 99% validation *sequence* accuracy;
-# kazuki-irie/lie-algebra-state-tracking at 99% validation accuracy) is met at the second
-# consecutive check at or above 99%. The checkpoints are *passed 60*, *held-out* (where the
-# criterion was met) and *end* (of the budget); the table's $m_p$, and the weights the
-# error-control diagnostics read, are the held-out checkpoint's where the criterion was
-# met and the end's where it was not.
+# **When training stops** (`sst_core.training.protocol`). The paper does not say, and the
+# stopping point moves $m_p$ both ways, so one rule is fixed in advance: past 60, training
+# goes on for at most {glue:text}`t2_post:d` steps, and every {glue:text}`t2_every:d` steps
+# the whole-word accuracy on {glue:text}`t2_heldout_n:d` fresh words of length 60 is
+# checked against the peers' criterion (99% validation accuracy in jopetty/word-problem and
+# kazuki-irie/lie-algebra-state-tracking), met at the second consecutive check at or above
+# 99%. $m_p$ is measured at three checkpoints of every run: *passed 60*, *held-out* (where
+# the criterion was met) and *end* (of the budget); the table reads the held-out one where
+# the criterion was met, else the end.
 #
-# At this book's scale a cell of Table 2 is the best of {glue:text}`t2_per_cell` runs at
-# $d_{\text{model}}$ = {glue:text}`t2_d_model` (state sizes, learning rates, schedules and
+# At this book's scale a cell is the best of {glue:text}`t2_per_cell:d` runs at
+# $d_{\text{model}}$ = {glue:text}`t2_d_model:d` (state sizes, learning rates, schedules,
 # seeds), against the paper's best of {glue:text}`t2_paper_runs:d` at
-# $d_{\text{model}}$ = {glue:text}`t2_paper_d_model:d`. The whole experiment is one call,
-# and the table is read from its stored records:
+# $d_{\text{model}}$ = {glue:text}`t2_paper_d_model:d`. The whole experiment is one call:
 
 # %%
 records = experiments_runs.run_all(paper1.table2_grid(P), desc="Table 2",
@@ -127,26 +98,15 @@ records = experiments_runs.run_all(paper1.table2_grid(P), desc="Table 2",
 table = table2(P)
 
 # %% tags=["remove-input"]
-data = table.data
-reported = [d for d in data if d["paper_reported"] and d["n_runs"]]
-counts = agreement_counts(data)
-n_cells = len(paper1.TABLE2_MODELS) * len(paper1.TABLE2_GROUPS) * len(P.track_depths)
-state_dep = [d for d in data if not expected_affine(d["model"]) and d["n_runs"]]
-affine_s3 = [d for d in data if expected_affine(d["model"]) and d["group"] == "S3" and d["n_runs"]]
 for name, value in {
-        "t2_table": table.grid(),
-        "t2_figure": plots.fig_accuracy_vs_length(best_runs(records), paper1.TABLE2_GROUPS),
-        "t2_post": P.track_post_steps, "t2_every": P.track_heldout_every,
-        "t2_heldout_n": P.track_heldout_samples, "t2_per_cell": f"{len(records) // n_cells}",
-        "t2_d_model": f"{P.track_d_model}", "t2_schedules": " and ".join(P.track_schedules),
+        "t2_table": table.grid(), "t2_post": P.track_post_steps,
+        "t2_figure": plots.fig_accuracy_vs_length(rp.best_runs(records), paper1.TABLE2_GROUPS),
+        "t2_every": P.track_heldout_every, "t2_heldout_n": P.track_heldout_samples,
+        "t2_per_cell": len(records) // len(table.data), "t2_d_model": P.track_d_model,
+        "t2_schedules": " and ".join(P.track_schedules),
         "t2_paper_d_model": paper_values.TABLE2_D_MODEL,
         "t2_paper_runs": paper_values.TABLE2_RUNS_PER_CELL,
-        "t2_cells": len(reported), "t2_agree": sum(d["agreement"] == "agree" for d in reported),
-        "t2_close": sum(d["agreement"] == "close" for d in reported),
-        "t2_by_class": counts["by_class"], "t2_class_cells": counts["reported"],
-        "t2_sd_1000": sum(d["m_p"] == 1000 for d in state_dep), "t2_sd_all": len(state_dep),
-        "t2_affine_s3_1000": sum(d["m_p"] == 1000 for d in affine_s3),
-        "t2_affine_s3": len(affine_s3)}.items():
+        **{f"t2_{k}": v for k, v in rp.table2_numbers(table.data).items()}}.items():
     glue(name, value, display=False)
 plt.close("all")
 
@@ -172,270 +132,247 @@ plt.close("all")
 # ({numref}`tab-table2`), {glue:text}`t2_agree:d` agree exactly and {glue:text}`t2_close:d`
 # more are one evaluated length apart; by class (fail / 60 / 100-600 / 700-1000),
 # {glue:text}`t2_by_class:d` of the {glue:text}`t2_class_cells:d` computed cells agree. The
-# state-dependent models reach length 1000 in {glue:text}`t2_sd_1000:d` of their
-# {glue:text}`t2_sd_all:d` cells; on $S_3$, {glue:text}`t2_affine_s3_1000:d` of the
-# {glue:text}`t2_affine_s3:d` affine cells reach 1000 ({numref}`fig-t2-accuracy`). The
-# paper's pattern is that no affine model reaches 1000 on $S_3$ while both state-dependent
-# models do everywhere; on $C_2$ several affine models reach 1000 by *neutral oscillation*
+# state-dependent models reach 1000 in {glue:text}`t2_state_dependent_1000:d` of their
+# {glue:text}`t2_state_dependent:d` cells; on $S_3$, {glue:text}`t2_affine_s3_1000:d` of
+# the {glue:text}`t2_affine_s3:d` affine cells do ({numref}`fig-t2-accuracy`). The paper's
+# pattern: no affine model reaches 1000 on $S_3$, both state-dependent models do
+# everywhere; on $C_2$ several affine models reach 1000 by *neutral oscillation*
 # ($F_a(h) = -h + c_0 + c_1$ swaps the two centroids without contracting anything), which
 # needs a negative eigenvalue: Mamba's transitions lie in $(0, 1)$ and cannot do it,
 # Negative Mamba's lie in $(-1, 1)$ and can.
 #
-# **Where our protocol differs.** Besides the width and the number of runs per cell, the
-# token sets, the exact curriculum "epoch", the schedulers and two model definitions (Simple
-# AUSSM, the gated pair) are our proposals, and $m_p$ uses the paper's wording ("largest
-# length with at least 90%") although each run also stores the stricter all-shorter-lengths
-# reading.
+# Besides the width and the runs per cell, our protocol differs in the token sets, the
+# curriculum's "epoch", the schedulers and two model definitions (Simple AUSSM, the gated
+# pair); $m_p$ uses the paper's wording ("largest length with at least 90%"), though each
+# run also stores the stricter reading over all shorter lengths.
 #
-# Cell by cell, {numref}`tab-t2-differs` lists every cell whose best $m_p$ is not the
-# paper's: those in another class (the count by class above) and those that differ only in
-# the exact value, with how many evaluated lengths apart they are. Beside each stand five
-# measurements from the records, and the reasons they support. A reason is named only where
-# its measurement passes a threshold fixed before looking at the cells (the table's note
-# states each); a cell where none does is *unexplained*.
+# ## Where Table 2 differs, cell by cell
 #
-# - **Never passed 60**: how many of the cell's runs never passed length 60 in training,
-#   where their curricula stopped and why (the step cap, or the budget after 60). A reason
-#   for a cell below the paper's when at least half of its runs never passed.
-# - **Width**: the width ablation's best $m_p$ at each $d_{\text{model}}$ (one layer, some
-#   models and groups only; "not covered" elsewhere). A reason when the widest moves $m_p$
-#   towards the paper's value by more than one evaluated length.
-# - **Stopping point**: the cell's best $m_p$ with every run read where its curriculum first
-#   passed 60, or at the end of its budget, instead of at the held-out criterion. A reason
-#   when either moves the best towards the paper's by more than one evaluated length.
-# - **Noise**: the largest move of a run of the same architecture on the same group that the
-#   same code trained again ({numref}`tab-retrain`). A reason when the cell is no further
-#   from the paper's value than that.
-# - **Grid**: the spread of $m_p$ over the cell's runs. A reason when the paper's value lies
-#   inside it: our grid gives that value too, and the cell differs by which run is best.
+# {numref}`tab-t2-differs` lists every cell whose best $m_p$ is not the paper's, and
+# {numref}`tab-t2-evidence` five measurements of each from the records. A reason is named
+# only where its measurement passes a threshold fixed before looking at the cells; a cell
+# where none does is *unexplained*.
+#
+# - **Never passed 60** (the step cap `max_steps`, or the budget, stopped the curriculum
+#   below 60): for a cell below the paper's, when at least half of its runs never passed.
+# - **Width** ({numref}`tab-width`): when the widest $d_{\text{model}}$ moves $m_p$ towards
+#   the paper's value by more than one evaluated length.
+# - **Stopping point**: when reading every run where it passed 60, or at the end of its
+#   budget, moves the cell's best towards the paper's by more than one evaluated length.
+# - **Noise** ({numref}`tab-retrain`): when the cell is no further from the paper's value
+#   than the largest move of a retrained run of its architecture on its group.
+# - **Grid**: when the paper's value lies inside the range of the cell's runs: our grid
+#   gives it too, and the cell differs by which run is best.
 
 # %% tags=["remove-input"]
-dtable = table2_disagreements(P)
-differs = dtable.data
-for name, value in {
-        "t2_differs_table": Markdown("\n\n".join(  # in two halves, for the page's width
-            t.to_markdown() for t in dtable.split(1, 4))), "t2_differs": len(differs),
-        "t2_differs_class": sum(d["kind"] == "class" for d in differs),
-        "t2_differs_one_apart": sum(d["kind"] == "exact" and d["one_apart"] for d in differs),
-        "t2_differs_never_60": sum("never_60" in d["reasons"] for d in differs),
-        "t2_differs_unexplained": sum(not d["reasons"] for d in differs),
-        "t2_differs_width_covered": sum(d["rules"]["width"]["covered"] for d in differs),
-        "t2_differs_width": sum("width" in d["reasons"] for d in differs)}.items():
+dtable = rp.table2_disagreements(P)
+differs, evidence = dtable.split(1, 5)  # two tables, for the page's width
+for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evidence.grid(),
+                    **{f"t2_d_{k}": v for k, v in
+                       rp.disagreement_numbers(dtable.data).items()}}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
-# ```{glue:figure} t2_differs_table
-# :name: "tab-t2-differs"
-#
-# Where Table 2 differs from the paper, and what the records show: per cell, ours and the
-# paper's $m_p$, the kind of difference, the five measurements and the reasons that fire.
-# ```
-#
-# Of the {glue:text}`t2_differs:d` cells that differ, {glue:text}`t2_differs_class:d` differ by
-# class, and {glue:text}`t2_differs_one_apart:d` of the others are one evaluated length apart.
-# In {glue:text}`t2_differs_never_60:d` the runs that never passed 60 explain the difference:
-# those cells are not a measurement of how far the model extrapolates but of a training
-# protocol under which it never learned the training length. {glue:text}`t2_differs_unexplained:d`
-# cells are unexplained by any of the five measurements. The width ablation covers
-# {glue:text}`t2_differs_width_covered:d` of these cells and moves $m_p$ towards the paper's
-# value in {glue:text}`t2_differs_width:d` of them: where it does not, a narrower model than
-# the paper's is not, by these records, a reason.
-#
-# ### How far does one run move when it is trained again?
-#
-# A cell's value is the best of its runs, and a single run is not exactly reproducible:
-# trained again by the same code on the same config (same seed and words), it can differ in
-# float rounding, which training amplifies. Runs train in stacks of several models, and the
-# rounding of a run depends on the stack it shares (the same stack repeats its runs bit for
-# bit; a run trained again shares its stack with other runs). The sweep trains a run again
-# only when its weights are lost (an analysis needs them), and then keeps the record it
-# replaces; each such pair measures the noise of one run, a floor under any difference between
-# two cells. The last column of {numref}`tab-retrain` is the yardstick: how far apart the
-# $m_p$ of two seeds (another initialisation and other words) of the same setting are.
-
-# %% tags=["remove-input"]
-noise = retrain_noise(P)
-total = next((d for d in noise.data if d["group"] == "all"),
-             {"n": 0, "same_m_p": 0, "one_apart": 0, "further": 0,
-              "seed_pairs": {"n": 0, "same": 0, "one": 0, "further": 0}})
-seeds = total["seed_pairs"]
-for name, value in {
-        "t2_noise_table": noise, "t2_again": total["n"], "t2_again_same": total["same_m_p"],
-        "t2_again_one": total["one_apart"], "t2_again_further": total["further"],
-        "t2_seed_pairs": seeds["n"], **{f"t2_seed_{k}": seeds[k] for k in
-                                        ("same", "one", "further")}}.items():
-    glue(name, value, display=False)
-
-# %% [markdown]
-# ```{glue:figure} t2_noise_table
-# :name: "tab-retrain"
-#
-# How far one run's $m_p$ moves when the same code trains the same config again, per group
-# and architecture, beside how far two seeds of one setting are apart.
-# ```
-#
-# Of the {glue:text}`t2_again:d` runs trained again, $m_p$ stayed the same in
-# {glue:text}`t2_again_same:d`, moved by one evaluated length in {glue:text}`t2_again_one:d`
-# and further in {glue:text}`t2_again_further:d`. Of {glue:text}`t2_seed_pairs:d` pairs of
-# two seeds of one setting, {glue:text}`t2_seed_same:d` have the same $m_p$,
-# {glue:text}`t2_seed_one:d` are one length apart and {glue:text}`t2_seed_further:d` further.
-# Where training the same seed again moves $m_p$ about as often and as far, the seed explains
-# little of a cell's spread: each run is one draw of it.
-
-# %% tags=["remove-input"]
-needed, slices = table2_runs_needed(P), table2_slices(P)
-one, full = (needed.data[0], needed.data[-1]) if needed.data else ({}, {})
-parts = slices.data[1:] or slices.data
-lo = min(parts, key=lambda d: (d["by_class"], d["exact"]))
-hi = max(parts, key=lambda d: (d["by_class"], d["exact"]))
-for name, value in {
-        "t2_spread_table": table2_spread(P), "t2_needed_table": needed,
-        "t2_slices_table": slices, "t2_k_full": full.get("k", 0),
-        **{f"t2_one_{k}": f"{one.get(k, 0):.1f}" for k in ("by_class", "exact", "compute_h")},
-        **{f"t2_full_{k}": f"{full.get(k, 0):.1f}" for k in ("by_class", "exact", "compute_h")},
-        "t2_slice_lo": f"{lo['by_class']} ({lo['slice']})",
-        "t2_slice_hi": f"{hi['by_class']} ({hi['slice']})"}.items():
-    glue(name, value, display=False)
-
-# %% [markdown]
-# ### Over the whole grid
-#
-# Table 2 reports the best run of each cell, as the paper does. How typical is it, and how
-# many runs does a cell need? The panels below keep the evidence: the spread of $m_p$ over
-# every run of a cell ({numref}`tab-t2-spread`); the expected agreement with the paper when
-# each cell keeps only $k$ of its runs, drawn at random (computed exactly over every subset
-# of $k$, {numref}`tab-t2-needed`); and Table 2 from one value of one axis of the grid at a
-# time ({numref}`tab-t2-slices`). With one run per cell, {glue:text}`t2_one_by_class` cells
-# would agree with the paper by class in expectation ({glue:text}`t2_one_exact` exactly), for
-# {glue:text}`t2_one_compute_h` h of compute; the whole grid of {glue:text}`t2_k_full:d`
-# gives {glue:text}`t2_full_by_class` ({glue:text}`t2_full_exact` exactly) for
-# {glue:text}`t2_full_compute_h` h. The slices agree by class in
-# {glue:text}`t2_slice_lo` to {glue:text}`t2_slice_hi` cells. Where the expected agreement
-# has stopped rising well before the whole grid, a larger grid such as the paper's is
-# unlikely to change many cells, though a cell whose best is one lucky run cannot be ruled
-# out; exact agreement need not rise with $k$ at all, since the best of more runs can
-# overshoot the paper's value. For the same reason a slice can agree in more cells than the
-# whole grid; Table 2 shows the whole grid, and no slice is picked for agreeing more.
-#
-# ````{admonition} The spread over each cell's grid, and the agreement against the runs per cell
-# :class: dropdown
-#
-# ```{glue:figure} t2_spread_table
-# :name: "tab-t2-spread"
-#
-# Table 2's cells over their whole grid: the median $m_p$ and its range over every run.
-# ```
-#
-# ```{glue:figure} t2_needed_table
-# :name: "tab-t2-needed"
-#
-# Table 2's expected agreement with the paper when each cell keeps $k$ of its runs, and the
-# compute of those runs.
-# ```
-#
-# ```{glue:figure} t2_slices_table
-# :name: "tab-t2-slices"
-#
-# Table 2 on one value of one axis of its grid at a time.
+# ````{table} The cells of Table 2 whose best $m_p$ is not the paper's: ours / the paper's, *class* where the class of $m_p$ differs (fail / 60 / 100-600 / 700-1000) or *exact* where only the value does, how many evaluated lengths apart (fail counts as one below 60), the reasons the measurements support, and how many of the cell's runs never passed 60 (at which curriculum lengths they stopped, and why).
+# :name: tab-t2-differs
+# ```{glue:md} t2_differs_table
+# :format: myst
 # ```
 # ````
 #
+# ````{table} The measurements behind the reasons of the same cells: the width ablation's best $m_p$ per $d_{\text{model}}$ (one layer only), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group (how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
+# :name: tab-t2-evidence
+# ```{glue:md} t2_evidence_table
+# :format: myst
+# ```
+# ````
+#
+# Of the {glue:text}`t2_d_differs:d` cells that differ, {glue:text}`t2_d_class:d` differ by
+# class, and {glue:text}`t2_d_one_apart:d` of the others are one evaluated length apart. In
+# {glue:text}`t2_d_never_60:d` the runs that never passed 60 explain the difference: those
+# cells measure a training protocol under which the model never learned the training
+# length, not how far it extrapolates. {glue:text}`t2_d_unexplained:d` cells are unexplained
+# by any of the five measurements. The width ablation covers
+# {glue:text}`t2_d_width_covered:d` of the cells and moves $m_p$ towards the paper's value
+# in {glue:text}`t2_d_width:d` of them: where it does not, a narrower model than the
+# paper's is not, by these records, a reason.
+#
+# ## Why some runs never reach length 60
+#
+# The pilot runs that try other settings for the runs whose curriculum never passed 60
+# are reported here.
+#
+# ## How far does one run move when it is trained again?
+#
+# Trained again by the same code on the same config, a run differs in float rounding, which
+# training amplifies: runs train in stacks, and a run trained again shares its stack with
+# other runs. The sweep trains a run again when its weights are lost and keeps the record it
+# replaces; each pair measures the noise of one run, a floor under any difference between
+# two cells ({numref}`tab-retrain`).
+
+# %% tags=["remove-input"]
+noise = rp.retrain_noise(P)
+glue("t2_noise_table", noise.grid(), display=False)
+for name, value in rp.retrain_numbers(noise.data).items():
+    glue(f"t2_again_{name}", value, display=False)
+
+# %% [markdown]
+# ````{table} How far one run's $m_p$ moves when the same code trains the same config again (same seed, words and settings, one torch thread), per group and architecture with runs trained again: how many kept their stopping step, the share of them whose $m_p$ stayed, moved one evaluated length or further (fail counts as one below the shortest), the largest move; and, as the yardstick, the same shares over every pair of stored runs of one architecture and setting that differ only in the seed (initialisation and words).
+# :name: tab-retrain
+# ```{glue:md} t2_noise_table
+# :format: myst
+# ```
+# ````
+#
+# Of the {glue:text}`t2_again_again:d` runs trained again, $m_p$ stayed the same in
+# {glue:text}`t2_again_same:d`, moved by one evaluated length in
+# {glue:text}`t2_again_one:d` and further in {glue:text}`t2_again_further:d`. Of
+# {glue:text}`t2_again_seed_pairs:d` pairs of two seeds of one setting,
+# {glue:text}`t2_again_seed_same:d` have the same $m_p$, {glue:text}`t2_again_seed_one:d`
+# are one length apart and {glue:text}`t2_again_seed_further:d` further. Where training
+# the same seed again moves $m_p$ about as often and as far, the seed explains little of a
+# cell's spread: each run is one draw of it.
+#
 # ## Width ablation
 #
-# The paper's models are parameter-matched at $d_{\text{model}}$ =
-# {glue:text}`t2_paper_d_model:d`, ours are much narrower. Does the gap to the paper close
-# with width? AUSSM, Negative Mamba and Mamba-3 (the SSM families with published values of
-# 100 or more on the abelian groups) are trained on $C_2$ and $C_6$ at several widths with
-# the same protocol ({numref}`tab-width`).
+# Does the gap to the paper's much wider models close with width? AUSSM, Negative Mamba and
+# Mamba-3 (the SSMs with published values of 100 or more on the abelian groups) are trained
+# on $C_2$ and $C_6$ at several widths with the same protocol:
 
 # %%
 experiments_runs.run_all(paper1.width_grid(P), desc="width ablation", stack=P.track_stack)
 wtable = width_ablation(P)
 
 # %% tags=["remove-input"]
-gap = width_gap(wtable, P.width_d_models)
-
-
-def named(labels) -> str:
-    return "; ".join(label_name(m) + " on " + g for m, g in
-                     (label.split(" ") for label in labels)) or "none"
-
-
+gap = rp.width_gap(wtable, P.width_d_models)
 for name, value in {
-        "t2_width_table": wtable, "t2_width_pairs": gap["pairs"],
+        "t2_width_table": wtable.grid(), "t2_width_pairs": gap["pairs"],
+        "t2_width_n": P.track_d_states[0], "t2_width_schedule": P.track_schedules[0],
         "t2_width_lo": P.width_d_models[0] if P.width_d_models else 0,
         "t2_width_hi": P.width_d_models[-1] if P.width_d_models else 0,
         **{f"t2_width_{k}_n": len(gap[k]) for k in ("rising", "reached", "closes", "stays")},
-        **{f"t2_width_{k}": named(gap[k]) for k in ("rising", "reached", "closes", "stays")},
-        }.items():
+        **{f"t2_width_{k}": rp.pair_names(gap[k])
+           for k in ("rising", "reached", "closes", "stays")}}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
-# ```{glue:figure} t2_width_table
-# :name: "tab-width"
-#
-# The width ablation: the best $m_p$ at each $d_{\text{model}}$ (one layer), beside the
-# paper's Table 2 value at its own width.
+# ````{table} The width ablation: the best $m_p$ at each $d_{\text{model}}$ over its learning rates and seeds, with [lowest–highest] over the seeds of the best learning rate where they differ (one layer, the smallest state, the first schedule), beside the paper's Table 2 value at its own width.
+# :name: tab-width
+# ```{glue:md} t2_width_table
+# :format: myst
 # ```
+# ````
 #
-# Of the {glue:text}`t2_width_pairs:d` model-group pairs, $m_p$ at the widest
+# The ablation's runs have one layer, $N$ = {glue:text}`t2_width_n:d` and the
+# {glue:text}`t2_width_schedule` schedule ({numref}`tab-width`). Of the
+# {glue:text}`t2_width_pairs:d` model-group pairs, $m_p$ at the widest
 # ($d_{\text{model}}$ = {glue:text}`t2_width_hi:d`) is above that at the narrowest
 # ({glue:text}`t2_width_lo:d`) in {glue:text}`t2_width_rising_n:d`
-# ({glue:text}`t2_width_rising`). Already at the narrowest width
+# ({glue:text}`t2_width_rising`). At the narrowest width already,
 # {glue:text}`t2_width_reached_n:d` reach the paper's value ({glue:text}`t2_width_reached`);
-# width closes the gap in {glue:text}`t2_width_closes_n:d` ({glue:text}`t2_width_closes`); it
-# stays open at the widest in {glue:text}`t2_width_stays_n:d` ({glue:text}`t2_width_stays`).
+# width closes the gap in {glue:text}`t2_width_closes_n:d` ({glue:text}`t2_width_closes`);
+# it stays open at the widest in {glue:text}`t2_width_stays_n:d`
+# ({glue:text}`t2_width_stays`).
+
+# %% tags=["remove-input"]
+needed, slices = rp.table2_runs_needed(P), rp.table2_slices(P)
+for name, value in {
+        "t2_spread_table": rp.table2_spread(P).grid(), "t2_needed_table": needed.grid(),
+        "t2_slices_table": slices.grid(),
+        **{f"t2_k_{k}": v for k, v in rp.runs_needed_numbers(needed.data,
+                                                             slices.data).items()}}.items():
+    glue(name, value, display=False)
+
+# %% [markdown]
+# ## Over the whole grid
+#
+# Table 2 reports the best run of each cell, as the paper does. With one run per cell drawn
+# at random, {glue:text}`t2_k_one_by_class:.1f` cells would agree with the paper by class in
+# expectation ({glue:text}`t2_k_one_exact:.1f` exactly), for
+# {glue:text}`t2_k_one_compute_h:.1f` h of compute; the whole grid of
+# {glue:text}`t2_k_k_full:d` gives {glue:text}`t2_k_full_by_class:.1f`
+# ({glue:text}`t2_k_full_exact:.1f` exactly) for {glue:text}`t2_k_full_compute_h:.1f` h,
+# and {glue:text}`t2_k_best_in_one_run:d` of the {glue:text}`t2_k_reported:d` cells reach
+# their best in only one run of their grid. Table 2 on one value of one grid axis at a time
+# agrees by class in {glue:text}`t2_k_slice_lo:d` ({glue:text}`t2_k_slice_lo_name`) to
+# {glue:text}`t2_k_slice_hi:d` ({glue:text}`t2_k_slice_hi_name`) cells. Where the expected
+# agreement stops rising well before the whole grid, a grid as large as the paper's is
+# unlikely to change many cells (a cell whose best is one lucky run aside); exact agreement
+# need not rise with $k$, nor a slice agree less than the whole grid, since the best of more
+# runs can overshoot the paper's value. No slice is picked for agreeing more.
+#
+# `````{admonition} The spread over each cell's grid, the agreement against the runs per cell, and the slices
+# :class: dropdown
+#
+# ````{table} Table 2's cells over their whole grid: the median $m_p$ [lowest–highest] over every run of the cell, and the number of runs (or "all n" where every run has the same $m_p$); fail lies below every length.
+# :name: tab-t2-spread
+# ```{glue:md} t2_spread_table
+# :format: myst
+# ```
+# ````
+#
+# ````{table} Table 2's expected agreement with the paper when each cell keeps $k$ of its runs drawn at random (every subset of $k$ equally likely), and the expected single-thread hours of those runs; the last row is the whole grid. A random subset is not a smaller grid, and nothing here says what more runs than the grid's would give.
+# :name: tab-t2-needed
+# ```{glue:md} t2_needed_table
+# :format: myst
+# ```
+# ````
+#
+# ````{table} Table 2 on one value of one axis of its grid at a time (the state size is the SSMs' $N$ and the RNNs' width): the runs per cell kept, the cells that agree with the paper exactly and by class, and the single-thread hours of the runs kept.
+# :name: tab-t2-slices
+# ```{glue:md} t2_slices_table
+# :format: myst
+# ```
+# ````
+# `````
 #
 # ## Where training stops
 #
-# The same runs, read at their three checkpoints: for how many did $m_p$ rise, stay or
-# fall between passing 60 and the end of the budget ({numref}`tab-checkpoints`)? The theory
+# The same runs, read at their three checkpoints ({numref}`tab-checkpoints`). The theory
 # suggests that training on can only help a state-dependent model (more contraction inside
 # $U$) and may hurt an affine one (nothing contracts errors in $U$, so a longer fit to length
 # 60 need not carry further).
 
 # %% tags=["remove-input"]
-moves = table2_checkpoints(P)
-by_class = {d["class"][:5]: d for d in moves.data if d["model"] is None}
-stall = longest_stall(records)
+moves = rp.table2_checkpoints(P)
+by_class = {d["class"]: d for d in moves.data if d["model"] is None}
+stall, split = rp.longest_stall(records), rp.table2_compute_split(P)
 assert not P.track_plateau_steps, "the prose below says that no run is stopped for not learning"
-split = table2_compute_split(P)
 for name, value in {
-        "t2_moves_table": moves,
-        **{f"t2_{c}_{k}": by_class[c][k] for c in ("affin", "state")
+        "t2_moves_table": moves.grid(), "t2_max_steps": P.track_max_steps,
+        **{f"t2_{c[:5]}_{k}": by_class[c][k] for c in ("affine", "state-dependent")
            for k in ("passing_60", "rose", "fell")},
-        "t2_stall_runs": stall["runs"], "t2_stall": "—" if stall["steps"] is None else
-        f"{stall['steps']} steps ({label_name(stall['model'])}, at length {stall['length']})",
-        "t2_max_steps": P.track_max_steps, "t2_compute_h": f"{split['compute_h']:.1f}",
-        "t2_after_h": f"{split['after_criterion_h']:.1f}", "t2_met": split["criterion_met"],
-        "t2_never": split["never_60"], "t2_never_h": f"{split['never_60_h']:.1f}"}.items():
+        "t2_stall_runs": stall["runs"], "t2_stall": stall["steps"] or 0,
+        "t2_stall_model": rp.label_name(stall["model"]) if stall["model"] else "—",
+        "t2_stall_length": stall["length"] or 0,
+        **{f"t2_split_{k}": v for k, v in split.items()}}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
-# ```{glue:figure} t2_moves_table
-# :name: "tab-checkpoints"
-#
-# Where training stops moves $m_p$: every run of Table 2's grid whose curriculum passed 60,
-# by class and model, with $m_p$ at passing 60 against $m_p$ at the end of the budget.
+# ````{table} Where training stops moves $m_p$: every run of Table 2's grid whose curriculum passed 60, per class (bold) and model: for how many $m_p$ rose, stayed or fell from passing 60 to the end of the budget, how many met the held-out criterion, and the median $m_p$ at each of the three checkpoints.
+# :name: tab-checkpoints
+# ```{glue:md} t2_moves_table
+# :format: myst
 # ```
+# ````
 #
 # Of the affine runs that passed 60 ({glue:text}`t2_affin_passing_60:d`), $m_p$ rose in
 # {glue:text}`t2_affin_rose:d` and fell in {glue:text}`t2_affin_fell:d` by the end of the
 # budget; of the state-dependent ones ({glue:text}`t2_state_passing_60:d`), it rose in
-# {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`.
+# {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`. No run is stopped
+# for not learning: a run ends at its step budget. Of the {glue:text}`t2_stall_runs:d` runs
+# that passed 60, the longest stay at one curriculum length before moving on was
+# {glue:text}`t2_stall:d` steps ({glue:text}`t2_stall_model`, at length
+# {glue:text}`t2_stall_length:d`): a plateau rule shorter than that would have cut a run
+# that went on to learn.
 #
-# No run is stopped for not learning: a run ends at its step budget. Of the
-# {glue:text}`t2_stall_runs:d` runs that passed 60, the longest stay at one curriculum length
-# before moving on was {glue:text}`t2_stall`: a plateau rule shorter than that would have cut
-# a run that went on to learn.
-#
-# Of Table 2's {glue:text}`t2_compute_h` h of compute, the training from the held-out
-# criterion to the end of the budget ({glue:text}`t2_post:d` steps after first passing 60),
-# which only the last checkpoint reads, took about {glue:text}`t2_after_h` h in the
-# {glue:text}`t2_met:d` runs that met the criterion, and the {glue:text}`t2_never:d` runs
-# whose curriculum never passed 60 (trained to the limit of {glue:text}`t2_max_steps:d`
-# steps) took {glue:text}`t2_never_h` h (a run's hours shared out by the tokens it read).
-# That is the price of the last checkpoint and of the step limit; the grid's is in
+# Of Table 2's {glue:text}`t2_split_compute_h:.1f` h of compute, the training from the
+# held-out criterion to the end of the budget, which only the last checkpoint reads, took
+# about {glue:text}`t2_split_after_criterion_h:.1f` h in the
+# {glue:text}`t2_split_criterion_met:d` runs that met the criterion; the
+# {glue:text}`t2_split_never_60:d` runs whose curriculum never passed 60 (trained to the
+# limit of {glue:text}`t2_max_steps:d` steps) took {glue:text}`t2_split_never_60_h:.1f` h
+# (a run's hours shared out by the tokens it read). The grid's price is in
 # {numref}`tab-t2-needed`.
 
 # %% tags=["remove-input"]

@@ -20,7 +20,7 @@ def test_groups_table_from_records(tmp_path, monkeypatch):
     table = groups_table(P)
     assert len(table.rows) == 6 and len(table.records) == 6
     c6 = next(r for r in table.rows if r[:2] == ["C6", "all"])
-    assert c6[3] == "yes" and c6[6] == 0.0
+    assert c6[2] == "yes" and c6[4] == 0.0 and c6[6] == 6
     d6 = next(d for d in table.data if (d["group"], d["tokens"]) == ("C6", "all"))
     assert d6["status"] == "ok" and d6["abelian"] is True and d6["swap_changes"] == 0.0
     assert "64 words of length" in table.note
@@ -159,3 +159,22 @@ def test_a_chapter_says_its_compute_in_the_unit_a_reader_would(seconds, said):
     assert reports.duration_text(seconds) == said
     stack = [{"wall_time_s": seconds, "stack": {"size": 12}} for _ in range(12)]
     assert reports.compute_text(stack) == said
+
+
+def test_word_table_names_each_token_and_state():
+    from sst_core.groups import get_group
+    from sst_core.reports.groups import word_table
+    from sst_core.tasks.tracking import sample
+
+    S3 = get_group("S3")
+    tokens, states = sample(S3, n=1, length=7, tokens="generators", seed=3)
+    t = word_table(S3, tokens[0], states[0])
+    assert [d["t"] for d in t.data] == list(range(1, 8))
+    g = S3.index("e")
+    for d, x in zip(t.data, tokens[0]):  # each state is the last one times the token
+        g = S3.multiply(g, int(x))
+        assert d["token"] == S3.elements[int(x)] and d["state"] == S3.elements[g]
+    assert t.rows[0][1] == f"`{t.data[0]['token']}`"
+    assert t.grid().text.count("\n") == 8  # header, rule, seven rows
+    with pytest.raises(ValueError, match="7 tokens but 6 states"):
+        word_table(S3, tokens[0], states[0][:6])

@@ -377,7 +377,8 @@ def test_disagreements_are_the_class_and_the_exact_ones_with_their_evidence(tmp_
     assert by["mamba3", "C6"]["reasons"] == ["grid"]  # 100 inside [60, 1000]
     one = by["mamba3", "C2"]
     assert one["kind"] == "exact" and one["one_apart"] and one["reasons"] == []
-    assert t.rows[[r[0] for r in t.rows].index("Mamba-3 on C2, L1")][-1] == "unexplained"
+    row = t.rows[[r[0] for r in t.rows].index("Mamba-3 on C2, L1")]
+    assert row[t.columns.index("reasons")] == "unexplained"
     stuck = by["negative_mamba", "C6"]
     assert stuck["reasons"] == ["never_60"]
     assert stuck["rules"]["never_60"]["final_train_length"] == [[16, 2]]
@@ -681,3 +682,73 @@ def test_the_pilots_change_one_thing_at_a_time_and_add_runs_only():
     assert (v["d_model_64"].d_model, v["d_model_128"].d_model) == (64, 128)
     assert (v["lr_5e-4"].lr, v["lr_1e-4"].lr) == (5e-4, 1e-4)
     assert "pilots_60" in SWEEPS and "pilots_60" not in chapter_sweeps("p1_table2")
+
+
+def test_the_table2_chapters_numbers_count_the_reports_data():
+    from sst_core.reports.paper1 import (disagreement_numbers, pair_names, retrain_numbers,
+                                         runs_needed_numbers, table2_numbers)
+
+    def cell(model, group, m_p, paper, agreement, n_runs=3, status="ok"):
+        return {"model": model, "group": group, "m_p": m_p, "paper": paper,
+                "paper_reported": paper != "missing", "n_runs": n_runs, "status": status,
+                "agreement": agreement}
+
+    data = [cell("tanh_rnn", "S3", 1000, 1000, "agree"),
+            cell("tanh_rnn", "C2", 900, 1000, "close"),
+            cell("mamba", "S3", 1000, None, "differ"),  # affine on S3 at 1000
+            cell("mamba", "C2", None, None, "agree"),
+            cell("linear_attention", "S3", 100, "missing", "not reported"),  # affine, S3
+            cell("aussm", "S3", None, 100, "no runs", n_runs=0, status="no runs")]
+    assert table2_numbers(data) == {
+        "cells": 4, "agree": 2, "close": 1, "by_class": 3, "class_cells": 4,
+        "state_dependent": 2, "state_dependent_1000": 1, "affine_s3": 2, "affine_s3_1000": 1}
+
+    def differs(kind, one_apart, reasons, covered):
+        return {"kind": kind, "one_apart": one_apart, "reasons": reasons,
+                "rules": {"width": {"covered": covered}}}
+
+    assert disagreement_numbers([differs("class", False, ["never_60"], False),
+                                 differs("exact", True, [], True),
+                                 differs("exact", False, ["width", "grid"], True),
+                                 differs("class", True, [], False)]) == {
+        "differs": 4, "class": 2, "one_apart": 1, "never_60": 1, "unexplained": 2,
+        "width_covered": 2, "width": 1}
+
+    total = {"group": "all", "n": 10, "same_m_p": 7, "one_apart": 2, "further": 1,
+             "seed_pairs": {"n": 20, "same": 9, "one": 6, "further": 5}}
+    assert retrain_numbers([{"group": "S3"}, total]) == {
+        "again": 10, "same": 7, "one": 2, "further": 1, "seed_pairs": 20, "seed_same": 9,
+        "seed_one": 6, "seed_further": 5}
+    assert set(retrain_numbers([]).values()) == {0}  # nothing trained again
+
+    needed = [{"k": 1, "exact": 2.5, "by_class": 4.0, "compute_h": 0.5, "reported": 6,
+               "cells_best_in_one_run": 3},
+              {"k": 8, "exact": 3.0, "by_class": 5.0, "compute_h": 4.0, "reported": 6,
+               "cells_best_in_one_run": 3}]
+    slices = [{"slice": "whole grid", "by_class": 9, "exact": 9},  # left out of lo / hi
+              {"slice": "lr 0.001", "by_class": 4, "exact": 2},
+              {"slice": "seed 0", "by_class": 4, "exact": 3},
+              {"slice": "seed 1", "by_class": 6, "exact": 1}]
+    out = runs_needed_numbers(needed, slices)
+    assert (out["one_exact"], out["one_by_class"], out["full_compute_h"]) == (2.5, 4.0, 4.0)
+    assert (out["k_full"], out["reported"], out["best_in_one_run"]) == (8, 6, 3)
+    assert (out["slice_lo"], out["slice_lo_name"]) == (4, "lr 0.001")  # ties: fewer exact
+    assert (out["slice_hi"], out["slice_hi_name"]) == (6, "seed 1")
+    assert runs_needed_numbers([], [])["k_full"] == 0
+
+    assert pair_names(["aussm C2", "mamba3 C6"]) == "AUSSM on C2; Mamba-3 on C6"
+    assert pair_names([]) == "none"
+
+
+def test_the_architectures_of_table2_are_every_model_with_its_size(P):
+    from sst_core.models.registry import build
+    from sst_core.reports.paper1 import table2_models
+
+    t = table2_models(P, models=("tanh_rnn", "mamba"))
+    assert [d["model"] for d in t.data] == ["tanh_rnn", "mamba"]
+    assert [d["class"] for d in t.data] == ["state-dependent", "affine"]
+    mamba = t.data[1]
+    assert mamba["d_state"] == paper1.d_state_grid(P, "mamba")[0]
+    assert mamba["parameters"] == sum(p.numel() for p in build(
+        "mamba", 6, 6, d_model=P.track_d_model, d_state=mamba["d_state"]).parameters())
+    assert t.rows[1][3] == f"{mamba['parameters']:,}"

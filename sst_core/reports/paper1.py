@@ -817,9 +817,9 @@ def table2_disagreements(P: Profile, root=None) -> Table:
         if rec["status"] == "ok":
             runs.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(rec)
     lengths = P.track_eval_lengths
-    cols = ["cell", "ours / paper", "differs", "never passed 60 (where stopped)",
+    cols = ["cell", "ours / paper", "differs", "reasons", "never passed 60 (where stopped)",
             "width ablation: m_p by d_model", "best m_p read at", "noise: largest retrain move",
-            "grid: median [lowest–highest]", "reasons"]
+            "grid: median [lowest–highest]"]
     rows, data = [], []
     for d in t2.data:
         if not d["paper_reported"] or d["status"] not in ("ok", "fail"):
@@ -837,8 +837,9 @@ def table2_disagreements(P: Profile, root=None) -> Table:
         apart = lengths_apart(d["m_p"], d["paper"], lengths)
         rows.append([f"{label_name(d['model'])} on {d['group']}, L{d['n_layers']}",
                      f"{fmt(d['m_p'])} / {fmt(d['paper'])}",
-                     f"{kind}, {apart} apart", *_evidence_cells(rules),
-                     ", ".join(EVIDENCE_NAMES[k] for k in reasons) or "unexplained"])
+                     f"{kind}, {apart} apart",
+                     ", ".join(EVIDENCE_NAMES[k] for k in reasons) or "unexplained",
+                     *_evidence_cells(rules)])
         data.append({"model": d["model"], "group": d["group"], "n_layers": d["n_layers"],
                      "m_p": d["m_p"], "paper": d["paper"], "kind": kind,
                      "lengths_apart": apart, "one_apart": apart == 1,
@@ -962,3 +963,108 @@ def longest_stall(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 out.update(steps=end - start, run_id=r["run_id"], length=length,
                            model=run_label(r["config"]))
     return out
+
+
+# -- what the Table 2 chapter (notebooks/p1_table2.py) states in numbers -------------------
+# Each function reads a report's typed ``data`` and returns the counts the chapter's prose
+# glues; the sentences around them are the chapter's.
+
+def table2_models(P: Profile, models=paper1.TABLE2_MODELS) -> Table:
+    """The architectures of Table 2: each model's class, its recurrence per layer
+    (the registry's summary) and its parameter count on S3 at the profile's width and
+    the smallest state of its grid (:func:`sst_core.experiments.paper1.d_state_grid`)."""
+    from sst_core.models.registry import REGISTRY, build
+
+    rows, data = [], []
+    for name in models:
+        d_state = paper1.d_state_grid(P, name)[0]
+        n_params = sum(p.numel() for p in build(name, 6, 6, d_model=P.track_d_model,
+                                                d_state=d_state).parameters())
+        cls = "affine" if expected_affine(name) else "state-dependent"
+        rows.append([label_name(name), cls, f"`{REGISTRY[name].summary}`", f"{n_params:,}"])
+        data.append({"model": name, "class": cls, "d_state": d_state, "parameters": n_params})
+    return Table("The architectures of Table 2", ["model", "class", "recurrence (per layer)",
+                                                  "parameters (S3, smallest state)"],
+                 rows, f"d_model {P.track_d_model}.", [], data)
+
+
+def table2_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Table 2 (:func:`table2`'s ``data``) in counts: of the ``cells`` the paper reports
+    and that have runs, those that agree exactly (``agree``) and one evaluated length apart
+    (``close``); ``by_class`` of the ``class_cells`` computed (:func:`agreement_counts`);
+    the state-dependent cells with runs (``state_dependent``) and those that reach 1000
+    (``state_dependent_1000``); the affine cells on S3 with runs (``affine_s3``) and those
+    that reach 1000 (``affine_s3_1000``)."""
+    reported = [d for d in data if d["paper_reported"] and d["n_runs"]]
+    counts = agreement_counts(data)
+    state_dep = [d for d in data if not expected_affine(d["model"]) and d["n_runs"]]
+    affine_s3 = [d for d in data
+                 if expected_affine(d["model"]) and d["group"] == "S3" and d["n_runs"]]
+    return {"cells": len(reported), "agree": sum(d["agreement"] == "agree" for d in reported),
+            "close": sum(d["agreement"] == "close" for d in reported),
+            "by_class": counts["by_class"], "class_cells": counts["reported"],
+            "state_dependent": len(state_dep),
+            "state_dependent_1000": sum(d["m_p"] == 1000 for d in state_dep),
+            "affine_s3": len(affine_s3),
+            "affine_s3_1000": sum(d["m_p"] == 1000 for d in affine_s3)}
+
+
+def disagreement_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The disagreements (:func:`table2_disagreements`'s ``data``) in counts: ``differs``
+    in all, by ``class``, ``one_apart`` (the others one evaluated length apart); those the
+    runs that never passed 60 explain (``never_60``); those no rule explains
+    (``unexplained``); those the width ablation covers (``width_covered``) and those where
+    it moves m_p towards the paper's (``width``)."""
+    return {"differs": len(data), "class": sum(d["kind"] == "class" for d in data),
+            "one_apart": sum(d["kind"] == "exact" and d["one_apart"] for d in data),
+            "never_60": sum("never_60" in d["reasons"] for d in data),
+            "unexplained": sum(not d["reasons"] for d in data),
+            "width_covered": sum(d["rules"]["width"]["covered"] for d in data),
+            "width": sum("width" in d["reasons"] for d in data)}
+
+
+def retrain_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The retraining noise (:func:`retrain_noise`'s ``data``) over every architecture:
+    runs trained ``again`` and how many of them kept m_p (``same``), moved it one evaluated
+    length (``one``) or further (``further``); pairs of two seeds of one setting
+    (``seed_pairs``) and the same split of them (``seed_same``, ``seed_one``,
+    ``seed_further``). All 0 where no run was trained again."""
+    total = next((d for d in data if d["group"] == "all"), None)
+    if total is None:
+        return dict.fromkeys(("again", "same", "one", "further", "seed_pairs", "seed_same",
+                              "seed_one", "seed_further"), 0)
+    seeds = total["seed_pairs"]
+    return {"again": total["n"], "same": total["same_m_p"], "one": total["one_apart"],
+            "further": total["further"], "seed_pairs": seeds["n"], "seed_same": seeds["same"],
+            "seed_one": seeds["one"], "seed_further": seeds["further"]}
+
+
+def runs_needed_numbers(needed: Sequence[dict[str, Any]],
+                        slices: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Table 2's agreement with one run per cell and with the whole grid
+    (:func:`table2_runs_needed`'s ``data``: ``one_*`` and ``full_*`` of ``exact``,
+    ``by_class`` and ``compute_h``; ``k_full`` runs per cell; ``best_in_one_run`` of the
+    ``reported`` cells reach their best in one run only), and the lowest and highest
+    agreement by class over the slices of the grid (:func:`table2_slices`'s ``data``, the
+    whole grid aside: ``slice_lo``, ``slice_lo_name``, ``slice_hi``, ``slice_hi_name``)."""
+    one, full = (needed[0], needed[-1]) if needed else ({}, {})
+    out: dict[str, Any] = {"k_full": full.get("k", 0), "reported": full.get("reported", 0),
+                           "best_in_one_run": full.get("cells_best_in_one_run", 0)}
+    for name, row in (("one", one), ("full", full)):
+        out.update({f"{name}_{k}": row.get(k, 0.0) for k in ("exact", "by_class", "compute_h")})
+    parts = list(slices[1:] or slices)
+    if parts:
+        lo = min(parts, key=lambda d: (d["by_class"], d["exact"]))
+        hi = max(parts, key=lambda d: (d["by_class"], d["exact"]))
+        out.update(slice_lo=lo["by_class"], slice_lo_name=lo["slice"],
+                   slice_hi=hi["by_class"], slice_hi_name=hi["slice"])
+    else:
+        out.update(slice_lo=0, slice_lo_name="—", slice_hi=0, slice_hi_name="—")
+    return out
+
+
+def pair_names(labels: Sequence[str]) -> str:
+    """Model-group pairs of :func:`width_gap` (``"aussm C2"``) as readers read them:
+    ``"AUSSM on C2; Mamba-3 on C6"``; "none" for none."""
+    return "; ".join(f"{label_name(m)} on {g}" for m, g in
+                     (label.split(" ") for label in labels)) or "none"
