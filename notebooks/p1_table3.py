@@ -86,7 +86,7 @@ for name, value in {
 plt.close("all")
 
 # %% [markdown]
-# ````{table} Table 3 of the paper, ours beside theirs: the longest length tracked ($m_p$, token accuracy at least 90%; *fail*: below 90% at 60) on $S_3$ by the one-layer RNN $h_t = \phi(W_h h_{t-1} + W_x e(x_t) + b)$ for each nonlinearity $\phi$, trained up to length 60. Each cell reads ours / the paper's, ours the best run of its grid, with [lowest–highest] over seeds where they differ; ✓ agrees, ≈ one evaluated length apart, ✗ differs.
+# ````{table} Ours beside the paper's Table 3: the longest length tracked ($m_p$, token accuracy at least 90%; *fail*: below 90% at 60) on $S_3$ by the one-layer RNN $h_t = \phi(W_h h_{t-1} + W_x e(x_t) + b)$ for each nonlinearity $\phi$, trained up to length 60. Each cell reads ours / the paper's, ours the best run of its grid, with [lowest–highest] over seeds where they differ; ✓ agrees, ≈ one evaluated length apart, ✗ differs.
 # :name: tab-table3
 # ```{glue:md} t3_table
 # :format: myst

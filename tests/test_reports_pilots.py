@@ -5,7 +5,7 @@ import pytest
 
 from sst_core.experiments import paper1
 from sst_core.reports import get_report
-from sst_core.reports.pilots import VARIANT_NAMES, pilots_60
+from sst_core.reports.pilots import VARIANT_NAMES, pilot_numbers, pilots_60
 from sst_core.spec import profiles
 from sst_core.store.records import RunFailed, cached_run
 
@@ -64,3 +64,9 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
     assert rows[(name, "no curriculum")][2] == "1 of 2 (1 failed)"
     assert rows[(name, "lr 1e-4")][2:] == ["0 of 2", "—", "—", "—", "—", "—"]
     assert get_report("pilots_60") is pilots_60
+    # the variants' runs: step cap x3 (follows the paper) 2, no curriculum (does not) 1 ok
+    assert pilot_numbers(t) == {"all_runs": 3, "all_passed": 1, "all_learned": 2,
+                                "paper_runs": 2, "paper_passed": 1, "paper_learned": 1,
+                                # step cap x3: median of 0.97 and 0.4; Table 2's: of 0.6, 0.5
+                                "best_variant": "step cap x3", "best_cell": name.replace(", ", " on "),
+                                "best_acc": 0.69, "base_acc": 0.55}

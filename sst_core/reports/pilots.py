@@ -25,6 +25,12 @@ VARIANT_NAMES = {BASE: "Table 2's protocol", "steps_x3": "step cap x3",
                  "lr_5e-4": "lr 5e-4", "lr_1e-4": "lr 1e-4"}
 
 
+# the variants that follow from the paper's protocol (a curriculum from length 2 gated at
+# 95%, its learning-rate grid, d_model 698, a step budget it does not state): only these may
+# become the protocol of every cell; the 90% gate and no curriculum are diagnoses
+FOLLOW_PAPER = ("steps_x3", "d_model_64", "d_model_128", "lr_5e-4", "lr_1e-4")
+
+
 def _stopped_at(lengths: list[int | None]) -> str:
     """Where curricula stopped, as "16 ×2, 32 ×1" (the longest length each trained at)."""
     at = Counter(lengths)
@@ -80,3 +86,30 @@ def pilots_60(P: Profile, root: Path | None = None) -> Table:
             "length 60, median [lowest–highest]; m_p ≥ 60: runs whose token accuracy at 60 is "
             "at least the pass threshold.")
     return Table("Pilots: the runs that never reach length 60", cols, rows, note, ids, data)
+
+
+def pilot_numbers(table: Table) -> dict[str, Any]:
+    """What the chapter says of :func:`pilots_60`'s ``table``: over the variants' runs (the
+    base runs aside) and over those of :data:`FOLLOW_PAPER`, how many are stored ok, passed
+    60, and reached m_p >= 60; and the row of :data:`FOLLOW_PAPER` with the highest median
+    token accuracy at 60 (``best_variant``, ``best_cell``, ``best_acc``) beside its cell's
+    Table 2 runs (``base_acc``; None where a median has no runs)."""
+    out: dict[str, Any] = {}
+    for key, names in (("all", [n for n in VARIANT_NAMES if n != BASE]),
+                       ("paper", list(FOLLOW_PAPER))):
+        rows = [d for d in table.data or [] if d["variant"] in names]
+        out[f"{key}_runs"] = sum(d["n_ok"] for d in rows)
+        out[f"{key}_passed"] = sum(d["passed_60"] for d in rows)
+        out[f"{key}_learned"] = sum(d["m_p_at_least_60"] for d in rows)
+    rows = [d for d in table.data or [] if d["variant"] in FOLLOW_PAPER and d["token_accuracy_60"]]
+    best = max(rows, key=lambda d: statistics.median(d["token_accuracy_60"]), default=None)
+    base = None if best is None else next(
+        (d for d in table.data if d["variant"] == BASE and d["token_accuracy_60"]
+         and (d["model"], d["group"], d["n_layers"]) == (best["model"], best["group"],
+                                                          best["n_layers"])), None)
+    out |= {"best_variant": VARIANT_NAMES[best["variant"]] if best else "none",
+            "best_cell": (f"{run_name({'model': best['model'], 'n_layers': best['n_layers']})}"
+                          f" on {best['group']}") if best else "none",
+            "best_acc": round(statistics.median(best["token_accuracy_60"]), 2) if best else None,
+            "base_acc": round(statistics.median(base["token_accuracy_60"]), 2) if base else None}
+    return out
