@@ -117,12 +117,12 @@ householder.derive_transposition(3, 0, 1)["holds"]
 # $C_6$, $S_3$ and $A_5$. "Can" is not "will": training decides whether a solution is found.
 
 #
-# ````{table} Which groups one layer of each Householder model can track exactly, by the reflection count (theory; no runs): *yes* when every token's transition can be orthogonal on $U$ with the states a faithful image of the group, which takes at least $\operatorname{rank}(g - I)$ reflections ($\beta = 2$) per token $g$, attained here by the representations named above.
+# :::{table} Which groups one layer of each Householder model can track exactly, by the reflection count (theory; no runs): *yes* when every token's transition can be orthogonal on $U$ with the states a faithful image of the group, which takes at least $\operatorname{rank}(g - I)$ reflections ($\beta = 2$) per token $g$, attained here by the representations named above.
 # :name: tab-dl-predictions
 # ```{glue:md} tab_predictions
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ## Table 2's protocol, with them in it
 #
@@ -156,12 +156,12 @@ for name, value in shown.items():
 plt.close("all")
 
 # %% [markdown]
-# ````{table} $m_p$ of the Householder models, torch's GRU and LSTM and Table 2's models with one layer, on one grid and protocol: the best run of each cell (*fail*: no run passes 60; *diverged*: every run of the cell diverged).
+# :::{table} $m_p$ of the Householder models, torch's GRU and LSTM and Table 2's models with one layer, on one grid and protocol: the best run of each cell (*fail*: no run passes 60; *diverged*: every run of the cell diverged).
 # :name: tab-dl-table2
 # ```{glue:md} tab_table2
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_accuracy
 # :name: "fig-dl-accuracy"
@@ -178,19 +178,19 @@ plt.close("all")
 #
 # ## Through the error-control lens
 #
-# ````{table} $S_3$ diagnostics of the best run of each model: $m_p$, $T_{\text{cross}}$ (— : $q$ stays below 1/2), and Theorem 1's return map $J$ of state-preserving words on $U$ (median over words): the largest and smallest singular values of $Q^\top J Q$ (both 1 when $J$ is orthogonal on $U$) and its distance from the identity (0 for an affine map that fixes the centroids).
+# :::{table} $S_3$ diagnostics of the best run of each model: $m_p$, $T_{\text{cross}}$ (— : $q$ stays below 1/2), and Theorem 1's return map $J$ of state-preserving words on $U$ (median over words): the largest and smallest singular values of $Q^\top J Q$ (both 1 when $J$ is orthogonal on $U$) and its distance from the identity (0 for an affine map that fixes the centroids).
 # :name: tab-dl-lens
 # ```{glue:md} tab_lens
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} The same runs' recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$, and, for the affine models, Corollary 1: the drift, the slope of $\sqrt{R_U(t)} = a + t \lVert W_{\text{out}} \bar\eta \rVert$ fitted over $10 \le t \le 120$, and the crossing time it predicts (—: a drift at or below 0, nothing grows over the window, and no crossing is predicted).
+# :::{table} The same runs' recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$, and, for the affine models, Corollary 1: the drift, the slope of $\sqrt{R_U(t)} = a + t \lVert W_{\text{out}} \bar\eta \rVert$ fitted over $10 \le t \le 120$, and the crossing time it predicts (—: a drift at or below 0, nothing grows over the window, and no crossing is predicted).
 # :name: tab-dl-drift
 # ```{glue:md} tab_drift
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_recovery
 # :name: "fig-dl-recovery"
@@ -215,12 +215,12 @@ plt.close("all")
 # {glue:text}`corollary_hh` of those whose drift could be fitted ({numref}`tab-dl-theory`,
 # with the diagonal affine models beside them).
 #
-# ````{table} Do Theorem 1 and Corollary 1 predict $m_p$? The best $S_3$ run of each affine model. A crossing time predicts $m_p$ when it lies within a factor 2 of it; for a run that fails at the training length, when it is at most twice the training length; for a run that passes the longest evaluated length, when it is no earlier than half that length (no crossing counts as past the rollout). —: no drift to fit.
+# :::{table} Do Theorem 1 and Corollary 1 predict $m_p$? The best $S_3$ run of each affine model. A crossing time predicts $m_p$ when it lies within a factor 2 of it; for a run that fails at the training length, when it is at most twice the training length; for a run that passes the longest evaluated length, when it is no earlier than half that length (no crossing counts as past the rollout). —: no drift to fit.
 # :name: tab-dl-theory
 # ```{glue:md} tab_theory
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The Householder models that extrapolate sit at the top right of {numref}`fig-dl-figure4`,
 # with both singular values of the return map near 1 and a small drift: the neutral trackers
@@ -269,12 +269,12 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: the entry point's numerical check.
+# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: the entry point's numerical check.
 # :name: tab-dl-exact
 # ```{glue:md} tab_exact
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The exact trackers never cross: their return maps are the identity on $U$ (Theorem 1 with
 # equality) and nothing drifts. The perturbed ones are just as affine and just as orthogonal
@@ -283,7 +283,7 @@ for name, value in {
 # {glue:text}`s3_angle` per step, at $t$ = {glue:text}`s3_T` measured against
 # {glue:text}`s3_pred` predicted by Corollary 1 from the drift on $t \le 120$.
 #
-# `````{dropdown} The same check on torch's GRU and LSTM
+# ::::{dropdown} The same check on torch's GRU and LSTM
 # The public entry point and the registry's diagnostics give the same crossing time for
 # {glue:text}`torch_same` runs, and $q(t)$ differing by at most {glue:text}`torch_qdiff` of
 # its largest value ({numref}`tab-dl-torch`). For a state-dependent recurrence Theorem 1 does
@@ -291,13 +291,13 @@ for name, value in {
 # theory allows such models, and the mechanism by which the paper's state-dependent models
 # extrapolate.
 #
-# ````{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as a registry model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
+# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as a registry model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
 # :name: tab-dl-torch
 # ```{glue:md} tab_torch
 # :format: myst
 # ```
-# ````
-# `````
+# :::
+# ::::
 #
 # ## What the theory would need
 #

@@ -83,12 +83,12 @@ P = params.from_notebook("beyond_groups", globals())  # fails here on a typo or 
 glue("tab_groups", rb.group_facts(P).transposed().grid(), display=False)
 
 # %% [markdown]
-# ````{table} The groups of Table 2 and the harder ones, computed from their multiplication tables (`sst_core.groups.structure`): the element orders (order: count), the number of conjugacy classes, the orders of the normal subgroups and the derived series $G > G' > \dots$ by the orders of its terms. Only $A_5$ is simple and not solvable.
+# :::{table} The groups of Table 2 and the harder ones, computed from their multiplication tables (`sst_core.groups.structure`): the element orders (order: count), the number of conjugacy classes, the orders of the normal subgroups and the derived series $G > G' > \dots$ by the orders of its terms. Only $A_5$ is simple and not solvable.
 # :name: tab-hg-groups
 # ```{glue:md} tab_groups
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ## Table 2 on the harder groups
 #
@@ -124,19 +124,19 @@ glue("fig_harder", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
-# ````{table} Table 2's models with one layer on $A_4$, $A_5$ and $C_2 \times S_3$, with $S_3$ from Table 2 beside them (the paper reports none of the harder groups): $m_p$, the largest evaluated length with token accuracy at least 90%, best over the grid, with [lowest–highest] over seeds where they differ; *fail*: below 90% at the training length 60.
+# :::{table} Table 2's models with one layer on $A_4$, $A_5$ and $C_2 \times S_3$, with $S_3$ from Table 2 beside them (the paper reports none of the harder groups): $m_p$, the largest evaluated length with token accuracy at least 90%, best over the grid, with [lowest–highest] over seeds where they differ; *fail*: below 90% at the training length 60.
 # :name: tab-hg-table2
 # ```{glue:md} tab_harder
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} The split by class, per group, counted from the one-layer cells of {numref}`tab-hg-table2`: models at the longest evaluated length, and affine models below 90% token accuracy at the training length 60.
+# :::{table} The split by class, per group, counted from the one-layer cells of {numref}`tab-hg-table2`: models at the longest evaluated length, and affine models below 90% token accuracy at the training length 60.
 # :name: tab-hg-split
 # ```{glue:md} tab_split
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_harder
 # :name: "fig-hg-accuracy"
@@ -183,12 +183,12 @@ glue("fig_f4_a5", fig, display=False)
 plt.close(fig)
 
 # %% [markdown]
-# ````{table} Figure 4's statistics on $S_3$ and on $A_5$, beside the paper's on $S_3$: does $T_{\text{cross}}$ predict $m_p$? The same affine sweep, selection rule and statistics on each group; the median of $q$ at $m_p$ with its bootstrap 95% interval.
+# :::{table} Figure 4's statistics on $S_3$ and on $A_5$, beside the paper's on $S_3$: does $T_{\text{cross}}$ predict $m_p$? The same affine sweep, selection rule and statistics on each group; the median of $q$ at $m_p$ with its bootstrap 95% interval.
 # :name: tab-hg-f4
 # ```{glue:md} tab_f4
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_f4_a5
 # :name: "fig-hg-f4-a5"

@@ -118,12 +118,12 @@ for name, fig in figures.items():
     plt.close(fig)
 
 # %% [markdown]
-# ````{table} The semi-affine models (rank $r = 8$) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$, the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
+# :::{table} The semi-affine models (rank $r = 8$) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$, the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
 # :name: tab-sa
 # ```{glue:md} tab_sa
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_sa_accuracy
 # :name: "fig-sa-accuracy"
@@ -161,12 +161,12 @@ for name, fig in figures.items():
 # 1000, the semi-affine Negative Mamba beside the affine one in one run; the times are those
 # of the newest stored benchmark record with these rows, on its hardware.
 #
-# ````{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run; a training step is forward, backward and AdamW.
+# :::{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run; a training step is forward, backward and AdamW.
 # :name: tab-sa-cost
 # ```{glue:md} tab_sa_cost
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The arithmetic the correction adds is small ($2 r D$ multiply-adds per step against the
 # affine step's $\sim 3D$); the larger change is the loop: the affine model runs a fused scan,

@@ -110,19 +110,19 @@ glue("tab_predictors", pred.grid(), display=False)
 # %% [markdown]
 # ## The spectra of the trained trackers
 #
-# ````{table} Per-token transitions of the trained $S_3$ trackers, the best run of each model: the Jacobians $A(x) = \partial h_t / \partial h_{t-1}$ along held-out words (the learned transitions of an affine model, the linearisation of a state-dependent one), medians over tokens of the median over positions: spectral radius, share of eigenvalues within 0.01 of the unit circle, and memory horizon, the first delay at which Paper 2's memory function (the maximum over channels) drops below 1/2. $D_{\text{rec}}$: the size of the recurrent state.
+# :::{table} Per-token transitions of the trained $S_3$ trackers, the best run of each model: the Jacobians $A(x) = \partial h_t / \partial h_{t-1}$ along held-out words (the learned transitions of an affine model, the linearisation of a state-dependent one), medians over tokens of the median over positions: spectral radius, share of eigenvalues within 0.01 of the unit circle, and memory horizon, the first delay at which Paper 2's memory function (the maximum over channels) drops below 1/2. $D_{\text{rec}}$: the size of the recurrent state.
 # :name: tab-sp-spectra
 # ```{glue:md} tab_spectra
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words.
+# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words.
 # :name: tab-sp-return
 # ```{glue:md} tab_return
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ```{glue:figure} fig_spectra
 # :name: "fig-sp-spectra"
@@ -157,12 +157,12 @@ glue("tab_predictors", pred.grid(), display=False)
 # rank-correlated with $m_p$, beside the paper's own predictor $T_{\text{cross}}$ on the same
 # runs:
 #
-# ````{table} Spearman correlation of each spectral summary with $m_p$ over the affine $S_3$ runs (Table 2's and the Figure 4 sweep's) that pass the training length, beside $T_{\text{cross}}$ on the same runs; a rank correlation because $m_p$ lives on a grid of lengths and is censored at the longest. No $\rho$ (—) with fewer than three runs or a constant column.
+# :::{table} Spearman correlation of each spectral summary with $m_p$ over the affine $S_3$ runs (Table 2's and the Figure 4 sweep's) that pass the training length, beside $T_{\text{cross}}$ on the same runs; a rank correlation because $m_p$ lives on a grid of lengths and is censored at the longest. No $\rho$ (—) with fewer than three runs or a constant column.
 # :name: tab-sp-predictors
 # ```{glue:md} tab_predictors
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The memory horizon of a typical transition bounds how long an *input* stays readable
 # ({numref}`fig-sp-memory`); its rank correlation with $m_p$ is {glue:text}`rho_horizon`.

@@ -40,12 +40,12 @@ glue("close_width", ov.CLOSE_WIDTH, display=False)
 glue("identity_tol", ov.IDENTITY_TOL, display=False)
 
 # %% [markdown]
-# ````{table} The papers' headline results beside ours: the paper's value, ours, and the verdict of the rule below (agrees, close, differs); the last column links to the chapter that shows how ours was made.
+# :::{table} The papers' headline results beside ours: the paper's value, ours, and the verdict of the rule below (agrees, close, differs); the last column links to the chapter that shows how ours was made.
 # :name: tab-verdict
 # ```{glue:md} verdict_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # **The rule**, fixed before our numbers were looked at and applied by code
 # (`sst_core.reports.overview`). A result *agrees* when ours matches the paper's within
