@@ -17,21 +17,19 @@
 # {cite}`schlag2021fastweight,yang2024deltanet` with transitions $I - \beta_t k_t k_t^\top$
 # and $\beta_t \in [0, 2]$ {cite}`grazzi2025unlocking`, and DeltaProduct, which multiplies
 # $n_h$ such factors per token {cite}`siems2025deltaproduct`, are reported to track $S_3$ and
-# larger groups far beyond their training length. The paper leaves open which shapes of the
-# transition restricted to $U$ keep an affine model robust. This chapter asks: **how do these
-# models square with Theorem 1, and do the paper's diagnostics predict how far they
-# extrapolate?**
+# larger groups far beyond their training length. This chapter asks: **how do these models
+# square with Theorem 1, and do the paper's diagnostics predict how far they extrapolate?**
 #
-# **What we find.** Under the book's protocol DeltaProduct reaches $m_p$ =
-# {glue:text}`dp_S3` on $S_3$ and {glue:text}`dp_A5` on $A_5$, where no diagonal affine model
-# passes the training length; DeltaNet with $\beta \le 1$ fails on every group, as the
-# reflection count predicts ({numref}`tab-dl-predictions`, {numref}`tab-dl-table2`). They do
-# not contradict Theorem 1: DeltaProduct's return map on $U$ is nearly orthogonal (singular
-# values {glue:text}`dp_smin` to {glue:text}`dp_smax`), neutral rather than contracting, and
-# its error grows by a small drift. The measured $T_{\text{cross}}$ predicts $m_p$ for
-# {glue:text}`measured_hh` Householder models ({numref}`tab-dl-theory`). The theorem's
-# dichotomy is not between diagonal and non-diagonal transitions but between no drift and some
-# drift ({numref}`tab-dl-exact`).
+# **What we find.** DeltaProduct reaches $m_p$ = {glue:text}`dp_S3` on $S_3$ and
+# {glue:text}`dp_A5` on $A_5$, where no diagonal affine model passes the training length;
+# DeltaNet with $\beta \le 1$ fails on every group, as the reflection count predicts
+# ({numref}`tab-dl-predictions`, {numref}`tab-dl-table2`). They do not contradict Theorem 1:
+# DeltaProduct's return map on $U$ is nearly orthogonal (singular values {glue:text}`dp_smin`
+# to {glue:text}`dp_smax`), neutral rather than contracting, and its error grows by a small
+# drift. The measured $T_{\text{cross}}$ predicts $m_p$ for {glue:text}`measured_hh`
+# Householder models ({numref}`tab-dl-theory`). The theorem's dichotomy is not between
+# diagonal and non-diagonal transitions but between no drift and some drift
+# ({numref}`tab-dl-exact`).
 #
 # At this book's scale: the grid of the other "Beyond" chapters, {glue:text}`per_cell:d` runs
 # per cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`
@@ -39,9 +37,8 @@
 #
 # ## The models
 #
-# `sst_core.models.delta` (no short convolution and no output norm, unlike the
-# flash-linear-attention implementations, which leaves the recurrence unchanged): per head a
-# state $S_t \in \mathbb R^{d_k \times d_v}$,
+# `sst_core.models.delta` (without the short convolution and output norm of the
+# flash-linear-attention versions; the recurrence is the same): per head a state $S_t$,
 #
 # $$
 # S_t = (I - \beta_t k_t k_t^\top)\, S_{t-1} + \beta_t k_t v_t^\top, \qquad
@@ -49,9 +46,10 @@
 # $$
 #
 # with $\beta_t = \sigma(\cdot) \in [0, 1]$ (DeltaNet) or $2\sigma(\cdot) \in [0, 2]$
-# (DeltaNet, $\beta \in [0, 2]$), and DeltaProduct taking $n_h$ such steps per token
-# ($n_h = 2$, and a variant with 3). The transition depends on the token only, so all four
-# are affine in the paper's sense, and the tests check it numerically.
+# (DeltaNet, $\beta \in [0, 2]$: transition eigenvalues in $[-1, 1]$), and DeltaProduct
+# taking $n_h$ such steps per token ($n_h = 2$, and a variant with 3). The transition depends
+# on the token only, so all four are affine in the paper's sense (the tests check it
+# numerically). torch's `nn.GRU` and `nn.LSTM` join them as registry models.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -66,16 +64,16 @@ track_stack = None
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
 import sympy as sp
-from IPython.display import Markdown
 from myst_nb import glue
 
 from sst_core.book import params
 from sst_core.experiments import beyond
-from sst_core.experiments.runs import run_all, run_analyses
 from sst_core.experiments.paper1 import figure4_selection
+from sst_core.experiments.runs import run_all, run_analyses
 from sst_core.figures import beyond as plots_beyond
 from sst_core.figures import common as plots
 from sst_core.reports import beyond as rb
+from sst_core.reports import format_value as fv  # a dash for None
 from sst_core.reports import paper1 as rp1
 from sst_core.theory import householder
 
@@ -86,9 +84,9 @@ P = params.from_notebook("beyond_delta", globals())  # fails here on a typo or a
 #
 # Theorem 1 forbids an affine tracker to *correct* an error along $U$; it does not forbid one
 # that never *makes* an error there. A transition that acts on $U$ as an orthogonal map (a
-# permutation of the centroids, for instance) is neutral: an error along $U$ keeps its size
-# forever, and if the map is exact there is no drift to accumulate. Corollary 1 then puts the
-# crossing time at infinity. Which Householder products can be orthogonal? Three facts:
+# permutation of the centroids, for instance) is neutral: an error along $U$ keeps its size,
+# and if the map is exact there is no drift to accumulate; Corollary 1 puts the crossing time
+# at infinity. Which Householder products can be orthogonal? Three facts:
 #
 # 1. $H = I - \beta k k^\top$ with $\lVert k\rVert = 1$ has the eigenvalue $1 - \beta$ on $k$
 #    and 1 on its complement, and $H^\top H - I = \beta(\beta - 2)\, k k^\top$: it is
@@ -103,97 +101,67 @@ P = params.from_notebook("beyond_delta", globals())  # fails here on a typo or a
 
 # %%
 hh = householder.derive_householder(3)  # a symbolic k in R^3
-eigen_on_k, gram = hh["eigen_on_k"], sp.factor(hh["gram_coefficient"])
-eigen_on_k, gram, hh["orthogonal_at"], hh["holds"]
+hh["eigen_on_k"], sp.factor(hh["gram_coefficient"]), hh["orthogonal_at"], hh["holds"]
 
 # %%
 householder.derive_transposition(3, 0, 1)["holds"]
 
 # %% [markdown]
-# Applied to the generator tokens of the book's groups (their orders, and the factors a token
-# needs in the orthogonal representation `tracking_representation` builds: the sign for
-# $C_2$, a rotation for $C_6$, the standard representation for $S_3$, the rotations of the
-# icosahedron for $A_5$), this says in advance which of the four models *can* track which
-# group exactly with one layer ({numref}`tab-dl-predictions`). DeltaNet ($\beta \le 1$) has
-# no orthogonal factor but the identity, so every tracker it can express drifts or contracts
-# the symbolic state itself; one reflection per token is enough for parity but for no group
-# with an element of order above 2; two factors are enough for $C_6$, $S_3$ and $A_5$. "Can"
-# is not "will": the table says which exact solutions exist, training decides whether they
-# are found.
+# Applied to the generator tokens of the book's groups, in the orthogonal representation
+# `tracking_representation` builds (the sign for $C_2$, a rotation for $C_6$, the standard
+# representation for $S_3$, the rotations of the icosahedron for $A_5$, whose standard
+# representation would need four reflections for a 5-cycle), this says in advance which
+# model *can* track which group exactly with one layer ({numref}`tab-dl-predictions`).
+# DeltaNet ($\beta \le 1$) has no orthogonal factor but the identity; one reflection per token
+# is enough for parity but for no group with an element of order above 2; two are enough for
+# $C_6$, $S_3$ and $A_5$. "Can" is not "will": training decides whether a solution is found.
 
-# %% tags=["remove-input"]
-glue("tab_predictions", rb.delta_predictions(), display=False)
-
-# %% [markdown]
-# ```{glue:figure} tab_predictions
-# :name: "tab-dl-predictions"
 #
-# Which groups one layer of each Householder model can track exactly, by the reflection
-# count (theory; no runs).
+# :::{table} Which groups one layer of each Householder model can track exactly, by the reflection count (theory; no runs): *yes* when every token's transition can be orthogonal on $U$ with the states a faithful image of the group, which takes at least $\operatorname{rank}(g - I)$ reflections ($\beta = 2$) per token $g$, attained here by the representations named above.
+# :name: tab-dl-predictions
+# ```{glue:md} tab_predictions
+# :format: myst
 # ```
+# :::
 #
 # ## Table 2's protocol, with them in it
 #
-# The same grid and protocol as Table 2 (narrowed as in the other "Beyond" chapters), on
-# $C_2$, $C_6$, $S_3$ and $A_5$, for the four Householder models, torch's `nn.GRU` and
-# `nn.LSTM` (as registry models) and the models of Table 2 they are compared with; then the
-# diagnostics of every $S_3$ run:
+# The grid and protocol of Table 2 (narrowed as in the other "Beyond" chapters), on $C_2$,
+# $C_6$, $S_3$ and $A_5$, for the four Householder models, torch's GRU and LSTM and the
+# models of Table 2 they are compared with; then the diagnostics of every $S_3$ run:
 
 # %% tags=["remove-output"]
 records = run_all(beyond.delta_grid(P), desc="delta", stack=P.track_stack)
 diag = run_analyses(beyond.delta_diagnostics(P), "diagnostics, S3", P.track_stack)
 
 # %% tags=["remove-input"]
-table = rb.delta(P)
-rows = {d["model"]: d for d in table.data}
-depth = beyond.beyond_profile(P).track_depths[0]
-verdicts = [v for v in rb.delta_verdicts(P) if v["reaches_longest"] is not None]
-theory = rb.delta_theory_table(P)
-householders = [d for d in theory.data if d["model"] in beyond.DELTA_MODELS]
-dp = rows["deltaproduct"]
-numbers = {"d_model": P.track_d_model, "max_steps": P.track_max_steps,
-           "samples": P.diag_samples,
-           "per_cell": len(records) // max(1, len(table.data) * len(dp["cells"])),
-           "dp_S3": rp1.shown_text(**dp["cells"][f"S3 L{depth}"]),
-           "dp_A5": rp1.shown_text(**dp["cells"][f"A5 L{depth}"]),
-           "dp_smin": "—" if dp.get("gain_min") is None else f"{dp['gain_min']:.3g}",
-           "dp_smax": "—" if dp.get("gain") is None else f"{dp['gain']:.3g}",
-           "measured_hh": f"{sum(d['measured'] for d in householders)} of {len(householders)}",
-           "corollary_hh": f"{sum(bool(d['corollary']) for d in householders)} of "
-                           f"{sum(d['corollary'] is not None for d in householders)}"}
-for kind in ("yes", "no"):
-    cells = [v for v in verdicts if v["predicted"] == kind]
-    numbers[f"reach_{kind}"] = f"{sum(v['reaches_longest'] for v in cells)} of {len(cells)}"
-glue("tab_table2", table, display=False)
-lens = rb.delta_lens(P)  # nine columns: as two tables, the model's name in both
-glue("tab_lens", Markdown("\n\n".join(t.to_markdown() for t in lens.split(keys=1, at=6))),
-     display=False)
-glue("tab_theory", theory, display=False)
-
 best = rb.best_by_model(diag)
 order = [m for m in beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED if m in best]
-figures = {
-    "fig_accuracy": plots.fig_accuracy_vs_length(
-        [r for r in rp1.best_runs(records)
-         if r["config"]["model"] in beyond.DELTA_MODELS + beyond.TORCH_RNNS],
-        beyond.DELTA_GROUPS),
-    "fig_recovery": plots_beyond.fig_q_recovery([best[m] for m in order], beyond.DELTA_MODELS),
-    "fig_figure4": plots_beyond.fig_figure4_placement(
-        figure4_selection(rb.figure4_records(P, "S3")),
-        [r for r in diag if r["status"] == "ok"
-         and r["config"]["run"]["model"] in beyond.DELTA_MODELS]),
-}
-for name, fig in figures.items():
-    glue(name, fig, display=False)
-    plt.close(fig)
+lens_map, lens_drift = rb.delta_lens(P).split(keys=2, at=6)  # two tables, for the page's width
+shown = {"tab_predictions": rb.delta_predictions().grid(), "tab_table2": rb.delta(P).grid(),
+         "tab_lens": lens_map.grid(), "tab_drift": lens_drift.grid(),
+         "tab_theory": rb.delta_theory_table(P).grid(),
+         "fig_accuracy": plots.fig_accuracy_vs_length(
+             [r for r in rp1.best_runs(records)
+              if r["config"]["model"] in beyond.DELTA_MODELS + beyond.TORCH_RNNS],
+             beyond.DELTA_GROUPS),
+         "fig_recovery": plots_beyond.fig_q_recovery([best[m] for m in order],
+                                                     beyond.DELTA_MODELS),
+         "fig_figure4": plots_beyond.fig_figure4_placement(
+             figure4_selection(rb.figure4_records(P, "S3")),
+             [r for r in diag if r["status"] == "ok"
+              and r["config"]["run"]["model"] in beyond.DELTA_MODELS])}
+for name, value in shown.items():
+    glue(name, value, display=False)
+plt.close("all")
 
 # %% [markdown]
-# ```{glue:figure} tab_table2
-# :name: "tab-dl-table2"
-#
-# $m_p$ of the Householder models, torch's GRU and LSTM and Table 2's models on one grid:
-# best over the grid; "fail": no run passes 60.
+# :::{table} $m_p$ of the Householder models, torch's GRU and LSTM and Table 2's models with one layer, on one grid and protocol: the best run of each cell (*fail*: no run passes 60; *diverged*: every run of the cell diverged).
+# :name: tab-dl-table2
+# ```{glue:md} tab_table2
+# :format: myst
 # ```
+# :::
 #
 # ```{glue:figure} fig_accuracy
 # :name: "fig-dl-accuracy"
@@ -202,26 +170,27 @@ for name, fig in figures.items():
 # torch's GRU and LSTM (dotted: the training length 60; grey line: 90%).
 # ```
 #
-# Against the theory's table: of the one-layer cells where an exact tracker exists ("yes" in
+# Against the theory: of the one-layer cells where an exact tracker exists ("yes" in
 # {numref}`tab-dl-predictions`), {glue:text}`reach_yes` reach the longest evaluated length;
-# of those where none exists ("no"), {glue:text}`reach_no`. A "no" cell that reached it
-# would be no contradiction: every tracker of that shape drifts, so it fails at *some*
-# length, but the drift may be small enough to stay below $\tau$ up to the longest length.
+# of those where none exists ("no"), {glue:text}`reach_no`. A "no" cell that reached it would
+# be no contradiction: every tracker of that shape drifts, so it fails at *some* length, but
+# the drift may stay small enough up to the longest length evaluated.
 #
 # ## Through the error-control lens
 #
-# On $S_3$, the best run of each model: its diagnostics ({numref}`tab-dl-lens`), then $q(t)$
-# and the recovery of an error placed inside $U$ ({numref}`fig-dl-recovery`), and where the
-# Householder models fall on Figure 4's axes ({numref}`fig-dl-figure4`).
-#
-# ```{glue:figure} tab_lens
-# :name: "tab-dl-lens"
-#
-# $S_3$ diagnostics of the best run of each model: $T_{\text{cross}}$, the largest and
-# smallest singular values of the return map on $U$ (both 1 for a map orthogonal on $U$)
-# and its distance from the identity, recovery along $U$, and Corollary 1's drift and
-# crossing time.
+# :::{table} $S_3$ diagnostics of the best run of each model: $m_p$, $T_{\text{cross}}$ (— : $q$ stays below 1/2), and Theorem 1's return map $J$ of state-preserving words on $U$ (median over words): the largest and smallest singular values of $Q^\top J Q$ (both 1 when $J$ is orthogonal on $U$) and its distance from the identity (0 for an affine map that fixes the centroids).
+# :name: tab-dl-lens
+# ```{glue:md} tab_lens
+# :format: myst
 # ```
+# :::
+#
+# :::{table} The same runs' recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$, and, for the affine models, Corollary 1: the drift, the slope of $\sqrt{R_U(t)} = a + t \lVert W_{\text{out}} \bar\eta \rVert$ fitted over $10 \le t \le 120$, and the crossing time it predicts (—: a drift at or below 0, nothing grows over the window, and no crossing is predicted).
+# :name: tab-dl-drift
+# ```{glue:md} tab_drift
+# :format: myst
+# ```
+# :::
 #
 # ```{glue:figure} fig_recovery
 # :name: "fig-dl-recovery"
@@ -238,25 +207,25 @@ for name, fig in figures.items():
 # Figure 4 sweep in grey, the Householder models' $S_3$ runs in colour.
 # ```
 #
-# Do Theorem 1 and Corollary 1 predict their $m_p$? By a rule fixed before looking
-# (`sst_core.reports.beyond.crossing_predicts`, stated under {numref}`tab-dl-theory`), the
-# measured $T_{\text{cross}}$ predicts $m_p$ for {glue:text}`measured_hh` Householder models,
-# and Corollary 1's crossing time from the early drift for {glue:text}`corollary_hh` of those
-# whose drift could be fitted; the diagonal affine models beside them are in the same table.
+# Recovery is measured {glue:text}`rec_steps:d` steps after the perturbation
+# ({numref}`tab-dl-drift`, {numref}`fig-dl-recovery`). Do Theorem 1 and Corollary 1 predict
+# $m_p$? By a rule fixed before looking
+# (`sst_core.reports.beyond.crossing_predicts`), the measured $T_{\text{cross}}$ predicts
+# $m_p$ for {glue:text}`measured_hh` Householder models, and Corollary 1's crossing time for
+# {glue:text}`corollary_hh` of those whose drift could be fitted ({numref}`tab-dl-theory`,
+# with the diagonal affine models beside them).
 #
-# ```{glue:figure} tab_theory
-# :name: "tab-dl-theory"
-#
-# Do Theorem 1 and Corollary 1 predict $m_p$? The measured crossing time and Corollary 1's,
-# for the Householder models and the diagonal affine models beside them.
+# :::{table} Do Theorem 1 and Corollary 1 predict $m_p$? The best $S_3$ run of each affine model. A crossing time predicts $m_p$ when it lies within a factor 2 of it; for a run that fails at the training length, when it is at most twice the training length; for a run that passes the longest evaluated length, when it is no earlier than half that length (no crossing counts as past the rollout). —: no drift to fit.
+# :name: tab-dl-theory
+# ```{glue:md} tab_theory
+# :format: myst
 # ```
+# :::
 #
-# How to read it. The Householder models that extrapolate sit at the top right of
-# {numref}`fig-dl-figure4`, with both singular values of the return map near 1 and a small
-# drift: they are the neutral trackers Theorem 1 allows. Had their return maps had singular
-# values well below 1 on $U$, they would have contradicted the theorem's premise (their
-# return maps would not fix the centroids), which the column $\lVert Q^\top J Q - I\rVert$
-# of {numref}`tab-dl-lens` measures directly.
+# The Householder models that extrapolate sit at the top right of {numref}`fig-dl-figure4`,
+# with both singular values of the return map near 1 and a small drift: the neutral trackers
+# Theorem 1 allows. Singular values well below 1 on $U$ would have contradicted its premise
+# (the return maps would not fix the centroids; {numref}`tab-dl-lens` measures it directly).
 #
 # ## The diagnostics on anyone's model
 #
@@ -271,81 +240,77 @@ for name, fig in figures.items():
 # out["T_cross"], out["failure_mode"], out["theorem1"]["gain"]
 # ```
 #
-# `diagnose(cfg)`, which made every diagnostics record of the book, runs the same core
-# (`sst_core.analysis.error_control.error_control_measures`). First, torch's GRU and LSTM: one
-# $S_3$ run of each, trained above under the book's protocol, handed to the entry point as the
-# plain `nn.GRU` / `nn.LSTM` inside them (`sst_core.models.torch_rnn.torch_module`) with their
-# readout, beside the registry's diagnostics of the same run on the same words
-# ({numref}`tab-dl-torch`). Second, the exact tracker of the theory above
-# (`householder.permutation_tracker`: each token applied as its reflections), exactly and with
-# a small fixed rotation of each token's transition, the kind of imperfection training leaves
-# ({numref}`tab-dl-exact`):
+# It runs the same core as `diagnose(cfg)`, which made every diagnostics record of the book.
+# We hand it the exact tracker of the theory (`householder.permutation_tracker`), exactly and
+# with a small fixed rotation of each token's transition, the kind of imperfection training
+# leaves ({numref}`tab-dl-exact`), and torch's GRU and LSTM trained above as plain modules:
 
 # %% tags=["remove-output"]
-plain = run_analyses(beyond.torch_module_grid(P), "plain torch modules",
-                     P.track_stack)
+plain = run_analyses(beyond.torch_module_grid(P), "plain torch modules", P.track_stack)
 exact_records = run_all(beyond.exact_tracker_grid(P), desc="exact trackers")
 
 # %% tags=["remove-input"]
-check, exact = rb.torch_module_check(P), rb.exact_trackers(P)
-compared = [d for d in check.data if d["status"] == "ok"]
-drifted = {d["group"]: d for d in exact.data if d["status"] == "ok" and d["drift"] > 0
-           and d["T_cross"] is not None}
-numbers.update({
-    "torch_same": f"{sum(d['T_cross'] == d['T_cross_plain'] for d in compared)} of {len(compared)}",
-    "torch_qdiff": "—" if not compared else f"{max(d['q_rel_diff'] or 0 for d in compared):.1g}",
-    "s3_T": drifted["S3"]["T_cross"] if "S3" in drifted else "none",
-    "s3_angle": drifted["S3"]["drift"] if "S3" in drifted else "none",
-    "s3_pred": f"{drifted['S3']['T_pred']:.4g}" if drifted.get("S3", {}).get("T_pred") else "none"})
-for name, value in numbers.items():
+n = rb.delta_summary(P)  # the numbers the prose cites, typed
+exact_s3 = n["exact_S3"] or {"T_cross": None, "drift": None, "T_pred": None}
+for name, value in {
+        "d_model": P.track_d_model, "max_steps": P.track_max_steps, "samples": P.diag_samples,
+        "per_cell": n["per_cell"], "rec_steps": n["recovery_steps"],
+        "dp_S3": rp1.shown_text(**n["dp_S3"]), "dp_A5": rp1.shown_text(**n["dp_A5"]),
+        "dp_smin": fv(n["dp_gain_min"], ".3g"), "dp_smax": fv(n["dp_gain"], ".3g"),
+        "measured_hh": f"{n['measured']} of {n['n_theory']}",
+        "corollary_hh": f"{n['corollary']} of {n['n_corollary']}",
+        "reach_yes": f"{n['reach_yes']} of {n['n_yes']}",
+        "reach_no": f"{n['reach_no']} of {n['n_no']}",
+        "torch_same": f"{n['torch_same']} of {n['n_torch']}",
+        "torch_qdiff": fv(n["torch_q_diff"], ".1g"), "s3_T": fv(exact_s3["T_cross"]),
+        "s3_angle": fv(exact_s3["drift"], "g"), "s3_pred": fv(exact_s3["T_pred"], ".4g"),
+        "tab_torch": rb.torch_module_check(P).grid(), "tab_exact": rb.exact_trackers(P).grid()
+        }.items():
     glue(name, value, display=False)
-glue("tab_torch", check, display=False)
-glue("tab_exact", exact, display=False)
 
 # %% [markdown]
-# ```{glue:figure} tab_torch
-# :name: "tab-dl-torch"
-#
-# torch's GRU and LSTM diagnosed twice: as registry models and, through the public entry
-# point, as the plain torch modules inside them, on the same held-out words.
+# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: the entry point's numerical check.
+# :name: tab-dl-exact
+# ```{glue:md} tab_exact
+# :format: myst
 # ```
-#
-# The two paths give the same crossing time for {glue:text}`torch_same` runs, and $q(t)$
-# differing by at most {glue:text}`torch_qdiff` of its largest value. For a state-dependent
-# recurrence Theorem 1 does not apply; a largest singular value of the return map below 1 on
-# $U$ is the contraction the theory allows such models, and the mechanism by which the
-# paper's state-dependent models extrapolate.
-#
-# ```{glue:figure} tab_exact
-# :name: "tab-dl-exact"
-#
-# Exact and perturbed Householder trackers through the public diagnostics: each token
-# applied as its reflections in an exact orthogonal representation, then rotated by the
-# given angle at every step.
-# ```
+# :::
 #
 # The exact trackers never cross: their return maps are the identity on $U$ (Theorem 1 with
 # equality) and nothing drifts. The perturbed ones are just as affine and just as orthogonal
-# (both singular values of the return map stay 1: neutral, not contracting), yet their return
-# maps no longer fix the centroids, the error grows step by step, and $q$ crosses $\tau$: on
-# $S_3$ rotated by {glue:text}`s3_angle` per step, at $t$ = {glue:text}`s3_T` measured
-# against {glue:text}`s3_pred` predicted by Corollary 1 from the drift on $t \le 120$. The theorem's dichotomy is not
-# between diagonal and non-diagonal transitions but between no drift and some drift.
+# (both singular values stay 1: neutral, not contracting), yet their return maps no longer fix
+# the centroids, the error grows step by step, and $q$ crosses $\tau$: on $S_3$ rotated by
+# {glue:text}`s3_angle` per step, at $t$ = {glue:text}`s3_T` measured against
+# {glue:text}`s3_pred` predicted by Corollary 1 from the drift on $t \le 120$.
+#
+# ::::{dropdown} The same check on torch's GRU and LSTM
+# The public entry point and the registry's diagnostics give the same crossing time for
+# {glue:text}`torch_same` runs, and $q(t)$ differing by at most {glue:text}`torch_qdiff` of
+# its largest value ({numref}`tab-dl-torch`). For a state-dependent recurrence Theorem 1 does
+# not apply; a largest singular value of the return map below 1 on $U$ is the contraction the
+# theory allows such models, and the mechanism by which the paper's state-dependent models
+# extrapolate.
+#
+# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as a registry model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
+# :name: tab-dl-torch
+# ```{glue:md} tab_torch
+# :format: myst
+# ```
+# :::
+# ::::
 #
 # ## What the theory would need
 #
 # Theorem 1 covers these models as it stands: they are affine, and wherever their return maps
-# fix the centroids they are the identity on $U$. What it does not give is a *rate*: Corollary
-# 1 turns a drift into a crossing time, and the drift is zero for an exact orthogonal
-# representation. So the theory needs one more ingredient to predict $m_p$ for non-diagonal
-# models: which transitions can realise the group exactly (a question about representations:
-# {numref}`tab-dl-predictions`, by the reflection count) and how close training gets to them
-# (the measured drift). Diagonal transitions commute, so exactly they realise only abelian
-# groups: real ones only products of $C_2$ (their orthogonal entries are $\pm 1$), complex
-# ones any abelian group ($C_6$ by sixth roots of unity), never $S_3$ or $A_5$. Products of
-# reflections realise every finite group in some dimension (each is a group of permutations,
-# and a transposition is a reflection), which is why the Householder models can extrapolate
-# where the diagonal ones cannot.
+# fix the centroids they are the identity on $U$. It gives no *rate*: Corollary 1 turns a
+# drift into a crossing time, and the drift is zero for an exact orthogonal representation.
+# To predict $m_p$ for non-diagonal models the theory needs which transitions can realise the
+# group exactly (the reflection count) and how close training gets to them (the drift). Diagonal
+# transitions commute, so exactly they realise only abelian groups: real ones only products of
+# $C_2$ (their orthogonal entries are $\pm 1$), complex ones any abelian group ($C_6$ by sixth
+# roots of unity), never $S_3$ or $A_5$. Products of reflections realise every finite group in
+# some dimension (each is a group of permutations, and a transposition is a reflection), which
+# is why the Householder models can extrapolate where the diagonal ones cannot.
 
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made

@@ -101,8 +101,8 @@ oracle = scored["oracle", "drift"]["loo"]
 numbers["oracle_factor"] = "—" if oracle is None else f"{2 ** oracle['median_log2_error']:.2f}"
 for name, value in numbers.items():
     glue(name, value, display=False)
-glue("tab_agree", table, display=False)
-glue("tab_warning", warn, display=False)
+glue("tab_agree", table.grid(), display=False)
+glue("tab_warning", warn.grid(), display=False)
 figures = {
     "fig_curves": plots_beyond.fig_label_free_curves(rb.label_free_examples(ok)),
     "fig_scatter": plots_beyond.fig_label_free_scatter([r["metrics"] for r in ok]),
@@ -116,13 +116,12 @@ for name, fig in figures.items():
     plt.close(fig)
 
 # %% [markdown]
-# ```{glue:figure} tab_agree
-# :name: "tab-lf-agree"
-#
-# Label-free $q(t)$ against the oracle's, per group and labelling: how often the crossing
-# times agree, and how closely $\log T_{\text{cross}}$ and $\log q(t)$ correlate. The last
-# rows pool every group.
+# :::{table} Label-free $q(t)$ against the oracle's (the true group states), per group and labelling, over every trained tracker: how often the crossing times agree (both never cross, or within a factor 1.25 of each other), how often both cross, the correlation $r$ of $\log T_{\text{cross}}$ and the median $r$ of $\log q(t)$ over the rollout (finite values only). The last rows pool every group.
+# :name: tab-lf-agree
+# ```{glue:md} tab_agree
+# :format: myst
 # ```
+# :::
 #
 # ```{glue:figure} fig_curves
 # :name: "fig-lf-curves"
@@ -157,12 +156,12 @@ for name, fig in figures.items():
 # and calibrated (a log-log line from $T_{\text{pred}}$ to $m_p$ fitted on the *other*
 # trackers, leave-one-out, then snapped the same way).
 #
-# ```{glue:figure} tab_warning
-# :name: "tab-lf-warning"
-#
-# The online warning: $m_p$ predicted from $t \le 60$, its error per labelling and fit
-# (an error of 1 is a factor of two).
+# :::{table} The online warning over the affine trackers (every group) that pass the training length: $m_p$ predicted from $10 \le t \le 60$ per labelling and fit (*drift*: $\sqrt{R} = a + b t$; *power*: $q = C t^\alpha$), raw and calibrated (leave-one-out); the error is $\lvert \log_2(\text{predicted} / m_p) \rvert$, so 1 is a factor of two.
+# :name: tab-lf-warning
+# ```{glue:md} tab_warning
+# :format: myst
 # ```
+# :::
 #
 # ```{glue:figure} fig_warning
 # :name: "fig-lf-warning"

@@ -58,7 +58,6 @@ track_stack = None
 
 # %% tags=["remove-input"]
 import matplotlib.pyplot as plt
-from IPython.display import Markdown
 from myst_nb import glue
 
 from sst_core.book import params
@@ -75,8 +74,9 @@ records = run_analyses(beyond.spectra_grid(P), "spectra", P.track_stack)
 # %% tags=["remove-input"]
 table = rb.spectra(P)
 shown = rb.best_spectra([r for r in records if r["status"] == "ok"])
-glue("tab_spectra", Markdown("\n\n".join(t.to_markdown() for t in table.split(keys=3, at=8))),
-     display=False)
+token_part, return_part = table.split(keys=3, at=8)  # two tables, for the page's width
+glue("tab_spectra", token_part.grid(), display=False)
+glue("tab_return", return_part.grid(), display=False)
 for name, draw in (("fig_spectra", plots_spectra.fig_spectra),
                    ("fig_memory", plots_spectra.fig_memory)):
     fig = draw(shown)
@@ -105,19 +105,24 @@ numbers = {
 }
 for name, value in numbers.items():
     glue(name, value, display=False)
-glue("tab_predictors", pred, display=False)
+glue("tab_predictors", pred.grid(), display=False)
 
 # %% [markdown]
 # ## The spectra of the trained trackers
 #
-# ```{glue:figure} tab_spectra
-# :name: "tab-sp-spectra"
-#
-# Spectra of the trained $S_3$ trackers, the best run of each model: per-token transitions
-# $A(x)$ (spectral radius, share of eigenvalues near the unit circle, memory horizon) and the
-# return maps of state-preserving words (eigenvalues near 1 against $\dim U$, horizon in
-# words).
+# :::{table} Per-token transitions of the trained $S_3$ trackers, the best run of each model: the Jacobians $A(x) = \partial h_t / \partial h_{t-1}$ along held-out words (the learned transitions of an affine model, the linearisation of a state-dependent one), medians over tokens of the median over positions: spectral radius, share of eigenvalues within 0.01 of the unit circle, and memory horizon, the first delay at which Paper 2's memory function (the maximum over channels) drops below 1/2. $D_{\text{rec}}$: the size of the recurrent state.
+# :name: tab-sp-spectra
+# ```{glue:md} tab_spectra
+# :format: myst
 # ```
+# :::
+#
+# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words.
+# :name: tab-sp-return
+# ```{glue:md} tab_return
+# :format: myst
+# ```
+# :::
 #
 # ```{glue:figure} fig_spectra
 # :name: "fig-sp-spectra"
@@ -140,7 +145,7 @@ glue("tab_predictors", pred, display=False)
 # neutral directions, visible without any labels. Of the {glue:text}`n_tracking:d` affine
 # models shown that pass the training length, {glue:text}`theorem_tracking:d` have that many
 # within 0.01 of 1; of the {glue:text}`n_failing:d` that fail at 60, and so track nothing
-# the theorem could be about, {glue:text}`theorem_failing:d` do ({numref}`tab-sp-spectra`).
+# the theorem could be about, {glue:text}`theorem_failing:d` do ({numref}`tab-sp-return`).
 # The per-token spectra say *how* each architecture stores the state
 # ({numref}`fig-sp-spectra`): a diagonal real model (Mamba) must keep eigenvalues at 1 for as
 # long as the state must persist, a negative eigenvalue (Negative Mamba) lets it flip a sign,
@@ -152,12 +157,12 @@ glue("tab_predictors", pred, display=False)
 # rank-correlated with $m_p$, beside the paper's own predictor $T_{\text{cross}}$ on the same
 # runs:
 #
-# ```{glue:figure} tab_predictors
-# :name: "tab-sp-predictors"
-#
-# Spearman correlation of each spectral summary with $m_p$, beside $T_{\text{cross}}$ on the
-# same runs.
+# :::{table} Spearman correlation of each spectral summary with $m_p$ over the affine $S_3$ runs (Table 2's and the Figure 4 sweep's) that pass the training length, beside $T_{\text{cross}}$ on the same runs; a rank correlation because $m_p$ lives on a grid of lengths and is censored at the longest. No $\rho$ (—) with fewer than three runs or a constant column.
+# :name: tab-sp-predictors
+# ```{glue:md} tab_predictors
+# :format: myst
 # ```
+# :::
 #
 # The memory horizon of a typical transition bounds how long an *input* stays readable
 # ({numref}`fig-sp-memory`); its rank correlation with $m_p$ is {glue:text}`rho_horizon`.

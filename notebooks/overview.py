@@ -30,7 +30,7 @@ from sst_core.reports import paper1 as paper1_reports
 params.from_notebook("overview", globals())  # fails here on a typo or a wrong type
 shown = {chapter: params.settings(chapter, profile) for chapter in ov.CHAPTER_RESULTS}
 verdicts = ov.overview(shown)
-glue("verdict_table", verdicts, display=False)
+glue("verdict_table", verdicts.grid(), display=False)
 P2 = shown["p1_table2"]
 fig = fig_table2_cells(paper1_reports.table2(P2).data, paper1.TABLE2_GROUPS, P2.track_depths)
 glue("table2_fig", fig, display=False)
@@ -40,11 +40,12 @@ glue("close_width", ov.CLOSE_WIDTH, display=False)
 glue("identity_tol", ov.IDENTITY_TOL, display=False)
 
 # %% [markdown]
-# ```{glue:figure} verdict_table
-# :name: "tab-verdict"
-#
-# The papers' headline results beside ours, with the verdict of the rule below.
+# :::{table} The papers' headline results beside ours: the paper's value, ours, and the verdict of the rule below (agrees, close, differs); the last column links to the chapter that shows how ours was made.
+# :name: tab-verdict
+# ```{glue:md} verdict_table
+# :format: myst
 # ```
+# :::
 #
 # **The rule**, fixed before our numbers were looked at and applied by code
 # (`sst_core.reports.overview`). A result *agrees* when ours matches the paper's within

@@ -160,6 +160,12 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
     assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
+    n = rb.delta_summary(P)  # the chapter's numbers: nothing measured, nothing counted
+    assert n["dp_S3"] == n["dp_A5"] == {"status": "missing", "m_p": None}
+    assert (n["n_theory"], n["n_yes"], n["n_no"], n["n_torch"]) == (0, 0, 0, 0)
+    assert n["exact_S3"] is None and n["torch_q_diff"] is None and n["dp_gain"] is None
+    cells = len(dt.data) * len(dt.data[0]["cells"])
+    assert n["per_cell"] * cells == len(beyond.delta_grid(P))
 
 
 def test_a_cell_whose_every_run_diverged_says_so(tmp_path, monkeypatch):
@@ -221,7 +227,8 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     # sqrt(R_U(t)) = 0.1 + 0.004 t with M = 1: Corollary 1 crosses tau = 0.5 at 151.8
     metrics = {"m_p": 100, "T_cross": 150, "is_affine": True,
                "q_U": encode_curve((0.1 + 0.004 * t) ** 2), "M": encode_curve(np.ones(t.size)),
-               "curve_t": curve_times(t.size).tolist()}
+               "curve_t": curve_times(t.size).tolist(),
+               "theorem1": {"gain": 0.99, "gain_min": 0.97}, "recovery": {"U": [1.0, 0.6]}}
     store_record(diag, "ok", None, metrics, 0.1)
     (d,) = rb.delta_theory_check(P)
     assert d["model"] == "deltaproduct" and d["m_p"] == 100 and d["T_cross"] == 150
@@ -231,6 +238,9 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     store_record(diag, "ok", None, dict(metrics, m_p=None), 0.1)  # fails at 60: T too late
     (d,) = rb.delta_theory_check(P)
     assert not d["measured"] and not d["corollary"]
+    n = rb.delta_summary(P)  # the chapter's counts are the check's, its gains the record's
+    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (0, 1, 0, 1)
+    assert (n["dp_gain"], n["dp_gain_min"]) == (0.99, 0.97)
     t = rb.delta_theory_table(P)  # the same check as the chapter's table
     assert t.data == [d] and t.rows == [["DeltaProduct", "non-diagonal affine", "fail", "150",
                                          format(d["T_pred"], ".4g"), "no", "no"]]

@@ -766,3 +766,40 @@ def torch_module_check(P: Profile, root=None) -> Table:
     return Table("torch's GRU and LSTM through the public diagnostics", cols, rows, note, ids,
                  data)
 
+
+
+def delta_summary(P: Profile, root=None) -> dict[str, Any]:
+    """The numbers the delta chapter's prose cites, typed, from the tables above (None where
+    a record is missing): DeltaProduct's one-layer S3 and A5 cells (``status``, ``m_p``) and
+    the singular values of its S3 return map on U; how many Householder models the measured
+    and Corollary 1's crossing times predict (:func:`delta_theory_check`) out of how many;
+    how many one-layer cells the theory calls "yes" / "no" (:func:`delta_verdicts`) and how
+    many of them reach the longest length; the torch modules' agreement
+    (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses
+    (:func:`exact_trackers`, its data row); the recovery's steps; the grid's runs per cell."""
+    Pb = beyond.beyond_profile(P)
+    table = delta(P, root)
+    dp = next(d for d in table.data if d["model"] == "deltaproduct")
+    cells = len(table.data) * len(dp["cells"])
+    theory = delta_theory_check(P, root)
+    verdicts = [v for v in delta_verdicts(P, root) if v["reaches_longest"] is not None]
+    torch_ok = [d for d in torch_module_check(P, root).data if d["status"] == "ok"]
+    drifting = [d for d in exact_trackers(P, root).data if d["group"] == "S3"
+                and d["status"] == "ok" and d["drift"] > 0 and d["T_cross"] is not None]
+    out = {"per_cell": len(beyond.delta_grid(P)) // max(1, cells),
+           "recovery_steps": paper1.recovery_steps(P),  # as diagnostics_config(P, ...) runs them
+           "dp_S3": dp["cells"][f"S3 L{Pb.track_depths[0]}"],
+           "dp_A5": dp["cells"][f"A5 L{Pb.track_depths[0]}"],
+           "dp_gain_min": dp.get("gain_min"), "dp_gain": dp.get("gain"),
+           "measured": sum(d["measured"] for d in theory), "n_theory": len(theory),
+           "corollary": sum(bool(d["corollary"]) for d in theory),
+           "n_corollary": sum(d["corollary"] is not None for d in theory),
+           "torch_same": sum(d["T_cross"] == d["T_cross_plain"] for d in torch_ok),
+           "n_torch": len(torch_ok),
+           "torch_q_diff": max((d["q_rel_diff"] or 0 for d in torch_ok), default=None),
+           "exact_S3": drifting[0] if drifting else None}
+    for kind in ("yes", "no"):
+        kind_cells = [v for v in verdicts if v["predicted"] == kind]
+        out[f"reach_{kind}"] = sum(v["reaches_longest"] for v in kind_cells)
+        out[f"n_{kind}"] = len(kind_cells)
+    return out
