@@ -19,6 +19,23 @@ def test_every_notebook_source_is_in_toc_and_config():
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_cell_marker_starts_a_cell(name):
+    """jupytext reads one cell per `# %%` marker, with the marker's type: a fence left open
+    in a Markdown cell (a directive's backticks) would swallow the cells after it, and the
+    chapter would run without them and still pass."""
+    import re
+
+    import jupytext
+
+    source = (ROOT / "notebooks" / f"{name}.py").read_text()
+    markers = re.findall(r"^# %%(.*)$", source, re.M)
+    cells = [c for c in jupytext.read(ROOT / "notebooks" / f"{name}.py").cells
+             if c.source.strip() or c.cell_type == "code"]
+    kinds = ["markdown" if "[markdown]" in m else "code" for m in markers]
+    assert [c.cell_type for c in cells][-len(kinds):] == kinds
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_under_smoke(smoke_book, name):
     runs = {r.name: r for r in smoke_book.runs}
     assert smoke_book.error is None or name not in smoke_book.error, smoke_book.error
