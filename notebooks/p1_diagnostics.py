@@ -92,7 +92,9 @@ ranked = [best[k] for k in sorted(best, key=lambda k: (best[k]["metrics"]["is_af
 fig3 = [best[k] for k in paper1.FIGURE3_MODELS if k in best]
 nums = ec.figures12_numbers(best)
 for name, value in {
-        "dg_table": ec.diagnostics_table(P).grid(), "dg_d_model": P.track_d_model,
+        **dict(zip(("dg_table", "dg_modes"),  # in two, for the page's width
+                   (t.grid() for t in ec.diagnostics_table(P).split(1, 6)))),
+        "dg_d_model": P.track_d_model,
         "dg_runs": len({c.run for c in paper1.diagnostics_grid(P)}),
         "dg_samples": P.diag_samples, "dg_rollout": P.diag_rollout,
         "dg_overflow": "; ".join(label_name(a) + " on " + g for a, g in (
@@ -112,11 +114,19 @@ plt.close("all")
 # {glue:text}`dg_samples:d` held-out words of length {glue:text}`dg_rollout:d`). The hidden
 # states overflow within the rollout in {glue:text}`dg_overflow`: there $R$, $M$ and $q$
 # are undefined from that time on. The figures use the best $S_3$ run of each model
-# (largest $m_p$), as Table 2 does; {numref}`tab-diagnostics` sums them up.
+# (largest $m_p$), as Table 2 does; {numref}`tab-diagnostics` and
+# {numref}`tab-diagnostics-modes` sum them up.
 #
-# ````{table} The error-control diagnostics of the best $S_3$ run of each model: $m_p$; the crossing time $T_{\text{cross}}$, a length (tokens read), at $q \ge 1/2$ and $q \ge 1$ with the paper's squared $q = R/M$, and at $1/2$ for the unsquared $\sqrt R/\sqrt M$ (for which $q < 1/2$ is the exact nearest-centroid guarantee); $q$ at $m_p$; the failure mode of Figure 2 (saturation: $q$ crosses $1/2$ within the training length 60; climb: later; none: never); and what remains of a perturbation of the state (Figure 1) in a random direction and inside $U$. —: $q$ stays below the threshold up to the rollout.
+# ````{table} When $q$ crosses, for the best $S_3$ run of each model: $m_p$, and the crossing time $T_{\text{cross}}$, a length (tokens read), at $q \ge 1/2$ and $q \ge 1$ with the paper's squared $q = R/M$, and at $1/2$ for the unsquared $\sqrt R/\sqrt M$ (for which $q < 1/2$ is the exact nearest-centroid guarantee). —: $q$ stays below the threshold up to the rollout.
 # :name: tab-diagnostics
 # ```{glue:md} dg_table
+# :format: myst
+# ```
+# ````
+#
+# ````{table} The same runs: $q$ at $m_p$, the failure mode of Figure 2 (saturation: $q$ crosses $1/2$ within the training length 60; climb: later; none: never), and what remains of a perturbation of the state (Figure 1) in a random direction and inside $U$.
+# :name: tab-diagnostics-modes
+# ```{glue:md} dg_modes
 # :format: myst
 # ```
 # ````
@@ -151,7 +161,7 @@ plt.close("all")
 # high from the start, the classes are never well separated) and **climb** (Negative Mamba,
 # token-gated RNN: $q$ grows roughly linearly as drift accumulates in $U$ and crosses at
 # $T_{\text{cross}}$). `sst_core.analysis.diagnostics.failure_mode` labels each curve of
-# {numref}`fig-q-trajectories` by the fixed rule of {numref}`tab-diagnostics`. ($q(1) = 0$
+# {numref}`fig-q-trajectories` by the fixed rule of {numref}`tab-diagnostics-modes`. ($q(1) = 0$
 # for every model: after one token the state is a function of that token alone; the plots
 # start at $t = 2$.)
 #
@@ -186,7 +196,7 @@ plt.close("all")
 # dotted line is $m_p$.
 # ```
 #
-# ````{table} The ratios of {numref}`fig-q-split` through the readout, read at $t = m_p$ (at the training length 60 for a model that fails there; at most the rollout), whether $q_U$ stays below $q_{U^\perp}$, and whether both exceed $q$.
+# ````{table} Figure 3's ratios through the readout (top row of the figure above), read at $t = m_p$ (at the training length 60 for a model that fails there; at most the rollout), whether $q_U$ stays below $q_{U^\perp}$, and whether both exceed $q$.
 # :name: tab-f3-at-mp
 # ```{glue:md} dg_f3_table
 # :format: myst
