@@ -27,14 +27,14 @@ diag_samples = None
 import matplotlib.pyplot as plt
 import numpy as np
 import sympy as sp
-from IPython.display import Markdown, Math, display
+from IPython.display import Math, display
 from myst_nb import glue
 
 from sst_core.book import params
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
+from sst_core.figures import error as plots_error
 from sst_core.reports import error_control as reports
-from sst_core.spec.names import model_name
 from sst_core.theory import error_control as ec
 
 P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wrong type
@@ -72,56 +72,47 @@ P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wr
 
 # %%
 general = ec.derive_theorem1_general(d=3, n_g=3)
-rows = ["| step | holds |", "|---|---|"]
-rows += [f"| {desc} | {'✓' if ok else '✗'} |" for desc, _, _, ok in general["steps"]]
-glue("th1_steps", Markdown("\n".join(rows)), display=False)
+assert general["holds"], "Theorem 1's symbolic argument does not go through"
 step1 = next(s for s in general["steps"] if s[0].startswith("(1)"))
 display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first row}) = "
              + sp.latex(step1[2][0])))
 
 # %% [markdown]
-# ```{glue:figure} th1_steps
-# :name: "tab-theorem1-steps"
-#
-# The four steps of Theorem 1's argument on symbolic centroids, $A$ and $b$: each is an
-# identity that SymPy reduces to zero from the hypotheses $A c_g + b = c_g$ alone.
+# ````{table} The four steps of Theorem 1's argument on symbolic centroids, $A$ and $b$: each is an identity that SymPy reduces to zero from the hypotheses $A c_g + b = c_g$ alone (✓: reduced to zero).
+# :name: tab-theorem1-steps
+# ```{glue:md} th1_steps
+# :format: myst
 # ```
+# ````
 #
-# The whole chain {glue:text}`th1_general_holds`. Two controls keep the check honest: the same
-# identities fail when the hypotheses are dropped, and a false claim ($A\delta = 2\delta$) is
-# rejected. The hypotheses pin $A$ down only on $U$: with $d = 3$ and $\dim U = 2$ the
-# remaining {glue:text}`th1_free:d` entries of $A$ (its action on $U^\perp$) stay free.
+# The whole chain holds (the cell above stops the chapter if it does not). Two controls keep
+# the check honest: the same identities fail when the hypotheses are dropped, and a false
+# claim ($A\delta = 2\delta$) is rejected. The hypotheses pin $A$ down only on $U$: with
+# $d = 3$ and $\dim U = 2$ the remaining {glue:text}`th1_free:d` entries of $A$ (its action
+# on $U^\perp$) stay free.
 #
 # ### Concrete instances
 #
 # For random rational centroids we solve $A c_g + b = c_g$ for *all* unknown entries of $A$ and
 # $b$ (`sympy.linsolve`) and check that every solution satisfies $A Q = Q$ for an orthonormal
-# basis $Q$ of $U$, while $d(d - r)$ parameters ($r = \dim U$) remain free and act on $U^\perp$ only.
+# basis $Q$ of $U$, while $d(d - r)$ parameters ($r = \dim U$) remain free and act on
+# $U^\perp$ only ({numref}`tab-theorem1-instances`).
 
 # %%
-rows = ["| d | states | dim U | free parameters | expected d(d - r) | A on U = I | U-perp free |",
-        "|---|---|---|---|---|---|---|"]
-all_ok = True
-for d, n_g in [(2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3)]:
-    inst = ec.derive_theorem1_instance(d, n_g, seed=0)
-    all_ok &= bool(inst["holds"])
-    rows.append(f"| {d} | {n_g} | {inst['r']} | {inst['n_free']} | {inst['expected_free']} | "
-                f"{'✓' if inst['A_on_U_is_identity'] else '✗'} | "
-                f"{'✓' if inst['U_perp_free'] else '✗'} |")
-glue("th1_instance_table", Markdown("\n".join(rows)), display=False)
+instances = reports.theorem1_instances_table(seed=0)
+assert all(d["holds"] for d in instances.data), "an instance of Theorem 1 fails"
 
 # %% [markdown]
-# ```{glue:figure} th1_instance_table
-# :name: "tab-theorem1-instances"
-#
-# Theorem 1 on random rational centroids: for each dimension $d$ and number of states,
-# every solution of $A c_g + b = c_g$ is the identity on $U$ and leaves $d(d - r)$
-# parameters free, all acting on $U^\perp$.
+# ````{table} Theorem 1 on random rational centroids: for each dimension $d$ and number of states, every solution of $A c_g + b = c_g$ is the identity on $U$ ($r = \dim U$) and leaves $d(d - r)$ parameters free, all acting on $U^\perp$.
+# :name: tab-theorem1-instances
+# ```{glue:md} th1_instance_table
+# :format: myst
 # ```
+# ````
 #
-# All instances {glue:text}`th1_instances`. The numeric twin builds a random affine map that
-# fixes given centroids (`affine_map_fixing`: identity on $U$, anything on $U^\perp$) and
-# measures $F(c_g + \delta) - F(c_g) - \delta$ for random $\delta$ inside $U$ and inside $U^\perp$.
+# The numeric twin builds a random affine map that fixes given centroids
+# (`affine_map_fixing`: identity on $U$, anything on $U^\perp$) and measures
+# $F(c_g + \delta) - F(c_g) - \delta$ for random $\delta$ inside $U$ and inside $U^\perp$.
 
 # %%
 rng = np.random.default_rng(0)
@@ -129,14 +120,23 @@ centroids = rng.normal(size=(6, 8))  # |G| = 6 states in R^8: dim U = 5
 A, b = ec.affine_map_fixing(centroids, rng)
 U, U_perp = ec.symbolic_subspace(centroids)
 F = lambda h: A @ h + b  # noqa: E731
-fix_err = max(np.linalg.norm(F(c) - c) for c in centroids)
-d_U = U @ rng.normal(size=U.shape[1])
-d_P = U_perp @ rng.normal(size=U_perp.shape[1])
-err_U = np.linalg.norm(F(centroids[0] + d_U) - F(centroids[0]) - d_U)
-err_P = np.linalg.norm(F(centroids[0] + d_P) - F(centroids[0]) - d_P)
-print(f"max ||F(c_g) - c_g|| = {fix_err:.1e}")
-print(f"delta in U:      ||F(c + delta) - F(c) - delta|| = {err_U:.1e}  (Theorem 1: 0)")
-print(f"delta in U-perp: ||F(c + delta) - F(c) - delta|| = {err_P:.2f}  (unconstrained)")
+d_U = U @ rng.normal(size=U.shape[1])  # (8,) inside U
+d_P = U_perp @ rng.normal(size=U_perp.shape[1])  # (8,) inside U-perp
+twin = {"th1_fix_err": max(np.linalg.norm(F(c) - c) for c in centroids),
+        "th1_err_U": np.linalg.norm(F(centroids[0] + d_U) - F(centroids[0]) - d_U),
+        "th1_err_P": np.linalg.norm(F(centroids[0] + d_P) - F(centroids[0]) - d_P)}
+
+# %% tags=["remove-input"]
+for name, value in {"th1_steps": reports.theorem1_steps_table(general).grid(),
+                    "th1_free": general["n_free"], "th1_instance_table": instances.grid(),
+                    **{k: float(v) for k, v in twin.items()}}.items():
+    glue(name, value, display=False)
+
+# %% [markdown]
+# The map returns every centroid to itself up to {glue:text}`th1_fix_err:.1e`. An error
+# inside $U$ comes out unchanged, $\lVert F(c + \delta) - F(c) - \delta\rVert$ =
+# {glue:text}`th1_err_U:.1e` (Theorem 1: zero), while one in $U^\perp$ is changed by
+# {glue:text}`th1_err_P:.2f`: there the map is unconstrained.
 
 # %% [markdown]
 # ## What a state-dependent map can do
@@ -148,36 +148,8 @@ print(f"delta in U-perp: ||F(c + delta) - F(c) - delta|| = {err_P:.2f}  (unconst
 
 # %%
 con = ec.derive_state_dependent_contrast()
+assert con["holds"], "the state-dependent contrast does not go through"
 display(Math(r"F_e'(\pm c) = " + sp.latex(con["J"]) + r" < 1 \quad (0 < c < 1)"))
-
-# %% [markdown]
-# SymPy proves the bound: $g(c) = c - (1 - c^2)\operatorname{artanh}(c)$ has $g(0) = 0$ and
-# $g'(c) = 2c\operatorname{artanh}(c) > 0$, so $F_e'(\pm c) < 1$ (at $c = 1/2$ it is
-# {glue:text}`th1_J_half:.3f`). The same unit with $-w$ swaps the two states (parity), and reading
-# the swap twice fixes both with derivative below one, so both states are kept *and* errors
-# shrink. The only affine maps through the same two points have slope $+1$ (keep) or $-1$
-# (swap): neutral, never contracting. That is the $C_2$ corner case of the paper's appendix,
-# $F_a(h) = -h + (c_0 + c_1)$, which swaps the centroids with Jacobian $-I$: parity can be solved
-# by neutral oscillation, which is why several affine models reach 1000 on $C_2$ in Table 2.
-# The whole contrast {glue:text}`th1_contrast`.
-
-# %%
-cs = 0.8
-w = np.arctanh(cs) / cs  # con["w"] at c = 0.8
-h = np.linspace(-1, 1, 400)
-fig, ax = plt.subplots(figsize=(5.2, 4))
-ax.plot(h, np.tanh(w * h), label=r"$F_e(h) = \tanh(wh)$ (state-dependent)")
-ax.plot(h, h, color="grey", ls="--", label="affine map fixing both: identity")
-ax.plot([-cs, cs], [-cs, cs], "ko")
-h_err = [cs + 0.15]
-for _ in range(12):
-    h_err.append(np.tanh(w * h_err[-1]))
-ax.plot(h_err[:-1], h_err[1:], "C3.", ms=5, label="an error at c + 0.15, iterated")
-ax.set_xlabel("h")
-ax.set_ylabel("F(h)")
-ax.legend(fontsize=9)
-glue("th1_contrast_fig", fig, display=False)
-plt.close(fig)
 
 # %% [markdown]
 # ```{glue:figure} th1_contrast_fig
@@ -197,6 +169,7 @@ plt.close(fig)
 
 # %%
 cor = ec.derive_corollary1()
+assert cor["holds"], "Corollary 1's derivation does not go through"
 latex = {k: sp.latex(v) for k, v in cor.items() if isinstance(v, sp.Basic)}
 display(Math(rf"e_U(t) = {latex['closed_form']},\qquad \text{{constant drift: }} "
              rf"e_U(t) = {latex['constant_drift']}"))
@@ -204,7 +177,7 @@ display(Math(rf"T_{{\text{{cross}}}}^{{\text{{unsquared}}}} = {latex['T_cross_un
              rf"\qquad T_{{\text{{cross}}}}^{{\text{{squared}}}} = {latex['T_cross_squared']}"))
 
 # %% [markdown]
-# (SymPy checks the base case and the induction step; the derivation {glue:text}`th1_cor_holds`.)
+# (SymPy checks the base case and the induction step.)
 # Here `e0_W` $= \lVert W_{\text{out}} e_U(0)\rVert$ and `eta_W` $= \lVert W_{\text{out}}\bar\eta\rVert$. The error
 # reaches the decision boundary after a time inversely proportional to the drift; the paper
 # writes $T_{\text{cross}} \approx \tau M / \lVert W_{\text{out}}\bar\eta\rVert$. That formula is right when
@@ -230,23 +203,14 @@ eta_W = np.linalg.norm(U @ U.T @ eta)
 T_pred = ec.predicted_T_cross(M_dist, eta_W, tau=0.5, convention="unsquared")
 err = ec.simulate_drift(A, b, centroids[0], eta, int(T_pred) + 20, U=U)
 T_meas = ec.crossing_time(err, 0.5 * M_dist)
-plt.figure(figsize=(5.2, 3.4))
-plt.plot(err, label=r"$\|e_U(t)\|$ (simulated)")
-plt.axhline(0.5 * M_dist, color="k", ls="--", lw=0.8, label=r"$\tau M$")
-plt.axvline(T_pred, color="C3", lw=0.8, label=f"predicted T_cross = {T_pred:.1f}")
-plt.xlabel("t")
-plt.legend(fontsize=9)
-glue("th1_drift_fig", plt.gcf(), display=False)
-plt.close("all")
 
 # %% tags=["remove-input"]
-for name, value in {"th1_T_pred": T_pred, "th1_T_meas": T_meas,
-                    "th1_cor_holds": "holds" if cor["holds"] else "FAILS",
-                    "th1_general_holds": "holds" if general["holds"] else "FAILS",
-                    "th1_free": general["n_free"], "th1_instances": "hold" if all_ok else
-                    "do NOT all hold", "th1_J_half": con["J_value_c_half"],
-                    "th1_contrast": "holds" if con["holds"] else "FAILS"}.items():
+for name, value in {
+        "th1_J_half": con["J_value_c_half"], "th1_T_pred": T_pred, "th1_T_meas": T_meas,
+        "th1_contrast_fig": plots_error.fig_tanh_contrast(c=0.8, offset=0.15),
+        "th1_drift_fig": plots_error.fig_corollary1_drift(err, 0.5 * M_dist, T_pred)}.items():
     glue(name, value, display=False)
+plt.close("all")
 
 # %% [markdown]
 # ```{glue:figure} th1_drift_fig
@@ -262,17 +226,17 @@ for name, value in {"th1_T_pred": T_pred, "th1_T_meas": T_meas,
 #
 # ## Do trained models obey the theorem?
 #
-# For the best $S_3$ run of every model of Table 2 (`sst_core.analysis.error_control.diagnose`), we take
-# state-preserving words $s$ of length 6 and the states reached after 30 tokens of real
-# words (near the centroids), form $U$ from the centroids of the *recurrent state* at that
-# time, and compute $J Q$, the Jacobian of the return map applied to an orthonormal basis $Q$
-# of $U$ (forward-mode products; no full Jacobian is ever formed). Three numbers summarise it:
-# $\lVert P_U (J - I) P_U\rVert = \lVert Q^\top J Q - I\rVert$ and the stricter
+# For the best $S_3$ run of every model of Table 2 (`sst_core.analysis.error_control.diagnose`),
+# we take state-preserving words $s$ of length 6 and the states reached after 30 tokens of
+# real words (near the centroids), form $U$ from the centroids of the *recurrent state* at
+# that time, and compute $J Q$, the Jacobian of the return map applied to an orthonormal
+# basis $Q$ of $U$ (forward-mode products; no full Jacobian is ever formed). Three numbers
+# summarise it: $\lVert P_U (J - I) P_U\rVert = \lVert Q^\top J Q - I\rVert$ and the stricter
 # $\lVert (J - I)Q \rVert$ (which also sees what leaks from $U$ into $U^\perp$), both zero by
 # Theorem 1 for an affine model that preserves the states exactly, and
-# $\lVert Q^\top J Q\rVert$, which is below one when the map contracts $U$.
-# The last column, $\lVert F_s(h) - h\rVert$, says how well the word really returns a state to
-# itself: Theorem 1 assumes it is zero.
+# $\lVert Q^\top J Q\rVert$, below one when the map contracts $U$. The last,
+# $\lVert F_s(h) - h\rVert$, says how well the word really returns a state to itself:
+# Theorem 1 assumes it is zero.
 
 # %%
 experiments_runs.run_all(paper1.s3_runs(P), desc="training", stack=P.track_stack)
@@ -281,57 +245,54 @@ experiments_runs.run_all([paper1.diagnostics_config(P, c) for c in paper1.s3_run
 t1 = reports.theorem1_table(P)
 
 # %% tags=["remove-input"]
-aff = [d for d in t1.data if d["is_affine"] and d["deviation"] is not None]
-sdep = [d for d in t1.data if not d["is_affine"] and d["gain"] is not None]
+aff = [d["deviation"] for d in t1.data if d["is_affine"] and d["deviation"] is not None]
+gains = [d["gain"] for d in t1.data if not d["is_affine"] and d["gain"] is not None]
 for name, value in {
-        "th1_table": t1, "th1_cor_table": reports.corollary1_table(P),
-        "th1_aff_dev": float(np.median([d["deviation"] for d in aff])) if aff else float("nan"),
-        "th1_sd_gain": max(d["gain"] for d in sdep) if sdep else float("nan"),
-        "th1_sd_names": " and ".join(model_name(d["model"])
-                                     for d in sdep if " L" not in d["model"]) or "none",
+        "th1_table": t1.grid(), "th1_cor_table": reports.corollary1_table(P).grid(),
+        "th1_aff_dev": float(np.median(aff)) if aff else float("nan"),
+        "th1_sd_gain": max(gains) if gains else float("nan"),
         "th1_d_model": P.track_d_model, "th1_words": P.diag_samples,
         "th1_n_words": P.diag_n_preserving}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
-# ```{glue:figure} th1_table
-# :name: "tab-theorem1"
-#
-# Theorem 1 on trained models: the Jacobian $J$ of the return map of state-preserving $S_3$
-# words, on an orthonormal basis $Q$ of $U$, for the best $S_3$ run of every model of
-# Table 2. Theorem 1 sets the two deviations to zero for an affine model that preserves the
-# states exactly; the last column says how nearly each model does.
+# ````{table} Theorem 1 on trained models: the Jacobian $J$ of the return map of state-preserving $S_3$ words on an orthonormal basis $Q$ of $U$, medians over the words, for the best $S_3$ run of every model of Table 2 (*fail*: below 90% token accuracy at length 60). Theorem 1 sets both deviations to zero for an affine model that preserves the states exactly; the last column says how nearly each model does.
+# :name: tab-theorem1
+# ```{glue:md} th1_table
+# :format: myst
 # ```
+# ````
 #
 # At this book's scale ($d_{\text{model}}$ = {glue:text}`th1_d_model:d`, centroids from
 # {glue:text}`th1_words:d` held-out words, the median over {glue:text}`th1_n_words:d`
 # state-preserving words), the median $\lVert (J - I)Q\rVert$ over the affine models is
-# {glue:text}`th1_aff_dev:.3g`; for the state-dependent models ({glue:text}`th1_sd_names`,
-# one and two layers) the largest $\lVert Q^\top J Q\rVert$ is {glue:text}`th1_sd_gain:.3g`
-# ({numref}`tab-theorem1`). How to read the table: an affine model that *does* preserve the
-# states (small last column) must have $(J - I)Q \approx 0$ and
-# $\lVert Q^\top J Q\rVert \approx 1$; an affine model far from identity on $U$ pays for it
-# with a large $\lVert F_s(h) - h\rVert$, i.e. it does not keep the state through $s$ at all.
-# A state-dependent model can have both a small return residual and a gain below one. Linear
-# attention's transition is the identity by construction, so its deviation is exactly zero
-# whatever it learned. Theorem 1 speaks about the return map of a *one-layer* stack; at
-# depth 2 the upper layer reads the lower one through norms and gates, and the stack's return
-# map is no longer affine.
+# {glue:text}`th1_aff_dev:.3g`; for the state-dependent models (the tanh and the
+# state-gated RNN, one and two layers) the largest $\lVert Q^\top J Q\rVert$ is
+# {glue:text}`th1_sd_gain:.3g` ({numref}`tab-theorem1`). How to read the table: an affine
+# model that *does* preserve the states (small last column) must have
+# $(J - I)Q \approx 0$ and $\lVert Q^\top J Q\rVert \approx 1$; an affine model far from
+# identity on $U$ pays for it with a large $\lVert F_s(h) - h\rVert$, i.e. it does not keep
+# the state through $s$ at all. A state-dependent model can have both a small return
+# residual and a gain below one. Linear attention's transition is the identity by
+# construction, so its deviation is exactly zero whatever it learned. Theorem 1 speaks about
+# the return map of a *one-layer* stack; at depth 2 the upper layer reads the lower one
+# through norms and gates, and the stack's return map is no longer affine.
 #
 # ### Corollary 1 on trained models
 #
-# For each affine model we fit the drift $\lVert W_{\text{out}}\bar\eta\rVert$ as the slope
-# of $\sqrt{R_U(t)}$ over $t \in [10, 120]$ (the spread along $U$ read through
-# $W_{\text{out}}$; see {doc}`p1_diagnostics`) and predict where $q$ crosses $1/2$
+# For each affine model we fit a constant drift, $\sqrt{R_U(t)} = a + t\,\lVert
+# W_{\text{out}}\bar\eta\rVert$, by least squares over $t \in [10, 120]$ (the spread along
+# $U$ read through $W_{\text{out}}$; see {doc}`p1_diagnostics`), and predict that $q$
+# crosses $\tau = 1/2$ at $(\sqrt{\tau M} - a) / \lVert W_{\text{out}}\bar\eta\rVert$
 # ({numref}`tab-corollary1`). The prediction only means something for models in the "climb"
 # mode; a saturated model is past the threshold before any drift.
 #
-# ```{glue:figure} th1_cor_table
-# :name: "tab-corollary1"
-#
-# Corollary 1 on the best affine $S_3$ run of each model: the fitted drift per step, the
-# crossing time it predicts and the one measured, and $m_p$.
+# ````{table} Corollary 1 on the best affine $S_3$ run of each model: its failure mode (saturation: $q$ crosses $1/2$ within the training length 60; climb: later), the fitted drift per step, the crossing time it predicts and the one measured, and $m_p$. A drift at or below 0 means the spread along $U$ does not grow over the window: nothing drifts there, and Corollary 1 predicts no crossing (—).
+# :name: tab-corollary1
+# ```{glue:md} th1_cor_table
+# :format: myst
 # ```
+# ````
 
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made

@@ -305,3 +305,63 @@ def test_reports_build_from_an_empty_store(store):
     assert ec.figure4_table(P).data[0]["n"] == 0
     with pytest.raises(ValueError, match="'bogus'"):
         ec.diagnostic_records(P, which="bogus")
+
+
+def _best_record(model, affine, m_p, T_cross, recovery_U):
+    return {"status": "ok", "run_id": model, "config": {"run": {"model": model}},
+            "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross,
+                        "recovery": {"U": recovery_U}}}
+
+
+def test_figures12_numbers_read_recovery_and_crossing_by_class():
+    best = {"tanh_rnn": _best_record("tanh_rnn", False, 1000, None, [1.0, 1e-6]),
+            "state_gated_rnn": _best_record("state_gated_rnn", False, 1000, 7, [1.0, 1e-3]),
+            "mamba": _best_record("mamba", True, None, 5, [1.0, 0.5]),  # fails at 60
+            "aussm": _best_record("aussm", True, 100, 80, [1.0, 2.0]),  # crosses before
+            "negative_mamba": _best_record("negative_mamba", True, 100, 120, [1.0, None]),
+            "linear_rnn": _best_record("linear_rnn", True, 100, None, [1.0, 0.9])}
+    out = ec.figures12_numbers(best)
+    assert out["recovery_sd_max"] == 1e-3 and out["recovery_affine_min"] == 0.5
+    assert (out["before"], out["before_n"]) == (1, 2)  # aussm, of aussm and negative_mamba
+    empty = ec.figures12_numbers({})
+    assert empty == {"recovery_sd_max": None, "recovery_affine_min": None, "before": 0,
+                     "before_n": 0}
+
+
+def test_spread_ratio_per_architecture_and_for_the_model_against_the_rest():
+    def rec(model, n_layers, q, q_med):
+        return {"status": "ok", "run_id": f"{model}{n_layers}{q}",
+                "config": {"run": {"model": model, "n_layers": n_layers}},
+                "metrics": {"q_at_m_p": q, "q_median_at_m_p": q_med}}
+
+    recs = [rec("token_gated_rnn", 1, 4.0, 1.0), rec("token_gated_rnn", 1, 9.0, 1.0),
+            rec("token_gated_rnn", 2, 2.0, 1.0), rec("mamba", 2, 1.2, 1.0),
+            rec("mamba", 2, 1.0, None)]  # no median spread stored: left out
+    rows = ec.spread_ratio(recs)
+    by = {(d["kind"], d["label"]): d for d in rows}
+    assert by["architecture", "token_gated_rnn"] == {
+        "kind": "architecture", "label": "token_gated_rnn", "n": 2, "median": 6.5, "min": 4.0,
+        "max": 9.0}
+    assert by["model", "token_gated_rnn"]["n"] == 3 and by["model", "token_gated_rnn"]["median"] == 4.0
+    assert by["others", "others"]["n"] == 1 and by["others", "others"]["median"] == pytest.approx(1.2)
+    assert ec.spread_ratio([])[-1] == {"kind": "others", "label": "others", "n": 0,
+                                       "median": None, "min": None, "max": None}
+
+
+def test_theorem1_tables_show_each_symbolic_check():
+    from sst_core.theory.error_control import derive_theorem1_general
+
+    steps = ec.theorem1_steps_table(derive_theorem1_general(d=2, n_g=2))
+    assert steps.columns == ["step", "holds"] and steps.rows
+    assert all(d["holds"] for d in steps.data) and {r[1] for r in steps.rows} == {"✓"}
+    inst = ec.theorem1_instances_table(sizes=((2, 2), (3, 3)))
+    assert [(d["d"], d["n_g"], d["r"]) for d in inst.data] == [(2, 2, 1), (3, 3, 2)]
+    assert all(d["n_free"] == d["expected_free"] == d["d"] * (d["d"] - d["r"])
+               for d in inst.data)
+    assert inst.rows[0][:5] == [2, 2, 1, 2, 2]
+
+
+def test_with_interval_formats_a_number_and_its_interval():
+    assert ec.with_interval(0.6561, 0.581, 0.7249) == "0.656 [0.58, 0.72]"
+    assert ec.with_interval(1.654, digits=2) == "1.65"
+    assert ec.with_interval(None, 0.1, 0.2) == "—"

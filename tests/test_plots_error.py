@@ -134,3 +134,17 @@ def test_the_beyond_chapters_log_scatters_have_plain_labels():
             assert labels and all(s.replace(".", "").isdigit() for s in labels)
             assert all(not t.get_text() for t in axis.get_minorticklabels())
     plt.close("all")
+
+
+def test_the_theory_figures_draw_their_small_examples():
+    fig = plots_error.fig_tanh_contrast(c=0.8, offset=0.15, steps=5)
+    ax = fig.axes[0]
+    tanh_line, identity, fixed, errors = ax.get_lines()
+    assert list(fixed.get_xdata()) == [-0.8, 0.8]
+    e = list(errors.get_xdata()) + [errors.get_ydata()[-1]]  # the iterated error
+    assert len(e) == 6 and e[0] == pytest.approx(0.95)
+    assert all(0.8 < b < a for a, b in zip(e, e[1:]))  # shrinks towards c at every step
+    drift = plots_error.fig_corollary1_drift(np.linspace(0, 2, 50), 1.0, 24.5)
+    curve, threshold, predicted = drift.axes[0].get_lines()
+    assert list(threshold.get_ydata()) == [1.0, 1.0] and list(predicted.get_xdata()) == [24.5, 24.5]
+    plt.close("all")

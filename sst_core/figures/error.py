@@ -1,8 +1,10 @@
 """Figures 1 to 4 of the error-control paper, from ``tracking_diagnostics`` records.
 
-Each function takes records (never models). A model keeps the colour and marker of
-:func:`sst_core.figures.common.series_style`; in Figure 1 affine models are drawn dashed,
-state-dependent ones solid.
+Each function of Figures 1 to 4 takes records (never models). A model keeps the colour and
+marker of :func:`sst_core.figures.common.series_style`; in Figure 1 affine models are drawn
+dashed, state-dependent ones solid. The theory chapter's two figures
+(:func:`fig_tanh_contrast`, :func:`fig_corollary1_drift`) draw
+:mod:`sst_core.theory.error_control`'s small examples.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from sst_core.figures.common import (PAGE_WIDTH, SERIES, for_readers, plain_log_
 from sst_core.spec.names import run_name
 from sst_core.spec.paper_values import FIGURE4 as PAPER
 from sst_core.store.codec import curve_value, decode_floats, stored_curve
+from sst_core.theory.error_control import tanh_fixed_point_weights, tanh_step
 
 
 def _label(r: dict[str, Any]) -> str:
@@ -179,4 +182,38 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
     bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     bx.set_title("q at m_p")
     fig.suptitle(f"Crossing time against max-passing length, affine {group} runs")
+    return fig
+
+
+@for_readers
+def fig_tanh_contrast(c: float = 0.8, offset: float = 0.15, steps: int = 12) -> plt.Figure:
+    """One tanh unit that fixes -c and c exactly (:func:`tanh_fixed_point_weights`) beside
+    the only affine map through both fixed points, the identity, with an error that starts at
+    ``c + offset`` iterated ``steps`` times under the tanh unit (a cobweb of dots)."""
+    w, b = tanh_fixed_point_weights(-c, c)
+    h = np.linspace(-1, 1, 400)  # (400,)
+    fig, ax = plt.subplots(figsize=(5.2, 4), layout="constrained")
+    ax.plot(h, tanh_step(h, w, b), label=r"$F_e(h) = \tanh(wh)$ (state-dependent)")
+    ax.plot(h, h, color="grey", ls="--", label="affine map fixing both: identity")
+    ax.plot([-c, c], [-c, c], "ko")
+    err = [c + offset]
+    for _ in range(steps):
+        err.append(float(tanh_step(err[-1], w, b)))
+    ax.plot(err[:-1], err[1:], "C3.", ms=5, label=f"an error at c + {offset:g}, iterated")
+    ax.set_xlabel("h")
+    ax.set_ylabel("F(h)")
+    ax.legend(loc="upper left", frameon=False)
+    return fig
+
+
+@for_readers
+def fig_corollary1_drift(err: Sequence[float], threshold: float, T_pred: float) -> plt.Figure:
+    """Corollary 1 simulated: the U-error ``err`` (one value per step) against the threshold
+    tau M it crosses, and the crossing time ``T_pred`` the closed form predicts."""
+    fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
+    ax.plot(np.asarray(err, dtype=float), label=r"$\|e_U(t)\|$ (simulated)")
+    ax.axhline(threshold, color="k", ls="--", lw=0.8, label=r"$\tau M$")
+    ax.axvline(T_pred, color="C3", lw=0.8, label=f"predicted crossing, t = {T_pred:.1f}")
+    ax.set_xlabel("t")
+    ax.legend(loc="upper left", frameon=False)
     return fig

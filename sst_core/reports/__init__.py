@@ -233,6 +233,7 @@ REPORTS: dict[str, str] = {
     "figure4_within": "sst_core.reports.error_control:figure4_within_table",
     "figure4_both_ways": "sst_core.reports.error_control:figure4_both_ways_table",
     "spread_tail": "sst_core.reports.error_control:spread_tail_table",
+    "spread_ratio": "sst_core.reports.error_control:spread_ratio_table",
     "corollary1": "sst_core.reports.error_control:corollary1_table",
     "crossing": "sst_core.reports.error_control:crossing_table",
     "lra_main": "sst_core.reports.lra:lra_main",

@@ -8,7 +8,12 @@
 - ``figure4``: the correlation of log T_cross with log m_p over the selected affine runs,
   and the bootstrap interval of q at m_p, beside the paper's numbers;
 - ``figure4_within``: that correlation per architecture, within architectures and between
-  them.
+  them;
+- ``figure4_both_ways``: Figure 4 with the paper's mean spread and with the median spread,
+  pooled and per depth; ``spread_ratio``: the ratio of the two at m_p per architecture;
+  ``spread_tail``: what makes the token-gated RNN's spread heavy-tailed;
+- ``theorem1_steps_table``, ``theorem1_instances_table``: the SymPy checks of Theorem 1
+  (:mod:`sst_core.theory.error_control`) as tables.
 """
 from __future__ import annotations
 
@@ -28,6 +33,15 @@ PAPER_FIGURE4 = paper_values.FIGURE4
 DRIFT_NOTE = ("The drift column is the fitted slope; at or below 0 the spread along U does "
               "not grow over the window (nothing drifts there to fit), and Corollary 1 "
               "predicts no crossing ('—').")
+
+
+def with_interval(est: float | None, lo: float | None = None, hi: float | None = None,
+                  digits: int = 3) -> str:
+    """A number with its 95% interval as the tables and the prose show it: ``0.656 [0.58,
+    0.72]``; a dash for a missing number, the number alone without an interval."""
+    if est is None:
+        return "—"
+    return f"{est:.{digits}f}" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
@@ -70,6 +84,24 @@ def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str,
         out[r["config"]["run"]["model"]] = {
             "t": t, **{k: curve_value(*stored_curve(m, k), t) for k in ("q", "q_U", "q_U_perp")}}
     return out
+
+
+def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the diagnostics chapter reads off Figures 1 and 2 for the best run per model
+    (:func:`best_per_model`): ``recovery_sd_max`` and ``recovery_affine_min``, the largest
+    error left along U after the last recovery step among the state-dependent models and the
+    smallest among the affine ones (None without one); ``before`` of ``before_n``: of the
+    affine models that pass the training length and whose q crosses, how many cross no later
+    than m_p."""
+    final = {k: (r["metrics"]["is_affine"], r["metrics"]["recovery"]["U"][-1])
+             for k, r in best.items()}
+    sd = [v for affine, v in final.values() if not affine and v is not None]
+    af = [v for affine, v in final.values() if affine and v is not None]
+    passed = [r["metrics"] for r in best.values() if r["metrics"]["is_affine"]
+              and r["metrics"]["T_cross"] is not None and r["metrics"]["m_p"]]
+    return {"recovery_sd_max": max(sd) if sd else None,
+            "recovery_affine_min": min(af) if af else None,
+            "before": sum(m["T_cross"] <= m["m_p"] for m in passed), "before_n": len(passed)}
 
 
 def figure3_table(records: list[dict[str, Any]]) -> Table:
@@ -473,6 +505,12 @@ def crossing_table(P: Profile, root=None) -> Table:
     total = {k: sum(c[k] for c in counts.values())
              for k in ("runs", "reach", "crossing", "median_crossing", "no_median")}
     data.append({"model": "all", **total})
+    if counts:
+        spans = [t for c in counts.values() for t in c["T_cross"]]
+        rows.append(["all", total["runs"], total["reach"], total["crossing"],
+                     f"{min(spans)}–{max(spans)}" if spans else "—",
+                     total["median_crossing"] if total["crossing"] > total["no_median"]
+                     else "—"])
     note = (f"State-dependent S3 runs only. A run 'crosses' when q = R/M reaches tau = 1/2 "
             f"within the rollout of {P.diag_rollout} (a defined T_cross) although it still "
             f"tracks at length {longest}; q_median is our median-spread variant, checked at its "
@@ -568,22 +606,21 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
     """:func:`figure4_both_ways` of the Figure 4 population's diagnostics under ``P``, beside
     the paper's numbers."""
     rows_data = figure4_both_ways(diagnostic_records(P, root, "figure4"))
-    cols = ["spread R", "depth", "n", "r (log T_cross, log m_p)", "its 95% interval",
-            "median q at m_p", "its 95% interval", "architectures"]
+    cols = ["spread R", "depth", "n", "r (log T_cross, log m_p) [95%]", "p",
+            "median q at m_p [95%]", "runs per architecture"]
     rows = []
     for d in rows_data:
         rows.append(["mean over words (the paper's)" if d["estimate"] == "mean" else
                      "median over words", "both" if d["n_layers"] is None else
                      f"{d['n_layers']} layer{'s' if d['n_layers'] > 1 else ''}", d["n"],
-                     format_value(d["r"]),
-                     "—" if d["r_lo"] is None else f"[{d['r_lo']:.2f}, {d['r_hi']:.2f}]",
-                     format_value(d["q_median"]),
-                     "—" if d["q_lo"] is None else f"[{d['q_lo']:.2f}, {d['q_hi']:.2f}]",
+                     with_interval(d["r"], d["r_lo"], d["r_hi"]), format_value(d["p"], ".2g"),
+                     with_interval(d["q_median"], d["q_lo"], d["q_hi"], 2),
                      "; ".join(f"{label_name(k)}: {v}" for k, v in d["architectures"].items())
                      or "—"])
-    rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}", "—",
-                 f"{PAPER_FIGURE4['q_median']}",
-                 f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]", "—"])
+    rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}",
+                 f"{PAPER_FIGURE4['p']:.2g}",
+                 f"{PAPER_FIGURE4['q_median']} [{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]",
+                 "—"])
     note = ("Figure 4 read with two estimates of a class's spread R in q = R / M: the mean "
             "squared distance of its words' states to their centroid (the paper's definition) "
             "and the median (q_median). Each selects the affine S3 runs that pass length 60 "
@@ -596,6 +633,53 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
     return Table("Figure 4 with the mean and the median spread, pooled and per depth", cols,
                  rows, note, ids, [{k: v for k, v in d.items() if k != "run_ids"}
                                    for d in rows_data])
+
+
+def spread_ratio(records: list[dict[str, Any]], model: str = "token_gated_rnn"
+                 ) -> list[dict[str, Any]]:
+    """How much larger the paper's mean spread is than the median spread at m_p, q / q_median
+    at m_p, over ``records`` (diagnostics records; those without q_median at m_p are left
+    out): per architecture, then for ``model`` at both depths and for every other
+    architecture together. One dict per row: ``kind`` (architecture | model | others),
+    ``label``, ``n``, ``median``, ``min``, ``max`` (None without runs)."""
+    ratios: dict[str, list[float]] = {}
+    for r in records:
+        m = r["metrics"]
+        if m.get("q_median_at_m_p") and m.get("q_at_m_p") is not None:
+            ratios.setdefault(architecture(r), []).append(m["q_at_m_p"] / m["q_median_at_m_p"])
+
+    def row(kind: str, label: str, values: list[float]) -> dict[str, Any]:
+        v = np.asarray(values, dtype=float)  # (n,)
+        return {"kind": kind, "label": label, "n": int(v.size),
+                **{k: float(f(v)) if v.size else None
+                   for k, f in (("median", np.median), ("min", np.min), ("max", np.max))}}
+
+    def is_model(label: str) -> bool:
+        return label.split(" ")[0] == model
+
+    rows = [row("architecture", label, v) for label, v in sorted(ratios.items())]
+    rows.append(row("model", model, [x for k, v in ratios.items() if is_model(k) for x in v]))
+    rows.append(row("others", "others", [x for k, v in ratios.items() if not is_model(k)
+                                         for x in v]))
+    return rows
+
+
+def spread_ratio_table(P: Profile, root=None, model: str = "token_gated_rnn") -> Table:
+    """:func:`spread_ratio` over Figure 4's selected runs (the paper's estimate) under ``P``."""
+    from sst_core.experiments.paper1 import figure4_selection
+
+    selected = figure4_selection(diagnostic_records(P, root, "figure4"))
+    data = spread_ratio(selected, model)
+    rows = [[label_name(d["label"]) if d["kind"] == "architecture" else
+             f"{label_name(model)}, both depths" if d["kind"] == "model" else
+             "every other architecture", d["n"], format_value(d["median"]),
+             format_value(d["min"]), format_value(d["max"])] for d in data]
+    note = ("q / q_median at t = m_p: the paper's spread R (the mean over words of the squared "
+            "readout distance to the class centroid) over the median over words, for "
+            "Figure 4's selected runs that store q_median.")
+    return Table("Mean over median spread at m_p, per architecture",
+                 ["architecture", "runs", "median q / q_median", "lowest", "highest"], rows,
+                 note, [r["run_id"] for r in selected], data)
 
 
 SPREAD_TAIL_WORDS = 1024  # held-out words per tracker of spread_tail_table
@@ -693,3 +777,43 @@ def spread_tail_summary(table: Table) -> Table:
     return Table(table.title.replace("What makes", "In short: what makes"),
                  ["measure", "median", "lowest", "highest", "trackers"], rows, table.note,
                  table.records, out)
+
+
+# -- Theorem 1's SymPy checks as tables (sst_core.theory.error_control) --------------------
+# the (dimension d, number of states) of the concrete instances the theory chapter solves
+THEOREM1_SIZES = ((2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3))
+
+
+def theorem1_steps_table(derivation: dict[str, Any]) -> Table:
+    """The steps of Theorem 1's argument on symbolic centroids
+    (:func:`sst_core.theory.error_control.derive_theorem1_general`), each with whether SymPy
+    reduced it to zero from the hypotheses alone."""
+    steps = derivation["steps"]  # (description, lhs, rhs, holds) each
+    return Table("Theorem 1's argument on symbolic centroids, A and b", ["step", "holds"],
+                 [[desc, "✓" if ok else "✗"] for desc, _, _, ok in steps],
+                 "Each step is an identity that SymPy reduces to zero from the hypotheses "
+                 "A c_g + b = c_g alone.",
+                 data=[{"step": desc, "holds": bool(ok)} for desc, _, _, ok in steps])
+
+
+def theorem1_instances_table(sizes=THEOREM1_SIZES, seed: int = 0) -> Table:
+    """Theorem 1 on random rational centroids
+    (:func:`sst_core.theory.error_control.derive_theorem1_instance`), one row per
+    (d, number of states) of ``sizes``: dim U, the free parameters of the solutions of
+    A c_g + b = c_g against d (d - dim U), and whether A is the identity on U and free on
+    U-perp."""
+    from sst_core.theory.error_control import derive_theorem1_instance
+
+    cols = ["d", "states", "dim U", "free parameters", "expected d(d − r)", "A on U = I",
+            "U⊥ free"]
+    rows, data = [], []
+    for d, n_g in sizes:
+        inst = derive_theorem1_instance(d, n_g, seed=seed)
+        rows.append([d, n_g, inst["r"], inst["n_free"], inst["expected_free"],
+                     "✓" if inst["A_on_U_is_identity"] else "✗",
+                     "✓" if inst["U_perp_free"] else "✗"])
+        data.append({"d": d, "n_g": n_g, **{k: inst[k] for k in (
+            "r", "n_free", "expected_free", "A_on_U_is_identity", "U_perp_free", "holds")}})
+    return Table("Theorem 1 on random rational centroids", cols, rows,
+                 "Every solution of A c_g + b = c_g for all unknown entries of A and b "
+                 f"(sympy.linsolve; centroids drawn with seed {seed}).", data=data)
