@@ -203,7 +203,7 @@ plt.close("all")
 # ```{glue:figure} fig_figure4
 # :name: "fig-dl-figure4"
 #
-# Figure 4 of the paper with the Householder models in it: the qualifying runs of the affine
+# The paper's Figure 4 with the Householder models in it: the qualifying runs of the affine
 # Figure 4 sweep in grey, the Householder models' $S_3$ runs in colour.
 # ```
 #

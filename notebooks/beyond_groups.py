@@ -193,7 +193,7 @@ plt.close(fig)
 # ```{glue:figure} fig_f4_a5
 # :name: "fig-hg-f4-a5"
 #
-# Figure 4 of the paper redrawn on $A_5$: $T_{\text{cross}}$ against $m_p$ over the
+# The paper's Figure 4 redrawn on $A_5$: $T_{\text{cross}}$ against $m_p$ over the
 # qualifying affine runs (left) and $q$ at $m_p$ (right).
 # ```
 #

@@ -143,7 +143,7 @@ plt.close("all")
 # ```{glue:figure} dg_fig1
 # :name: "fig-recovery"
 #
-# Figure 1 of the paper, ours: what remains of a perturbation of the state at $t = 30$,
+# Ours for the paper's Figure 1: what remains of a perturbation of the state at $t = 30$,
 # $\lVert e_t\rVert / \lVert e_0\rVert$, in a random direction (left) and inside $U$
 # (right), for the best $S_3$ run of each model; affine models dashed.
 # ```
@@ -168,7 +168,7 @@ plt.close("all")
 # ```{glue:figure} dg_fig2
 # :name: "fig-q-trajectories"
 #
-# Figure 2 of the paper, ours: the distinguishability ratio $q(t)$ of the best $S_3$ run of
+# Ours for the paper's Figure 2: the distinguishability ratio $q(t)$ of the best $S_3$ run of
 # each model (affine models first), with the unsquared ratio beside it, $T_{\text{cross}}$
 # (red dot) and $m_p$ (black triangle); each panel is titled with its failure mode.
 # ```
@@ -191,7 +191,7 @@ plt.close("all")
 # ```{glue:figure} dg_fig3
 # :name: "fig-q-split"
 #
-# Figure 3 of the paper, ours: the spread inside $U$ ($q_U$) and outside it
+# Ours for the paper's Figure 3: the spread inside $U$ ($q_U$) and outside it
 # ($q_{U^\perp}$) over time, read through the readout (top) and without it (bottom); the
 # dotted line is $m_p$.
 # ```
@@ -257,7 +257,7 @@ plt.close("all")
 # ```{glue:figure} dg_fig4
 # :name: "fig-figure4"
 #
-# Figure 4 of the paper, ours, with the paper's $q$: $T_{\text{cross}}$ against $m_p$ for
+# Ours for the paper's Figure 4, with the paper's $q$: $T_{\text{cross}}$ against $m_p$ for
 # every selected affine $S_3$ run (left; the dotted line is $T_{\text{cross}} = m_p$), and
 # the distribution of $q$ at $m_p$ beside the paper's median and interval (right).
 # ```
