@@ -134,17 +134,24 @@ def test_grids():
 
 
 def test_tables_from_constructed_records(store):
-    P = PROFILES["smoke"]
-    accs = {(False, "inv"): 0.6, (True, "inv"): 0.7, (False, "lin"): 0.5, (True, "lin"): 0.4}
+    from dataclasses import replace
+
+    P = replace(PROFILES["smoke"], lra_seeds=(0, 1))
+    # S4D-Inv: frozen 0.10 above learned, seeds 0.02 apart on both sides (+7.1 SE: holds);
+    # S4D-Lin: frozen 0.01 below, its seeds 0.2 apart (-0.1 SE: a tie, not a failure)
+    accs = {(False, "inv"): (0.60, 0.62), (True, "inv"): (0.70, 0.72),
+            (False, "lin"): (0.50, 0.52), (True, "lin"): (0.40, 0.60)}
     for cfg in paper2.lra_main_grid(P, tasks=("listops",)):
-        value = accs[(cfg.freeze_spectrum, cfg.init)]
+        value = accs[(cfg.freeze_spectrum, cfg.init)][cfg.seed]
         cached_run(cfg, lambda c, v=value: {"test_accuracy": v})
     t = lra_reports.lra_main(P)
     row = next(r for r in t.rows if r[0].startswith("listops"))
-    assert row[1] == "0.600 (0.594 / 0.589)" and row[3].startswith("0.700")
-    assert row[-1] == "S4D-Inv: yes, S4D-Lin: no"
+    assert row[1] == "0.620 / 0.600 (0.594 / 0.589)" and row[3].startswith("0.720 / 0.700")
+    assert row[-1] == "S4D-Inv: +0.100 (+7.1 SE), holds; S4D-Lin: -0.010 (-0.1 SE), tie"
     cell = next(d for d in t.data if d["task"] == "listops" and d["init"] == "inv" and d["frozen"])
-    assert cell["accuracies"] == [0.7] and cell["paper_max_min"] == [0.585, 0.570]
+    assert cell["accuracies"] == [0.7, 0.72] and cell["paper_max_min"] == [0.585, 0.570]
+    assert cell["frozen_minus_learned"]["verdict"] == "holds"
+    assert abs(cell["frozen_minus_learned"]["diff"] - 0.1) < 1e-12
     abl = lra_reports.lra_ablation(P)
     assert len(abl.rows) == 8 and "smoke" in abl.note
 
