@@ -211,12 +211,11 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # every cell (and every run it changes is computed again) only if it makes these runs learn
 # length 60 and follows from the paper's protocol, which has a curriculum from length 2
 # gated at 95%, its learning-rate grid and a much wider model, and states no step cap. The
-# 90% gate and no curriculum are diagnoses only. The pilot is a sweep of its own
-# (`sst sweep pilots_60`), read here from its stored runs; a variant with fewer stored runs
-# than its grid says so in its row.
+# 90% gate and no curriculum are diagnoses only.
 
 # %%
-pilots = pilots_60(P)  # reads the stored runs of `sst sweep pilots_60`; trains nothing
+experiments_runs.run_all(paper1.pilot_grid(P), desc="pilots", stack=P.track_stack)
+pilots = pilots_60(P)
 
 # %% tags=["remove-input"]
 for name, value in {"t2_pilots_table": pilots.grid(),
@@ -235,13 +234,21 @@ for name, value in {"t2_pilots_table": pilots.grid(),
 # passed length 60 and {glue:text}`t2_pilot_all_learned:d` reached $m_p \geq 60$
 # ({numref}`tab-t2-pilots`); of the {glue:text}`t2_pilot_paper_runs:d` runs of the variants
 # that follow from the paper's protocol, {glue:text}`t2_pilot_paper_passed:d` passed 60 and
-# {glue:text}`t2_pilot_paper_learned:d` reached $m_p \geq 60$. Among those variants the
-# highest median token accuracy at 60 is {glue:text}`t2_pilot_best_acc` ({glue:text}`t2_pilot_best_variant`,
-# {glue:text}`t2_pilot_best_cell`), against {glue:text}`t2_pilot_base_acc` for the same
-# cell's Table 2 runs: below the 90% that defines $m_p$. Where no variant that follows from
-# the paper makes these runs learn, the protocol stays as it is, and these cells measure
-# models that do not learn the training length under it: a finding about them, not a
-# reason to change the protocol of every cell.
+# {glue:text}`t2_pilot_paper_learned:d` reached $m_p \geq 60$. A variant that follows the
+# paper made most of a cell's runs pass 60 in {glue:text}`t2_pilot_learned_cells:d` of the
+# {glue:text}`t2_pilot_cells:d` cells: {glue:text}`t2_pilot_learned_by`. The highest median
+# token accuracy at 60 among those variants is {glue:text}`t2_pilot_best_acc`
+# ({glue:text}`t2_pilot_best_variant`, {glue:text}`t2_pilot_best_cell`), against
+# {glue:text}`t2_pilot_base_acc` for the same cell's Table 2 runs.
+#
+# **The decision.** Where a variant that follows from the paper makes a cell's runs learn,
+# the rule makes it the protocol of every cell: Table 2, and the Figure 4 sweep and
+# diagnostics built on its runs, computed again with it. That recompute is the next step
+# of this reproduction and has not been done: Table 2 above is the protocol as it stands,
+# and for the cells of the pilot the table above is the measurement of what the change
+# does. Where no variant makes a cell's runs learn, the cell measures a model that does
+# not learn the training length under the paper's protocol at this scale: a finding about
+# it, not a difference to explain away.
 #
 # ## How far does one run move when it is trained again?
 #

@@ -7,7 +7,7 @@ from sst_core.experiments import paper1
 from sst_core.reports import get_report
 from sst_core.reports.pilots import VARIANT_NAMES, pilot_numbers, pilots_60
 from sst_core.spec import profiles
-from sst_core.store.records import RunFailed, cached_run
+from sst_core.store.records import RunFailed, cached_run, record_path
 
 
 @pytest.fixture
@@ -69,4 +69,12 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
                                 "paper_runs": 2, "paper_passed": 1, "paper_learned": 1,
                                 # step cap x3: median of 0.97 and 0.4; Table 2's: of 0.6, 0.5
                                 "best_variant": "step cap x3", "best_cell": name.replace(", ", " on "),
-                                "best_acc": 0.69, "base_acc": 0.55}
+                                "best_acc": 0.69, "base_acc": 0.55,
+                                # step cap x3: 1 of 2 passed, not most; no cell is won
+                                "learned_by": "none", "learned_cells": 0, "cells": 3}
+    # the other step-cap run passing too (record replaced) makes it 2 of 2: the cell is won
+    record_path(x3[1], tmp_path).unlink()
+    cached_run(x3[1], fake(60, True, 0.95, m_p=60), root=tmp_path)
+    won = pilot_numbers(pilots_60(P, root=tmp_path))
+    assert won["learned_by"] == f"step cap x3 on {name.replace(', ', ' on ')}"
+    assert won["learned_cells"] == 1

@@ -104,7 +104,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
          # prepared, not yet run: no chapter counts it until its runs are stored
-         Grid("pilots_60", f"{P1}:pilot_grid", (),
+         Grid("pilots_60", f"{P1}:pilot_grid", ("p1_table2",),
               "pilots: one change at a time to the runs of the three Table 2 cells that never "
               "pass length 60"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),

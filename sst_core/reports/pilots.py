@@ -93,7 +93,9 @@ def pilot_numbers(table: Table) -> dict[str, Any]:
     base runs aside) and over those of :data:`FOLLOW_PAPER`, how many are stored ok, passed
     60, and reached m_p >= 60; and the row of :data:`FOLLOW_PAPER` with the highest median
     token accuracy at 60 (``best_variant``, ``best_cell``, ``best_acc``) beside its cell's
-    Table 2 runs (``base_acc``; None where a median has no runs)."""
+    Table 2 runs (``base_acc``; None where a median has no runs); ``learned_by``, the
+    variants of :data:`FOLLOW_PAPER` that made most of a cell's runs pass 60 (with the
+    cell), ``learned_cells`` how many cells they are, of ``cells``."""
     out: dict[str, Any] = {}
     for key, names in (("all", [n for n in VARIANT_NAMES if n != BASE]),
                        ("paper", list(FOLLOW_PAPER))):
@@ -107,6 +109,16 @@ def pilot_numbers(table: Table) -> dict[str, Any]:
         (d for d in table.data if d["variant"] == BASE and d["token_accuracy_60"]
          and (d["model"], d["group"], d["n_layers"]) == (best["model"], best["group"],
                                                           best["n_layers"])), None)
+    # the cells where a variant that follows the paper made most of its runs pass 60
+    won = [d for d in table.data or [] if d["variant"] in FOLLOW_PAPER and d["n_ok"]
+           and 2 * d["passed_60"] > d["n_ok"]]
+    out["learned_by"] = "; ".join(
+        f"{VARIANT_NAMES[d['variant']]} on "
+        f"{run_name({'model': d['model'], 'n_layers': d['n_layers']})} on {d['group']}"
+        for d in won) or "none"
+    out["learned_cells"] = len({(d["model"], d["group"], d["n_layers"]) for d in won})
+    out["cells"] = len({(d["model"], d["group"], d["n_layers"]) for d in table.data or []
+                        if d["variant"] == BASE and d["n_grid"]})
     out |= {"best_variant": VARIANT_NAMES[best["variant"]] if best else "none",
             "best_cell": (f"{run_name({'model': best['model'], 'n_layers': best['n_layers']})}"
                           f" on {best['group']}") if best else "none",
