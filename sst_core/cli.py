@@ -496,6 +496,16 @@ def main(argv: list[str] | None = None) -> int:
     if "torch" not in sys.modules:  # (too late once torch has loaded)
         os.environ.setdefault(*THP_ENV)
     args = _parser().parse_args(argv)
+    from sst_core.store.records import StoreError
+
+    try:
+        return _main(args, argv)
+    except StoreError as err:  # a file of the store that cannot be written, named
+        print(f"sst {args.command}: {err}", file=sys.stderr)
+        return 1
+
+
+def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     if args.command in _RESULTS_COMMANDS or getattr(args, "record", False):
         from sst_core.store.records import ResultsDirError, results_dir
 

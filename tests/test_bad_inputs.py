@@ -46,6 +46,13 @@ def lra(**kw) -> LRAConfig:
     return LRAConfig(**base)
 
 
+def diagnostics(**kw):
+    """The diagnostics of a tiny tracking run, ``kw`` changed."""
+    from sst_core.spec.configs import DiagnosticsConfig
+
+    return DiagnosticsConfig(run=tracker(), **{"n_samples": 32, **kw})
+
+
 def unchecked(cfg, **changes):
     """``cfg`` with ``changes`` set past the config's own checks: the trainers guard
     themselves against divergence whatever learning rate they are given."""
@@ -465,7 +472,7 @@ ROWS = [
     ("mamba-dt-min-text", lambda tmp: build("mamba", 6, 6, 8, 8, dt_min="a"), ValueError,
      ["dt_min='a' is not allowed"]),
     ("build-d-state-huge", lambda tmp: build("mamba", 6, 6, 8, 2**20), ValueError,
-     ["d_state=1048576 is above the cap 65536", "sst_core.models.registry.MAX_SIZE"]),
+     ["d_state=1048576 is above the cap 65536", "sst_core.spec.configs.MAX_SIZE"]),
     ("build-d-model-huge", lambda tmp: build("tanh_rnn", 6, 6, 10**6, 8), ValueError,
      ["d_model=1000000 is above the cap 65536"]),
     ("forward-ids-out-of-range",
@@ -490,6 +497,70 @@ ROWS = [
     ("stop-by-in-the-past", lambda tmp: parse_stop_by("2020-01-01T00:00"), ValueError,
      ["stop time '2020-01-01T00:00' has passed", "give a later one"]),
     # model registry
+    # sizes in a config: refused when it is made, before a run asks the allocator
+    ("tracking-d-state-cap", lambda tmp: tracker(d_state=2**20), ConfigError,
+     ["TrackingConfig.d_state=1048576 is above the cap 65,536",
+      "sst_core.spec.configs.MAX_SIZE", "raise it there"]),
+    ("tracking-d-model-cap", lambda tmp: tracker(d_model=10**6), ConfigError,
+     ["TrackingConfig.d_model=1000000 is above the cap 65,536"]),
+    ("tracking-batch-cap", lambda tmp: tracker(batch=2**31), ConfigError,
+     ["TrackingConfig.batch=2147483648 is above the cap 4,194,304",
+      "sst_core.spec.configs.MAX_EXAMPLES"]),
+    ("tracking-eval-length-cap", lambda tmp: tracker(eval_lengths=(60, 10**9)), ConfigError,
+     ["TrackingConfig.eval_lengths=(60, 1000000000) is above the cap 65,536",
+      "sst_core.spec.configs.MAX_LENGTH"]),
+    ("tracking-eval-length-zero", lambda tmp: tracker(eval_lengths=(0,)), ConfigError,
+     ["TrackingConfig.eval_lengths=(0,) is not allowed", "a non-empty tuple of ints >= 1"]),
+    ("tracking-eval-lengths-empty", lambda tmp: tracker(eval_lengths=()), ConfigError,
+     ["TrackingConfig.eval_lengths=() is not allowed"]),
+    ("lra-H-cap", lambda tmp: lra(H=10**6), ConfigError,
+     ["LRAConfig.H=1000000 is above the cap 65,536", "MAX_SIZE"]),
+    ("lra-N-cap", lambda tmp: lra(N=2**20), ConfigError, ["LRAConfig.N=1048576 is above the cap"]),
+    ("lra-max-length-cap", lambda tmp: lra(max_length=10**8), ConfigError,
+     ["LRAConfig.max_length=100000000 is above the cap 65,536", "MAX_LENGTH"]),
+    ("lra-n-train-cap", lambda tmp: lra(n_train=10**9), ConfigError,
+     ["LRAConfig.n_train=1000000000 is above the cap 4,194,304", "MAX_EXAMPLES"]),
+    ("lra-pathfinder-size-cap", lambda tmp: lra(task="pathfinder", pathfinder_size=1024),
+     ConfigError, ["LRAConfig.pathfinder_size=1024 is above the cap: its sequence of 1,048,576 "
+                   "pixels is longer than 65,536", "MAX_LENGTH"]),
+    ("memory-horizon-N-cap",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).MemoryHorizonConfig(
+         init="inv", freeze_spectrum=False, tau=4, N=2**20, H=4, steps=2, batch=4, seed=0,
+         profile="smoke"), ConfigError, ["MemoryHorizonConfig.N=1048576 is above the cap"]),
+    # the analyses of a trained tracker: checked as diagnose_any checks its arguments
+    ("diagnostics-one-word", lambda tmp: diagnostics(n_samples=1), ConfigError,
+     ["DiagnosticsConfig.n_samples=1 is not allowed", "an int >= 2"]),
+    ("diagnostics-no-words", lambda tmp: diagnostics(n_samples=0), ConfigError,
+     ["DiagnosticsConfig.n_samples=0 is not allowed"]),
+    ("diagnostics-n-perturb", lambda tmp: diagnostics(n_perturb=0), ConfigError,
+     ["DiagnosticsConfig.n_perturb=0 is not allowed", "an int >= 1"]),
+    ("diagnostics-eps-nan", lambda tmp: diagnostics(eps=math.nan), ConfigError,
+     ["DiagnosticsConfig.eps=nan is not allowed", "a finite number > 0"]),
+    ("diagnostics-t0-after-rollout", lambda tmp: diagnostics(t0=5000), ConfigError,
+     ["DiagnosticsConfig.t0=5000 is not allowed", "in 1..rollout=1000"]),
+    ("diagnostics-rollout-cap", lambda tmp: diagnostics(rollout=10**7), ConfigError,
+     ["DiagnosticsConfig.rollout=10000000 is above the cap 65,536"]),
+    ("torch-module-one-word",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).TorchModuleDiagnosticsConfig(
+         run=tracker(), n_samples=1), ConfigError,
+     ["TorchModuleDiagnosticsConfig.n_samples=1 is not allowed"]),
+    ("label-free-window",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).LabelFreeConfig(
+         run=tracker(), n_samples=16, rollout=100, t_obs=5), ConfigError,
+     ["LabelFreeConfig.window_start=10 is not allowed", "below t_obs=5"]),
+    ("spectra-no-words",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).SpectraConfig(
+         run=tracker(), n_words=0), ConfigError, ["SpectraConfig.n_words=0 is not allowed"]),
+    # a data file's token of a megabyte is named, not printed whole
+    ("listops-megabyte-token",
+     lambda tmp: read_listops(listops_with(tmp, "test", HEADER + "[MAX " + "x" * 10**6
+                                           + " ]\t1\n").parent), DataError,
+     ["basic_test.tsv: line 2: unknown token 'xxxxxxxxxx", "... (1,000,000 characters) at "
+      "position 1"]),
+    # a linear step from h0 = 0 never leaves it: the message says so
+    ("any-linear-step-from-zero", lambda tmp: any_diag(h0=np.zeros(8)), StepError,
+     ["the same next state for every token id", "or every token maps these states alike "
+      "(h0 = 0 under a linear step)"]),
     ("build-unknown-keyword", lambda tmp: build("tanh_rnn", 6, 6, dropuot=0.1), ValueError,
      ["unknown keyword(s) dropuot for model 'tanh_rnn'", "allowed: d_model, d_state, n_layers"]),
     ("build-unknown-keyword-phi", lambda tmp: build("rnn_phi", 6, 6, phy="relu"), ValueError,

@@ -68,6 +68,10 @@ CLI_ROWS = [
      ["SST_RESULTS_DIR=", "afile", "is a file", "expected a folder"]),
     ("results-dir-is-a-file-report", ["report", "table2", "--profile", "smoke"],
      _results_at_a_file, 2, ["afile", "expected a folder"]),
+    # devices the GPU check is asked for (issue 57): named before torch reads them
+    *[(f"gpu-check-device-{d or 'empty'}", ["gpu-check", "--device", d, "--no-bench"], None, 2,
+       [f"sst gpu-check: device={d!r} is not allowed", "'cuda', 'cuda:<index>' or 'cpu'"])
+      for d in ("tpu", "", "CUDA")],
 ]
 
 
@@ -462,3 +466,40 @@ def test_non_finite_weights_make_the_run_fail(root):
         model, artifact_path(c, ".pt"))})
     assert rec["status"] == "failed" and "the trained weights are not finite" in rec["reason"]
     assert not artifact_path(cfg, ".pt").exists()
+
+
+def test_a_sweep_that_cannot_write_a_record_says_so_without_a_traceback(root, monkeypatch,
+                                                                          capsys):
+    """A folder where a run's record belongs: `sst sweep` names the file and what to do,
+    and exits 1 (it printed a traceback through the worker pool)."""
+    cfg = paper1.table2_grid(SMOKE)[0]
+    record_path(cfg).mkdir(parents=True)
+    monkeypatch.setattr(runner, "phases", lambda name, P: [[cfg]])
+    assert cli.main(["sweep", "table2", "--profile", "smoke", "--workers", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert (f"sst sweep: [Errno 21] cannot write {record_path(cfg)}: a folder is where the "
+            "run's record belongs; remove or rename it") in err
+
+
+def test_non_finite_weights_of_a_record_without_a_hash_are_refused(trained, root):
+    """A record made before weights_sha256 was kept, with NaN weights beside it: the
+    analysis refuses them (it was recorded ok, failure mode "none"), naming the file."""
+    import torch
+
+    from sst_core.analysis.trackers import TrackerMissing, load_tracker
+
+    cfg = _store_copy(trained, root)
+    raw = json.loads(record_path(cfg).read_text())
+    del raw["metrics"]["weights_sha256"]
+    record_path(cfg).write_text(json.dumps(raw))
+    weights = artifact_path(cfg, ".pt")
+    state = torch.load(weights, weights_only=True)
+    name = next(k for k, v in state.items() if v.is_floating_point())
+    state[name][...] = float("nan")
+    torch.save(state, weights)
+    with pytest.raises(TrackerMissing) as err:
+        load_tracker(cfg)
+    n = state[name].numel()
+    assert (f"weights file {weights} holds non-finite values ({n} of {n} entries of {name}), "
+            "so it is not the weights of an ok run") in str(err.value)

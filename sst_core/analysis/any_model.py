@@ -543,6 +543,7 @@ def check_step(model: Any, tokens: Any, states: Any = None, seed: int = 0) -> No
     if len(outs) > 1 and all(torch.equal(o, outs[0]) for o in outs[1:]):
         raise StepError(f"step(h, x) gives the same next state for every token id "
                         f"{[int(x) for x in tok]} at every probe state: it ignores its token, "
+                        "or every token maps these states alike (h0 = 0 under a linear step), "
                         "so it cannot track a group (every class would share one centroid)")
     for x in tok:
         for i, h in enumerate(H):

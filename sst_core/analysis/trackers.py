@@ -67,6 +67,12 @@ def load_tracker(cfg: TrackingConfig) -> tuple[dict[str, Any], Any]:
     except (RuntimeError, OSError, EOFError, ValueError) as err:
         raise TrackerMissing(f"{what}: weights file {weights} is unreadable "
                              f"({type(err).__name__}: {err})") from None
+    for name, tensor in model.state_dict().items():  # an ok run's weights are finite
+        if tensor.is_floating_point() and not bool(tensor.isfinite().all()):
+            bad = int((~tensor.isfinite()).sum())
+            raise TrackerMissing(f"{what}: weights file {weights} holds non-finite values "
+                                 f"({bad} of {tensor.numel()} entries of {name}), so it is not "
+                                 "the weights of an ok run: retrain it (delete the weights)")
     return rec, model
 
 

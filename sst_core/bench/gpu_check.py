@@ -448,12 +448,22 @@ def cases() -> dict[str, Callable]:
 
 def compare_devices(device: str = "cuda", only: Iterable[str] | None = None
                     ) -> list[dict[str, Any]]:
-    """Run the comparisons (all, or the names in ``only``) on the CPU and on ``device``."""
+    """Run the comparisons (all, or the names in ``only``) on the CPU and on ``device``
+    ('cuda', 'cuda:<index>', or 'cpu' to check the CPU against itself)."""
+    import re
+
+    if not (isinstance(device, str) and re.fullmatch(r"cpu|cuda(:[0-9]+)?", device)):
+        raise ValueError(f"device={device!r} is not allowed: 'cuda', 'cuda:<index>' or 'cpu' "
+                         "(lower case)")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' asked for, but torch.cuda.is_available() is False "
                          f"(torch {torch.__version__}); the GPU check needs a CUDA build of "
                          "torch and a GPU")
+    if dev.type == "cuda" and (dev.index or 0) >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r} is not available here: torch sees "
+                         f"{torch.cuda.device_count()} CUDA device(s) (allowed: cuda:0.."
+                         f"cuda:{torch.cuda.device_count() - 1})")
     all_cases = cases()
     names = list(all_cases) if only is None else list(only)
     unknown = [n for n in names if n not in all_cases]

@@ -17,6 +17,8 @@ import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sst_core.spec import configs
+
 if TYPE_CHECKING:  # torch loads with the first model built, not with the registry
     from sst_core.models.base import SequenceModel
 
@@ -92,17 +94,15 @@ def _entry(name: str) -> Entry:
     return REGISTRY[name]
 
 
-# the largest width, state size, depth or vocabulary a model is built with (a d_model of
-# 10**6 asks the allocator for terabytes); raise it here for a larger model
-MAX_SIZE = 2**16
-
-
 def check_size(what: str, value: Any) -> None:
+    """ValueError unless ``value`` is an int in 1..MAX_SIZE: the largest width, state size,
+    depth or vocabulary a model is built with (a d_model of 10**6 asks the allocator for
+    terabytes), :data:`sst_core.spec.configs.MAX_SIZE`, which the configs check too."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
-    if value > MAX_SIZE:
-        raise ValueError(f"{what}={value} is above the cap {MAX_SIZE} "
-                         "(sst_core.models.registry.MAX_SIZE; raise it there for a larger model)")
+    if value > configs.MAX_SIZE:
+        raise ValueError(f"{what}={value} is above the cap {configs.MAX_SIZE} "
+                         "(sst_core.spec.configs.MAX_SIZE; raise it there for a larger model)")
 
 
 def check_number(what: str, value: Any, low: float, high: float = float("inf"), *,

@@ -79,6 +79,61 @@ SCHEDULES = ("constant", "cosine")  # learning-rate schedules of the tracking ru
 MAX_LR = 10.0
 
 
+# Caps on what a config may ask for, checked when it is made (a d_model of 10**6 or an
+# n_train of 10**9 would otherwise ask the allocator for terabytes, or run for days, once
+# the run starts). Each is far above every profile's value; raise it here for more.
+MAX_SIZE = 2**16  # a model's width, state size, depth or vocabulary (also models.registry's)
+MAX_LENGTH = 2**16  # a sequence's length (Path-X: 16,384)
+MAX_EXAMPLES = 2**22  # examples in a data set, a batch or an evaluation
+CAPS = {"MAX_SIZE": ("the largest width, state size or depth", "for a larger model"),
+        "MAX_LENGTH": ("the longest sequence", "for longer sequences"),
+        "MAX_EXAMPLES": ("the most examples in a set, batch or evaluation", "for more")}
+
+
+def check_caps(cfg: Any, **caps: tuple[str, ...]) -> None:
+    """:class:`ConfigError` naming the first field of ``cfg`` above its cap: ``caps`` maps a
+    cap's name (:data:`MAX_SIZE`, :data:`MAX_LENGTH`, :data:`MAX_EXAMPLES`) to the fields it
+    bounds (ints, or tuples of ints, already checked to be >= 0)."""
+    for cap, names in caps.items():
+        limit = globals()[cap]
+        for name in names:
+            value = getattr(cfg, name)
+            biggest = max(value, default=0) if isinstance(value, tuple) else value
+            if biggest > limit:
+                what, more = CAPS[cap]
+                raise ConfigError(f"{type(cfg).__name__}.{name}={value!r} is above the cap "
+                                  f"{limit:,} (sst_core.spec.configs.{cap}, {what}; raise it "
+                                  f"there {more})")
+
+
+def check_words(cfg: Any, positive: tuple[str, ...] = (), numbers: tuple[str, ...] = (),
+                times: tuple[str, ...] = ()) -> None:
+    """The checks of an analysis of a trained tracker (``n_samples`` words of length
+    ``rollout``): :class:`ConfigError` unless ``n_samples`` >= 2 (q compares words: one
+    word gives no spread), ``rollout`` >= 2, ``seed`` >= 0, the fields ``positive`` ints >= 1,
+    ``numbers`` finite numbers > 0 and ``times`` in 1..rollout; words and lengths under
+    their caps."""
+    import math
+
+    _check_ranges(cfg, (), (), ("rollout", *positive), ("seed",))
+    for name, low in (("n_samples", 2), ("rollout", 2)):
+        v = getattr(cfg, name)
+        if not (isinstance(v, int) and not isinstance(v, bool) and v >= low):
+            raise ConfigError(f"{type(cfg).__name__}.{name}={v!r} is not allowed: it must be an "
+                              f"int >= {low} (q compares the states of different words)")
+    for name in numbers:
+        v = getattr(cfg, name)
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                and v > 0):
+            raise ConfigError(f"{type(cfg).__name__}.{name}={v!r} is not allowed: it must be a "
+                              "finite number > 0")
+    for name in times:
+        if getattr(cfg, name) > cfg.rollout:
+            raise ConfigError(f"{type(cfg).__name__}.{name}={getattr(cfg, name)!r} is not "
+                              f"allowed: it must lie in 1..rollout={cfg.rollout}")
+    check_caps(cfg, MAX_LENGTH=("rollout",), MAX_EXAMPLES=("n_samples",))
+
+
 def _check_ranges(cfg: Any, lrs: tuple[str, ...], non_negative: tuple[str, ...],
                   positive_ints: tuple[str, ...], non_negative_ints: tuple[str, ...]) -> None:
     """:class:`ConfigError` naming the first field of ``cfg`` out of its range: learning
@@ -173,6 +228,14 @@ class TrackingConfig:
                        "eval_samples", "eval_batch", "heldout_every", "heldout_samples",
                        "heldout_patience"),
                       ("seed", "warmup_steps", "post_steps", "plateau_steps"))
+        if not (isinstance(self.eval_lengths, tuple) and self.eval_lengths
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1
+                        for n in self.eval_lengths)):
+            raise ConfigError(f"TrackingConfig.eval_lengths={self.eval_lengths!r} is not "
+                              "allowed: a non-empty tuple of ints >= 1")
+        check_caps(self, MAX_SIZE=("n_layers", "d_model", "d_state"),
+                   MAX_LENGTH=("curriculum_start", "curriculum_max", "eval_lengths"),
+                   MAX_EXAMPLES=("batch", "eval_samples", "eval_batch", "heldout_samples"))
         check_device(self)
         if not 0 < self.heldout_threshold <= 1:
             raise ConfigError(f"TrackingConfig.heldout_threshold={self.heldout_threshold!r} is "
@@ -210,6 +273,10 @@ class DiagnosticsConfig:
     profile: str = "smoke"
     experiment: str = "tracking_diagnostics"
 
+    def __post_init__(self) -> None:
+        check_words(self, ("t_ref", "t0", "perturb_steps", "n_perturb", "word_length",
+                           "n_words"), ("eps", "tau"), ("t_ref", "t0"))
+
 
 @dataclass(frozen=True)
 class ExactTrackerConfig:
@@ -246,6 +313,9 @@ class TorchModuleDiagnosticsConfig:
     profile: str = "smoke"
     experiment: str = "torch_module_diagnostics"
 
+    def __post_init__(self) -> None:
+        check_words(self)
+
 
 @dataclass(frozen=True)
 class LabelFreeConfig:
@@ -269,6 +339,13 @@ class LabelFreeConfig:
     profile: str = "smoke"
     experiment: str = "tracking_label_free"
 
+    def __post_init__(self) -> None:
+        check_words(self, ("t_obs", "window_start"), ("tau",), ("t_obs",))
+        if not self.window_start < self.t_obs:
+            raise ConfigError(f"LabelFreeConfig.window_start={self.window_start!r} is not "
+                              f"allowed: it must be below t_obs={self.t_obs} (the fit needs "
+                              "two points at least)")
+
 
 @dataclass(frozen=True)
 class SpectraConfig:
@@ -287,6 +364,12 @@ class SpectraConfig:
     seed: int = 0
     profile: str = "smoke"
     experiment: str = "tracking_spectra"
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, (), (), ("n_words", "word_length", "n_preserving",
+                                     "preserving_length", "mem_T"), ("seed",))
+        check_caps(self, MAX_LENGTH=("word_length", "preserving_length", "mem_T"),
+                   MAX_EXAMPLES=("n_words", "n_preserving"))
 
 
 LRA_TASKS = ("listops", "pathfinder", "digits", "lra_listops", "lra_pathfinder", "lra_imdb",
@@ -359,6 +442,16 @@ class LRAConfig:
                       ("H", "N", "n_layers", "epochs", "batch", "n_train", "max_length",
                        "image_side", "pathfinder_size", "eval_batch"),
                       ("seed", "data_seed", "mf_T"))
+        check_caps(self, MAX_SIZE=("H", "N", "n_layers"),
+                   MAX_LENGTH=("max_length", "mf_T"),
+                   MAX_EXAMPLES=("n_train", "batch", "eval_batch"))
+        for name in ("image_side", "pathfinder_size"):  # images are read pixel by pixel
+            side = getattr(self, name)
+            if side * side > MAX_LENGTH:
+                raise ConfigError(f"LRAConfig.{name}={side!r} is above the cap: its sequence "
+                                  f"of {side * side:,} pixels is longer than {MAX_LENGTH:,} "
+                                  "(sst_core.spec.configs.MAX_LENGTH, the longest sequence; "
+                                  "raise it there for longer sequences)")
         check_device(self)
 
 
@@ -403,6 +496,8 @@ class MemoryHorizonConfig:
         _check_ranges(self, ("lr", "ssm_lr"), ("weight_decay", "grad_clip", "warmup_frac"),
                       ("N", "H", "steps", "batch", "n_layers", "n_test", "eval_every"),
                       ("tau", "seed", "margin", "data_seed"))
+        check_caps(self, MAX_SIZE=("N", "H", "n_layers"), MAX_LENGTH=("tau", "margin"),
+                   MAX_EXAMPLES=("batch", "n_test"))
         check_device(self)
         if self.init not in INITS:
             raise ConfigError(f"MemoryHorizonConfig.init={self.init!r} is not allowed: one of "

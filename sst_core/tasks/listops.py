@@ -185,6 +185,12 @@ def to_lra_text(tree: Tree) -> str:
     return f"( {s} {END} )"
 
 
+def _shown(tok: str, most: int = 40) -> str:
+    """``tok`` as an error message shows it: its repr, cut after ``most`` characters (a
+    line of a data file can be one token of megabytes)."""
+    return repr(tok) if len(tok) <= most else f"{tok[:most]!r}... ({len(tok):,} characters)"
+
+
 def _split(text: str) -> list[str]:
     if not isinstance(text, str):
         raise ValueError(f"text must be a str, got {type(text).__name__}")
@@ -200,7 +206,8 @@ def parse(text: str) -> Tree:
     root: Tree | None = None
     for pos, tok in enumerate(toks):
         if root is not None:
-            raise ValueError(f"extra token {tok!r} at position {pos} after a complete expression")
+            raise ValueError(f"extra token {_shown(tok)} at position {pos} after a complete "
+                             "expression")
         if tok in OPERATORS:
             stack.append((tok, []))
             continue
@@ -214,7 +221,7 @@ def parse(text: str) -> Tree:
         elif tok in _ID and tok != VOCAB[PAD]:
             node = int(tok)
         else:
-            raise ValueError(f"unknown token {tok!r} at position {pos}; allowed: {VOCAB[1:]}")
+            raise ValueError(f"unknown token {_shown(tok)} at position {pos}; allowed: {VOCAB[1:]}")
         if stack:
             stack[-1][1].append(node)
         else:
@@ -245,7 +252,7 @@ def encode(text: str) -> np.ndarray:
     ids = []
     for pos, tok in enumerate(_split(text)):
         if tok not in _ID or tok == VOCAB[PAD]:
-            raise ValueError(f"unknown token {tok!r} at position {pos}; allowed: {VOCAB[1:]}")
+            raise ValueError(f"unknown token {_shown(tok)} at position {pos}; allowed: {VOCAB[1:]}")
         ids.append(_ID[tok])
     return np.array(ids, dtype=np.int64)  # (L,)
 
