@@ -663,8 +663,9 @@ def test_the_pilots_change_one_thing_at_a_time_and_add_runs_only():
     existing = {config_hash(c) for name in SWEEPS if name != "pilots_60"
                 for phase in phases(name, S) for c in phase}
     shared = [c for c in grid if config_hash(c) in existing]  # the width ablation's
-    assert {(c.model, c.group, c.d_model) for c in shared} == {("negative_mamba", "C6", 64)}
-    assert set(shared) <= set(paper1.width_grid(S)) and len(shared) == 3
+    assert {(c.model, c.group, c.d_model) for c in shared} == {("negative_mamba", "C6", 64),
+                                                               ("negative_mamba", "S3", 64)}
+    assert set(shared) <= set(paper1.width_grid(S)) and len(shared) == 6
     for cell in paper1.PILOT_CELLS:
         bases = paper1.pilot_base(S, cell)
         assert len(bases) == 3 and {c.seed for c in bases} == set(S.track_seeds)

@@ -100,7 +100,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Table 3: rnn_phi with every phi on S3"),
          Grid("width", f"{P1}:width_grid", ("p1_table2",),
               "Table 2's width ablation: m_p against d_model for AUSSM, Negative Mamba and "
-              "Mamba-3 on C2 and C6"),
+              "Mamba-3 on C2, C6 and S3"),
          Grid("figure4", f"{P1}:figure4_sweep", ("p1_diagnostics", "beyond_groups"),
               "the affine S3 training sweep behind Figure 4"),
          # prepared, not yet run: no chapter counts it until its runs are stored
