@@ -285,7 +285,7 @@ for name, value in rp.retrain_numbers(noise.data).items():
 #
 # Does the gap to the paper's much wider models close with width? AUSSM, Negative Mamba and
 # Mamba-3 (the SSMs with published values of 100 or more on the abelian groups) are trained
-# on $C_2$ and $C_6$ at several widths with the same protocol:
+# on $C_2$, $C_6$ and $S_3$ at several widths with the same protocol:
 
 # %%
 experiments_runs.run_all(paper1.width_grid(P), desc="width ablation", stack=P.track_stack)
