@@ -75,7 +75,7 @@ def test_failed_training_is_not_analysed(store, monkeypatch, one_thread):
         raise RunFailed("loss became nan at step 0")
 
     monkeypatch.setattr("sst_core.training.tracking.train_tracking", diverge)
-    cfg = DiagnosticsConfig(run=tiny("mamba"), n_samples=8, rollout=40, profile="smoke")
+    cfg = DiagnosticsConfig(run=tiny("mamba"), n_samples=8, rollout=40, t_ref=30, profile="smoke")
     assert experiments_runs.run(cfg.run)["status"] == "failed"
     rec = experiments_runs.run(cfg)
     assert rec["status"] == "failed" and "training run" in rec["reason"]
