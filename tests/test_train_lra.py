@@ -187,6 +187,9 @@ def test_sst_lra_trains_on_user_files_and_prints_the_table(store, tmp_path, monk
     cells = [d for d in out["data"] if d["task"] == "lra_listops"]
     assert len(cells) == 4 and all(d["n_runs"] == 1 for d in cells)
     assert all(d["paper_max_min"] is not None for d in cells)  # lra_listops stands for ListOps
+    # the user's files are not called generated stand-ins; the generated tasks are
+    assert "stand-ins" not in out["note"] and "the user's LRA files" in out["note"]
+    assert "generated stand-ins" in lra_reports.lra_main(PROFILES["smoke"]).note
 
 
 def test_sst_lra_on_other_files_computes_other_runs(store, tmp_path, monkeypatch, capsys,

@@ -85,9 +85,13 @@ def lra_main(P: Profile, root=None) -> Table:
         rows.append(row)
     note = (f"Cells: our test accuracy, max / min over seeds, and in brackets the paper's max / "
             f"min for the task ours stands in for. Test accuracy at the epoch of best validation accuracy, max / min over seeds "
-            f"{P.lra_seeds} (the paper: 6 seeds). Our tasks are generated stand-ins at a reduced "
-            f"scale (digits stands in for sequential CIFAR), so compare orderings, not values. "
-            f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_listops_max_len', 'lra_image_side')}.")
+            f"{P.lra_seeds} (the paper: 6 seeds). "
+            + ("Our tasks are generated stand-ins at a reduced scale (digits stands in for "
+               "sequential CIFAR), so compare orderings, not values. "
+               if any(not t.startswith("lra_") for t in P.lra_tasks) else
+               "The tasks read the user's LRA files (sst lra --data-dir) at this profile's "
+               "model size. ")
+            + f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_listops_max_len', 'lra_image_side')}.")
     return Table("Frozen (RC) against learned spectra: the main table", cols, rows, note, ids, data)
 
 
