@@ -285,6 +285,43 @@ def test_figure4_grows_by_seeds_in_the_cells_whose_runs_learn(store):
                    ec.figure4_table(replace(P, fig4_growth_seeds=())).rows)
 
 
+def test_the_wide_grids_widen_the_residual_families_and_grow_from_their_own_records(store):
+    """The recompute at the pilots' width: Table 2's and Figure 4's runs with every model
+    that has a residual stream at track_d_model_wide, the RNN family's runs the same runs
+    (stored once, never twice); Figure 4's growth read from the widened runs' records."""
+    from dataclasses import replace
+
+    from sst_core.experiments.registry import SWEEPS, chapter_sweeps, phases
+    from sst_core.models.registry import REGISTRY
+    from sst_core.store.records import cached_run
+
+    P = replace(PROFILES["smoke"], fig4_lrs=(0.001,), fig4_growth_seeds=(7,))
+    narrow, wide = paper1.table2_grid(P), paper1.table2_wide_grid(P)
+    assert len(wide) == len(narrow)
+    for n, w in zip(narrow, wide):
+        if REGISTRY[n.model].family == "rnn":
+            assert w == n  # no residual stream: the same run
+        else:
+            assert w == replace(n, d_model=P.track_d_model_wide) != n
+    assert paper1.widened(P, narrow + narrow) == wide  # no run twice
+    base = paper1.widened(P, paper1.figure4_runs(P))
+    assert paper1.figure4_wide_population(P) == base  # nothing stored: nothing grows
+    mamba = next(c for c in base if c.model == "mamba")
+    cached_run(replace(mamba, d_model=P.track_d_model), lambda c: {"m_p": 100})  # narrow
+    assert paper1.figure4_wide_population(P) == base  # a narrow run grows no wide cell
+    cached_run(mamba, lambda c: {"m_p": 100})
+    grown = paper1.figure4_wide_population(P)[len(base):]
+    assert grown and {c.seed for c in grown} == {7}
+    assert {(c.model, c.d_model) for c in grown} == {("mamba", P.track_d_model_wide)}
+    assert {c.run for c in paper1.figure4_wide_diagnostics(P)} == set(base + grown)
+    assert set(paper1.widened(P, paper1.s3_runs(P))) <= set(paper1.figure4_wide_sweep(P))
+    # staged: its own sweep, read by no chapter until its runs are stored
+    assert "wide" in SWEEPS and not any("wide" in chapter_sweeps(ch) for ch in
+                                        ("p1_table2", "p1_diagnostics", "beyond_groups"))
+    assert [len(p) for p in phases("wide", P)][0] == len(dict.fromkeys(
+        wide + paper1.figure4_wide_sweep(P)))
+
+
 def test_the_resample_grid_repeats_figure4_on_other_words():
     from dataclasses import replace
 

@@ -49,6 +49,7 @@ def test_every_registered_benchmark_appears_in_order(result):
                 "state_gated_rnn_eval_L1000_d128", "throughput_rnn_phi_tanh_train_L60",
                 "throughput_rnn_phi_tanh_eval_L1000"}
     from sst_core.experiments.paper1 import TABLE2_MODELS
+    from sst_core.models.registry import REGISTRY
 
     expected |= {f"throughput_{m}_{k}" for m in TABLE2_MODELS
                  for k in ("train_L60", "eval_L1000", "train_d64")}
@@ -56,6 +57,8 @@ def test_every_registered_benchmark_appears_in_order(result):
     expected |= {f"diag_scan_{k}_L{L}" for k in ("real", "complex") for L in (1000, 4096)}
     expected |= {f"stacked_train_K16_{m}" for m in TABLE2_MODELS}
     expected |= {f"stack_or_not_{m}" for m in TABLE2_MODELS}
+    expected |= {f"stack_or_not_{m}_d128" for m in TABLE2_MODELS  # the recompute's width
+                 if REGISTRY[m].family != "rnn"}
     expected |= {"scan_paths_selective_L1000", "scan_paths_unitary_L1000"}
     expected |= {"semi_affine_train_s3", "semi_affine_eval_L1000"}
     expected |= {f"s4d_classifier_train_{c}" for c in
@@ -94,7 +97,9 @@ def test_entries_have_finite_positive_fields_and_ratio_is_ours_over_anchor(resul
         elif e["name"].startswith("stack_or_not_"):  # the sweep's choice: one thread
             assert e["threads"] == 1 and e["profile"] == "standard" and e["target"] is None
             assert e["sizes"]["models"] == 2 and e["sizes"]["length"] == 8  # small
-            assert e["model"] == f"{e['name'][len('stack_or_not_'):]} x2, stacked"
+            assert e["model"].startswith(f"{e['sweep_model']} x2, stacked")
+            assert e["name"] == f"stack_or_not_{e['sweep_model']}" + (
+                "" if e["sizes"]["d_model"] == 32 else f"_d{e['sizes']['d_model']}")
         elif e["name"].startswith("scan_paths_"):  # the device's own path / the other
             assert e["sizes"]["length"] == 1000 and e["target"] is None
             assert "(step-by-step path)" in e["model"] and "(parallel path)" in e["anchor"]
@@ -439,8 +444,8 @@ def test_sweep_runs_per_hour_is_opt_in_and_compares_the_two_layouts(tmp_path, mo
 
 def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_path, monkeypatch):
     """The opt-in before / after sweep: a fixed sample of the standard Table 2 grid (one
-    cell per model, 12 runs each), timed before (every model stacked) and after (the
-    stacking choice of the bench rows), alternating."""
+    cell per model, 12 runs each), timed before (every model stacked, denormals not
+    flushed) and after (the stacking choice of the bench rows, flushed), alternating."""
     from sst_core.bench import cases_sweep
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
@@ -452,9 +457,9 @@ def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_pa
     calls = []
     real = cases_sweep._timed_sweep
 
-    def spy(cfgs, stack, unstacked):
-        calls.append((len(cfgs), stack, unstacked))
-        return real(cfgs, stack, unstacked)
+    def spy(cfgs, stack, unstacked, flush):
+        calls.append((len(cfgs), stack, unstacked, flush))
+        return real(cfgs, stack, unstacked, flush)
 
     monkeypatch.setattr(cases_sweep, "_timed_sweep", spy)
     assert "sweep_standard_before_after" in bench.opt_in_names()
@@ -462,6 +467,8 @@ def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_pa
     (e,) = out["entries"]
     assert len(calls) == 4  # before, after, before, after
     assert all(c[:2] == (4, 2) for c in calls) and calls[0][2] == frozenset()
+    assert [c[3] for c in calls] == [False, True, False, True]
+    assert "SST_FLUSH_DENORMALS" not in os.environ  # restored
     assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"])
     assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
     assert e["unstacked_models"] == [] and len(e["ours_samples_s"]) == 2
@@ -494,7 +501,10 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     choice = report.stacking_choice(result)
     from sst_core.experiments.paper1 import TABLE2_MODELS
 
-    assert [c["model"] for c in choice] == list(TABLE2_MODELS)
+    from sst_core.models.registry import REGISTRY
+
+    assert [(c["model"], c["d_model"]) for c in choice] == [(m, 32) for m in TABLE2_MODELS] + [
+        (m, 128) for m in TABLE2_MODELS if REGISTRY[m].family != "rnn"]  # the recompute's width
     assert all(c["stacked"] == (c["ratio"] < 1) for c in choice)
     assert report.stacking_choice(old | {"entries": []}) == []
 

@@ -662,10 +662,14 @@ def test_the_pilots_change_one_thing_at_a_time_and_add_runs_only():
     assert len(grid) == len(paper1.PILOT_CELLS) * 3 * len(paper1.PILOT_CHANGES) == 63
     existing = {config_hash(c) for name in SWEEPS if name != "pilots_60"
                 for phase in phases(name, S) for c in phase}
-    shared = [c for c in grid if config_hash(c) in existing]  # the width ablation's
-    assert {(c.model, c.group, c.d_model) for c in shared} == {("negative_mamba", "C6", 64),
-                                                               ("negative_mamba", "S3", 64)}
-    assert set(shared) <= set(paper1.width_grid(S)) and len(shared) == 6
+    shared = [c for c in grid if config_hash(c) in existing]
+    narrow = [c for c in shared if c.d_model == 64]  # the width ablation's
+    assert {(c.model, c.group) for c in narrow} == {("negative_mamba", "C6"),
+                                                    ("negative_mamba", "S3")}
+    assert set(narrow) <= set(paper1.width_grid(S)) and len(narrow) == 6
+    wide = [c for c in shared if c.d_model == 128]  # the recompute's (sst sweep wide)
+    assert set(wide) <= set(paper1.table2_wide_grid(S)) and len(wide) == 9
+    assert len(shared) == 15
     for cell in paper1.PILOT_CELLS:
         bases = paper1.pilot_base(S, cell)
         assert len(bases) == 3 and {c.seed for c in bases} == set(S.track_seeds)

@@ -203,3 +203,57 @@ def test_run_all_stacks_missing_runs_and_stores_one_record_each(tmp_path, monkey
     again = experiments_runs.run_all(cfgs, stack=3)
     assert [r["created_utc"] for r in again] == [r["created_utc"] for r in records]
     assert experiments_runs.stacks(cfgs, 3) == [cfgs[:3], [cfgs[3]], [cfgs[4]]]
+
+
+def test_training_flushes_denormals_and_restores_the_mode(monkeypatch):
+    """Inside a training run (alone or stacked) denormal floats are flushed to zero (on
+    the training thread); afterwards they are not, also when the run raises."""
+    from sst_core.training import stacked, tracking
+
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals")
+    tiny = torch.tensor([1e-30])
+    seen = []
+
+    def probe(build):  # the denormal 1e-40 as the training function sees it
+        def wrapped(cfg):
+            seen.append((tiny * 1e-10).item())
+            return build(cfg)
+        return wrapped
+
+    monkeypatch.setattr(tracking, "build_tracker", probe(tracking.build_tracker))
+    monkeypatch.setattr(stacked, "build_tracker", probe(stacked.build_tracker))
+    cfg = TrackingConfig(model="linear_rnn", group="C2", n_layers=1, d_model=4, d_state=4,
+                         lr=0.01, seed=0, profile="smoke", batch=4, max_steps=2,
+                         steps_per_epoch=1, eval_lengths=(60,), eval_samples=4, device="cpu")
+    tracking.train_tracking(cfg)
+    stacked.train_tracking_stacked([cfg, replace(cfg, seed=1)])
+    assert seen == [0.0, 0.0, 0.0]
+    assert (tiny * 1e-10).item() != 0.0  # restored
+
+    @tracking.flushing_denormals
+    def fails():
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        fails()
+    assert (tiny * 1e-10).item() != 0.0
+
+
+def test_the_environment_can_turn_the_flushing_off(monkeypatch):
+    """With ``SST_FLUSH_DENORMALS=0`` (the benchmark's "before") training leaves denormals
+    as the CPU does."""
+    from sst_core.training import tracking
+
+    if not torch.set_flush_denormal(False):
+        pytest.skip("this CPU cannot flush denormals")
+    monkeypatch.setenv("SST_FLUSH_DENORMALS", "0")
+    tiny = torch.tensor([1e-30])
+
+    @tracking.flushing_denormals
+    def inside():
+        return (tiny * 1e-10).item()
+
+    assert inside() != 0.0
+    monkeypatch.delenv("SST_FLUSH_DENORMALS")
+    assert inside() == 0.0 and (tiny * 1e-10).item() != 0.0

@@ -613,12 +613,40 @@ def test_stacking_rows_take_each_models_newest_row_of_the_device(tmp_path):
     _bench_record(folder, "2026-12-03T00:00:00+00:00", {"tanh_rnn": 2.0}, device="cuda")
     (folder / "broken.json").write_text("{not json")
     rows = stacking.stacking_rows("cpu", tmp_path)
-    assert {m: r["ratio"] for m, r in rows.items()} == {"mamba": 1.1, "aussm": 1.5}
-    assert rows["aussm"]["record"] == "cpu-2026-12-01T00:00:00+00:00.json"
-    assert stacking.unstacked_models("cpu", tmp_path) == {"mamba", "aussm"}
-    assert stacking.unstacked_models("cuda", tmp_path) == {"tanh_rnn"}
+    assert {m: r["ratio"] for m, r in rows.items()} == {("mamba", None): 1.1,
+                                                        ("aussm", None): 1.5}
+    assert rows[("aussm", None)]["record"] == "cpu-2026-12-01T00:00:00+00:00.json"
+    assert stacking.unstacked_models("cpu", tmp_path) == {("mamba", None), ("aussm", None)}
+    assert stacking.unstacked_models("cuda", tmp_path) == {("tanh_rnn", None)}
     _bench_record(folder, "2026-12-04T00:00:00+00:00", {"mamba": 0.7})
-    assert stacking.unstacked_models("cpu", tmp_path) == {"aussm"}
+    assert stacking.unstacked_models("cpu", tmp_path) == {("aussm", None)}
+
+
+def test_stacking_is_decided_per_model_and_width(tmp_path):
+    """A row carries its model and its sizes' d_model; the runs of a model stack or not
+    by the row of their own width, and a width no row measured stacks."""
+    from sst_core.spec.configs import TrackingConfig
+    from sst_core.sweep import stacking
+
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    entries = [{"name": "stack_or_not_aussm", "sweep_model": "aussm", "ratio": 0.9,
+                "sizes": {"d_model": 32}},
+               {"name": "stack_or_not_aussm_d128", "sweep_model": "aussm", "ratio": 1.3,
+                "sizes": {"d_model": 128}}]
+    (folder / "cpu-a.json").write_text(json.dumps(
+        {"experiment": "bench", "device": "cpu", "created_utc": "2026-12-06T00:00:00+00:00",
+         "entries": entries}))
+    unstacked = stacking.unstacked_models("cpu", tmp_path)
+    assert unstacked == {("aussm", 128)}
+
+    def cfg(d_model):
+        return TrackingConfig(model="aussm", group="C2", n_layers=1, d_model=d_model,
+                              d_state=4, lr=0.01, seed=0, profile="smoke", batch=4)
+    assert stacking.trains_alone(cfg(128), unstacked)
+    assert not stacking.trains_alone(cfg(32), unstacked)
+    assert not stacking.trains_alone(cfg(64), unstacked)  # no row at 64: it stacks
+    assert stacking.trains_alone(cfg(64), frozenset({("aussm", None)}))  # a width-free row
 
 
 def test_the_sweep_stacks_only_the_models_measured_faster_stacked(root, monkeypatch):
@@ -643,7 +671,8 @@ def test_the_sweep_stacks_only_the_models_measured_faster_stacked(root, monkeypa
     assert seen[-1] == [1, 1, 1, 4]  # mamba alone, linear_rnn stacked
     runner.sweep("table2", "smoke", stack=2, root=root)
     assert seen[-1] == [1, 2, 2, 2]  # --stack 2: every model (mamba's 3 runs as 2 + 1)
-    assert runner.tasks_of(grid, 4, frozenset({"linear_rnn", "mamba"})) == [[c] for c in grid]
+    assert runner.tasks_of(grid, 4, frozenset({("linear_rnn", None), ("mamba", 8)})) == [
+        [c] for c in grid]
 
 
 # -- the best available profile -----------------------------------------------------------

@@ -517,46 +517,58 @@ SWEEP_THREADS = 1
 SWEEP_PROFILE = "standard"
 
 
-def stack_or_not(ctx: Context, *, model: str) -> list[dict[str, Any]]:
+def stack_or_not(ctx: Context, *, model: str, wide: bool = False) -> list[dict[str, Any]]:
     """What the sweep decides whether to stack ``model`` from
     (:mod:`sst_core.sweep.stacking`): at the sweep's thread count (``SWEEP_THREADS``, set
     for the row and restored) and the ``standard`` profile's sizes (its ``track_stack``
-    models, batch, d_model and smallest d_state, length 60, the curriculum's last and
-    longest), one stacked training step against K sequential ones
-    (:func:`_stack_and_sequence`). ratio = stacked / sequential, the same K models either
-    way: below 1 the stack is faster. No target: the sweep reads the ratio."""
+    models, batch, d_model (with ``wide``: ``track_d_model_wide``, the recompute's) and
+    smallest d_state, length 60, the curriculum's last and longest), one stacked training
+    step against K sequential ones (:func:`_stack_and_sequence`). ratio = stacked /
+    sequential, the same K models either way: below 1 the stack is faster. No target: the
+    sweep reads the ratio, per model and d_model."""
     from sst_core.experiments.paper1 import d_state_grid
     from sst_core.spec.profiles import get_profile
 
     P = get_profile(SWEEP_PROFILE)
     K, batch, length = ((P.track_stack, P.track_batch, 60) if ctx.size == "full"
                         else (2, 2, 8))
+    d_model = P.track_d_model_wide if wide else P.track_d_model
     d_state = d_state_grid(P, model)[0]
     before = torch.get_num_threads()
     torch.set_num_threads(SWEEP_THREADS)
     try:
-        ours, sequential, _ = _stack_and_sequence(ctx, model, K, batch, length,
-                                                  P.track_d_model, d_state)
+        ours, sequential, _ = _stack_and_sequence(ctx, model, K, batch, length, d_model,
+                                                  d_state)
         t_ours, t_ref = time_side_by_side([ours, sequential], ctx.repeat, ctx.sizes.warmup,
                                           ctx.device)
     finally:
         torch.set_num_threads(before)
     sizes = {"models": K, "batch": batch, "length": length, "d_state": d_state,
-             "d_model": P.track_d_model}
-    entry = make_entry(f"{ROW_PREFIX}{model}", "train", f"{model} x{K}, stacked", ctx, sizes,
-                       t_ours, t_ref, f"{K} sequential training steps")
-    entry.update(threads=SWEEP_THREADS, profile=SWEEP_PROFILE)
+             "d_model": d_model}
+    name = f"{ROW_PREFIX}{model}" + (f"_d{d_model}" if wide else "")
+    entry = make_entry(name, "train", f"{model} x{K}, stacked" + (f", d_model {d_model}" if wide
+                                                                  else ""),
+                       ctx, sizes, t_ours, t_ref, f"{K} sequential training steps")
+    entry.update(threads=SWEEP_THREADS, profile=SWEEP_PROFILE, sweep_model=model)
     return [entry]
 
 
 def _register_stacked() -> None:
     from sst_core.experiments.paper1 import TABLE2_MODELS
+    from sst_core.models.registry import REGISTRY
+    from sst_core.spec.profiles import get_profile
 
     for model in TABLE2_MODELS:
         register(f"stacked_train_K{STACK_K['full']}_{model}")(partial(stacked_training,
                                                                       model=model))
     for model in TABLE2_MODELS:
         register(f"{ROW_PREFIX}{model}")(partial(stack_or_not, model=model))
+    # the recompute's width (sst_core.experiments.paper1.widened): the families it widens
+    wide = get_profile(SWEEP_PROFILE).track_d_model_wide
+    for model in TABLE2_MODELS:
+        if REGISTRY[model].family != "rnn":
+            register(f"{ROW_PREFIX}{model}_d{wide}")(partial(stack_or_not, model=model,
+                                                             wide=True))
 
 
 _register_stacked()

@@ -120,24 +120,35 @@ def standard_sample(size: str = "full"):
                     heldout_samples=s["eval_samples"]) for c in few]
 
 
-def _timed_sweep(cfgs, stack: int, unstacked: frozenset) -> float:
+def _timed_sweep(cfgs, stack: int, unstacked: frozenset, flush: bool) -> float:
     """Wall seconds of the local executor on ``cfgs`` (the sweep's default layout for
-    its tasks, :func:`sst_core.sweep.runner.choose_layout`)."""
+    its tasks, :func:`sst_core.sweep.runner.choose_layout`), with denormals flushed in
+    training or not (``SST_FLUSH_DENORMALS``, which the spawned workers inherit)."""
     from sst_core.sweep.runner import choose_layout, tasks_of, time_local
 
     workers, threads = choose_layout(len(tasks_of(cfgs, stack, unstacked)))
-    return time_local(cfgs, workers, threads, stack=stack, unstacked=unstacked)
+    before = os.environ.get("SST_FLUSH_DENORMALS")
+    if not flush:
+        os.environ["SST_FLUSH_DENORMALS"] = "0"
+    try:
+        return time_local(cfgs, workers, threads, stack=stack, unstacked=unstacked)
+    finally:
+        if before is None:
+            os.environ.pop("SST_FLUSH_DENORMALS", None)
+        else:
+            os.environ["SST_FLUSH_DENORMALS"] = before
 
 
 @register("sweep_standard_before_after", opt_in=True)
 def sweep_standard_before_after(ctx: Context) -> list[dict[str, Any]]:
     """Runs per hour of :func:`standard_sample` as ``sst sweep`` computes it (its default
     layout, one torch thread per worker, stacks of ``track_stack``, fresh processes and a
-    temporary results folder each time), *before* (every model stacked) and *after* (only
-    the models the newest benchmark record of this device measured faster stacked,
-    :func:`sst_core.sweep.stacking.unstacked_models`), alternating in one run: before, after, before, after,
+    temporary results folder each time), *before* (every model stacked, denormals as the
+    CPU leaves them) and *after* (only the models the newest benchmark record of this
+    device measured faster stacked, :func:`sst_core.sweep.stacking.unstacked_models`;
+    denormals flushed in training), alternating in one run: before, after, before, after,
     ... ``--repeat`` rounds (hours at ``full`` sizes: run it on an idle machine). Storing
-    each run's CPU time (the other change of that step) costs two clock reads a run and
+    each run's CPU time (the third change of that step) costs two clock reads a run and
     is in both. ratio = after / before (median wall times); no target."""
     from sst_core.spec.profiles import get_profile
     from sst_core.sweep.stacking import unstacked_models
@@ -147,13 +158,14 @@ def sweep_standard_before_after(ctx: Context) -> list[dict[str, Any]]:
     unstacked = unstacked_models(ctx.device.type)
     before, after = [], []
     for _ in range(ctx.repeat):
-        before.append(_timed_sweep(cfgs, K, frozenset()))
-        after.append(_timed_sweep(cfgs, K, unstacked))
+        before.append(_timed_sweep(cfgs, K, frozenset(), flush=False))
+        after.append(_timed_sweep(cfgs, K, unstacked, flush=True))
     sizes = {"runs": len(cfgs), "models": len({c.model for c in cfgs}), "stack": K,
              "batch": cfgs[0].batch, "length": 60, "max_steps": cfgs[0].max_steps}
     entry = make_entry("sweep_standard_before_after", "train",
-                       "sweep of the standard sample, stacking where measured faster",
-                       ctx, sizes, after, before, "the same sweep stacking every model")
+                       "sweep of the standard sample, stacking where measured faster, "
+                       "denormals flushed", ctx, sizes, after, before,
+                       "the same sweep stacking every model, denormals not flushed")
     n = len(cfgs)
     entry.update(tokens_per_s=None, anchor_tokens_per_s=None,
                  runs_per_hour=3600 * n / entry["ours_s"],

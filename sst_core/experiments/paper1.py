@@ -201,18 +201,19 @@ FIGURE4_GROWTH_RULE = ("the sweep grows by seeds: every run of a cell (model, de
                        "whose runs passes could add no qualifying run and does not grow")
 
 
-def figure4_growth_cells(P, root=None) -> list[tuple[str, int]]:
-    """The cells ``(model, n_layers)`` of :func:`figure4_runs` that grow
-    (:data:`FIGURE4_GROWTH_RULE`): those with a stored ``ok`` training record whose
-    ``m_p`` is not None (it passes the training length), read from ``root`` (default: the
-    results folder). Empty where ``P.fig4_growth_seeds`` is. A missing or unusable record
-    counts as not passing: the sweep computes it, and the cell grows once it passes."""
+def figure4_growth_cells(P, root=None, base=None) -> list[tuple[str, int]]:
+    """The cells ``(model, n_layers)`` of :func:`figure4_runs` (or of the runs ``base``)
+    that grow (:data:`FIGURE4_GROWTH_RULE`): those with a stored ``ok`` training record
+    whose ``m_p`` is not None (it passes the training length), read from ``root`` (default:
+    the results folder). Empty where ``P.fig4_growth_seeds`` is. A missing or unusable
+    record counts as not passing: the sweep computes it, and the cell grows once it
+    passes."""
     from sst_core.store.records import RecordError, load_record, record_path
 
     if not P.fig4_growth_seeds:
         return []
     cells: list[tuple[str, int]] = []
-    for c in figure4_runs(P):
+    for c in figure4_runs(P) if base is None else base:
         cell = (c.model, c.n_layers)
         if cell in cells:
             continue
@@ -227,15 +228,15 @@ def figure4_growth_cells(P, root=None) -> list[tuple[str, int]]:
     return cells
 
 
-def figure4_growth_runs(P, root=None) -> list[TrackingConfig]:
-    """The runs :data:`FIGURE4_GROWTH_RULE` adds: every run of :func:`figure4_runs` in a
-    growing cell (:func:`figure4_growth_cells`) again with each seed of
+def figure4_growth_runs(P, root=None, base=None) -> list[TrackingConfig]:
+    """The runs :data:`FIGURE4_GROWTH_RULE` adds: every run of :func:`figure4_runs` (or of
+    ``base``) in a growing cell (:func:`figure4_growth_cells`) again with each seed of
     ``P.fig4_growth_seeds`` (no run twice, none of the sweep's own). The list grows as the
     sweep's records are stored: ``sst sweep`` reads its grid again after each round."""
     from dataclasses import replace
 
-    cells = set(figure4_growth_cells(P, root))
-    base = figure4_runs(P)
+    cells = set(figure4_growth_cells(P, root, base))
+    base = figure4_runs(P) if base is None else base
     known = set(base)
     out = []
     for c in base:
@@ -259,6 +260,51 @@ def figure4_sweep(P) -> list[TrackingConfig]:
     """Every training run the Figure 4 analysis reads: Table 2's S3 runs of every model and
     the affine sweep of :func:`figure4_population` (no run twice)."""
     return list(dict.fromkeys(s3_runs(P) + figure4_population(P)))
+
+
+# -- the recompute at the width the pilots decided (issue 59) -------------------------------
+# Of the pilots' changes (pilot_grid) one made a cell learn length 60: d_model 128 made every
+# run of Mamba-3 on S3 (two layers) pass it. A wider model follows the paper's protocol (its
+# models are wider still), so by the rule the chapter stated before the pilot ran it becomes
+# the width of every cell: Table 2 and Figure 4 computed again at P.track_d_model_wide. The
+# grids are staged (no chapter reads them) until their runs are stored.
+
+
+def widened(P, cfgs) -> list[TrackingConfig]:
+    """``cfgs`` with every model that has a residual stream (the Mamba, AUSSM and attention
+    families) at ``P.track_d_model_wide``; the RNN family has none (its width is its
+    d_state), so its runs are the same runs (no run twice)."""
+    from dataclasses import replace
+
+    from sst_core.models.registry import REGISTRY
+
+    return list(dict.fromkeys(c if REGISTRY[c.model].family == "rnn"
+                              else replace(c, d_model=P.track_d_model_wide) for c in cfgs))
+
+
+def table2_wide_grid(P) -> list[TrackingConfig]:
+    """Table 2's grid (:func:`table2_grid`) at the recompute's width (:func:`widened`)."""
+    return widened(P, table2_grid(P))
+
+
+def figure4_wide_population(P, root=None) -> list[TrackingConfig]:
+    """Figure 4's population (:func:`figure4_population`) at the recompute's width: the
+    widened sweep and its growth, the growth read from the widened runs' records."""
+    runs = widened(P, figure4_runs(P))
+    return runs + figure4_growth_runs(P, root, base=runs)
+
+
+def figure4_wide_sweep(P) -> list[TrackingConfig]:
+    """:func:`figure4_sweep` at the recompute's width: Table 2's S3 runs and Figure 4's
+    population, widened (no run twice)."""
+    return list(dict.fromkeys(widened(P, s3_runs(P)) + figure4_wide_population(P)))
+
+
+def figure4_wide_diagnostics(P) -> list[DiagnosticsConfig]:
+    """The diagnostics Figure 4 reads (q(t), T_cross) of the widened population
+    (:func:`figure4_wide_population`); :func:`diagnostics_grid` without its word
+    resampling."""
+    return [diagnostics_config(P, c) for c in figure4_wide_population(P)]
 
 
 def diagnostics_grid(P) -> list[DiagnosticsConfig]:

@@ -107,6 +107,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("pilots_60", f"{P1}:pilot_grid", ("p1_table2",),
               "pilots: one change at a time to the runs of the three Table 2 cells that never "
               "pass length 60"),
+         # staged: no chapter reads them until their runs are stored (issue 59's recompute)
+         Grid("wide", f"{P1}:table2_wide_grid", (),
+              "Table 2 and Figure 4 again at the width the pilots decided (d_model "
+              "track_d_model_wide for the Mamba, AUSSM and attention families)"),
+         Grid("wide", f"{P1}:figure4_wide_sweep", (),
+              "Figure 4's training sweep at that width"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
@@ -121,6 +127,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         (Grid("diagnostics", f"{P1}:diagnostics_grid",
               ("p1_theory", "p1_diagnostics", "beyond_groups"),
               "error-control diagnostics (Figures 1-4) of every S3 run"),
+         Grid("wide", f"{P1}:figure4_wide_diagnostics", (),
+              "the diagnostics Figure 4 reads, of its training sweep at that width"),
          Grid("figure4_a5", f"{BEYOND}:diagnostics_grid_a5", ("beyond_groups",),
               "beyond: the Figure 4 sweep and its diagnostics on A5"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_diagnostics", ("beyond_semi_affine",),

@@ -211,11 +211,11 @@ def profile_table(record: dict[str, Any], top: int = 5, every: bool = False) -> 
 
 def stacking_choice(record: dict[str, Any]) -> list[dict[str, Any]]:
     """The record's stack-or-not rows (what the sweep decides from,
-    :mod:`sst_core.sweep.stacking`): per model its ratio and whether the sweep stacks it
-    by this record (ratio below 1). Empty for a record made before the rows."""
-    from sst_core.sweep.stacking import ROW_PREFIX
+    :mod:`sst_core.sweep.stacking`): per model and d_model its ratio and whether the sweep
+    stacks it by this record (ratio below 1). Empty for a record made before the rows."""
+    from sst_core.sweep.stacking import ROW_PREFIX, row_key
 
-    return [{"model": e["name"][len(ROW_PREFIX):], "ratio": e["ratio"],
+    return [{"model": row_key(e)[0], "d_model": row_key(e)[1], "ratio": e["ratio"],
              "stacked": e["ratio"] < 1}
             for e in record["entries"] if e["name"].startswith(ROW_PREFIX)
             and e.get("ratio") is not None]
@@ -383,8 +383,15 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
         "stack_peak": na if bound["matmul_peak_gflops"] is None
         else f"{bound['matmul_peak_gflops']:.0f}"}
     choice = stacking_choice(cpu) if cpu is not None else []
-    out |= {"stack_yes": ", ".join(c["model"] for c in choice if c["stacked"]) or na,
-            "stack_no": ", ".join(c["model"] for c in choice if not c["stacked"]) or "none"}
+    from sst_core.spec.profiles import get_profile
+
+    standard_width = get_profile("standard").track_d_model
+
+    def label(c: dict[str, Any]) -> str:  # a row at another width says its width
+        return (c["model"] if c["d_model"] in (None, standard_width)
+                else f"{c['model']} at d_model {c['d_model']}")
+    out |= {"stack_yes": ", ".join(label(c) for c in choice if c["stacked"]) or na,
+            "stack_no": ", ".join(label(c) for c in choice if not c["stacked"]) or "none"}
     rows = [r for r in (limit_rows(cpu) if cpu is not None else []) if r["method"] == "shapes"]
     out |= {"limit_within": sum(r["ratio"] <= r["target"] for r in rows),
             "limit_rows": len(rows),

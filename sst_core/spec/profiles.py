@@ -40,6 +40,10 @@ class Profile:
     # -- "Tables 2 and 3" (notebooks/p1_table2.py, p1_table3.py): group-tracking training
     track_depths: tuple[int, ...]  # numbers of layers (the paper's L1 / L2)
     track_d_model: int  # residual width of the Mamba / AUSSM / attention families
+    # the width the pilots of the runs that never reach length 60 decided on (issue 59):
+    # Table 2's and Figure 4's grids computed again with those families this wide (the
+    # RNN family has no residual stream; its runs are the same); sst_core.experiments.paper1
+    track_d_model_wide: int
     track_d_states: tuple[int, ...]  # d_state grid: N of the SSM / attention families
     track_rnn_widths: tuple[int, ...]  # d_state grid of the RNN family (its hidden width)
     track_lrs: tuple[float, ...]  # learning-rate grid
@@ -158,6 +162,7 @@ PROFILES: dict[str, Profile] = {
         mem_gd_steps=200,
         track_depths=(1,),
         track_d_model=8,
+        track_d_model_wide=16,
         track_d_states=(8,),
         track_rnn_widths=(8,),
         track_lrs=(0.001,),
@@ -226,6 +231,7 @@ PROFILES: dict[str, Profile] = {
         mem_gd_steps=3_000,
         track_depths=(1,),
         track_d_model=16,
+        track_d_model_wide=64,
         track_d_states=(16,),
         track_rnn_widths=(64,),
         track_lrs=(0.01,),
@@ -296,6 +302,7 @@ PROFILES: dict[str, Profile] = {
         mem_gd_steps=5_000,
         track_depths=(1, 2),
         track_d_model=32,
+        track_d_model_wide=128,
         track_d_states=(16, 32),
         track_rnn_widths=(32, 64),
         track_lrs=(0.001, 0.003),
@@ -387,6 +394,7 @@ PROFILES: dict[str, Profile] = {
         mem_gd_steps=20_000,
         track_depths=(1, 2),
         track_d_model=64,
+        track_d_model_wide=128,
         track_d_states=(32, 64, 128),
         track_rnn_widths=(32, 64, 128),
         track_lrs=(0.0001, 0.0005, 0.001),

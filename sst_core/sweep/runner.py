@@ -90,7 +90,7 @@ from sst_core.store.records import (
     results_dir_at,
 )
 from sst_core.store.replaced import keep_replaced
-from sst_core.sweep.stacking import unstacked_models
+from sst_core.sweep.stacking import trains_alone, unstacked_models
 from sst_core.sweep.claims import (
     Claim,
     claim_path,
@@ -153,15 +153,17 @@ def ends_too_late(stop_by: float | None, estimate_s: float | None,
 EXECUTORS = ("local", "ray")
 
 
-def tasks_of(cfgs: Sequence[Any], stack: int, unstacked: frozenset[str] = frozenset()
-             ) -> list[list[Any]]:
-    """The tasks of one phase: stacks of tracking configs (but those of the models in
-    ``unstacked``, :func:`sst_core.sweep.stacking.unstacked_models`), every other config
-    alone."""
+def tasks_of(cfgs: Sequence[Any], stack: int,
+             unstacked: frozenset[tuple[str, int | None]] = frozenset()) -> list[list[Any]]:
+    """The tasks of one phase: stacks of tracking configs (but those whose model and
+    d_model are in ``unstacked``, :func:`sst_core.sweep.stacking.unstacked_models`), every
+    other config alone."""
     from sst_core.experiments.runs import stacks
 
-    tracking = [c for c in cfgs if isinstance(c, TrackingConfig) and c.model not in unstacked]
-    alone = [[c] for c in cfgs if not isinstance(c, TrackingConfig) or c.model in unstacked]
+    tracking = [c for c in cfgs if isinstance(c, TrackingConfig)
+                and not trains_alone(c, unstacked)]
+    alone = [[c] for c in cfgs if not isinstance(c, TrackingConfig)
+             or trains_alone(c, unstacked)]
     return (stacks(tracking, stack) if stack > 1 else [[c] for c in tracking]) + alone
 
 
@@ -592,7 +594,7 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
 def time_local(cfgs: Sequence[Any], workers: int, threads: int | None = None,
                root: Path | None = None, stack: int = 1,
-               unstacked: frozenset[str] = frozenset()) -> float:
+               unstacked: frozenset[tuple[str, int | None]] = frozenset()) -> float:
     """Wall seconds the local executor takes to compute ``cfgs`` as the tasks
     :func:`tasks_of` makes of them (``stack`` 1: each its own task; else stacks of that
     size but for the models in ``unstacked``), with ``workers`` processes of ``threads``

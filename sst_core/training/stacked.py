@@ -43,6 +43,7 @@ from sst_core.training.tracking import (
     Checkpoints,
     EpochLog,
     build_tracker,
+    flushing_denormals,
     heldout_accuracy,
     loss_failure,
     lr_at,
@@ -213,6 +214,7 @@ def _row_losses(logits: torch.Tensor, y: torch.Tensor, lengths: list[int]
     return torch.stack(losses), hits
 
 
+@flushing_denormals
 def train_tracking_stacked(cfgs: Sequence[Any], weights_to: Sequence[Path | None] | None = None
                            ) -> list[dict[str, Any] | RunFailed]:
     """Train the ``TrackingConfig``s ``cfgs`` (equal :func:`stack_key`) as one stack.

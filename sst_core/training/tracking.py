@@ -18,15 +18,21 @@ Protocol (``TrackingConfig`` holds every number; the profiles size them):
   when even 60 does not reach it. The record's ``m_p`` (and its weights) are those of the
   checkpoint that ``m_p_at`` names; every checkpoint's m_p is kept.
 
+Training flushes denormal floats to zero (:func:`flushing_denormals`): with trained
+weights, decays that underflow produce them, and each costs the CPU tens of cycles.
+
 A loss that becomes NaN or infinite, or that grows past :data:`DIVERGENCE_FACTOR` times the
 loss of the run's first step, stops the run with :class:`~sst_core.store.records.RunFailed`, so
 that :func:`~sst_core.store.records.cached_run` records it as failed with the reason.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import io
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,6 +371,43 @@ def train_batch(cfg, step: int, length: int) -> tuple[np.ndarray, np.ndarray]:
                   seed=cfg.seed * 1_000_000 + step)
 
 
+_FLUSH = {"on": False}  # what this module last set (torch has no getter; its default: off)
+
+
+@contextlib.contextmanager
+def flushed_denormals():
+    """Inside the block, ``torch.set_flush_denormal(True)``: denormal floats (magnitudes
+    below 1.2e-38 in float32) are read and written as zero, on the calling thread (the
+    CPU's floating-point mode is per thread; the sweep trains on one torch thread per
+    worker, where that is the whole computation, and threads started meanwhile inherit
+    it). Restored afterwards, also when the block raises. Where the CPU cannot flush
+    (torch returns False), or with ``SST_FLUSH_DENORMALS=0`` in the environment (how a
+    benchmark times training as it was before, :mod:`sst_core.bench.cases_sweep`),
+    nothing changes."""
+    if os.environ.get("SST_FLUSH_DENORMALS") == "0":
+        yield
+        return
+    before = _FLUSH["on"]
+    _FLUSH["on"] = torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(before)
+        _FLUSH["on"] = before
+
+
+def flushing_denormals(fn):
+    """Decorate a training function to run inside :func:`flushed_denormals`."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with flushed_denormals():
+            return fn(*args, **kwargs)
+
+    return wrapped
+
+
+@flushing_denormals
 def train_tracking(cfg, weights_to: Path | None = None) -> dict[str, Any]:
     """Train one model on one group (a ``TrackingConfig``) and evaluate it; see module doc.
 
