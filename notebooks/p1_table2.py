@@ -182,7 +182,7 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # ```
 # ````
 #
-# ````{table} The measurements behind the reasons of the same cells: the width ablation's best $m_p$ per $d_{\text{model}}$ (one layer only), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group (how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
+# ````{table} The measurements behind the reasons of the same cells: the best $m_p$ per $d_{\text{model}}$ of the width ablation (one layer) and, marked *, of the pilots below (their cells' first state size, schedule and learning rate), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group (how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
 # :name: tab-t2-evidence
 # ```{glue:md} t2_evidence_table
 # :format: myst
@@ -194,10 +194,10 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # {glue:text}`t2_d_never_60:d` the runs that never passed 60 explain the difference: those
 # cells measure a training protocol under which the model never learned the training
 # length, not how far it extrapolates. {glue:text}`t2_d_unexplained:d` cells are unexplained
-# by any of the five measurements. The width ablation covers
-# {glue:text}`t2_d_width_covered:d` of the cells and moves $m_p$ towards the paper's value
-# in {glue:text}`t2_d_width:d` of them: where it does not, a narrower model than the
-# paper's is not, by these records, a reason.
+# by any of the five measurements. The width ablation and the pilots cover
+# {glue:text}`t2_d_width_covered:d` of the cells, and width moves $m_p$ towards the paper's
+# value by more than one evaluated length in {glue:text}`t2_d_width:d` of them: where it
+# does not, a narrower model than the paper's is not, by these records, a reason.
 #
 # ## Why some runs never reach length 60
 #

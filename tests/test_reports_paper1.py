@@ -384,6 +384,18 @@ def test_disagreements_are_the_class_and_the_exact_ones_with_their_evidence(tmp_
     assert stuck["rules"]["never_60"]["final_train_length"] == [[16, 2]]
     assert stuck["rules"]["width"]["covered"] is False  # no width runs of it stored
     assert get_report("table2_disagreements") is table2_disagreements
+    # the pilots' widths count where the ablation has none (marked * in the table)
+    for base in paper1.pilot_base(P, ("negative_mamba", "C6", 1)):
+        cached_run(paper1.pilot_variants(base)["d_model_128"], rec(100, 60), root=tmp_path)
+    t = table2_disagreements(P, root=tmp_path)
+    width = next(d for d in t.data if d["model"] == "negative_mamba")["rules"]["width"]
+    assert width["covered"] and width["m_p"] == [[P.track_d_model, None], [128, 100]]
+    assert width["pilot"] == [128]  # the ablation has the cell's Table 2 width (its own runs)
+    assert width["toward_paper"] is not None and "width" in next(
+        d for d in t.data if d["model"] == "negative_mamba")["reasons"]  # fail -> 100
+    row = t.rows[[r[0] for r in t.rows].index("Negative Mamba on C6, L1")]
+    assert row[t.columns.index("width: m_p by d_model")] == f"{P.track_d_model}: fail, 128*: 100"
+    assert "marked * is the pilots'" in t.note
 
 
 def test_retrain_noise_pairs_the_records_one_version_of_the_code_made_twice(tmp_path, P):

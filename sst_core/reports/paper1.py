@@ -786,7 +786,8 @@ def _evidence_cells(rules: dict[str, dict[str, Any]]) -> list[str]:
     at = ", ".join(f"{fmt(k) if k is not None else '—'}: {v}" for k, v in n6["final_train_length"])
     why = ", ".join(f"{k}: {v}" for k, v in n6["stopped_as"])
     return [f"{n6['never']} of {n6['n']}" + (f" (at {at}; {why})" if n6["never"] else ""),
-            ", ".join(f"{d}: {fmt(v)}" for d, v in w["m_p"]) if w["covered"] else "not covered",
+            ", ".join(f"{d}{'*' if d in w.get('pilot', ()) else ''}: {fmt(v)}"
+                      for d, v in w["m_p"]) if w["covered"] else "not covered",
             ", ".join(f"{k.replace('_', ' ')}: {fmt(v)}" for k, v in s["best"].items()),
             f"{n['max_apart']} ({n['moved']} of {n['n']} moved)" if n["measured"]
             else "not measured",
@@ -799,12 +800,23 @@ def table2_disagreements(P: Profile, root=None) -> Table:
     only by the exact value, with how many evaluated lengths apart each is, and for each
     the rules of :data:`EVIDENCE_RULES` (:func:`cell_evidence`) with their measurements;
     ``reasons``: the rules that fire, empty where none does (unexplained)."""
+    from sst_core.reports.pilots import pilot_width_runs
+
     t2 = table2(P, root)
     width = width_ablation(P, root) if P.width_d_models else None
-    wider: dict[tuple[str, str], dict[int, int | None]] = {}
+    wider: dict[tuple[str, str, int], dict[int, int | None]] = {}
     for d in (width.data if width else []):
-        if d["status"] == "ok":
-            wider.setdefault((d["model"], d["group"]), {})[d["d_model"]] = d["m_p"]
+        if d["status"] == "ok":  # the ablation has one layer
+            wider.setdefault((d["model"], d["group"], 1), {})[d["d_model"]] = d["m_p"]
+    # the pilots' widths (their cells' runs at d_model 64 and 128), where the ablation has
+    # none: the only width measurement of a two-layer cell, and the widest of the others
+    pilot_widths: set[tuple[str, str, int, int]] = set()
+    for cell, by_width in pilot_width_runs(P, root).items():
+        for w, recs in by_width.items():
+            if w not in wider.get(cell, {}):
+                wider.setdefault(cell, {})[w] = max((r["metrics"]["m_p"] for r in recs),
+                                                    key=_rank)
+                pilot_widths.add((*cell, w))
     noise: dict[tuple[str, str], dict[str, int]] = {}
     for pair in retrain_pairs(tracking_runs(P), root):  # the architecture's runs
         n = noise.setdefault((pair["group"], pair["label"]), {"n": 0, "moved": 0,
@@ -818,7 +830,7 @@ def table2_disagreements(P: Profile, root=None) -> Table:
             runs.setdefault((cfg.model, cfg.group, cfg.n_layers), []).append(rec)
     lengths = P.track_eval_lengths
     cols = ["cell", "ours / paper", "differs", "reasons", "never passed 60 (where stopped)",
-            "width ablation: m_p by d_model", "best m_p read at", "noise: largest retrain move",
+            "width: m_p by d_model", "best m_p read at", "noise: largest retrain move",
             "grid: median [lowest–highest]"]
     rows, data = [], []
     for d in t2.data:
@@ -830,9 +842,8 @@ def table2_disagreements(P: Profile, root=None) -> Table:
         key = (d["model"], d["group"], d["n_layers"])
         label = run_label({"model": d["model"], "n_layers": d["n_layers"]})
         rules = cell_evidence(d["m_p"], d["paper"], runs.get(key, []), d["grid"], lengths,
-                              P.track_d_model,
-                              wider.get(key[:2]) if d["n_layers"] == 1 else None,
-                              noise.get((d["group"], label)))
+                              P.track_d_model, wider.get(key), noise.get((d["group"], label)))
+        rules["width"]["pilot"] = sorted(w for *c, w in pilot_widths if tuple(c) == key)
         reasons = [k for k in EVIDENCE_RULES if rules[k]["fires"]]
         apart = lengths_apart(d["m_p"], d["paper"], lengths)
         rows.append([f"{label_name(d['model'])} on {d['group']}, L{d['n_layers']}",
@@ -852,9 +863,11 @@ def table2_disagreements(P: Profile, root=None) -> Table:
             f"{NEVER_60_SHARE:.0%} of the cell's runs never passed length 60 in training (the "
             "cell below the paper's; where their curricula stopped and why: step cap "
             "max_steps or budget); width, the width ablation (one layer, "
-            f"{', '.join(map(str, P.width_d_models))}) moves m_p from d_model "
-            f"{P.track_d_model} to its widest by more than {CLOSE_LENGTHS} evaluated length "
-            "towards the paper's; stopping point, reading every run where its curriculum first "
+            f"{', '.join(map(str, P.width_d_models))}; a width marked * is the pilots' "
+            "(`sst report pilots_60`: the cell's first state size, schedule and learning "
+            "rate, every seed), the only width measurement of a two-layer cell) moves m_p "
+            f"from d_model {P.track_d_model} to its widest by more than {CLOSE_LENGTHS} "
+            "evaluated length towards the paper's; stopping point, reading every run where its curriculum first "
             "passed 60 or at the end of its budget (instead of at the held-out criterion) "
             f"moves the best by more than {CLOSE_LENGTHS} evaluated length towards it; noise, "
             "the cell is no further from the paper's value than the largest move of a run of "

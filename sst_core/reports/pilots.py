@@ -125,3 +125,24 @@ def pilot_numbers(table: Table) -> dict[str, Any]:
             "best_acc": round(statistics.median(best["token_accuracy_60"]), 2) if best else None,
             "base_acc": round(statistics.median(base["token_accuracy_60"]), 2) if base else None}
     return out
+
+
+def pilot_width_runs(P: Profile, root: Path | None = None
+                     ) -> dict[tuple[str, str, int], dict[int, list[dict[str, Any]]]]:
+    """Per pilot cell ``(model, group, n_layers)``, its ``ok`` records by d_model: the
+    Table 2 runs the pilot varies (Table 2's d_model) and its d_model variants
+    (``d_model_64``, ``d_model_128``), the same seeds, schedule and learning rate at every
+    width. A width without an ``ok`` record is left out. The width evidence of Table 2's
+    disagreements reads it beside the width ablation
+    (:func:`sst_core.reports.paper1.table2_disagreements`)."""
+    out: dict[tuple[str, str, int], dict[int, list[dict[str, Any]]]] = {}
+    for cell in paper1.PILOT_CELLS:
+        bases = paper1.pilot_base(P, cell)
+        cfgs = bases + [v for b in bases for name, v in paper1.pilot_variants(b).items()
+                        if paper1.PILOT_CHANGES[name] == "d_model"]
+        for cfg in cfgs:
+            rec = stored_record(cfg, root)
+            if rec is not None and rec["status"] == "ok":
+                out.setdefault(cell, {}).setdefault(cfg.d_model, []).append(rec)
+    return out
+
