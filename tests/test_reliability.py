@@ -416,6 +416,15 @@ def test_status_lists_files_that_belong_to_no_run_of_a_grid(trained, root, capsy
     stray[0].write_text(path.read_text())
     stray[1].write_text("{trunc")
     stray[2].write_text("hello")
+    # the generated LRA tasks the runs read are not strays; other files beside them are
+    cache = root / "smoke" / "lra_data"
+    cache.mkdir()
+    (cache / "pathfinder-c8f4166762651271.npz").write_bytes(b"")
+    (cache / ".listops-0123456789abcdef.x1y2.tmp").write_bytes(b"")
+    for name in ("pathfinder-xyz.npz", "nosuchtask-c8f4166762651271.npz",
+                 "pathfinder-c8f4166762651271.npz.bak"):
+        (cache / name).write_bytes(b"")
+        stray.append(cache / name)
     assert sweep_status.foreign_files("smoke") == sorted(stray)
     assert cli.main(["status", "--profile", "smoke", "--experiment", "table2"]) == 0
     err = capsys.readouterr().err

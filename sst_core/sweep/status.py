@@ -21,6 +21,7 @@ from sst_core.store.records import (
 )
 from sst_core.store.replaced import REPLACED, replaced_files
 from sst_core.sweep.claims import LOCK_NAME, claim_path, is_stale
+from sst_core.training import lra_data
 
 
 @dataclass
@@ -142,7 +143,9 @@ def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
     else put there. A run's files are its record ``<run-id>.json``, what it keeps beside
     it (``<run-id>.<suffix>``: weights, saved states, a claim while it runs, a writer's
     temporary file ``.<run-id>.<...>.tmp``) and its replaced records
-    (``replaced/<run-id>.<created>.json``), all in its experiment's folder."""
+    (``replaced/<run-id>.<created>.json``), all in its experiment's folder; the generated
+    LRA tasks the runs read are kept in ``lra_data/``
+    (:func:`sst_core.training.lra_data.is_cache_file`)."""
     P = get_profile(profile)
     folder = (root if root is not None else results_dir()) / profile
     if not folder.is_dir():
@@ -164,5 +167,7 @@ def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
             continue
         if path.name == LOCK_NAME:  # a claim being removed at this moment
             continue
+        if rel[:-1] == (lra_data.CACHE_DIR,) and lra_data.is_cache_file(path.name):
+            continue  # a generated LRA task, which the LRA runs of this profile read
         out.append(path)
     return out
