@@ -122,8 +122,10 @@ plt.close("all")
 # one thread and the `standard` profile's sizes. The sweep reads them from the newest benchmark
 # of its device (`sst_core.sweep.stacking`): a model whose stacked step costs at least as
 # much per model as a sequential one trains one run at a time, the others stack (every
-# model stacks without one). By the newest CPU benchmark the sweep stacks
-# {glue:text}`stack_yes` and trains {glue:text}`stack_no` one run at a time.
+# model stacks without one). The rows are per model and $d_{model}$: the recompute of
+# Table 2 at a larger width has rows of its own, timed alone (`sst bench --only`). By the
+# newest row of each, the sweep stacks {glue:text}`stack_yes` and trains
+# {glue:text}`stack_no` one run at a time.
 #
 # ````{table} Stack or not, what the sweep decides from: one stacked step of K models against K sequential steps of the same models, on one thread at the standard profile's sizes (below 1 the sweep stacks the model).
 # :name: tab-bench-stack-or-not

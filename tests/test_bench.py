@@ -598,6 +598,18 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
         r["ratio"] <= r["target"] for r in rows)
     fig = plots_bench.fig_targets(goals)
     assert len(fig.axes[0].patches) == len(goals)
+    # where the sweep stacks: the newest row of each model and width, rows timed alone
+    # (`--only`, never shown as the benchmark) included
+    only = {**cpu, "command": "sst bench --only stack_or_not_aussm_d128 --record",
+            "created_utc": "2026-12-03T00:00:00",
+            "entries": [{"name": "stack_or_not_aussm_d128", "sweep_model": "aussm",
+                         "ratio": 1.4, "sizes": {"d_model": 128}},
+                        {"name": "stack_or_not_aussm", "sweep_model": "aussm",
+                         "ratio": 0.5, "sizes": {"d_model": 32}}]}
+    later = report.chapter_items([other, cpu, only], [])
+    assert "aussm at d_model 128" in later["stack_no"]
+    assert "aussm" in later["stack_yes"].split(", ") and "aussm" not in later["stack_no"].split(", ")
+    assert later["bench_stack_or_not"].text == items["bench_stack_or_not"].text  # the table: cpu's
     # a results folder without a benchmark: every table a header, every number "n/a"
     empty = report.chapter_items([], [])
     assert all(empty[f"bench_{k}"].text.count("\n") == 1 for k in report.SECTION_KEYS)

@@ -130,7 +130,7 @@ def test_grids():
     from sst_core.spec import paper_values
     assert paper_values.LRA_ABLATION[("Pathfinder", "real", False)] == (0.797, 0.754)
     assert not any(k[1] == "lin" for k in paper_values.LRA_ABLATION)
-    assert lra_reports.INIT_NAMES["real"] == "linear (real axis)"
+    assert lra_reports.INIT_NAMES["real"] == "linear (S4D-Real)"  # one name map (spec.names)
 
 
 def test_tables_from_constructed_records(store):

@@ -12,10 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.figures.common import PAGE_WIDTH, for_readers
+from sst_core.spec.names import INIT_NAMES
 
 INIT_COLORS = {"inv": "C0", "lin": "C1", "random": "C2", "step": "C3", "real": "C4"}
-INIT_NAMES = {"inv": "S4D-Inv", "lin": "S4D-Lin", "random": "random", "step": "step",
-              "real": "linear (real axis)"}
 
 
 def _name(init: str) -> str:

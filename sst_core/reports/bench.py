@@ -382,16 +382,20 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
         f"{bound['one_model_gflops_min']:.0f} to {bound['one_model_gflops_max']:.0f}",
         "stack_peak": na if bound["matmul_peak_gflops"] is None
         else f"{bound['matmul_peak_gflops']:.0f}"}
-    choice = stacking_choice(cpu) if cpu is not None else []
     from sst_core.spec.profiles import get_profile
+    from sst_core.sweep.stacking import newest_rows
 
+    # what the sweep decides from now: the newest row per model and width, of a whole
+    # benchmark or of a few of its rows (`sst bench --only ...`)
+    choice = newest_rows([(str(r.get("created_utc", "")), r) for r in records], "cpu")
     standard_width = get_profile("standard").track_d_model
 
-    def label(c: dict[str, Any]) -> str:  # a row at another width says its width
-        return (c["model"] if c["d_model"] in (None, standard_width)
-                else f"{c['model']} at d_model {c['d_model']}")
-    out |= {"stack_yes": ", ".join(label(c) for c in choice if c["stacked"]) or na,
-            "stack_no": ", ".join(label(c) for c in choice if not c["stacked"]) or "none"}
+    def label(key: tuple[str, int | None]) -> str:  # a row at another width says its width
+        return key[0] if key[1] in (None, standard_width) else f"{key[0]} at d_model {key[1]}"
+    out |= {"stack_yes": ", ".join(label(k) for k, c in choice.items() if c["ratio"] < 1)
+            or na,
+            "stack_no": ", ".join(label(k) for k, c in choice.items() if c["ratio"] >= 1)
+            or "none"}
     rows = [r for r in (limit_rows(cpu) if cpu is not None else []) if r["method"] == "shapes"]
     out |= {"limit_within": sum(r["ratio"] <= r["target"] for r in rows),
             "limit_rows": len(rows),

@@ -15,10 +15,9 @@ from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records, runs_note, stored_records
 from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
+from sst_core.spec.names import INIT_NAMES
 from sst_core.spec.profiles import Profile
 
-INIT_NAMES = {"inv": "S4D-Inv", "lin": "S4D-Lin", "random": "random", "step": "step",
-              "real": "linear (real axis)"}
 
 
 def _mode(frozen: bool) -> str:

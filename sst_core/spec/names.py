@@ -52,10 +52,12 @@ PHI_NAMES: dict[str, str] = {
 }
 
 
-# The initialisations of the state matrix's spectrum in paper 2's memory chapter: S4D's names
-# where the S4D code defines them, and "(ours)" where the definition is this book's proposal.
+# The initialisations of the state matrix's spectrum (paper 2, every chapter and figure):
+# S4D's names where the S4D code defines them; the ablation's "linear" ("real, linearly
+# spaced, only on the real axis") is S4D-Real's -(n+1), named both ways; "(ours)" where the
+# definition is this book's proposal for a baseline the paper describes only in words.
 INIT_NAMES: dict[str, str] = {
-    "inv": "S4D-Inv", "lin": "S4D-Lin", "real": "S4D-Real", "step": "step (ours)",
+    "inv": "S4D-Inv", "lin": "S4D-Lin", "real": "linear (S4D-Real)", "step": "step (ours)",
     "random": "random (ours)",
 }
 

@@ -40,23 +40,35 @@ def stacking_rows(device: str = "cpu", root: Path | None = None
                   ) -> dict[tuple[str, int | None], dict[str, Any]]:
     """Per (model, d_model), the newest ``stack_or_not_*`` row among the benchmark
     records of ``device`` ("cpu" or "cuda") under ``root`` (default: the results folder):
-    its ``ratio`` and the record it comes from (``record``: the file name). A file that is
-    not JSON is skipped (the benchmark chapter names it)."""
+    :func:`newest_rows` of those records. A file that is not JSON is skipped (the
+    benchmark chapter names it)."""
     from sst_core.store.records import results_dir
 
     folder = (Path(root) if root else results_dir()) / BENCH_DIR
-    found: list[tuple[str, str, dict[str, Any]]] = []
+    records = []
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
         try:
             record = json.loads(path.read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             continue
-        if (not isinstance(record, dict) or record.get("experiment") != "bench"
-                or str(record.get("device", "")).split(":")[0] != device):
+        if isinstance(record, dict) and record.get("experiment") == "bench":
+            records.append((path.name, record))
+    return newest_rows(records, device)
+
+
+def newest_rows(records: list[tuple[str, dict[str, Any]]], device: str = "cpu"
+                ) -> dict[tuple[str, int | None], dict[str, Any]]:
+    """Per (model, d_model) (:func:`row_key`), the newest ``stack_or_not_*`` row among
+    the benchmark ``records`` (``(file name, record)`` pairs) made on ``device``, a whole
+    benchmark or a few rows of it alike: its ``ratio`` and the record it comes from
+    (``record``: the file name, ``created_utc``)."""
+    found: list[tuple[str, str, dict[str, Any]]] = []
+    for name, record in records:
+        if str(record.get("device", "")).split(":")[0] != device:
             continue
         for e in record.get("entries") or ():
             if str(e.get("name", "")).startswith(ROW_PREFIX) and e.get("ratio") is not None:
-                found.append((str(record.get("created_utc", "")), path.name, e))
+                found.append((str(record.get("created_utc", "")), name, e))
     out: dict[tuple[str, int | None], dict[str, Any]] = {}
     for made, name, e in sorted(found, key=lambda f: f[0]):  # the newest last, so it wins
         out[row_key(e)] = {"ratio": float(e["ratio"]), "record": name, "created_utc": made}
