@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from sst_core.experiments.registry import SWEEPS, is_stale_record, phases, sweep_configs
-from sst_core.spec.configs import config_hash
+from sst_core.spec.configs import LRA_TASKS, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
@@ -21,7 +21,6 @@ from sst_core.store.records import (
 )
 from sst_core.store.replaced import REPLACED, replaced_files
 from sst_core.sweep.claims import LOCK_NAME, claim_path, is_stale
-from sst_core.training import lra_data
 
 
 @dataclass
@@ -136,6 +135,26 @@ def weights_worth_committing(run, root: Path | None = None) -> bool:
     return record["status"] == "ok" and record["metrics"].get("m_p") is not None
 
 
+# where the LRA runs keep their generated tasks (sst_core.training.lra_data writes
+# <results>/<profile>/lra_data/<task>-<16 hex digits of its settings>.npz, atomically)
+LRA_CACHE_DIR = "lra_data"
+
+
+def is_lra_cache_file(name: str) -> bool:
+    """Whether a file name in :data:`LRA_CACHE_DIR` is a generated LRA task
+    (``<task>-<16 hex digits>.npz``) or its writer's temporary file
+    (``.<task>-<digits>.<...>.tmp``)."""
+    if name.startswith(".") and name.endswith(".tmp"):
+        stem = name[1:].split(".")[0]
+    elif name.endswith(".npz") and name.count(".") == 1:
+        stem = name[:-len(".npz")]
+    else:
+        return False
+    task, _, digest = stem.rpartition("-")
+    return (task in LRA_TASKS and len(digest) == 16
+            and all(c in "0123456789abcdef" for c in digest))
+
+
 def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
     """Files in ``profile``'s results folder that belong to no run of any sweep's grid
     (``sst status`` lists them): a record whose name is no run of a grid (copied there,
@@ -144,8 +163,7 @@ def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
     it (``<run-id>.<suffix>``: weights, saved states, a claim while it runs, a writer's
     temporary file ``.<run-id>.<...>.tmp``) and its replaced records
     (``replaced/<run-id>.<created>.json``), all in its experiment's folder; the generated
-    LRA tasks the runs read are kept in ``lra_data/``
-    (:func:`sst_core.training.lra_data.is_cache_file`)."""
+    LRA tasks the runs read are kept in ``lra_data/`` (:func:`is_lra_cache_file`)."""
     P = get_profile(profile)
     folder = (root if root is not None else results_dir()) / profile
     if not folder.is_dir():
@@ -167,7 +185,7 @@ def foreign_files(profile: str, root: Path | None = None) -> list[Path]:
             continue
         if path.name == LOCK_NAME:  # a claim being removed at this moment
             continue
-        if rel[:-1] == (lra_data.CACHE_DIR,) and lra_data.is_cache_file(path.name):
+        if rel[:-1] == (LRA_CACHE_DIR,) and is_lra_cache_file(path.name):
             continue  # a generated LRA task, which the LRA runs of this profile read
         out.append(path)
     return out

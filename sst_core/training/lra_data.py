@@ -123,28 +123,10 @@ def _generate(cfg) -> dict[str, Split]:
     return {k: Split(x[i], np.asarray(lengths)[i], np.asarray(y)[i]) for k, i in parts}
 
 
-CACHE_DIR = "lra_data"  # <results>/<profile>/lra_data/: the generated tasks' cache
-
-
-def is_cache_file(name: str) -> bool:
-    """Whether a file name in :data:`CACHE_DIR` is a generated task's cache
-    (``<task>-<16 hex digits>.npz``, :func:`_cached_generated`) or its writer's temporary
-    file (``.<task>-<digits>.<...>.tmp``)."""
-    if name.startswith(".") and name.endswith(".tmp"):
-        stem = name[1:].split(".")[0]
-    elif name.endswith(".npz") and name.count(".") == 1:
-        stem = name[:-len(".npz")]
-    else:
-        return False
-    task, _, digest = stem.rpartition("-")
-    return (task in LRA_TASKS and len(digest) == 16
-            and all(c in "0123456789abcdef" for c in digest))
-
-
 def _cached_generated(cfg) -> dict[str, Split]:
     key = _generated_key(cfg)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-    path = results_dir() / cfg.profile / CACHE_DIR / f"{cfg.task}-{digest}.npz"
+    path = results_dir() / cfg.profile / "lra_data" / f"{cfg.task}-{digest}.npz"
     if path.exists():
         try:
             with np.load(path) as z:
