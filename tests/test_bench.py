@@ -607,8 +607,8 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
                         {"name": "stack_or_not_aussm", "sweep_model": "aussm",
                          "ratio": 0.5, "sizes": {"d_model": 32}}]}
     later = report.chapter_items([other, cpu, only], [])
-    assert "aussm at d_model 128" in later["stack_no"]
-    assert "aussm" in later["stack_yes"].split(", ") and "aussm" not in later["stack_no"].split(", ")
+    assert "AUSSM at d_model 128" in later["stack_no"]  # the paper's names
+    assert "AUSSM" in later["stack_yes"].split(", ") and "AUSSM" not in later["stack_no"].split(", ")
     assert later["bench_stack_or_not"].text == items["bench_stack_or_not"].text  # the table: cpu's
     # a results folder without a benchmark: every table a header, every number "n/a"
     empty = report.chapter_items([], [])

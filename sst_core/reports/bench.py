@@ -382,6 +382,7 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
         f"{bound['one_model_gflops_min']:.0f} to {bound['one_model_gflops_max']:.0f}",
         "stack_peak": na if bound["matmul_peak_gflops"] is None
         else f"{bound['matmul_peak_gflops']:.0f}"}
+    from sst_core.spec.names import model_name
     from sst_core.spec.profiles import get_profile
     from sst_core.sweep.stacking import newest_rows
 
@@ -391,7 +392,8 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     standard_width = get_profile("standard").track_d_model
 
     def label(key: tuple[str, int | None]) -> str:  # a row at another width says its width
-        return key[0] if key[1] in (None, standard_width) else f"{key[0]} at d_model {key[1]}"
+        name = model_name(key[0])
+        return name if key[1] in (None, standard_width) else f"{name} at d_model {key[1]}"
     out |= {"stack_yes": ", ".join(label(k) for k, c in choice.items() if c["ratio"] < 1)
             or na,
             "stack_no": ", ".join(label(k) for k, c in choice.items() if c["ratio"] >= 1)
