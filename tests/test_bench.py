@@ -498,15 +498,15 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
                                                                                   "ceiling"))}
                                  for e in result["entries"]]}
     assert report.stacking_bound(old) is None  # a record from before the ceiling
-    choice = report.stacking_choice(result)
     from sst_core.experiments.paper1 import TABLE2_MODELS
-
     from sst_core.models.registry import REGISTRY
+    from sst_core.sweep.stacking import newest_rows
 
-    assert [(c["model"], c["d_model"]) for c in choice] == [(m, 32) for m in TABLE2_MODELS] + [
+    choice = newest_rows([("r.json", {**result, "device": "cpu"})], "cpu")
+    assert list(choice) == [(m, 32) for m in TABLE2_MODELS] + [
         (m, 128) for m in TABLE2_MODELS if REGISTRY[m].family != "rnn"]  # the recompute's width
-    assert all(c["stacked"] == (c["ratio"] < 1) for c in choice)
-    assert report.stacking_choice(old | {"entries": []}) == []
+    assert all(c["record"] == "r.json" and c["ratio"] > 0 for c in choice.values())
+    assert newest_rows([("r.json", {**old, "device": "cpu", "entries": []})], "cpu") == {}
 
 
 def _record(cpu: str, when: str, times: dict[str, float], command: str = "sst bench --record"):

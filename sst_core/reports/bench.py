@@ -209,18 +209,6 @@ def profile_table(record: dict[str, Any], top: int = 5, every: bool = False) -> 
                  data=data)
 
 
-def stacking_choice(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The record's stack-or-not rows (what the sweep decides from,
-    :mod:`sst_core.sweep.stacking`): per model and d_model its ratio and whether the sweep
-    stacks it by this record (ratio below 1). Empty for a record made before the rows."""
-    from sst_core.sweep.stacking import ROW_PREFIX, row_key
-
-    return [{"model": row_key(e)[0], "d_model": row_key(e)[1], "ratio": e["ratio"],
-             "stacked": e["ratio"] < 1}
-            for e in record["entries"] if e["name"].startswith(ROW_PREFIX)
-            and e.get("ratio") is not None]
-
-
 def bench_tables(record: dict[str, Any]) -> list[Table]:
     """Every section of a record that has entries."""
     out = [section_table(record, *s) for s in SECTIONS]
