@@ -134,6 +134,32 @@ plt.close("all")
 # ```
 # ````
 #
+# **What it changes for a whole sweep.** The sweep's two changes, stacking only where
+# those rows say it is faster and flushing denormal floats to zero in training (trained
+# weights produce them, and a CPU computes with them many times more slowly), were timed
+# together on a fixed sample of the `standard` Table 2 grid: every Table 2 model's cell on
+# $C_2$ with one layer and its smallest state size, with all of the cell's schedules,
+# learning rates and seeds ({glue:text}`sweep_runs` runs). `sst bench` computes the sample
+# as `sst sweep` does (two workers of one thread, fresh processes, records written to a
+# temporary folder), once before the changes and once after, alternating, for
+# {glue:text}`sweep_rounds` round(s), on a machine doing nothing else (load average
+# {glue:text}`sweep_load` at the start). After, the sweep trains {glue:text}`sweep_alone`
+# one run at a time. Before took {glue:text}`sweep_speedup` times as long as after
+# ({numref}`tab-bench-sweep`); {glue:text}`sweep_verdict`. The sample is at $d_{model}$ =
+# {glue:text}`sweep_width`, where the rows above set apart only models whose stacked step
+# cost {glue:text}`sweep_alone_rows` of their sequential steps: training them alone could
+# save at most {glue:text}`sweep_alone_gain` of their steps' time. The rows at $d_{model}$ =
+# 128, where stacking costs more, are the recompute's, which this sample does not cover.
+# This measurement does not separate the effect of flushing denormals from that of the
+# stacking choice.
+#
+# ````{table} The sweep before and after its two changes: wall time and runs per hour of one fixed sample of the standard Table 2 grid, computed as sst sweep computes it.
+# :name: tab-bench-sweep
+# ```{glue:md} bench_sweep
+# :format: myst
+# ```
+# ````
+#
 # **How far each step is from its limit.** The training steps at $d_{model}$ = 64
 # ({numref}`tab-bench-throughput`, and the other tables' training rows) carry two limits.
 # The *flop limit* (flop limit ms) is the step's arithmetic at what this machine does: each

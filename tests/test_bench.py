@@ -472,6 +472,7 @@ def test_sweep_before_after_alternates_the_two_settings_on_a_fixed_sample(tmp_pa
     assert e["ratio"] == pytest.approx(e["ours_s"] / e["anchor_s"])
     assert e["runs_per_hour"] == pytest.approx(3600 * 4 / e["ours_s"])
     assert e["unstacked_models"] == [] and len(e["ours_samples_s"]) == 2
+    assert e["sizes"]["d_model"] == full[0].d_model  # the sample's width, for the chapter
     assert "runs per hour" in bench.to_markdown(out)
     assert not [p for p in tmp_path.rglob("*.json")]  # computed in temporary folders
 
@@ -615,3 +616,57 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
     assert all(empty[f"bench_{k}"].text.count("\n") == 1 for k in report.SECTION_KEYS)
     assert empty["stack_K"] == "n/a" and empty["machine_median"] == "n/a"
     assert empty["bench_provenance"].text.startswith("|  |\n")
+    assert empty["bench_sweep"].text.count("\n") == 1 and empty["sweep_speedup"] == "n/a"
+
+
+def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
+    """The chapter's runs per hour before and after (issue 58 item 4): the newest entry of
+    ``sweep_standard_before_after`` at the full size, from a record of ``--only``; its
+    models trained alone are those of the sample's width, by the papers' names."""
+    from sst_core.reports import bench as report
+
+    def record(when, size, before, after, width=32):
+        entry = {"name": "sweep_standard_before_after", "ours_s": after, "anchor_s": before,
+                 "ours_samples_s": [after], "anchor_samples_s": [before],
+                 "runs_per_hour": 3600 * 120 / after,
+                 "anchor_runs_per_hour": 3600 * 120 / before, "repeat": 1,
+                 "sizes": {"runs": 120, "models": 10, "stack": 12, "batch": 64,
+                           "length": 60, "max_steps": 6000, "d_model": width},
+                 "unstacked_models": [["aussm", 128], ["negative_mamba", width],
+                                      ["mamba", width]],
+                 "sample": "standard Table 2 grid, C2"}
+        return {"device": "cpu", "created_utc": when, "settings": {"size": size, "repeat": 1},
+                "command": "sst bench --only sweep_standard_before_after --record",
+                "hardware": {"cpu_model": "a CPU", "load_avg_1m": 0.2},
+                "entries": [entry]}
+
+    old = record("2026-12-06T00:00:00", "full", 7200.0, 3600.0)
+    new = record("2026-12-07T00:00:00", "full", 3000.0, 2400.0)
+    small = record("2026-12-08T00:00:00", "small", 1.0, 2.0)
+    table, numbers = report.sweep_throughput([old, new, small])
+    assert numbers["speedup"] == pytest.approx(3000 / 2400) and numbers["runs"] == 120
+    assert numbers["alone"] == ["Mamba", "Negative Mamba"]  # not AUSSM: d_model 128's row
+    assert table.rows[3][1:] == ["50.0", "40.0"] and table.rows[4][1:] == ["144.0", "180.0"]
+    assert "all but Mamba, Negative Mamba" in table.rows[0]
+    items = report.chapter_items([old, new, small], [])
+    assert items["sweep_speedup"] == "1.25" and items["sweep_load"] == "0.20"
+    assert items["bench_sweep"].text == table.grid().text
+    assert items["sweep_alone_rows"] == "n/a" and items["sweep_width"] == 32  # no rows yet
+    # the stack-or-not rows that set those models apart, at the sample's width only
+    rows = {"device": "cpu", "created_utc": "2026-12-05T00:00:00", "settings": {"size": "full"},
+            "command": "sst bench --only stack_or_not_mamba --record", "entries": [
+                {"name": f"stack_or_not_{m}", "sweep_model": m, "ratio": r,
+                 "sizes": {"d_model": d}} for m, r, d in (
+                    ("mamba", 1.05, 32), ("negative_mamba", 1.01, 32), ("aussm", 1.5, 128),
+                    ("tanh_rnn", 0.6, 32))]}
+    items = report.chapter_items([rows, old, new, small], [])
+    assert items["sweep_alone_rows"] == "1.01 to 1.05"
+    assert items["sweep_alone_gain"] == "5%"  # 1 - 1 / 1.05
+    assert items["sweep_verdict"] == "after was the faster in its one round, by 20.0%"
+    two = {**new["entries"][0], "ours_samples_s": [1180.0, 1203.0],
+           "anchor_samples_s": [1166.0, 1161.0]}
+    assert report.rounds_verdict(two) == "after was the slower in every round, by 1.2% to 3.6%"
+    assert report.rounds_verdict({**two, "ours_samples_s": [1100.0, 1203.0]}) == (
+        "the rounds disagree on which is faster")
+    assert report.sweep_throughput([small]) is None  # the tests' size is no measurement
+

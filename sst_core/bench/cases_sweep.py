@@ -161,7 +161,8 @@ def sweep_standard_before_after(ctx: Context) -> list[dict[str, Any]]:
         before.append(_timed_sweep(cfgs, K, frozenset(), flush=False))
         after.append(_timed_sweep(cfgs, K, unstacked, flush=True))
     sizes = {"runs": len(cfgs), "models": len({c.model for c in cfgs}), "stack": K,
-             "batch": cfgs[0].batch, "length": 60, "max_steps": cfgs[0].max_steps}
+             "batch": cfgs[0].batch, "length": 60, "max_steps": cfgs[0].max_steps,
+             "d_model": cfgs[0].d_model}
     entry = make_entry("sweep_standard_before_after", "train",
                        "sweep of the standard sample, stacking where measured faster, "
                        "denormals flushed", ctx, sizes, after, before,

@@ -300,6 +300,68 @@ def targets_table(record: dict[str, Any]) -> Table:
                  note="ratio = ours / reference.", data=targets(record))
 
 
+SWEEP_BEFORE_AFTER = "sweep_standard_before_after"  # the entry :func:`sweep_throughput` reads
+
+
+def rounds_verdict(entry: dict[str, Any]) -> str:
+    """How the rounds of a before / after entry compare, in words: after faster (or
+    slower) in every round and by how much (the range of after / before per round, round
+    by round), or that the rounds disagree."""
+    pairs = [a / b for a, b in zip(entry["ours_samples_s"], entry["anchor_samples_s"])]
+    if not pairs:
+        return "no rounds"
+    span = (f"{abs(1 - pairs[0]):.1%}" if len(pairs) == 1 else
+            f"{min(abs(1 - p) for p in pairs):.1%} to {max(abs(1 - p) for p in pairs):.1%}")
+    every = "in its one round" if len(pairs) == 1 else "in every round"
+    if all(p < 1 for p in pairs):
+        return f"after was the faster {every}, by {span}"
+    if all(p > 1 for p in pairs):
+        return f"after was the slower {every}, by {span}"
+    return "the rounds disagree on which is faster"
+
+
+def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
+                     ) -> tuple[Table, dict[str, Any]] | None:
+    """The sweep's runs per hour before and after its per-model stacking choice and the
+    flushing of denormals: the newest ``full``-size entry ``sweep_standard_before_after``
+    (:func:`sst_core.bench.cases_sweep.sweep_standard_before_after`) in the records of
+    ``device``, of a whole benchmark or of ``sst bench --only``; None without one. The
+    table has a column per side; the dict its numbers (``speedup``: before / after wall
+    time, ``rounds``, ``load``: the load average at the record's start, ``alone``: the
+    sample's models trained one run at a time after, by their papers' names)."""
+    from sst_core.spec.names import model_name
+    from sst_core.spec.profiles import get_profile
+
+    found = [(r, e) for r in records if str(r["device"]).split(":")[0] == device
+             and r["settings"]["size"] == "full"
+             for e in r["entries"] if e["name"] == SWEEP_BEFORE_AFTER]
+    if not found:
+        return None
+    record, e = found[-1]
+    # the sample's width (records before it was stored: the standard grid's, as sampled)
+    width = e["sizes"].get("d_model", get_profile("standard").track_d_model)
+    alone = sorted({model_name(m) for m, d in (e.get("unstacked_models") or []) if d == width})
+    stacked = "every model" if not alone else "all but " + ", ".join(alone)
+    rows = [["stacks", "every model", stacked],
+            ["denormal floats", "as the CPU leaves them", "flushed to zero"],
+            ["wall time of each round, min",
+             ", ".join(f"{t / 60:.1f}" for t in e["anchor_samples_s"]),
+             ", ".join(f"{t / 60:.1f}" for t in e["ours_samples_s"])],
+            ["wall time, min (median)", f"{e['anchor_s'] / 60:.1f}", f"{e['ours_s'] / 60:.1f}"],
+            ["runs per hour", f"{e['anchor_runs_per_hour']:.1f}", f"{e['runs_per_hour']:.1f}"]]
+    note = (f"{e['sizes']['runs']} runs: {e.get('sample', '')}; K = {e['sizes']['stack']} "
+            f"per stack, {e['repeat']} round(s) of before then after, each a fresh sweep.")
+    load = record["hardware"].get("load_avg_1m")
+    numbers = {"speedup": e["anchor_s"] / e["ours_s"], "rounds": e["repeat"], "width": width,
+               "alone_keys": sorted({(m, d) for m, d in (e.get("unstacked_models") or [])
+                                     if d == width}),
+               "runs": e["sizes"]["runs"], "load": load, "alone": alone,
+               "machine": record["hardware"]["cpu_model"],
+               "before_h": e["anchor_s"] / 3600, "after_h": e["ours_s"] / 3600}
+    return (Table("The sweep before and after: runs per hour of a fixed standard sample",
+                  ["", "before", "after"], rows, note=note, data=[e]), numbers)
+
+
 # the glue name (``bench_<key>``) of each section's table in the chapter, in SECTIONS' order
 SECTION_KEYS = ("dense", "diag_scan", "scan_paths", "selective", "selective_vs", "stacked", "stack_or_not",
                 "s4d_kernel", "s4d_classifier", "semi_affine", "throughput")
@@ -386,6 +448,23 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
             or na,
             "stack_no": ", ".join(label(k) for k, c in choice.items() if c["ratio"] >= 1)
             or "none"}
+    sweep = sweep_throughput(records)
+    out["bench_sweep"] = (sweep[0] if sweep else Table("", ["", "before", "after"], [])).grid()
+    out |= {"sweep_speedup": na, "sweep_rounds": na, "sweep_runs": na, "sweep_load": na,
+            "sweep_alone": na} if sweep is None else {
+        "sweep_speedup": f"{sweep[1]['speedup']:.2f}", "sweep_rounds": sweep[1]["rounds"],
+        "sweep_runs": sweep[1]["runs"],
+        "sweep_load": na if sweep[1]["load"] is None else f"{sweep[1]['load']:.2f}",
+        "sweep_alone": ", ".join(sweep[1]["alone"]) or "none"}
+    # what the rows of the sample's width promised for the models it trains alone
+    promised = [choice[k]["ratio"] for k in (sweep[1]["alone_keys"] if sweep else ())
+                if k in choice]
+    out["sweep_alone_rows"] = na if not promised else (
+        f"{min(promised):.2f} to {max(promised):.2f}" if len(promised) > 1
+        else f"{promised[0]:.2f}")
+    out["sweep_alone_gain"] = na if not promised else f"{1 - 1 / max(promised):.0%}"
+    out["sweep_width"] = na if sweep is None else sweep[1]["width"]
+    out["sweep_verdict"] = na if sweep is None else rounds_verdict(sweep[0].data[0])
     rows = [r for r in (limit_rows(cpu) if cpu is not None else []) if r["method"] == "shapes"]
     out |= {"limit_within": sum(r["ratio"] <= r["target"] for r in rows),
             "limit_rows": len(rows),
