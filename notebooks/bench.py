@@ -142,9 +142,9 @@ plt.close("all")
 # learning rates and seeds ({glue:text}`sweep_runs` runs). `sst bench` computes the sample
 # as `sst sweep` does (two workers of one thread, fresh processes, records written to a
 # temporary folder), once before the changes and once after, alternating, for
-# {glue:text}`sweep_rounds` round(s), on a machine doing nothing else (load average
+# {glue:text}`sweep_rounds`, on a machine doing nothing else (load average
 # {glue:text}`sweep_load` at the start). After, the sweep trains {glue:text}`sweep_alone`
-# one run at a time. Before took {glue:text}`sweep_speedup` times as long as after
+# one run at a time. After took {glue:text}`sweep_ratio` times as long as before
 # ({numref}`tab-bench-sweep`); {glue:text}`sweep_verdict`. The sample is at $d_{model}$ =
 # {glue:text}`sweep_width`, where the rows above set apart only models whose stacked step
 # cost {glue:text}`sweep_alone_rows` of their sequential steps: training them alone could

@@ -616,7 +616,7 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
     assert all(empty[f"bench_{k}"].text.count("\n") == 1 for k in report.SECTION_KEYS)
     assert empty["stack_K"] == "n/a" and empty["machine_median"] == "n/a"
     assert empty["bench_provenance"].text.startswith("|  |\n")
-    assert empty["bench_sweep"].text.count("\n") == 1 and empty["sweep_speedup"] == "n/a"
+    assert empty["bench_sweep"].text.count("\n") == 1 and empty["sweep_ratio"] == "n/a"
 
 
 def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
@@ -644,12 +644,13 @@ def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
     new = record("2026-12-07T00:00:00", "full", 3000.0, 2400.0)
     small = record("2026-12-08T00:00:00", "small", 1.0, 2.0)
     table, numbers = report.sweep_throughput([old, new, small])
-    assert numbers["speedup"] == pytest.approx(3000 / 2400) and numbers["runs"] == 120
+    assert numbers["after_over_before"] == pytest.approx(2400 / 3000) and numbers["runs"] == 120
     assert numbers["alone"] == ["Mamba", "Negative Mamba"]  # not AUSSM: d_model 128's row
     assert table.rows[3][1:] == ["50.0", "40.0"] and table.rows[4][1:] == ["144.0", "180.0"]
-    assert "all but Mamba, Negative Mamba" in table.rows[0]
+    assert table.rows[0][1:] == ["0 of 10", "2 of 10"]
     items = report.chapter_items([old, new, small], [])
-    assert items["sweep_speedup"] == "1.25" and items["sweep_load"] == "0.20"
+    assert items["sweep_ratio"] == "0.80" and items["sweep_load"] == "0.20"
+    assert items["sweep_alone"] == "Mamba and Negative Mamba" and items["sweep_rounds"] == "1 round"
     assert items["bench_sweep"].text == table.grid().text
     assert items["sweep_alone_rows"] == "n/a" and items["sweep_width"] == 32  # no rows yet
     # the stack-or-not rows that set those models apart, at the sample's width only

@@ -303,6 +303,12 @@ def targets_table(record: dict[str, Any]) -> Table:
 SWEEP_BEFORE_AFTER = "sweep_standard_before_after"  # the entry :func:`sweep_throughput` reads
 
 
+def _and(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] \
+        if names else ""
+
+
 def rounds_verdict(entry: dict[str, Any]) -> str:
     """How the rounds of a before / after entry compare, in words: after faster (or
     slower) in every round and by how much (the range of after / before per round, round
@@ -326,8 +332,8 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
     flushing of denormals: the newest ``full``-size entry ``sweep_standard_before_after``
     (:func:`sst_core.bench.cases_sweep.sweep_standard_before_after`) in the records of
     ``device``, of a whole benchmark or of ``sst bench --only``; None without one. The
-    table has a column per side; the dict its numbers (``speedup``: before / after wall
-    time, ``rounds``, ``load``: the load average at the record's start, ``alone``: the
+    table has a column per side; the dict its numbers (``after_over_before``: the ratio of
+    the median wall times, ``rounds``, ``load``: the load average at the record's start, ``alone``: the
     sample's models trained one run at a time after, by their papers' names)."""
     from sst_core.spec.names import model_name
     from sst_core.spec.profiles import get_profile
@@ -341,18 +347,18 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
     # the sample's width (records before it was stored: the standard grid's, as sampled)
     width = e["sizes"].get("d_model", get_profile("standard").track_d_model)
     alone = sorted({model_name(m) for m, d in (e.get("unstacked_models") or []) if d == width})
-    stacked = "every model" if not alone else "all but " + ", ".join(alone)
-    rows = [["stacks", "every model", stacked],
-            ["denormal floats", "as the CPU leaves them", "flushed to zero"],
-            ["wall time of each round, min",
-             ", ".join(f"{t / 60:.1f}" for t in e["anchor_samples_s"]),
+    models = e["sizes"].get("models", "?")
+    rows = [["models trained alone", f"0 of {models}", f"{len(alone)} of {models}"],
+            ["denormals", "kept", "flushed"],
+            ["rounds, min", ", ".join(f"{t / 60:.1f}" for t in e["anchor_samples_s"]),
              ", ".join(f"{t / 60:.1f}" for t in e["ours_samples_s"])],
-            ["wall time, min (median)", f"{e['anchor_s'] / 60:.1f}", f"{e['ours_s'] / 60:.1f}"],
+            ["median, min", f"{e['anchor_s'] / 60:.1f}", f"{e['ours_s'] / 60:.1f}"],
             ["runs per hour", f"{e['anchor_runs_per_hour']:.1f}", f"{e['runs_per_hour']:.1f}"]]
     note = (f"{e['sizes']['runs']} runs: {e.get('sample', '')}; K = {e['sizes']['stack']} "
             f"per stack, {e['repeat']} round(s) of before then after, each a fresh sweep.")
     load = record["hardware"].get("load_avg_1m")
-    numbers = {"speedup": e["anchor_s"] / e["ours_s"], "rounds": e["repeat"], "width": width,
+    numbers = {"after_over_before": e["ours_s"] / e["anchor_s"], "rounds": e["repeat"],
+               "width": width,
                "alone_keys": sorted({(m, d) for m, d in (e.get("unstacked_models") or [])
                                      if d == width}),
                "runs": e["sizes"]["runs"], "load": load, "alone": alone,
@@ -450,12 +456,13 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
             or "none"}
     sweep = sweep_throughput(records)
     out["bench_sweep"] = (sweep[0] if sweep else Table("", ["", "before", "after"], [])).grid()
-    out |= {"sweep_speedup": na, "sweep_rounds": na, "sweep_runs": na, "sweep_load": na,
+    out |= {"sweep_ratio": na, "sweep_rounds": na, "sweep_runs": na, "sweep_load": na,
             "sweep_alone": na} if sweep is None else {
-        "sweep_speedup": f"{sweep[1]['speedup']:.2f}", "sweep_rounds": sweep[1]["rounds"],
+        "sweep_ratio": f"{sweep[1]['after_over_before']:.2f}",
+        "sweep_rounds": f"{sweep[1]['rounds']} round" + ("s" if sweep[1]["rounds"] > 1 else ""),
         "sweep_runs": sweep[1]["runs"],
         "sweep_load": na if sweep[1]["load"] is None else f"{sweep[1]['load']:.2f}",
-        "sweep_alone": ", ".join(sweep[1]["alone"]) or "none"}
+        "sweep_alone": _and(sweep[1]["alone"]) or "no model"}
     # what the rows of the sample's width promised for the models it trains alone
     promised = [choice[k]["ratio"] for k in (sweep[1]["alone_keys"] if sweep else ())
                 if k in choice]
