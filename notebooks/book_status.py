@@ -40,3 +40,16 @@ display(Markdown(status_markdown(plans)))
 
 # %% tags=["remove-input"]
 display(Markdown("\n".join(f"- **{p.notebook}**: {p.why}" for p in plans if p.total)))
+
+# %% [markdown]
+# ## Sweeps the chapters do not read yet
+#
+# Some sweeps are staged: no chapter reads their records until every run is stored, and
+# then a chapter moves to them. The table says how far each has got at the larger profiles
+# (runs stored, of which failed, still missing, and the compute they took).
+
+# %% tags=["remove-input", "full-width"]
+from sst_core.book.plan import staged_markdown
+
+display(Markdown(staged_markdown()))
+

@@ -416,3 +416,38 @@ def test_an_analysis_is_priced_by_its_group_before_its_model():
     assert costs.estimate("smoke", label_free) == (200.0, True)  # the same model's, first
     # a training run: the same model on another group, as before
     assert costs.estimate("smoke", tracker["mamba", "A5"]) == (50.0, False)
+
+
+def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
+    """Staged sweeps (no chapter reads them) are `wide` and `lra_pathfinder`, and never a
+    sweep a chapter reads; the page's table has a row per staged sweep and profile with a
+    run stored, with `sst status`'s counts, and a sentence where none has one."""
+    from sst_core.experiments.paper1 import table2_wide_grid
+    from sst_core.experiments.registry import (
+        SWEEP_GRIDS,
+        chapter_sweeps,
+        staged_sweeps,
+        sweep_configs,
+    )
+    from sst_core.store.records import RunFailed
+
+    staged = staged_sweeps()
+    assert {"wide", "lra_pathfinder"} <= set(staged)
+    assert all(not g.chapters for name in staged for g in SWEEP_GRIDS[name])
+    assert not set(staged) & {s for nb in toc_notebooks(ROOT) for s in chapter_sweeps(nb)}
+    assert plan.staged_markdown(("smoke",), root) == (
+        "No sweep that the chapters do not read yet has a run stored.")
+    grid = table2_wide_grid(get_profile("smoke"))
+    total = len(sweep_configs("wide", get_profile("smoke")))  # its grids' union
+    for cfg in grid[:2]:
+        cached_run(cfg, lambda c: {"m_p": 60})
+
+    def fail(cfg):
+        raise RunFailed("diverged")
+
+    cached_run(grid[2], fail)
+    text = plan.staged_markdown(("smoke",), root)
+    (row,) = [line for line in text.splitlines() if line.startswith("| `wide`")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:7] == ["`smoke`", str(total), "3", "1", str(total - 3)]
+    assert "| `lra_pathfinder`" not in text  # nothing of it stored

@@ -560,3 +560,29 @@ def status_markdown(plans: list[ChapterPlan]) -> str:
         lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total}{stale} | "
                      f"{duration_text(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)
+
+
+STAGED_PROFILES = ("standard", "paper")  # the profiles whose staged sweeps the page reports
+
+
+def staged_markdown(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None = None
+                    ) -> str:
+    """The status page's table of the sweeps no chapter reads yet
+    (:func:`sst_core.experiments.registry.staged_sweeps`): per sweep and profile with any
+    run stored, what it computes and how far it has got (``sst status``'s counts and
+    compute); a sentence where none has a run stored."""
+    from sst_core.experiments.registry import SWEEPS, staged_sweeps
+    from sst_core.sweep.status import status
+
+    rows = [(profile, row) for profile in profiles
+            for row in status(profile, list(staged_sweeps()), root)
+            if row.done + row.failed]
+    if not rows:
+        return "No sweep that the chapters do not read yet has a run stored."
+    lines = ["| sweep | what it computes | profile | runs | stored | failed | missing | "
+             "compute so far |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| `{r.experiment}` | {SWEEPS[r.experiment]} | `{profile}` | {r.total} | "
+              f"{r.done + r.failed} | {r.failed} | {r.missing} | {duration_text(r.compute_s)} |"
+              for profile, r in rows]
+    return "\n".join(lines)
+

@@ -238,6 +238,13 @@ SWEEP_GRIDS: dict[str, list[Grid]] = _sweep_grids()
 SWEEPS: dict[str, str] = {name: grids[0].description for name, grids in SWEEP_GRIDS.items()}
 
 
+def staged_sweeps() -> tuple[str, ...]:
+    """The sweeps no chapter reads yet (staged: a chapter moves to their records once they
+    are all stored), in :data:`SWEEPS`' order."""
+    return tuple(name for name, grids in SWEEP_GRIDS.items()
+                 if not any(g.chapters for g in grids))
+
+
 def check_sweep(name: str) -> str:
     if name not in SWEEPS:
         raise ValueError(f"unknown sweep {name!r}; allowed: {', '.join(SWEEPS)}")
