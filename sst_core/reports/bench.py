@@ -305,8 +305,9 @@ SWEEP_BEFORE_AFTER = "sweep_standard_before_after"  # the entry :func:`sweep_thr
 
 def _and(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] \
-        if names else ""
+    if len(names) < 2:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def rounds_verdict(entry: dict[str, Any]) -> str:
@@ -333,8 +334,9 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
     (:func:`sst_core.bench.cases_sweep.sweep_standard_before_after`) in the records of
     ``device``, of a whole benchmark or of ``sst bench --only``; None without one. The
     table has a column per side; the dict its numbers (``after_over_before``: the ratio of
-    the median wall times, ``rounds``, ``load``: the load average at the record's start, ``alone``: the
-    sample's models trained one run at a time after, by their papers' names)."""
+    the median wall times, ``rounds``, ``runs``, ``width``: the sample's d_model, ``load``:
+    the load average at the record's start, ``alone``: the sample's models trained one run
+    at a time after, by their papers' names, and ``alone_keys`` their (model, d_model))."""
     from sst_core.spec.names import model_name
     from sst_core.spec.profiles import get_profile
 
@@ -361,9 +363,7 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
                "width": width,
                "alone_keys": sorted({(m, d) for m, d in (e.get("unstacked_models") or [])
                                      if d == width}),
-               "runs": e["sizes"]["runs"], "load": load, "alone": alone,
-               "machine": record["hardware"]["cpu_model"],
-               "before_h": e["anchor_s"] / 3600, "after_h": e["ours_s"] / 3600}
+               "runs": e["sizes"]["runs"], "load": load, "alone": alone}
     return (Table("The sweep before and after: runs per hour of a fixed standard sample",
                   ["", "before", "after"], rows, note=note, data=[e]), numbers)
 
