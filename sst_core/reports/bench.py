@@ -348,7 +348,8 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
     record, e = found[-1]
     # the sample's width (records before it was stored: the standard grid's, as sampled)
     width = e["sizes"].get("d_model", get_profile("standard").track_d_model)
-    alone = sorted({model_name(m) for m, d in (e.get("unstacked_models") or []) if d == width})
+    alone_keys = sorted({(m, d) for m, d in (e.get("unstacked_models") or []) if d == width})
+    alone = sorted({model_name(m) for m, _ in alone_keys})
     models = e["sizes"].get("models", "?")
     rows = [["models trained alone", f"0 of {models}", f"{len(alone)} of {models}"],
             ["denormals", "kept", "flushed"],
@@ -361,8 +362,7 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
     load = record["hardware"].get("load_avg_1m")
     numbers = {"after_over_before": e["ours_s"] / e["anchor_s"], "rounds": e["repeat"],
                "width": width,
-               "alone_keys": sorted({(m, d) for m, d in (e.get("unstacked_models") or [])
-                                     if d == width}),
+               "alone_keys": alone_keys,
                "runs": e["sizes"]["runs"], "load": load, "alone": alone}
     return (Table("The sweep before and after: runs per hour of a fixed standard sample",
                   ["", "before", "after"], rows, note=note, data=[e]), numbers)
