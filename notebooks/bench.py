@@ -279,7 +279,7 @@ plt.close("all")
 # against the plain references at lengths 1, 63 and 1000, in value and gradient); the
 # delta-rule scan of DeltaNet and DeltaProduct is chunked on every device. Where a machine
 # with CUDA has run the check, {numref}`tab-bench-cuda-check` and {numref}`tab-bench-cuda`
-# hold its results; until one has, they are empty and the CPU tables above are all we have
+# hold its results; until one has, they say so and the CPU tables above are all we have
 # measured.
 #
 # ````{table} CUDA against the CPU, the newest GPU check: each model's and fast operation's largest difference in output and in gradients, and whether it is within the check's tolerance.

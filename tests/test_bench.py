@@ -583,9 +583,10 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
     assert (items["machine_shared"], items["machine_median"]) == (shared, f"{1 / 3:.2f}")
     assert (items["machine_here"], items["machine_there"]) == (
         cpu["hardware"]["cpu_model"], "another CPU")
-    # no GPU check and no CUDA record: their tables are a header alone
-    assert items["bench_cuda_check"].text.count("\n") == 1
-    assert items["bench_cuda"].text.count("\n") == 1
+    # no GPU check and no CUDA record: their tables have one row that says so
+    for key in ("bench_cuda_check", "bench_cuda"):
+        assert items[key].text.count("\n") == 2
+        assert items[key].text.splitlines()[-1].startswith(f"| {report.NO_CUDA} |")
     assert items["bench_provenance"].text.startswith(
         "|  | newest CPU record | other CPU model |")
     assert "0123456789" in items["bench_provenance"].text

@@ -371,6 +371,8 @@ def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
 # the glue name (``bench_<key>``) of each section's table in the chapter, in SECTIONS' order
 SECTION_KEYS = ("dense", "diag_scan", "scan_paths", "selective", "selective_vs", "stacked", "stack_or_not",
                 "s4d_kernel", "s4d_classifier", "semi_affine", "throughput")
+# the one row of a CUDA table while no check or benchmark has run on CUDA
+NO_CUDA = "not run: no CUDA record stored"
 MACHINE_SPREAD = 1.5  # the chapter's table of two machines keeps the rows outside 1/x to x
 PROVENANCE_FIELDS = ("machine", "torch", "CPU scan", "size and rounds", "load at start",
                      "commit", "made", "command", "wall time")
@@ -400,7 +402,7 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     records' provenance (``bench_provenance``: a column per record shown); and the numbers
     the prose cites (targets met, the stacking ceiling, the sweep's stacking choice, the
     limits, the two machines). A table the records cannot fill is glued with its header
-    only, a number as "n/a"."""
+    only (the CUDA tables with one row, :data:`NO_CUDA`), a number as "n/a"."""
     cpu, cuda = latest(records, "cpu"), latest(records, "cuda")
     other = other_machine(records, cpu) if cpu is not None else None
     sections = {s[0]: section_table(cpu, *s) if cpu is not None else None for s in SECTIONS}
@@ -413,11 +415,13 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     machines = across_machines(cpu, other, MACHINE_SPREAD) if other is not None else None
     out["bench_machines"] = (machines or Table("", ["name", "sizes", "ms", "ms", "ratio"],
                                                [])).grid()
+    # no record on CUDA yet: one row that says so, rather than a header alone
+    check_cols = ["check", "max abs diff, output", "max abs diff, gradients",
+                  "within tolerance"]
     out["bench_cuda_check"] = (gpu_check_table(checks[-1]) if checks else Table(
-        "", ["check", "max abs diff, output", "max abs diff, gradients",
-             "within tolerance"], [])).grid()
-    out["bench_cuda"] = (targets_table(cuda) if cuda is not None
-                         else Table("", anchored, [])).grid()
+        "", check_cols, [[NO_CUDA] + ["—"] * (len(check_cols) - 1)])).grid()
+    out["bench_cuda"] = (targets_table(cuda) if cuda is not None else Table(
+        "", anchored, [[NO_CUDA] + ["—"] * (len(anchored) - 1)])).grid()
     shown = [(label, r) for label, r in (("newest CPU record", cpu), ("other CPU model", other),
                                          ("newest CUDA record", cuda)) if r is not None]
     out["bench_provenance"] = Table("", [""] + [label for label, _ in shown], [
