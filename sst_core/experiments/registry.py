@@ -109,8 +109,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "pass length 60"),
          # staged: no chapter reads them until their runs are stored (issue 59's recompute)
          Grid("wide", f"{P1}:table2_wide_grid", (),
-              "Table 2 and Figure 4 again at the width the pilots decided (d_model "
-              "track_d_model_wide for the Mamba, AUSSM and attention families)"),
+              "Table 2 and Figure 4 again with the Mamba, AUSSM and attention families at "
+              "the wider d_model the pilots decided"),
          Grid("wide", f"{P1}:figure4_wide_sweep", (),
               "Figure 4's training sweep at that width"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
