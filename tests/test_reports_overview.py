@@ -82,8 +82,29 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
     assert ov.cells_text({"agree": 8, "close": 0, "differ": 0}, "rows") == "8 rows: 8 the same"
     assert ov.cells_text({"agree": 0, "close": 0, "differ": 0}, "rows") == "no rows computed"
     cells3 = [d for d in table3(P, tmp_path).data if d["paper_reported"]]
-    assert t.data[1]["values"]["agree"] == sum(d["agreement"] == "agree" for d in cells3)
-    assert [d["chapter"] for d in t.data] == ["p1_table2", "p1_table3"]
+    assert t.data[2]["values"]["agree"] == sum(d["agreement"] == "agree" for d in cells3)
+    assert [d["chapter"] for d in t.data] == ["p1_table2", "p1_table2", "p1_table3"]
+    # the pattern row counts the same cells: every state-dependent cell but C2's is at 1000
+    pattern = ov.table2_pattern(table2(P, tmp_path).data)
+    assert t.data[1]["values"] == pattern and pattern["fails"] > 0
+    assert t.data[1]["verdict"] == "differs"
+
+
+def test_the_pattern_of_table_2_holds_cell_by_cell():
+    def cell(model, group, m_p, status="ok"):
+        return {"model": model, "group": group, "m_p": m_p, "status": status}
+
+    data = [cell("tanh_rnn", "C2", 1000), cell("state_gated_rnn", "S3", 1000),
+            cell("mamba", "S3", None, "fail"), cell("negative_mamba", "S3", 500),
+            cell("mamba", "C2", 1000),  # an affine cell off S3 is not judged
+            cell("aussm", "S3", None, "missing")]  # nor is a cell without runs
+    c = ov.table2_pattern(data)
+    assert c == {"sd": 2, "sd_1000": 2, "affine_s3": 2, "affine_below": 2, "holds": 4,
+                 "fails": 0}
+    worse = ov.table2_pattern(data + [cell("tanh_rnn", "C6", 900),
+                                      cell("linear_rnn", "S3", 1000)])
+    assert (worse["holds"], worse["fails"]) == (4, 2)
+    assert ov.verdict_of_claim(worse["holds"], 0, worse["fails"]) == "differs"
 
 
 def test_a_chapter_without_headline_results_adds_no_row(tmp_path, P):

@@ -16,9 +16,9 @@ here by code (the page "Results at a glance" says it in words):
   (:func:`verdict_of_interval`);
 - an identity (S4 = S4D): agrees when the two sides differ by at most
   :data:`IDENTITY_TOL`, differs otherwise (:func:`verdict_of_identity`);
-- a claim judged task by task or cell by cell (LRA, delayed recall): agrees when it holds
-  wherever it can be judged, is close when it ties somewhere and fails nowhere, differs
-  when it fails somewhere (:func:`verdict_of_claim`).
+- a claim judged task by task or cell by cell (Table 2's pattern, LRA, delayed recall):
+  agrees when it holds wherever it can be judged, is close when it ties somewhere and
+  fails nowhere, differs when it fails somewhere (:func:`verdict_of_claim`).
 """
 from __future__ import annotations
 
@@ -105,6 +105,35 @@ def _table2(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
         c["agree"], c["close"], c["differ"]), c
 
 
+def table2_pattern(data) -> dict[str, int]:
+    """The paper's reading of Table 2 (its abstract: state-dependent recurrences track the
+    state at length 1000 everywhere, affine ones fail sooner or later on S3), counted over
+    the computed cells of :func:`sst_core.reports.paper1.table2`'s ``data``: state-dependent
+    cells at 1000 (``sd_1000`` of ``sd``) and affine S3 cells below 1000 (``affine_below``
+    of ``affine_s3``); ``holds`` and ``fails`` count the cells where the reading does and
+    does not hold."""
+    from sst_core.models.registry import expected_affine
+
+    cells = [d for d in data if d["status"] in ("ok", "fail")]
+    sd = [d for d in cells if not expected_affine(d["model"])]
+    aff = [d for d in cells if expected_affine(d["model"]) and d["group"] == "S3"]
+    out = {"sd": len(sd), "sd_1000": sum(d["m_p"] == 1000 for d in sd),
+           "affine_s3": len(aff), "affine_below": sum(d["m_p"] != 1000 for d in aff)}
+    out["holds"] = out["sd_1000"] + out["affine_below"]
+    out["fails"] = out["sd"] + out["affine_s3"] - out["holds"]
+    return out
+
+
+def _table2_pattern(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+    from sst_core.reports.paper1 import table2
+
+    c = table2_pattern(table2(P, root).data)
+    ours = (f"state-dependent at 1000 in {c['sd_1000']} of {c['sd']} cells; affine on S3 "
+            f"below 1000 in {c['affine_below']} of {c['affine_s3']}")
+    return ("state-dependent at 1000 everywhere; no affine model at 1000 on S3", ours,
+            verdict_of_claim(c["holds"], 0, c["fails"]), c)
+
+
 def _table3(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.paper1 import table3
 
@@ -175,6 +204,8 @@ def _dead_memory(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]
 RESULTS: dict[str, tuple[str, str, str, Callable]] = {
     "table2": ("Table 2: longest length tracked, ten architectures on C2, C6, S3",
                "p1_table2", "Table 2", _table2),
+    "table2_pattern": ("Table 2's pattern: who reaches length 1000", "p1_table2", "Table 2",
+                       _table2_pattern),
     "table3": ("Table 3: the nonlinearity family on S3", "p1_table3", "Table 3", _table3),
     "figure4": ("Figure 4: T_cross predicts m_p (Pearson r of the logs)", "p1_diagnostics",
                 "Figures 1-4", _figure4),
