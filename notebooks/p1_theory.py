@@ -247,7 +247,16 @@ t1 = reports.theorem1_table(P)
 # %% tags=["remove-input"]
 aff = [d["deviation"] for d in t1.data if d["is_affine"] and d["deviation"] is not None]
 gains = [d["gain"] for d in t1.data if not d["is_affine"] and d["gain"] is not None]
+residual = {cls: [d["return_residual"] for d in t1.data if d["is_affine"] == cls
+                  and d["return_residual"] is not None] for cls in (True, False)}
 for name, value in {
+        "th1_aff_n": sum(d["is_affine"] for d in t1.data),
+        "th1_aff_fail": sum(d["is_affine"] and d["m_p"] is None for d in t1.data),
+        "th1_aff_res_lo": min(residual[True], default=float("nan")),
+        "th1_aff_res_hi": max(residual[True], default=float("nan")),
+        "th1_sd_res_lo": min(residual[False], default=float("nan")),
+        "th1_sd_res_hi": max(residual[False], default=float("nan")),
+        "th1_sd_n": len(gains), "th1_sd_contract": sum(g < 1 for g in gains),
         "th1_table": t1.grid(), "th1_cor_table": reports.corollary1_table(P).grid(),
         "th1_aff_dev": float(np.median(aff)) if aff else float("nan"),
         "th1_sd_gain": max(gains) if gains else float("nan"),
@@ -276,7 +285,18 @@ for name, value in {
 # residual and a gain below one. Linear attention's transition is the identity by
 # construction, so its deviation is exactly zero whatever it learned. Theorem 1 speaks about
 # the return map of a *one-layer* stack; at depth 2 the upper layer reads the lower one
-# through norms and gates, and the stack's return map is no longer affine.
+# through norms and gates, and the stack's return map is no longer affine (the table's class
+# is that of the model's recurrence, per layer).
+#
+# What the table shows: the premise of Theorem 1 is not met by these trackers. The words
+# move the affine models' states by {glue:text}`th1_aff_res_lo:.3g` to
+# {glue:text}`th1_aff_res_hi:.3g` instead of returning them (the state-dependent models:
+# {glue:text}`th1_sd_res_lo:.3g` to {glue:text}`th1_sd_res_hi:.3g`, in each model's own
+# state units), and {glue:text}`th1_aff_fail:d` of the {glue:text}`th1_aff_n:d` affine rows
+# fail at length 60, so their deviations neither confirm nor refute the theorem, which the
+# constructed maps above test exactly. Of the {glue:text}`th1_sd_n:d` state-dependent
+# rows, {glue:text}`th1_sd_contract:d` contract $U$ ($\lVert Q^\top J Q\rVert < 1$); a
+# state-dependent model *may* contract, and Theorem 1 does not say that it must.
 #
 # ### Corollary 1 on trained models
 #
