@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # Table 2: who still tracks the state at length 1000
+# # Who still tracks the state at length 1000: the paper's Table 2
 #
 # The experimental core of the error-control paper {cite}`chung2026errorcontrol`: train each
 # recurrence on group state tracking with words of length at most 60, then ask how far it
