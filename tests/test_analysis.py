@@ -344,6 +344,31 @@ def test_reports_build_from_an_empty_store(store):
         ec.diagnostic_records(P, which="bogus")
 
 
+def test_corollary1_shows_predictions_for_the_climb_mode_only(monkeypatch):
+    import sst_core.analysis.error_control as analysis
+
+    def record(model, mode, T_cross):
+        return {"status": "ok", "run_id": model,
+                "config": {"tau": 0.5, "run": {"model": model, "n_layers": 1}},
+                "metrics": {"is_affine": True, "m_p": 100 if mode == "climb" else None,
+                            "T_cross": T_cross, "failure_mode": mode}}
+
+    records = [record("aussm", "climb", 80), record("mamba", "saturation", 4),
+               record("mamba3", "climb", 100)]
+    monkeypatch.setattr(ec, "diagnostic_records", lambda P, root=None, which="s3": records)
+    monkeypatch.setattr(analysis, "corollary1_prediction",
+                        lambda m, tau: {"drift": 0.1, "T_pred": 2.0 * m["T_cross"]})
+    t = ec.corollary1_table(PROFILES["smoke"])
+    shown = {row[0]: row for row in t.rows}
+    assert shown["Mamba"][3] == shown["Mamba"][5] == "—"  # saturated: nothing predicted
+    assert shown["AUSSM"][3] == "160" and shown["AUSSM"][5] == "2"
+    # AUSSM crosses at 80 before its m_p 100; Mamba-3 at 100, not before
+    assert ec.corollary1_numbers(t.data) == {"climb": 2, "compared": 2, "before": 1,
+                                             "ratio_lo": 2.0, "ratio_hi": 2.0}
+    none = ec.corollary1_numbers([d for d in t.data if d["failure_mode"] != "climb"])
+    assert none["compared"] == 0 and none["ratio_lo"] != none["ratio_lo"]  # NaN
+
+
 def _best_record(model, affine, m_p, T_cross, recovery_U):
     return {"status": "ok", "run_id": model, "config": {"run": {"model": model}},
             "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross,

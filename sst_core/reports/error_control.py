@@ -441,16 +441,36 @@ def corollary1_table(P: Profile, root=None) -> Table:
         pred = corollary1_prediction(m, tau=r["config"]["tau"])
         ratio = (pred["T_pred"] / m["T_cross"]
                  if pred["T_pred"] is not None and m["T_cross"] is not None else None)
-        rows.append([label_name(label), m["failure_mode"], format_value(pred["drift"]), format_value(pred["T_pred"], ".4g"),
-                     format_value(m["T_cross"]), format_value(ratio), m["m_p"] if m["m_p"] else "fail"])
+        # a prediction is shown for the climb mode only: a saturated model crossed first
+        climb = m["failure_mode"] == "climb"
+        rows.append([label_name(label), m["failure_mode"], format_value(pred["drift"]),
+                     format_value(pred["T_pred"] if climb else None, ".4g"),
+                     format_value(m["T_cross"]), format_value(ratio if climb else None),
+                     m["m_p"] if m["m_p"] else "fail"])
         data.append({"model": label, "failure_mode": m["failure_mode"], **pred,
                      "T_cross": m["T_cross"], "ratio": ratio, "m_p": m["m_p"]})
         ids.append(r["run_id"])
     note = ("Corollary 1 with a constant drift: sqrt(R_U(t)) = a + t ||W_out eta_bar||, fitted "
             "by least squares over t in [10, 120]; q crosses tau = 1/2 at (sqrt(tau M) - a) / "
             "||W_out eta_bar||. Meaningful for the 'climb' mode only: a saturated model has "
-            f"crossed before any drift. {DRIFT_NOTE} Best affine S3 run per model.")
+            f"crossed before any drift, and its prediction is not shown. {DRIFT_NOTE} "
+            "Best affine S3 run per model.")
     return Table("Corollary 1: predicted against measured crossing time", cols, rows, note, ids, data)
+
+
+def corollary1_numbers(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the chapter says of :func:`corollary1_table`'s ``data``: how many rows are in
+    the climb mode (``climb``), of those how many have a prediction and a measured crossing
+    (``compared``), and the lowest and highest predicted / measured ratio among them
+    (``ratio_lo``, ``ratio_hi``; NaN where none is compared), and of the climb rows how many
+    cross before their m_p (``before``)."""
+    climb = [d for d in data if d["failure_mode"] == "climb"]
+    ratios = [d["ratio"] for d in climb if d["ratio"] is not None]
+    return {"climb": len(climb), "compared": len(ratios),
+            "before": sum(d["T_cross"] is not None and d["m_p"] is not None
+                          and d["T_cross"] < d["m_p"] for d in climb),
+            "ratio_lo": min(ratios, default=float("nan")),
+            "ratio_hi": max(ratios, default=float("nan"))}
 
 
 def crossing_without_failure(records: list[dict[str, Any]], longest: int) -> dict[str, dict[str, Any]]:
