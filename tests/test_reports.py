@@ -34,10 +34,21 @@ def test_a_tables_grid_is_its_rows_alone_and_the_printed_table_adds_title_and_no
                       [["tanh RNN", 0.5, "a|b"], ["Mamba", None, 3]], note="What it means.")
     grid = t.grid()
     assert grid._repr_markdown_() == grid.text == (
-        "| model | m_p | note |\n|---|---|---|\n| tanh RNN | 0.500 | a\\|b |\n| Mamba | None | 3 |")
+        "| model | $m_p$ | note |\n|---|---|---|\n| tanh RNN | 0.500 | a\\|b |\n| Mamba | None | 3 |")
     assert "The title" not in grid.text and "What it means" not in grid.text
     assert t.to_markdown() == f"**The title**\n\n{grid.text}\n\nWhat it means."
     assert t._repr_markdown_() == t.to_markdown()
+
+
+def test_a_header_typesets_the_papers_symbols_and_leaves_other_words_alone():
+    h = reports.header_text
+    assert h("m_p ≥ 60") == "$m_p$ ≥ 60"
+    assert h("T_cross (q >= 1/2)") == r"$T_{\text{cross}}$ (q >= 1/2)"
+    assert h("q_U, q_U_perp") == r"$q_U$, $q_{U^\perp}$"
+    assert h("‖W_out η̄‖") == r"‖$W_{\text{out}}$ η̄‖"
+    # only whole symbols: longer names and math already typeset stay as they are
+    assert h("m_p_prefix") == "m_p_prefix" and h("$m_p$") == "$m_p$"
+    assert h("best d_model") == r"best $d_{\text{model}}$" and h(3) == "3"
 
 
 def test_a_wide_table_reads_transposed_with_nothing_lost():

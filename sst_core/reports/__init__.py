@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,20 @@ from sst_core.store.records import (
     record_path,
     run_compute_s,
 )
+
+
+# the papers' symbols as a table's header spells them in code, and as the page typesets
+# them (MyST math): a header reads "$m_p$", not "m_p"
+HEADER_MATH = {"m_p": r"$m_p$", "T_cross": r"$T_{\text{cross}}$",
+               "d_model": r"$d_{\text{model}}$", "d_state": r"$d_{\text{state}}$",
+               "q_U_perp": r"$q_{U^\perp}$", "q_U": r"$q_U$", "W_out": r"$W_{\text{out}}$"}
+_SYMBOL = re.compile(r"(?<![\w$\\])(" + "|".join(HEADER_MATH) + r")(?!\w)")
+
+
+def header_text(name: str) -> str:
+    """A column's name as a table's header shows it: the papers' symbols among its words
+    (:data:`HEADER_MATH`) typeset as math."""
+    return _SYMBOL.sub(lambda m: HEADER_MATH[m.group(1)], str(name))
 
 
 @dataclass
@@ -55,13 +70,14 @@ class Table:
     def grid(self) -> "Grid":
         """The rows under their header and nothing else, for a chapter: glued, and shown in
         a MyST ``{table}`` whose caption (the chapter's own words) replaces the title and
-        note, so the book numbers it as a table (see ``notebooks/p1_table2.py``)."""
+        note, so the book numbers it as a table (see ``notebooks/p1_table2.py``). The
+        header typesets the papers' symbols (:func:`header_text`)."""
         def cell(v: Any) -> str:
             if isinstance(v, float):
                 return f"{v:.3f}"
             return str(v).replace("|", "\\|")
 
-        lines = ["| " + " | ".join(cell(c) for c in self.columns) + " |",
+        lines = ["| " + " | ".join(cell(header_text(c)) for c in self.columns) + " |",
                  "|" + "|".join("---" for _ in self.columns) + "|"]
         lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows]
         return Grid("\n".join(lines))
