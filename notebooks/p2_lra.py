@@ -117,12 +117,12 @@ for name, value in {
 plt.close("all")
 
 # %% [markdown]
-# ````{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, in standard errors (SE), and the verdict of the claim rule below (holds beyond two SE, fails beyond two SE the other way, tie within). A cell that lacks runs says how many it holds.
+# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, in standard errors (SE), and the verdict of the claim rule below (holds beyond two SE, fails beyond two SE the other way, tie within). A cell that lacks runs says how many it holds.
 # :name: tab-lra-main
 # ```{glue:md} lra_main
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The paper finds the frozen spectra as good as the learned ones, and better on Retrieval,
 # where learning the spectrum overfits and spreads the seeds. Our tasks are stand-ins far
@@ -220,12 +220,12 @@ plt.close("all")
 # learned. Its "linear" has its roots on the real axis (the ablation's own description),
 # not S4D-Lin's; ours is the real axis.
 #
-# ````{table} The paper's ablation, ours beside theirs: test accuracy, max / min over our {glue:text}`lra_ablation_seeds` seeds (the first of the main table's {glue:text}`lra_main_seeds`, so its S4D-Inv rows are the main table's cells over fewer seeds, and their min can differ) and, in brackets, the paper's, of four eigenvalue types, learned and frozen; — where the paper's ablation (Retrieval, Image, Pathfinder and Path-X) has no counterpart.
+# :::{table} The paper's ablation, ours beside theirs: test accuracy, max / min over our {glue:text}`lra_ablation_seeds` seeds (the first of the main table's {glue:text}`lra_main_seeds`, so its S4D-Inv rows are the main table's cells over fewer seeds, and their min can differ) and, in brackets, the paper's, of four eigenvalue types, learned and frozen; — where the paper's ablation (Retrieval, Image, Pathfinder and Path-X) has no counterpart.
 # :name: tab-lra-ablation
 # ```{glue:md} lra_ablation
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ## Does training create memory? Does freezing converge faster?
 #
@@ -331,19 +331,19 @@ plt.close("all")
 # ```
 # ````
 #
-# ````{table} Delayed recall per spectrum, learned and frozen, and delay τ: final test accuracy, max / min over the {glue:text}`hz_seeds` seeds. A cell that lacks runs says so.
+# :::{table} Delayed recall per spectrum, learned and frozen, and delay τ: final test accuracy, max / min over the {glue:text}`hz_seeds` seeds. A cell that lacks runs says so.
 # :name: tab-hz
 # ```{glue:md} hz_table
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} The memory behind {numref}`tab-hz`: M[τ] at the task's delay τ of the most-remembering channel (the largest over the seeds), at initialisation → after training.
+# :::{table} The memory behind {numref}`tab-hz`: M[τ] at the task's delay τ of the most-remembering channel (the largest over the seeds), at initialisation → after training.
 # :name: tab-hz-mf
 # ```{glue:md} hz_table_mf
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ### Memory that only exact arithmetic can read
 #
