@@ -107,12 +107,22 @@ def test_report_from_constructed_records(store):
         after = before if cfg.freeze_spectrum else before * 1.5
         cached_run(cfg, _fake(cfg, acc, before, after))
     t = lra_reports.memory_horizon(P)
-    assert len(t.rows) == 10 and len(t.columns) == 2 + 2
+    # per delay an accuracy column, then per delay a memory column
+    assert len(t.rows) == 10 and t.columns == ["spectrum", "mode", "τ = 4", "τ = 16",
+                                               "M[4]", "M[16]"]
     inv_learned = t.rows[0]
-    assert inv_learned[:2] == ["S4D-Inv", "learned"]
-    assert inv_learned[2] == "0.900 / 0.800; MF 0.5 → 0.75"
+    assert inv_learned == ["S4D-Inv", "learned", "0.900 / 0.800", "0.300 / 0.300",
+                           "0.5 → 0.75", "0.05 → 0.075"]
     lin = next(r for r in t.rows if r[0] == "S4D-Lin")
-    assert lin[3] == "missing"
+    assert lin[3] == "missing" and lin[5] == "missing"
+    accuracy, memory = t.split(2, 4)  # as the chapter shows it: two tables
+    assert accuracy.columns == ["spectrum", "mode", "τ = 4", "τ = 16"]
+    assert memory.columns == ["spectrum", "mode", "M[4]", "M[16]"]
+    assert memory.rows[0] == ["S4D-Inv", "learned", "0.5 → 0.75", "0.05 → 0.075"]
+    # the learned cell whose memory grew most in training, for the chapter's prose
+    items = lra_reports.horizon_items(P, t, lra_reports.memory_horizon_noise(P))
+    assert (items["hz_grown_spectrum"], items["hz_grown_tau"], items["hz_grown_before"],
+            items["hz_grown_after"]) == ("S4D-Inv", 4, 0.5, 0.75)
     cells = {(d["init"], d["frozen"], d["tau"]): d for d in t.data if d["kind"] == "cell"}
     rnd = cells[("random", False, 16)]
     assert rnd["status"] == "ok" and rnd["accuracies"] == [0.13, 0.12] and rnd["at_chance"]
@@ -156,8 +166,8 @@ def test_report_from_constructed_records(store):
 
     cached_run(cfg, ill_conditioned)
     t3 = lra_reports.memory_horizon(P)
-    assert t3.rows[0][2] == "0.900; MF 0.5 → 0.75 (1 of 2 runs; 1 failed)"
-    assert t3.rows[0][3] == "0.300 / 0.300; MF 0.05 → 0.075"  # all its runs ok: no note
+    assert t3.rows[0][2] == "0.900 (1 of 2 runs; 1 failed)" and t3.rows[0][4] == "0.5 → 0.75"
+    assert t3.rows[0][3] == "0.300 / 0.300"  # all its runs ok: no note
     cell = next(d for d in t3.data if d["kind"] == "cell" and (d["init"], d["frozen"], d["tau"])
                 == ("inv", False, 4))
     assert (cell["n_ok"], cell["n_failed"]) == (1, 1)
@@ -177,7 +187,7 @@ def test_report_from_constructed_records(store):
                 == ("random", False, 16))
     assert cell["status"] == "ok" and cell["mf_after"] is None and cell["mf_after_runs"] == []
     row = next(r for r in t4.rows if r[:2] == [lra_reports.INIT_NAMES["random"], "learned"])
-    assert row[3] == "0.120 / 0.120; MF 1e-06 → not computable"
+    assert row[3] == "0.120 / 0.120" and row[5] == "1e-06 → not computable"
     c4 = {d["claim"]: d for d in t4.data if d["kind"] == "claim"}
     assert c4["dead_memory_stays_at_chance"]["holds"] is True
     assert c4["dead_memory_is_not_learned"]["n_cells"] == 0
@@ -300,7 +310,11 @@ def test_noise_report_from_constructed_records(store):
     # what the chapter glues: the tables' grids and the numbers its prose cites
     horizon = lra_reports.memory_horizon(P)
     items = lra_reports.horizon_items(P, horizon, t)
-    assert items["hz_table"].text == horizon.grid().text and horizon.title not in items["hz_table"].text
+    accuracy, memory = horizon.split(2, 2 + len(P.horizon_taus))
+    assert items["hz_table"].text == accuracy.grid().text
+    assert items["hz_table_mf"].text == memory.grid().text
+    assert items["hz_grown_spectrum"] is None  # no learned cell's memory grew here
+    assert horizon.title not in items["hz_table"].text + items["hz_table_mf"].text
     assert items["nz_table"].text == t.grid().text
     assert items["hz_claims"].text == lra_reports.horizon_claims_table(horizon.data).grid().text
     cfg = paper2.memory_horizon_grid(P)[0]

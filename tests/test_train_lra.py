@@ -338,11 +338,14 @@ def test_the_claims_report_on_constructed_records(store):
 
     def fake(cfg):
         frozen = cfg.freeze_spectrum
-        loss = [1.0, 0.5, 0.5, 0.5] if frozen else [1.0, 0.8, 0.6, 0.5]  # frozen: epoch 2
+        # within 5% of the minimum from epoch 2 or 3 (frozen: seed 2 later) or 4 or 5
+        # (learned: seed 1 later), of 8
+        at = (2 + (cfg.seed == 2)) if frozen else (4 + (cfg.seed == 1))
+        loss = [1.0] * (at - 1) + [0.5] * (9 - at)
         mf = [[1.0, 0.5]]
         return {"test_accuracy": acc[cfg.init, frozen] + cfg.seed * (0.001 if frozen else 0.01),
                 "chance_accuracy": 0.16, "task": {"n_test": 400},
-                "curves": {"epoch": [1, 2, 3, 4], "test_loss": loss},
+                "curves": {"epoch": list(range(1, 9)), "test_loss": loss},
                 "sup_mf_before": mf, "sup_mf_after": mf if frozen else [[1.0, 0.55]]}
 
     for cfg in dict.fromkeys(paper2.lra_main_grid(P, tasks=("listops",))
@@ -361,19 +364,29 @@ def test_the_claims_report_on_constructed_records(store):
     more = d["unstructured_parts"][-1]  # the gap to the closest: real, 0.15 learned, 0.36 frozen
     assert more["init"] == "real / real" and more["diff"] == pytest.approx(0.36 - 0.15)
     assert t.rows[0][5].startswith("holds (S4D-Inv accuracy +")
-    assert d["mf_growth_median"] == pytest.approx(1.55 / 1.5)  # every learned run
+    # claim 3 per spectrum, every one's learned runs growing by 1.55 / 1.5 < 1.1
+    assert [p["init"] for p in d["memory_parts"]] == ["inv", "lin", "random", "real", "step"]
+    assert all(p["growth"] == pytest.approx(1.55 / 1.5) and p["verdict"] == "holds"
+               for p in d["memory_parts"])
     assert d["memory_not_extended"] == "holds"
-    assert d["epochs_to_converge"] == {"learned": 4.0, "frozen": 2.0}
+    # claim 4 per spectrum: epochs (4, 5, 4) learned against (2, 2, 3) frozen, +4.2 SE
+    conv = d["convergence_parts"]
+    assert [(p["init"], p["learned"], p["frozen"]) for p in conv] == [
+        ("inv", pytest.approx(13 / 3), pytest.approx(7 / 3)),
+        ("lin", pytest.approx(13 / 3), pytest.approx(7 / 3))]
+    assert conv[0]["se"] == pytest.approx((2 * (1 / 3) / 3) ** 0.5)
     assert d["frozen_converges_faster"] == "holds"
+    assert t.rows[0][8] == ("holds (S4D-Inv 2.3 vs 4.3 epochs, +4.2 SE; "
+                            "S4D-Lin 2.3 vs 4.3 epochs, +4.2 SE)")
     other = next(x for x in t.data if x["task"] != "listops")
     assert other["frozen_as_good"] is None and other["chance"] is None
     assert other["frozen_parts"] == [] and other["unstructured_parts"] == []
     assert "—" in t.rows[1]
-    # one seed a cell: no standard error, so claims 1 and 2 are not judged
+    # one seed a cell: no standard error, so no claim is judged (one rule for all four)
     one = dataclasses.replace(P, lra_seeds=(0,), lra_ablation_seeds=(0,))
     d1 = next(x for x in lra_reports.lra_claims(one).data if x["task"] == "listops")
     assert d1["frozen_as_good"] is None and d1["unstructured_worse"] is None
-    assert d1["memory_not_extended"] == "holds"
+    assert d1["memory_not_extended"] is None and d1["frozen_converges_faster"] is None
 
 
 def test_memory_growth_ratios_skip_frozen_failed_and_uncomputable_runs():
@@ -459,10 +472,13 @@ def test_a_task_with_its_own_training_set_size_and_its_probe_on_the_common_size(
     fit = {(d["task"], d["n_train_asked"]): d for d in lra_reports.lra_fit(P).data}
     assert fit["pathfinder", 96]["best_test_accuracy"] == pytest.approx(0.8)
     assert fit["pathfinder", 32]["best_test_accuracy"] == pytest.approx(0.55)
-    scale = {d["quantity"]: d["ours"] for d in lra_reports.scale_table(P).data}
-    assert scale["training examples"] == "32 (pathfinder: 96)"
-    assert lra_reports.scale_table(dataclasses.replace(P, lra_task_n_train=())).data[0][
-        "ours"] == "32"
+    # the scale table: per task the examples its stored runs had, else the profile's ask
+    scale = lra_reports.scale_table(P)
+    assert scale.columns == ["", "listops", "pathfinder", "paper"]
+    assert scale.rows[0][:3] == ["training examples", "32 (asked)", "96"]
+    assert [d["n_train"] for d in scale.data] == [None, 96]
+    # on the common size, the probes' runs (32 examples, stored) are runs of the task's cells
+    assert lra_reports.scale_table(dataclasses.replace(P, lra_task_n_train=())).rows[0][2] == "32"
 
 
 def test_a_probe_only_task_trains_at_its_own_size_and_model():
@@ -476,12 +492,11 @@ def test_a_probe_only_task_trains_at_its_own_size_and_model():
             for c in probes] == [("pathfinder", 96, 16, 3, 0, "inv", False),
                                  ("pathfinder", 96, 16, 3, 1, "inv", False)]
     assert {(c.H, c.n_layers) for c in paper2.lra_main_grid(P)} == {(8, 1)}
-    scale = {d["quantity"]: d["ours"] for d in lra_reports.scale_table(P).data}
-    assert scale["layers"] == "1 (pathfinder: 3)" and scale["width H"] == "8 (pathfinder: 16)"
-    standard = {d["quantity"]: (d["ours"], d["paper"])
-                for d in lra_reports.scale_table(PROFILES["standard"]).data}
-    assert standard["layers"] == ("2 (pathfinder: 4)", "6 to 8")
-    assert standard["width H"] == ("32 (pathfinder: 64)", "128 to 512")
+    scale = {row[0]: row[1:] for row in lra_reports.scale_table(P).rows}
+    assert scale["layers"] == ["1", "3", "6 to 8"] and scale["width H"] == ["8", "16", "128 to 512"]
+    assert scale["seeds per cell"][:2] == ["2 (main table), 1 (ablation)",
+                                           "2 (learned S4D-Inv only)"]
+    assert lra_reports.scale_table(P).columns == ["", "listops", "pathfinder (probe)", "paper"]
     assert "lra_task_H={pathfinder: 16}, lra_task_layers={pathfinder: 3}" in P.scale(
         "lra_task_H", "lra_task_layers")
 
@@ -637,18 +652,22 @@ def test_claim_counts_skip_probes_and_say_when_no_task_is_judged():
              "memory_not_extended": None, "frozen_converges_faster": "holds"},
             {"probe": True, "frozen_as_good": "holds", "unstructured_worse": "holds",
              "memory_not_extended": "holds", "frozen_converges_faster": "holds"}]  # not counted
+    rows[1]["frozen_converges_faster"] = "undetermined"
     counts = lra_reports.claim_counts(rows)
+    none = {"undetermined": 0}
     assert counts == {
-        "frozen_as_good": {"holds": 1, "tie": 1, "fails": 0, "judged": 2},
-        "unstructured_worse": {"holds": 0, "tie": 0, "fails": 1, "judged": 1},
-        "memory_not_extended": {"holds": 0, "tie": 0, "fails": 0, "judged": 0},
-        "frozen_converges_faster": {"holds": 2, "tie": 0, "fails": 0, "judged": 2}}
+        "frozen_as_good": {"holds": 1, "tie": 1, "fails": 0, **none, "judged": 2},
+        "unstructured_worse": {"holds": 0, "tie": 0, "fails": 1, **none, "judged": 1},
+        "memory_not_extended": {"holds": 0, "tie": 0, "fails": 0, **none, "judged": 0},
+        "frozen_converges_faster": {"holds": 1, "tie": 0, "fails": 0, "undetermined": 1,
+                                    "judged": 2}}
     assert list(counts) == list(lra_reports.LRA_CLAIMS)  # the paper's order
     table = lra_reports.claim_counts_table(counts)
-    assert table.rows == [["1: frozen ≥ learned", 1, 1, 0, 2],
-                          ["2: unstructured worse", 0, 0, 1, 1],
-                          ["3: memory not extended", 0, 0, 0, 0],
-                          ["4: frozen converges faster", 2, 0, 0, 2]]
+    assert table.columns == ["claim", "holds", "ties", "fails", "undetermined", "tasks judged"]
+    assert table.rows == [["1: frozen ≥ learned", 1, 1, 0, 0, 2],
+                          ["2: unstructured worse", 0, 0, 1, 0, 1],
+                          ["3: memory not extended", 0, 0, 0, 0, 0],
+                          ["4: frozen converges faster", 1, 0, 0, 1, 2]]
     assert [d["claim"] for d in table.data] == list(lra_reports.LRA_CLAIMS)
 
 
@@ -712,6 +731,71 @@ def test_the_claim_rule_on_constructed_ties_and_reversals():
         lra_reports.range_stats(0.9, 0.8, n=20)
 
 
+def _curve(at: int, last: int = 10) -> dict:
+    """Test loss 1.0 until epoch ``at``, 0.5 from it on: within 5% of its minimum from
+    epoch ``at`` (of ``last``)."""
+    return {"epoch": list(range(1, last + 1)), "test_loss": [1.0] * (at - 1) + [0.5] * (last - at + 1)}
+
+
+def test_claims_three_and_four_by_the_claim_rule_on_constructed_ties_reversals_and_runs_that_did_not_converge():
+    """Claims 3 and 4 go by the same rule as claims 1 and 2 (judge, combine), per
+    spectrum; claim 4 is undetermined where a run had not converged by its end."""
+    assert lra_reports.epochs_to_converge(_curve(4)) == 4
+    assert lra_reports.epochs_to_converge({"epoch": [1, 2, 3], "test_loss": [1.0, 0.52, 0.5]}) == 2
+    assert lra_reports.epochs_to_converge({"epoch": [], "test_loss": []}) is None
+    late = lra_reports.LATE_EPOCHS
+    assert lra_reports.converged(_curve(10 - late)) is True  # a plateau of LATE_EPOCHS epochs
+    assert lra_reports.converged(_curve(10 - late + 1)) is False  # still falling at the end
+    assert lra_reports.converged({"epoch": [1], "test_loss": [None]}) is None
+
+    def cells(learned, frozen, lin=None):
+        lin = lin or (learned, frozen)
+        return {("inv", False): [_curve(a) for a in learned],
+                ("inv", True): [_curve(a) for a in frozen],
+                ("lin", False): [_curve(a) for a in lin[0]],
+                ("lin", True): [_curve(a) for a in lin[1]]}
+
+    def verdict(parts):
+        return lra_reports.combine([p["verdict"] for p in parts])
+
+    faster = lra_reports.claim4_parts(cells((5, 6, 5, 6), (2, 3, 2, 3)))
+    assert [p["verdict"] for p in faster] == ["holds", "holds"] and verdict(faster) == "holds"
+    assert faster[0]["diff"] == pytest.approx(3.0) and faster[0]["learned"] == pytest.approx(5.5)
+    # half an epoch apart with seeds an epoch apart (our ListOps case): a tie, not a win
+    tie = lra_reports.claim4_parts(cells((5, 6, 4, 5), (5, 4, 6, 4)))
+    assert tie[0]["verdict"] == "tie" and abs(tie[0]["z"]) < 2 and verdict(tie) == "tie"
+    reversed_ = lra_reports.claim4_parts(cells((2, 3, 2, 3), (5, 6, 5, 6)))
+    assert verdict(reversed_) == "fails"
+    # one run converging two epochs before its end: its part and the claim undetermined
+    open_end = lra_reports.claim4_parts(cells((5, 6, 5, 8), (2, 3, 2, 3),
+                                              lin=((5, 6, 5, 6), (2, 3, 2, 3))))
+    assert open_end[0]["verdict"] == "undetermined" and open_end[0]["not_converged"] == 1
+    assert open_end[0]["runs"] == 8 and open_end[1]["verdict"] == "holds"
+    assert verdict(open_end) == "undetermined"
+    # ... unless another part fails outright
+    mixed = lra_reports.claim4_parts(cells((5, 6, 5, 8), (2, 3, 2, 3),
+                                           lin=((2, 3, 2, 3), (5, 6, 5, 6))))
+    assert verdict(mixed) == "fails"
+    missing = cells((5, 6), (2, 3))
+    missing[("lin", True)] = []
+    assert lra_reports.claim4_parts(missing) == []
+
+    # claim 3: each spectrum's mean growth below the limit, judged against its seeds' SE
+    grow = lra_reports.claim3_parts({"inv": [1.0, 1.0, 1.01], "real": [1.86, 1.87, 1.86],
+                                     "step": [1.02, 1.2], "lin": [1.0]})
+    by = {p["init"]: p for p in grow}
+    assert [p["init"] for p in grow] == ["inv", "lin", "real", "step"]  # CLAIM3_INITS order
+    assert by["inv"]["verdict"] == "holds" and by["real"]["verdict"] == "fails"
+    assert by["real"]["growth"] == pytest.approx(5.59 / 3)
+    assert by["step"]["verdict"] == "tie"  # mean 1.11, seeds 0.18 apart
+    assert by["lin"]["verdict"] is None  # one run: no standard error
+    assert verdict(grow) is None
+    del by["lin"]
+    assert lra_reports.combine([p["verdict"] for p in by.values()]) == "fails"
+    assert verdict(lra_reports.claim3_parts({"inv": [1.0, 1.0], "real": [1.0, 1.02]})) == "holds"
+    assert lra_reports.claim3_parts({}) == []
+
+
 def test_the_claim_rule_calls_the_papers_own_rows_consistent_where_it_draws_the_claim():
     from sst_core.reports import get_report
     from sst_core.spec import paper_values
@@ -764,26 +848,66 @@ def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(
     numbers its prose cites, from the same functions the tables come from."""
     from sst_core.spec import paper_values
 
-    P = PROFILES["smoke"]
-    def rec(before, after):
-        return {"status": "ok", "config": {"freeze_spectrum": False},
-                "metrics": {"sup_mf_before": before, "sup_mf_after": after}}
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_seeds=(0, 1),
+                            lra_ablation_seeds=(0,), lra_data_probe_tasks=("listops",))
+    growth = {"inv": [1.0, 1.2], "lin": [1.0, 1.0], "real": [1.8]}
 
-    items = lra_reports.chapter_items(P, [rec([[1.0, 0.5]], [[1.0, 1.0]]),
-                                          rec([[1.0]], [[1.0]]), rec([[1.0]], [[1.2]])])
+    def fake(cfg):
+        after = growth.get(cfg.init, [1.0])[cfg.seed]
+        return {"test_accuracy": 0.5, "chance_accuracy": 0.5, "task": {"n_test": 100},
+                "sup_mf_before": [[1.0]],
+                "sup_mf_after": [[1.0 if cfg.freeze_spectrum else after]],
+                "curves": {"epoch": [1], "train_loss": [1.0], "test_loss": [1.0]}}
+
+    grid = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)))
+    records = [cached_run(c, fake) for c in grid]
+    (probe,) = paper2.lra_data_probe_grid(P)  # a learned S4D-Inv run on more data
+    records.append(cached_run(probe, lambda c: {"test_accuracy": 0.6, "chance_accuracy": 0.5,
+                                                "task": {"n_test": 100}, "sup_mf_before": [[1.0]],
+                                                "sup_mf_after": [[5.0]],
+                                                "curves": {"epoch": [1], "train_loss": [1.0],
+                                                           "test_loss": [1.0]}}))
+    items = lra_reports.chapter_items(P, records)
     tables = {"lra_main": lra_reports.lra_main(P), "lra_fit": lra_reports.lra_fit(P),
               "lra_ablation": lra_reports.lra_ablation(P),
               "lra_paper_claims": lra_reports.paper_claims(P),
+              "lra_scale": lra_reports.scale_table(P),
               "lra_claims": lra_reports.lra_claims(P).transposed()}
     for name, table in tables.items():
         assert items[name].text == table.grid().text and table.title not in items[name].text
     assert items["lra_claim_counts"].text.startswith("| claim | holds | ties | fails |")
-    assert items["lra_mf_gain"] == pytest.approx(1.2)  # the median of 4/3, 1 and 1.2
-    assert math.isnan(lra_reports.chapter_items(P, [])["lra_mf_gain"])
+    # per spectrum, the median over the learned runs of the tables; not the data probe's 5.0
+    assert items["lra_mf_gain_inv"] == pytest.approx(1.1)
+    assert items["lra_mf_gain_lin"] == pytest.approx(1.0)
+    assert items["lra_mf_gain_real"] == pytest.approx(1.8)
+    assert items["lra_mf_gain_random"] == pytest.approx(1.0)
+    assert math.isnan(lra_reports.chapter_items(P, [])["lra_mf_gain_inv"])
     assert items["lra_mf_limit"] == lra_reports.MF_GROWTH_LIMIT
+    assert (items["lra_near_min"], items["lra_late_epochs"]) == (
+        100 * lra_reports.LOSS_NEAR_MIN, lra_reports.LATE_EPOCHS)
+    assert (items["lra_main_seeds"], items["lra_ablation_seeds"]) == (2, 1)
+    # each claim's verdict per task: not judged here (every run at chance)
+    assert {k: v for k, v in items.items() if k.startswith("lra_verdict_")} == {
+        f"lra_verdict_{k}_listops": "not judged" for k in lra_reports.LRA_CLAIMS}
     assert items["lra_d2"] == lra_reports.RANGE_TO_SD[paper_values.LRA_SEEDS]
     by = {d["task"]: d["frozen_as_good"] for d in lra_reports.paper_claims(P).data}
     assert (items["lra_paper_c1_retrieval"], items["lra_paper_c1_pathx"],
             items["lra_paper_c1_listops"]) == (by["Retrieval"], by["Path-X"], by["ListOps"])
-    high, low = paper_values.LRA_ABLATION[("Pathfinder", "real", False)]
-    assert items["lra_paper_real_pf"] == f"{high:.3f} / {low:.3f}"
+
+
+def test_the_figures_draw_the_tables_runs_not_the_probes(store):
+    """Figure "test loss, every seed" draws the main table's runs; a data probe (the same
+    cell on more examples) is no seed of it, nor a panel of the memory figure."""
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_seeds=(0, 1),
+                            lra_data_probe_tasks=("listops",))
+    fake = lambda c: {"test_accuracy": 0.5, "sup_mf_before": [[1.0]],  # noqa: E731
+                      "sup_mf_after": [[1.0]], "curves": {"epoch": [1], "test_loss": [1.0]}}
+    main = [cached_run(c, fake) for c in paper2.lra_main_grid(P)]
+    (probe,) = paper2.lra_data_probe_grid(P)
+    extra = cached_run(probe, fake)
+    records = [extra] + main  # the probe first: the first seed of its cell
+    drawn = lra_reports.test_loss_runs(P, records)
+    assert [r["run_id"] for r in drawn] == [r["run_id"] for r in main]
+    chosen = lra_reports.sup_mf_runs(records, "listops", P)
+    assert extra["run_id"] not in {r["run_id"] for r in chosen}
+    assert lra_reports.sup_mf_runs(records, "listops")[1]["run_id"] == extra["run_id"]

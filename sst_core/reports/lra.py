@@ -125,11 +125,31 @@ def lra_ablation(P: Profile, root=None) -> Table:
 SUP_MF_INITS = ("random", "lin", "step", "inv", "real")  # the figure's panel order
 
 
-def sup_mf_runs(records, task: str) -> list[dict]:
+def grid_runs(records: list[dict[str, Any]], cfgs) -> list[dict[str, Any]]:
+    """The records of ``records`` that are runs of the configs ``cfgs`` (by run id), in
+    the order given: a table's or figure's own runs, without the probes and data probes
+    that train the same cells on other sizes."""
+    from sst_core.spec.configs import config_hash
+
+    ids = {config_hash(c) for c in cfgs}
+    return [r for r in records if r["run_id"] in ids]
+
+
+def test_loss_runs(P: Profile, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs :func:`sst_core.figures.lra.fig_test_loss` draws: those of ``records``
+    that are runs of the main table (:func:`sst_core.experiments.paper2.lra_main_grid`),
+    every seed."""
+    return grid_runs(records, paper2.lra_main_grid(P))
+
+
+def sup_mf_runs(records, task: str, P: Profile | None = None) -> list[dict]:
     """The runs :func:`sst_core.figures.lra.fig_sup_mf` draws on ``task``: of each
     initialisation, the learned run with a supremum memory function, its first seed (no
     preference among seeds: :func:`sst_core.reports.select.best_per_cell` with no score),
-    in the order of :data:`SUP_MF_INITS`."""
+    in the order of :data:`SUP_MF_INITS`; with ``P``, runs of its main table and ablation
+    only (:func:`grid_runs`)."""
+    if P is not None:
+        records = grid_runs(records, paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P))
     recs = [r for r in records if r["status"] == "ok" and r["config"]["task"] == task
             and not r["config"]["freeze_spectrum"] and r["metrics"].get("sup_mf_before")]
     chosen = best_per_cell(recs, lambda r: r["config"]["init"], score=None)
@@ -143,15 +163,25 @@ MF_GROWTH_LIMIT = 1.1  # "training does not extend memory": summed sup MF grows 
 LOSS_NEAR_MIN = 0.05  # "converged": test loss within 5% of the run's minimum
 
 
-def _epochs_to_converge(curves: dict) -> int | None:
+def epochs_to_converge(curves: dict) -> int | None:
     """The first epoch whose test loss is within :data:`LOSS_NEAR_MIN` of the run's
-    minimum test loss."""
+    minimum test loss; None without a test loss."""
     loss = [v for v in curves.get("test_loss", []) if v is not None]
     if not loss:
         return None
     target = min(loss) * (1 + LOSS_NEAR_MIN)
     return next(e for e, v in zip(curves["epoch"], curves["test_loss"])
                 if v is not None and v <= target)
+
+
+def converged(curves: dict) -> bool | None:
+    """Whether a run's test loss reached its plateau before training ended: it came within
+    :data:`LOSS_NEAR_MIN` of its minimum (:func:`epochs_to_converge`) at least
+    :data:`LATE_EPOCHS` epochs before its last epoch. A run that gets there later was still
+    falling at the end, so the epoch at which it would have converged is not known. None
+    without a test loss."""
+    e = epochs_to_converge(curves)
+    return None if e is None else e <= curves["epoch"][-1] - LATE_EPOCHS
 
 
 def _median(values: list[float]) -> float | None:
@@ -177,11 +207,6 @@ def mf_growth_ratios(records: list[dict[str, Any]]) -> list[float]:
             if before > 0:
                 out.append(after / before)
     return out
-
-
-def _verdict(ok: bool) -> str:
-    """A claim judged by a rule with no noise to allow for: ``holds`` or ``fails``."""
-    return "holds" if ok else "fails"
 
 
 # "overfits": the last epoch's test loss is this much (relative) above the run's smallest
@@ -317,6 +342,8 @@ def _data_probe(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 # claimed side; "fails": beyond them on the other side; "tie": within them
 CLAIM_SES = 2.0
 VERDICTS = ("holds", "tie", "fails")
+# a claim about when runs converge, on runs that had not converged when training ended
+UNDETERMINED = "undetermined"
 # d_2(n): the expected range of n independent normal draws, in standard deviations
 # (Tippett 1925; the tables of statistical process control). The paper gives max / min
 # over its seeds, not a standard deviation: its rows' spread is range / d_2(n)
@@ -354,11 +381,16 @@ def judge(diff: float, se: float) -> str:
 
 
 def combine(verdicts: list[str | None]) -> str | None:
-    """A claim made of several parts: ``fails`` when one fails, ``holds`` when all hold,
-    else ``tie``; None when a part could not be judged (or there is none)."""
+    """A claim made of several parts: ``fails`` when one fails, else
+    :data:`UNDETERMINED` when one is, ``holds`` when all hold, else ``tie``; None when a
+    part could not be judged (or there is none)."""
     if not verdicts or None in verdicts:
         return None
-    return "fails" if "fails" in verdicts else "holds" if set(verdicts) == {"holds"} else "tie"
+    if "fails" in verdicts:
+        return "fails"
+    if UNDETERMINED in verdicts:
+        return UNDETERMINED
+    return "holds" if set(verdicts) == {"holds"} else "tie"
 
 
 def mean_part(better: dict[str, Any], worse: dict[str, Any], what: str) -> dict[str, Any]:
@@ -427,15 +459,89 @@ def claim2_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str
                    "part": "gap larger frozen", **more}]
 
 
+CLAIM3_INITS = paper2.LRA_MAIN_INITS + UNSTRUCTURED  # claim 3's parts, in this order
+
+
+def claim3_parts(growth: dict[str, list[float]]) -> list[dict[str, Any]]:
+    """Claim 3 (training does not extend memory) in parts, one per spectrum of
+    :data:`CLAIM3_INITS` that has learned runs: ``growth[init]`` the runs' growth of the
+    summed supremum memory function (:func:`mf_growth_ratios`), their mean ``growth``
+    below :data:`MF_GROWTH_LIMIT` by the claim rule (:func:`mean_part`, the limit a cell
+    with no spread: ``holds`` beyond two standard errors below it, ``fails`` beyond them
+    above it)."""
+    limit = {"n": 1, "mean": MF_GROWTH_LIMIT, "sd": 0.0}
+    out = []
+    for i in CLAIM3_INITS:
+        if growth.get(i):
+            stats = seed_stats(growth[i])
+            out.append({"init": i, "growth": stats["mean"], "runs": stats["n"],
+                        **mean_part(limit, stats, "memory growth")})
+    return out
+
+
+def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, Any]]:
+    """Claim 4 (frozen models converge faster) in parts, for S4D-Inv and S4D-Lin:
+    ``curves[(init, frozen)]`` the curves of a cell's runs; per spectrum the epochs to
+    converge (:func:`epochs_to_converge`) over seeds, the learned mean above the frozen one
+    by the claim rule (:func:`mean_part`; ``learned`` and ``frozen``: the means). A part
+    whose runs did not all converge before training ended (:func:`converged`) is
+    :data:`UNDETERMINED` (``not_converged`` of ``runs``): the epoch of a run still falling
+    at the end is not known, and leaving it out would keep the fast runs only. [] where a
+    cell is missing."""
+    if not all(curves.get((i, f)) for i in paper2.LRA_MAIN_INITS for f in (False, True)):
+        return []
+    out = []
+    for i in paper2.LRA_MAIN_INITS:
+        runs = curves[(i, False)] + curves[(i, True)]
+        done = [converged(c) for c in runs]
+        part = {"init": i, "part": "epochs", "runs": len(runs),
+                "not_converged": sum(d is False for d in done), "learned": None, "frozen": None}
+        if None in done:  # a run without a test loss: nothing to judge
+            out.append({**part, "diff": None, "se": None, "z": None, "verdict": None})
+        elif not all(done):
+            out.append({**part, "diff": None, "se": None, "z": None, "verdict": UNDETERMINED})
+        else:
+            learned, frozen = ([epochs_to_converge(c) for c in curves[(i, f)]]
+                               for f in (False, True))
+            ls, fs = seed_stats(learned), seed_stats(frozen)
+            out.append({**part, "learned": ls["mean"], "frozen": fs["mean"],
+                        **mean_part(ls, fs, "epochs")})
+    return out
+
+
+def _z(p: dict[str, Any]) -> str:
+    """A part's difference in standard errors, or its verdict where it has none."""
+    if p["z"] is None:
+        return "—" if p["verdict"] is None else p["verdict"]
+    return f"{p['z']:+.1f} SE"
+
+
+def _claim3_text(parts: list[dict[str, Any]]) -> str:
+    """Claim 3's parts as its cell shows them: each spectrum's mean memory growth and
+    verdict."""
+    return "; ".join(f"{INIT_NAMES[p['init']]} ×{p['growth']:.2f} {p['verdict'] or '—'}"
+                     for p in parts)
+
+
+def _claim4_text(parts: list[dict[str, Any]]) -> str:
+    """Claim 4's parts as its cell shows them: per spectrum the mean epochs to converge,
+    frozen vs learned, in standard errors, or how many runs had not converged."""
+    def one(p: dict[str, Any]) -> str:
+        if p["verdict"] == UNDETERMINED:
+            return (f"{INIT_NAMES[p['init']]}: {p['not_converged']} of {p['runs']} runs "
+                    "not converged")
+        if p["learned"] is None:
+            return f"{INIT_NAMES[p['init']]} —"
+        return (f"{INIT_NAMES[p['init']]} {p['frozen']:.1f} vs {p['learned']:.1f} epochs, "
+                f"{_z(p)}")
+    return "; ".join(one(p) for p in parts)
+
+
 def _parts_text(parts: list[dict[str, Any]]) -> str:
     """A claim's parts as its cell shows them: each part's difference in standard errors."""
-    def z(p: dict[str, Any]) -> str:
-        if p["z"] is None:
-            return "—" if p["verdict"] is None else p["verdict"]
-        return f"{p['z']:+.1f} SE"
     return "; ".join(f"{INIT_NAMES.get(p['init'], p['init'] or 'unstructured')}"
                      + ("" if p.get("frozen") is None else f" {_mode(p['frozen'])}")
-                     + f" {p['part']} {z(p)}" for p in parts)
+                     + f" {p['part']} {_z(p)}" for p in parts)
 
 
 def paper_claims(P: Profile | None = None, root=None) -> Table:
@@ -486,19 +592,21 @@ LRA_CLAIMS = {"frozen_as_good": "frozen ≥ learned", "unstructured_worse": "uns
 
 def claim_counts(data: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """Per claim of :data:`LRA_CLAIMS`, over the rows of :func:`lra_claims` (its ``data``):
-    on how many tasks it holds, ties and fails (:data:`VERDICTS`), and on how many it
-    could be ``judged``. A claim is judged on a task of the grid that is learned and has
-    every run the claim compares; a probe-only task judges none."""
+    on how many tasks it holds, ties and fails (:data:`VERDICTS`) or is
+    :data:`UNDETERMINED`, and on how many it could be ``judged``. A claim is judged on a
+    task of the grid that is learned and has every run the claim compares; a probe-only
+    task judges none."""
     rows = [d for d in data if not d["probe"]]
-    return {k: {**{v: sum(d[k] == v for d in rows) for v in VERDICTS},
+    return {k: {**{v: sum(d[k] == v for d in rows) for v in VERDICTS + (UNDETERMINED,)},
                 "judged": sum(d[k] is not None for d in rows)} for k in LRA_CLAIMS}
 
 
 def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
     """:func:`claim_counts` as a table: per claim of :data:`LRA_CLAIMS`, the tasks on which
-    it holds, ties and fails, and how many could be judged."""
-    cols = ["claim", "holds", "ties", "fails", "tasks judged"]
-    rows = [[f"{i}: {LRA_CLAIMS[k]}", c["holds"], c["tie"], c["fails"], c["judged"]]
+    it holds, ties, fails and is undetermined, and how many could be judged."""
+    cols = ["claim", "holds", "ties", "fails", "undetermined", "tasks judged"]
+    rows = [[f"{i}: {LRA_CLAIMS[k]}", c["holds"], c["tie"], c["fails"], c[UNDETERMINED],
+             c["judged"]]
             for i, (k, c) in enumerate(counts.items(), 1)]
     data = [{"claim": k, **c} for k, c in counts.items()]
     return Table("The paper's claims over the tasks", cols, rows, "", [], data)
@@ -507,37 +615,71 @@ def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
 # the published scale of the LRA experiments, beside a profile's: the LRA benchmark's sizes
 # (Tay et al. 2021) and the paper's S4D models (the ListOps size: H = 128, N = 64, 8
 # layers), as this chapter has quoted them; the paper does not give its epochs here
-PAPER_SCALE = {"training examples": "96,000 to 160,000", "ListOps length": "up to 2,000",
-               "images": "CIFAR, 32 x 32", "layers": "6 to 8", "width H": "128 to 512",
-               "seeds": "6"}
+PAPER_SCALE = {"training examples": "96,000 to 160,000",
+               "sequence length": "up to 2,000 (ListOps); 1,024 (CIFAR, Pathfinder: 32 x 32)",
+               "layers": "6 to 8", "width H": "128 to 512", "state size N": "64",
+               "epochs": "—", "seeds per cell": "6"}
 
 
-def scale_table(P: Profile) -> Table:
-    """The scale of profile ``P``'s LRA runs beside the paper's (:data:`PAPER_SCALE`):
-    training examples, sequence and image sizes, model size, epochs and seeds, with a
-    task's own size where it has one (``P.lra_task_n_train``, ``lra_task_H``,
-    ``lra_task_layers``)."""
+def scale_table(P: Profile, root=None) -> Table:
+    """The scale of profile ``P``'s LRA runs, one column per task (those of the tables,
+    then the probe-only ones), beside the paper's (:data:`PAPER_SCALE`): the training
+    examples and sequence length the stored runs had (their records' ``task``; the
+    profile's ask, marked so, where none is stored; a data probe's in brackets), the model
+    size and epochs of the task's runs, and the seeds per cell of each table that runs it.
+    ``data``: one entry per task with the numbers."""
     tasks = list(dict.fromkeys(P.lra_tasks + P.lra_probe_tasks))
+    probe = paper2.lra_probe_grid(P)
+    data, cols = [], [""] + [t + ("" if t in P.lra_tasks else " (probe)") for t in tasks] \
+        + ["paper"]
+    for task in tasks:
+        grid = [c for c in (paper2.lra_main_grid(P) if task in P.lra_tasks else probe)
+                if c.task == task]
+        recs = stored_records(grid, root)
+        sizes = [r["metrics"]["task"] for r in recs if (r["metrics"].get("task") or {})
+                 .get("n_train")]
+        more = [r["metrics"]["task"]["n_train"] for r in stored_records(
+            [c for c in paper2.lra_data_probe_grid(P) if c.task == task], root)
+            if (r["metrics"].get("task") or {}).get("n_train")]
+        seeds = {"main": len({c.seed for c in grid}) if task in P.lra_tasks else None,
+                 "ablation": len(P.lra_ablation_seeds) if task in P.lra_tasks else None,
+                 "probe": None if task in P.lra_tasks else len({c.seed for c in grid})}
+        data.append({"task": task, "stored": bool(sizes), "asked": grid[0].n_train,
+                     "n_train": _median([t["n_train"] for t in sizes]),
+                     "length": _median([t["length"] for t in sizes if t.get("length")]),
+                     "data_probe_n_train": _median(more), "H": grid[0].H, "N": grid[0].N,
+                     "layers": grid[0].n_layers, "epochs": grid[0].epochs, "seeds": seeds})
 
-    def per_task(common: Any, own: Any) -> str:
-        extra = [f"{t}: {own(t):,}" for t in tasks if own(t) != common]
-        return f"{common:,}" + (f" ({', '.join(extra)})" if extra else "")
+    def examples(d: dict[str, Any]) -> str:
+        text = (f"{d['n_train']:,.0f}" if d["stored"] else f"{d['asked']:,} (asked)")
+        return text + ("" if d["data_probe_n_train"] is None else
+                       f" (data probe: {d['data_probe_n_train']:,.0f})")
 
-    rows = [["training examples", per_task(P.lra_n_train, P.lra_train_size),
-             PAPER_SCALE["training examples"]],
-            ["ListOps length", f"up to {P.lra_listops_max_len:,}", PAPER_SCALE["ListOps length"]],
-            ["images", f"digits, {P.lra_image_side} x {P.lra_image_side}",
-             PAPER_SCALE["images"]],
-            ["layers", per_task(P.lra_layers, lambda t: P.lra_model_size(t)[1]),
-             PAPER_SCALE["layers"]],
-            ["width H", per_task(P.lra_H, lambda t: P.lra_model_size(t)[0]),
-             PAPER_SCALE["width H"]],
-            ["state size N", f"{P.lra_N}", "64"],
-            ["epochs", f"{P.lra_epochs}", "—"],
-            ["seeds", f"{len(P.lra_seeds)}", PAPER_SCALE["seeds"]]]
-    data = [{"quantity": r[0], "ours": r[1], "paper": r[2]} for r in rows]
-    return Table("This book's scale against the paper's", ["", "ours", "paper"], rows, "",
-                 [], data)
+    def length(d: dict[str, Any]) -> str:
+        if d["length"] is None:
+            return "—"
+        if d["task"].endswith("listops"):
+            return f"up to {d['length']:,.0f}"
+        side = round(d["length"] ** 0.5)
+        return f"{d['length']:,.0f}" + (f" ({side} x {side})" if side * side == d["length"]
+                                        else "")
+
+    def seeds(d: dict[str, Any]) -> str:
+        s = d["seeds"]
+        if s["probe"] is not None:
+            return f"{s['probe']} (learned S4D-Inv only)"
+        return (f"{s['main']} (main table), {s['ablation']} (ablation)"
+                + ("" if d["data_probe_n_train"] is None else ", 1 (data probe)"))
+
+    rows = [["training examples"] + [examples(d) for d in data],
+            ["sequence length"] + [length(d) for d in data],
+            ["layers"] + [str(d["layers"]) for d in data],
+            ["width H"] + [str(d["H"]) for d in data],
+            ["state size N"] + [str(d["N"]) for d in data],
+            ["epochs"] + [str(d["epochs"]) for d in data],
+            ["seeds per cell"] + [seeds(d) for d in data]]
+    rows = [r + [PAPER_SCALE[r[0]]] for r in rows]
+    return Table("This book's scale against the paper's", cols, rows, "", [], data)
 
 
 def lra_claims(P: Profile, root=None) -> Table:
@@ -549,15 +691,16 @@ def lra_claims(P: Profile, root=None) -> Table:
     2. the unstructured spectra (random, real axis, step) worse than S4D-Inv, learned and
        frozen, and by more when frozen: :func:`claim2_parts`;
 
-    claims 1 and 2 judged against the noise of seeds (:func:`judge`, :func:`combine`:
-    ``holds``, ``tie`` or ``fails``), their parts in ``frozen_parts`` and
-    ``unstructured_parts``; claims 3 and 4 by a fixed threshold (``holds`` or ``fails``):
-    3. training does not extend memory: over the learned runs of every spectrum, the
-       median ratio of the summed supremum memory function after / before training is
-       below :data:`MF_GROWTH_LIMIT`;
-    4. frozen models converge faster: the median epoch at which the test loss comes
-       within :data:`LOSS_NEAR_MIN` of its minimum is earlier frozen than learned (S4D-Inv
-       and S4D-Lin runs).
+    3. training does not extend memory: per spectrum, the mean over its learned runs of
+       the summed supremum memory function after / before training below
+       :data:`MF_GROWTH_LIMIT`: :func:`claim3_parts`;
+    4. frozen models converge faster: per S4D-Inv and S4D-Lin, the mean epoch at which
+       the test loss comes within :data:`LOSS_NEAR_MIN` of its minimum earlier frozen than
+       learned, :data:`UNDETERMINED` where runs had not converged: :func:`claim4_parts`;
+
+    every claim judged by one rule against the noise of seeds (:func:`judge`,
+    :func:`combine`: ``holds``, ``tie`` or ``fails``), its parts in ``frozen_parts``,
+    ``unstructured_parts``, ``memory_parts`` and ``convergence_parts``.
     """
     # a probe of a task of the main table (on fewer examples than the task's own) is no
     # run of its cells: it shows in lra_fit
@@ -589,18 +732,16 @@ def lra_claims(P: Profile, root=None) -> Table:
         stats = {k: seed_stats(v) for k, v in acc.items() if v}
         p1, p2 = claim1_parts(stats), claim2_parts(stats)
         c1, c2 = combine([p["verdict"] for p in p1]), combine([p["verdict"] for p in p2])
-        mf_growth = _median(mf_growth_ratios(every))
-        c3 = None if mf_growth is None else _verdict(mf_growth < MF_GROWTH_LIMIT)
-        conv = {f: _median([e for i in paper2.LRA_MAIN_INITS for r in recs.get((task, i, f), [])
-                            if (e := _epochs_to_converge(r["metrics"]["curves"])) is not None])
-                for f in (False, True)}
-        c4 = None if None in conv.values() else _verdict(conv[True] < conv[False])
+        p3 = claim3_parts({i: mf_growth_ratios(recs.get((task, i, False), []))
+                           for i in CLAIM3_INITS})
+        p4 = claim4_parts({(i, f): [r["metrics"]["curves"] for r in recs.get((task, i, f), [])]
+                           for i in paper2.LRA_MAIN_INITS for f in (False, True)})
+        c3, c4 = combine([p["verdict"] for p in p3]), combine([p["verdict"] for p in p4])
         published = paper_values.LRA_COUNTERPART.get(task)
         verdicts = [(c1 or "—") + (f" ({_parts_text(p1)})" if p1 else ""),
                     (c2 or "—") + (f" ({_parts_text(p2)})" if p2 else ""),
-                    (c3 or "—") + ("" if mf_growth is None else f" (×{mf_growth:.2f})"),
-                    (c4 or "—") + ("" if c4 is None else
-                                   f" ({conv[True]:g} vs {conv[False]:g} epochs)")]
+                    (c3 or "—") + (f" ({_claim3_text(p3)})" if p3 else ""),
+                    (c4 or "—") + (f" ({_claim4_text(p4)})" if p4 else "")]
         if learned is False:  # a claim about a task nothing learns says nothing
             c1 = c2 = c3 = c4 = None
             verdicts = ["not judged: S4D-Inv at chance"] * 4
@@ -622,9 +763,8 @@ def lra_claims(P: Profile, root=None) -> Table:
                      "above_chance": learned, "probe": probe,
                      "frozen_as_good": c1, "frozen_parts": p1,
                      "unstructured_worse": c2, "unstructured_parts": p2,
-                     "memory_not_extended": c3, "mf_growth_median": mf_growth,
-                     "frozen_converges_faster": c4, "epochs_to_converge": {
-                         "learned": conv[False], "frozen": conv[True]},
+                     "memory_not_extended": c3, "memory_parts": p3,
+                     "frozen_converges_faster": c4, "convergence_parts": p4,
                      "data_probe": more})
     note = ("Chance: the accuracy of answering the test set's most frequent class; a task "
             f"counts as learned when the best learned S4D-Inv run is above chance + "
@@ -647,11 +787,13 @@ def lra_claims(P: Profile, root=None) -> Table:
             "the seeds' spread; in brackets, each part in SE) on the claimed side, fails "
             f"beyond {CLAIM_SES:g} SE on the other side and is a tie within (`sst report "
             "paper_claims`: the same rule on the paper's own rows); a claim holds when all "
-            "its parts hold and fails when one fails. (3) median "
-            "growth of the summed supremum "
-            f"memory function over the learned runs below ×{MF_GROWTH_LIMIT}; (4) median epoch "
-            f"at which the test loss is within {LOSS_NEAR_MIN:.0%} of its minimum earlier "
-            "frozen than learned. '—': runs missing. "
+            "its parts hold and fails when one fails. (3) per spectrum, the mean growth of "
+            "the summed supremum memory function over its learned runs below "
+            f"×{MF_GROWTH_LIMIT:g} (the limit judged the same way, as a cell without spread); "
+            f"(4) per S4D-Inv and S4D-Lin, the mean epoch at which the test loss is within "
+            f"{LOSS_NEAR_MIN:.0%} of its minimum earlier frozen than learned, judged the same "
+            f"way; undetermined where a run got there less than {LATE_EPOCHS} epochs before "
+            "its last (still falling when training ended). '—': runs missing. "
             f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_seeds')}.")
     return Table("The paper's claims at this scale", cols, rows, note, ids, data)
 
@@ -716,11 +858,11 @@ def memory_horizon(P: Profile, root=None) -> Table:
     """Delayed recall at lag tau (``memory_horizon`` records): can learning recover memory
     that the initial spectrum does not have?
 
-    Rows: initialisation x learned / frozen; columns: the delays ``P.horizon_taus``. A cell
-    is the final test accuracy, max / min over the seeds ``P.horizon_seeds``, and the memory
+    Rows: initialisation x learned / frozen; columns: the delays ``P.horizon_taus``, first
+    the final test accuracy, max / min over the seeds ``P.horizon_seeds``, then the memory
     function at the task's delay before -> after training: per run the largest over layers
     of the supremum over channels of ``M[tau]`` (window ``L``, the sequence length), then
-    the largest over seeds.
+    the largest over seeds (``split(2, 2 + len(P.horizon_taus))``: a table of each).
 
     ``data`` holds one ``kind: "cell"`` entry per (init, frozen, tau) (numbers, None for a
     missing or failed cell, ``status`` ok / failed / missing) and one ``kind: "claim"`` entry
@@ -747,7 +889,7 @@ def memory_horizon(P: Profile, root=None) -> Table:
     cells, rows = [], []
     for init in paper2.HORIZON_INITS:
         for frozen in (False, True):
-            row = [INIT_NAMES[init], _mode(frozen)]
+            acc_row, mf_row = [], []
             for tau in P.horizon_taus:
                 key = (init, frozen, tau)
                 runs = ok.get(key, [])
@@ -769,24 +911,27 @@ def memory_horizon(P: Profile, root=None) -> Table:
                         "failure_reasons": reasons.get(key, [])}
                 cells.append(cell)
                 if state != "ok":
-                    row.append(state)
+                    acc_row.append(state)
+                    mf_row.append(state)
                 else:
                     after_text = ("not computable" if cell["mf_after"] is None
                                   else f"{cell['mf_after']:.2g}")
-                    row.append(f"{_cell(accs)}; MF {cell['mf_before']:.2g} → "
-                               f"{after_text}{runs_note(st)}")
-            rows.append(row)
+                    acc_row.append(_cell(accs) + runs_note(st))
+                    mf_row.append(f"{cell['mf_before']:.2g} → {after_text}")
+            rows.append([INIT_NAMES[init], _mode(frozen)] + acc_row + mf_row)
     failures = Counter(r for rs in reasons.values() for r in rs)
     claims = _horizon_claims(cells, band)
-    cols = ["spectrum", "mode"] + [f"τ = {tau}: accuracy max / min; MF(τ) init → trained"
-                                   for tau in P.horizon_taus]
+    # accuracy columns, then memory columns: split(2, 2 + len(taus)) gives a table of each
+    cols = (["spectrum", "mode"] + [f"τ = {tau}" for tau in P.horizon_taus]
+            + [f"M[{tau}]" for tau in P.horizon_taus])
     verdicts = "; ".join(f"{c['claim']}: {'n/a' if c['holds'] is None else c['holds']}"
                          for c in claims)
     note = (f"Delayed recall: name the token seen τ steps before the end of a sequence of "
             f"L = τ + {cfgs[0].margin + 1} tokens over {alphabet} symbols; chance is "
             f"{chance:.3f}, and 'at chance' means at most {band:.3f} (chance + "
             f"{CHANCE_SIGMAS:g} binomial sd over {n_test} test sequences). Accuracy: final "
-            f"test accuracy, max / min over seeds {P.horizon_seeds}. MF(τ): supremum over channels "
+            f"test accuracy, max / min over seeds {P.horizon_seeds} (columns τ = ...). M[τ] "
+            f"(columns M[...], initialisation → trained): supremum over channels "
             f"of the memory function at delay τ (window L), largest over seeds; 'MF ~ 0' means "
             f"below {MF_ZERO:g}. Claims: {verdicts}. "
             + "".join(f"Failed ({n}): {reason}. " for reason, n in sorted(failures.items()))
@@ -917,39 +1062,54 @@ def live_but_at_chance(data: list[dict[str, Any]]) -> dict[str, Any]:
 
 def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[str, Any]:
     """What the LRA sections of the chapter glue, by name: the grids of its tables
-    (:func:`lra_main`, :func:`lra_claims` with one column per task, :func:`claim_counts_table`,
-    :func:`paper_claims`, :func:`lra_fit`, :func:`lra_ablation`) and the numbers its prose
-    cites: the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`); the claim
-    rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows; the
-    paper's learned Pathfinder cells of the ablation's "linear" spectrum and of the main
-    table's S4D-Lin (max / min); the median growth of the summed supremum memory function
-    over the learned runs of ``records`` (:func:`mf_growth_ratios`; nan without one) and
-    claim 3's limit."""
+    (:func:`scale_table`, :func:`lra_main`, :func:`lra_claims` with one column per task,
+    :func:`claim_counts_table`, :func:`paper_claims`, :func:`lra_fit`, :func:`lra_ablation`)
+    and the numbers its prose and captions cite: the seeds per cell of the main table and
+    of the ablation; each claim's verdict per task (``lra_verdict_<claim>_<task>``, "not
+    judged" where it is not); the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`);
+    the claim rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows;
+    per spectrum, the median growth of the summed supremum memory function over the
+    learned runs of ``records`` that belong to the main table or the ablation
+    (:func:`mf_growth_ratios`, :func:`grid_runs`; ``lra_mf_gain_<init>``, nan without
+    one) and claim 3's limit; claim 4's "converged" rule (:data:`LOSS_NEAR_MIN`,
+    :data:`LATE_EPOCHS`)."""
     import numpy as np
 
     claims, paper = lra_claims(P, root), paper_claims(P, root)
     by_task = {d["task"]: d for d in paper.data}
-    growth = mf_growth_ratios(records)
-    return {"lra_main": lra_main(P, root).grid(),
+    runs = grid_runs(records, paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P))
+    gains = {}
+    for init in CLAIM3_INITS:
+        growth = mf_growth_ratios([r for r in runs if r["config"]["init"] == init])
+        gains[f"lra_mf_gain_{init}"] = float(np.median(growth)) if growth else float("nan")
+    return {"lra_scale": scale_table(P, root).grid(),
+            "lra_main": lra_main(P, root).grid(),
             "lra_claims": claims.transposed().grid(),
             "lra_claim_counts": claim_counts_table(claim_counts(claims.data)).grid(),
             "lra_paper_claims": paper.grid(),
             "lra_fit": lra_fit(P, root).grid(),
             "lra_ablation": lra_ablation(P, root).grid(),
+            "lra_main_seeds": len(P.lra_seeds),
+            "lra_ablation_seeds": len(P.lra_ablation_seeds),
+            **{f"lra_verdict_{k}_{d['task']}": d[k] or "not judged" for d in claims.data
+               for k in LRA_CLAIMS},
             "lra_paper_seeds": paper_values.LRA_SEEDS,
             "lra_d2": RANGE_TO_SD[paper_values.LRA_SEEDS],
             **{f"lra_paper_c1_{task.lower().replace('-', '')}":
                by_task[task]["frozen_as_good"] for task in ("Retrieval", "Path-X", "ListOps")},
-            "lra_paper_real_pf": _paper(paper_values.LRA_ABLATION[("Pathfinder", "real", False)]),
-            "lra_paper_lin_pf": _paper(paper_values.LRA_MAIN[("Pathfinder", "lin", False)]),
-            "lra_mf_gain": float(np.median(growth)) if growth else float("nan"),
-            "lra_mf_limit": MF_GROWTH_LIMIT}
+            **gains,
+            "lra_mf_limit": MF_GROWTH_LIMIT,
+            "lra_near_min": 100 * LOSS_NEAR_MIN,
+            "lra_late_epochs": LATE_EPOCHS}
 
 
 def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
     """What the delayed-recall sections of the chapter glue, by name: the grids of
-    :func:`memory_horizon`'s table ``horizon``, of its claims (:func:`horizon_claims_table`)
-    and of :func:`memory_horizon_noise`'s table ``noise``, and the numbers the prose cites:
+    :func:`memory_horizon`'s table ``horizon`` (as two: its accuracies ``hz_table`` and its
+    memory ``hz_table_mf``), of its claims (:func:`horizon_claims_table`) and of
+    :func:`memory_horizon_noise`'s table ``noise``, and the numbers the prose cites: the
+    learned cell whose memory at its delay grew most in training (``hz_grown_*``: its
+    spectrum, delay, memory before and after; None where none grew),
     chance and the "at chance" bound (:func:`chance_band`), the "memory gone" and "memory
     present" thresholds, the noise levels (:data:`sst_core.experiments.paper2.MEMORY_NOISE`,
     as text), the cells with exact memory present that stay at chance and those of them
@@ -958,7 +1118,17 @@ def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
     ``hz_seeds``)."""
     cfg = paper2.memory_horizon_grid(P)[0]
     stuck = live_but_at_chance(noise.data)
-    return {"hz_table": horizon.grid(), "hz_claims": horizon_claims_table(horizon.data).grid(),
+    accuracy, memory = horizon.split(2, 2 + len(P.horizon_taus))
+    grown = [c for c in horizon.data if c["kind"] == "cell" and not c["frozen"]
+             and c["mf_before"] is not None and c["mf_after"] is not None
+             and c["mf_after"] > c["mf_before"]]
+    most = max(grown, key=lambda c: c["mf_after"] - c["mf_before"], default=None)
+    return {"hz_table": accuracy.grid(), "hz_table_mf": memory.grid(),
+            "hz_claims": horizon_claims_table(horizon.data).grid(),
+            "hz_grown_spectrum": None if most is None else INIT_NAMES[most["init"]],
+            "hz_grown_tau": None if most is None else most["tau"],
+            "hz_grown_before": None if most is None else most["mf_before"],
+            "hz_grown_after": None if most is None else most["mf_after"],
             "nz_table": noise.grid(),
             "hz_chance": cfg.chance, "hz_band": chance_band(cfg.alphabet, cfg.n_test),
             "hz_mf_zero": MF_ZERO, "hz_mf_live": MF_LIVE,
