@@ -123,3 +123,20 @@ def test_the_s4_row_reads_the_simulation_check_the_memory_chapter_shows(tmp_path
     t = overview({"p2_memory": P}, root=tmp_path)
     assert t.data[0]["values"] == simulation_check(record)
     assert t.rows[0][2] == "equal to 2e-13" and t.data[0]["verdict"] == "agrees"
+
+
+def test_an_lra_claim_undetermined_on_a_task_is_judged_on_the_others(monkeypatch):
+    import sst_core.reports.lra as lra
+
+    counts = {k: {"holds": 0, "tie": 0, "fails": 0, lra.UNDETERMINED: 0, "judged": 0}
+              for k in lra.LRA_CLAIMS}
+    counts["frozen_converges_faster"] |= {"tie": 1, lra.UNDETERMINED: 1, "judged": 2}
+    monkeypatch.setattr(lra, "lra_claims", lambda P, root=None: lra.Table("", [], [], data=[]))
+    monkeypatch.setattr(lra, "claim_counts", lambda data: counts)
+    paper, ours, verdict, c = RESULTS["lra_frozen_converges_faster"][3](None, None)
+    assert ours == ("holds on 0, ties on 1, fails on 0 of 1 tasks; undetermined on 1 "
+                    "(runs not converged)")
+    assert verdict == "close"
+    counts["frozen_converges_faster"] |= {"tie": 0, "judged": 1}
+    assert RESULTS["lra_frozen_converges_faster"][3](None, None)[1:3] == (
+        "no task judged; undetermined on 1 (runs not converged)", None)

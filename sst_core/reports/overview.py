@@ -172,14 +172,18 @@ def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
 
 def _lra_claim(key: str) -> Callable[[Profile, Any], tuple[str, str, str | None, dict]]:
     def row(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
-        from sst_core.reports.lra import claim_counts, lra_claims
+        from sst_core.reports.lra import UNDETERMINED, claim_counts, lra_claims
         from sst_core.spec.paper_values import LRA_CLAIM_TASKS
 
         c = claim_counts(lra_claims(P, root).data)[key]
         cited = LRA_CLAIM_TASKS.get(key)
         paper = "holds" + (f" ({', '.join(cited)})" if cited else "")
+        # a task where the claim is undetermined (its runs had not converged) judges nothing
+        judged = c["holds"] + c["tie"] + c["fails"]
         ours = (f"holds on {c['holds']}, ties on {c['tie']}, fails on {c['fails']} of "
-                f"{c['judged']} tasks" if c["judged"] else "no task judged")
+                f"{judged} tasks" if judged else "no task judged")
+        if c[UNDETERMINED]:
+            ours += f"; undetermined on {c[UNDETERMINED]} (runs not converged)"
         return paper, ours, verdict_of_claim(c["holds"], c["tie"], c["fails"]), c
     return row
 
