@@ -157,13 +157,14 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert all(cell == "missing" for row in dt.rows for cell in row[2:])
     assert {d["diagnostics"] for d in dt.data} == {"missing"}
     assert all(cell == "missing" for row in rb.delta_lens(P).rows for cell in row[1:])
-    assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
+    assert all(row[2:] == ["missing"] * 6 for row in rb.exact_trackers(P).rows)
     assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
     n = rb.delta_summary(P)  # the chapter's numbers: nothing measured, nothing counted
     assert n["dp_S3"] == n["dp_A5"] == {"status": "missing", "m_p": None}
     assert (n["n_theory"], n["n_yes"], n["n_no"], n["n_torch"]) == (0, 0, 0, 0)
     assert n["exact_S3"] is None and n["torch_q_diff"] is None and n["dp_gain"] is None
+    assert n["exact_missed"] is None and n["lens"] == {} and n["untested_T_max"] is None
     cells = len(dt.data) * len(dt.data[0]["cells"])
     assert n["per_cell"] * cells == len(beyond.delta_grid(P))
 
@@ -233,18 +234,58 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     (d,) = rb.delta_theory_check(P)
     assert d["model"] == "deltaproduct" and d["m_p"] == 100 and d["T_cross"] == 150
     assert d["T_pred"] == pytest.approx((0.5 ** 0.5 - 0.1) / 0.004, rel=1e-3)
-    assert d["measured"] and d["corollary"]
+    assert d["measured"] and d["corollary"] and d["passes"]
     assert d["trained"] == diag.run.curriculum_max and d["rollout"] == diag.rollout
+    n = rb.delta_summary(P)  # a run that passes 60: counted
+    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (1, 1, 1, 1)
+    assert n["n_untested"] == 0 and n["untested_T_max"] is None
+    assert rb.delta_theory_table(P).rows[0][-2:] == ["yes", "yes"]
     store_record(diag, "ok", None, dict(metrics, m_p=None), 0.1)  # fails at 60: T too late
     (d,) = rb.delta_theory_check(P)
-    assert not d["measured"] and not d["corollary"]
-    n = rb.delta_summary(P)  # the chapter's counts are the check's, its gains the record's
-    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (0, 1, 0, 1)
+    assert not d["measured"] and not d["corollary"] and not d["passes"]
+    n = rb.delta_summary(P)  # the chapter's counts: only runs that pass 60, its gains the record's
+    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (0, 0, 0, 0)
+    assert (n["n_untested"], n["untested_T_max"]) == (1, 150)
     assert (n["dp_gain"], n["dp_gain_min"]) == (0.99, 0.97)
-    t = rb.delta_theory_table(P)  # the same check as the chapter's table
+    assert n["lens"]["deltaproduct"]["T_cross"] == 150
+    assert n["lens"]["deltaproduct"]["m_p_diag"] is None
+    t = rb.delta_theory_table(P)  # the same check as the chapter's table, not counted: (..)
     assert t.data == [d] and t.rows == [["DeltaProduct", "non-diagonal affine", "fail", "150",
-                                         format(d["T_pred"], ".4g"), "no", "no"]]
+                                         format(d["T_pred"], ".4g"), "(no)", "(no)"]]
+    store_record(diag, "ok", None, dict(metrics, m_p=None, T_cross=3), 0.1)
+    n = rb.delta_summary(P)  # a failing run crossing early: a hit the text does not count
+    assert rb.delta_theory_check(P)[0]["measured"] and n["measured"] == n["n_theory"] == 0
+    assert rb.delta_theory_table(P).rows[0][-2:] == ["(yes)", "(no)"]
     assert rb.delta_theory_check(P, models=["deltanet"]) == []
+
+def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path, monkeypatch):
+    """Constructed exact-tracker records: the crossing one, and the one whose Corollary 1
+    crossing lies inside the rollout while q never crosses (a miss), not one predicted past
+    the rollout (no miss)."""
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    cfgs = {(c.group, c.drift): c for c in beyond.exact_tracker_grid(P)}
+    small, large = sorted(d for d in beyond.EXACT_TRACKER_DRIFTS if d > 0)[:2]
+    rollout = cfgs["S3", small].rollout
+
+    def metrics(T_cross, T_pred):
+        return {"T_cross": T_cross, "failure_mode": "none" if T_cross is None else "climb",
+                "theorem1": {"gain": 1.0, "gain_min": 0.9999, "deviation_U": 0.01},
+                "is_affine": True, "corollary1": {"T_pred": T_pred}}
+    store_record(cfgs["C6", small], "ok", None, metrics(None, 2.0 * rollout), 0.1)  # past it
+    n = rb.delta_summary(P)
+    assert n["exact_missed"] is None and n["exact_S3"] is None
+    store_record(cfgs["S3", small], "ok", None, metrics(None, rollout / 2), 0.1)
+    store_record(cfgs["S3", large], "ok", None, metrics(rollout // 4, rollout / 5), 0.1)
+    n = rb.delta_summary(P)
+    assert (n["exact_missed"]["group"], n["exact_missed"]["drift"]) == ("S3", small)
+    assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
+    assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
+    row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
+    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes",
+                       "none"]
+
 
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",

@@ -635,7 +635,9 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
     the measured ``T_cross`` and Corollary 1's ``T_pred`` from the early drift, and whether
     each predicts ``m_p`` (:func:`crossing_predicts`): ``measured`` and ``corollary``
     (None where the drift could not be fitted; a drift that is not positive predicts no
-    crossing)."""
+    crossing). ``passes``: whether the run passes the training length; for one that does
+    not, the rule asks only for a crossing before twice the training length, which the q of
+    a run that has lost the state reaches early, so its verdicts have next to no power."""
     from sst_core.analysis.error_control import corollary1_prediction
 
     best = best_by_model(delta_diagnostic_records(P, root))
@@ -648,7 +650,8 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
         where = {"trained": cfg["run"]["curriculum_max"],
                  "longest": max(cfg["run"]["eval_lengths"]), "rollout": cfg["rollout"]}
         cor = corollary1_prediction(mt)
-        out.append({"model": m, "m_p": mt["m_p"], "T_cross": mt["T_cross"],
+        out.append({"model": m, "m_p": mt["m_p"], "passes": mt["m_p"] is not None,
+                    "T_cross": mt["T_cross"],
                     "T_pred": cor["T_pred"], "drift": cor["drift"], **where,
                     "measured": crossing_predicts(mt["m_p"], mt["T_cross"], **where),
                     "corollary": None if cor["drift"] is None else
@@ -662,17 +665,19 @@ def delta_theory_table(P: Profile, root=None) -> Table:
     times, and whether each predicts m_p by :func:`crossing_predicts`."""
     check = delta_theory_check(P, root, models=beyond.DELTA_MODELS + beyond.DELTA_COMPARED)
 
-    def yes(v: bool | None) -> str:
-        return "—" if v is None else "yes" if v else "no"
+    def yes(v: bool | None, counted: bool) -> str:
+        text = "—" if v is None else "yes" if v else "no"
+        return text if counted or v is None else f"({text})"
 
     cols = ["model", "class", "m_p", "T_cross", "T_cross, Cor. 1", "T_cross predicts m_p",
             "Cor. 1 predicts m_p"]
     rows = [[model_name(d["model"]), delta_class(d["model"]), fmt(d["m_p"]),
              crossing(d["T_cross"]), "—" if d["T_pred"] is None else format_value(d["T_pred"], ".4g"),
-             yes(d["measured"]), yes(d["corollary"])] for d in check]
+             yes(d["measured"], d["passes"]), yes(d["corollary"], d["passes"])] for d in check]
     note = (f"A crossing time predicts m_p when it lies within a factor {PREDICTION_FACTOR:g} of "
             "it; for a run that fails at the training length, when it is at most that factor "
-            "times the training length; for a run that passes the longest evaluated length, when "
+            "times the training length (in parentheses: such a verdict has next to no power, "
+            "and is not counted); for a run that passes the longest evaluated length, when "
             "it is no earlier than that length divided by the factor (no crossing counts as "
             "past the rollout). Corollary 1's crossing time comes from the drift fitted over t in "
             "[10, 120]; '—': no drift to fit. The best S3 run of each affine model.")
@@ -686,24 +691,24 @@ def exact_trackers(P: Profile, root=None) -> Table:
     cfgs = beyond.exact_tracker_grid(P)
     recs = stored_records(cfgs, root)
     by_cfg = {(r["config"]["group"], r["config"]["drift"]): r for r in recs}
-    cols = ["group", "rotation per token", "T_cross", "failure mode", "σ_max(Qᵀ J Q)",
-            "σ_min(Qᵀ J Q)", "‖Qᵀ J Q − I‖", "affine (measured)", "T_cross (Corollary 1)"]
+    cols = ["group", "rotation (rad)", "T_cross", "T_cross, Cor. 1", "σ_min, σ_max",
+            "‖Qᵀ J Q − I‖", "affine", "failure mode"]
     rows, data, ids = [], [], []
     for c in cfgs:
         r = by_cfg.get((c.group, c.drift))
         if r is None or r["status"] != "ok":
-            rows.append([c.group, c.drift] + ["missing" if r is None else "failed"] * 7)
-            data.append({"group": c.group, "drift": c.drift,
+            rows.append([c.group, c.drift] + ["missing" if r is None else "failed"] * 6)
+            data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout,
                          "status": "missing" if r is None else "failed"})
             continue
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         T_pred = m["corollary1"]["T_pred"]
         rows.append([c.group, c.drift, crossing(m["T_cross"]),
-                     m["failure_mode"],
-                     format_value(t1["gain"], ".4f"), format_value(t1["gain_min"], ".4f"),
-                     format_value(t1["deviation_U"], ".2g"), m["is_affine"],
-                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g")])
-        data.append({"group": c.group, "drift": c.drift, "status": "ok",
+                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
+                     f"{format_value(t1['gain_min'], '.4f')}, {format_value(t1['gain'], '.4f')}",
+                     format_value(t1["deviation_U"], ".2g"), "yes" if m["is_affine"] else "no",
+                     m["failure_mode"]])
+        data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout, "status": "ok",
                      "T_cross": m["T_cross"], "failure_mode": m["failure_mode"],
                      "gain": t1["gain"], "gain_min": t1["gain_min"],
                      "deviation_U": t1["deviation_U"], "is_affine": m["is_affine"],
@@ -711,11 +716,12 @@ def exact_trackers(P: Profile, root=None) -> Table:
         ids.append(r["run_id"])
     note = ("Each token applied as its reflections (beta = 2) in an exact orthogonal "
             "representation (sst_core.theory.householder.permutation_tracker), its transition "
-            "then rotated by the given angle (a fixed error, the same at every step); "
+            "then rotated by the given angle in radians (a fixed error, the same at every step); "
             "diagnosed by sst_core.analysis.any_model.diagnose_any, which needs no registry "
-            "entry. T_cross 'none': q stays below 1/2 up to the rollout. 'affine "
-            "(measured)': the entry point's numerical check. Corollary 1: "
-            "sqrt(R_U(t)) = a + t ||eta_bar|| fitted over t in [10, 120] ('none': no drift).")
+            "entry. T_cross 'none': q stays below 1/2 up to the rollout. sigma_min, sigma_max: the "
+            "smallest and largest singular values of the return map on U. 'affine': the entry "
+            "point's numerical check. Corollary 1: sqrt(R_U(t)) = a + t ||eta_bar|| fitted "
+            "over t in [10, 120] ('none': no drift, or a crossing beyond 10^6).")
     return Table("Exact and perturbed Householder trackers through the public diagnostics",
                  cols, rows, note, ids, data)
 
@@ -771,33 +777,51 @@ def torch_module_check(P: Profile, root=None) -> Table:
 def delta_summary(P: Profile, root=None) -> dict[str, Any]:
     """The numbers the delta chapter's prose cites, typed, from the tables above (None where
     a record is missing): DeltaProduct's one-layer S3 and A5 cells (``status``, ``m_p``) and
-    the singular values of its S3 return map on U; how many Householder models the measured
-    and Corollary 1's crossing times predict (:func:`delta_theory_check`) out of how many;
+    the singular values of its S3 return map on U; how many Householder models that pass the
+    training length the measured and Corollary 1's crossing times predict
+    (:func:`delta_theory_check`) out of how many, and how many fail at it (``n_untested``,
+    whose verdicts have next to no power) with the latest crossing among them; every model's
+    S3 diagnostics (``lens``: m_p, T_cross, the return map's singular values and distance
+    from I on U, Corollary 1's crossing time);
     how many one-layer cells the theory calls "yes" / "no" (:func:`delta_verdicts`) and how
     many of them reach the longest length; the torch modules' agreement
-    (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses
-    (:func:`exact_trackers`, its data row); the recovery's steps; the grid's runs per cell."""
+    (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses and the first
+    perturbed tracker whose Corollary 1 crossing lies inside the rollout while q never crosses
+    (:func:`exact_trackers`, their data rows); the recovery's steps; the grid's runs per cell."""
     Pb = beyond.beyond_profile(P)
     table = delta(P, root)
     dp = next(d for d in table.data if d["model"] == "deltaproduct")
     cells = len(table.data) * len(dp["cells"])
     theory = delta_theory_check(P, root)
+    tested = [d for d in theory if d["passes"]]  # the rule has next to no power on the rest
+    untested = [d for d in theory if not d["passes"]]
     verdicts = [v for v in delta_verdicts(P, root) if v["reaches_longest"] is not None]
     torch_ok = [d for d in torch_module_check(P, root).data if d["status"] == "ok"]
-    drifting = [d for d in exact_trackers(P, root).data if d["group"] == "S3"
-                and d["status"] == "ok" and d["drift"] > 0 and d["T_cross"] is not None]
+    exact = [d for d in exact_trackers(P, root).data if d["status"] == "ok"]
+    drifting = [d for d in exact if d["group"] == "S3" and d["drift"] > 0
+                and d["T_cross"] is not None]
+    # a perturbed tracker whose Corollary 1 crossing lies inside the rollout, yet q never crosses
+    missed = [d for d in exact if d["drift"] > 0 and d["T_cross"] is None
+              and d["T_pred"] is not None and d["T_pred"] <= d["rollout"]]
     out = {"per_cell": len(beyond.delta_grid(P)) // max(1, cells),
            "recovery_steps": paper1.recovery_steps(P),  # as diagnostics_config(P, ...) runs them
            "dp_S3": dp["cells"][f"S3 L{Pb.track_depths[0]}"],
            "dp_A5": dp["cells"][f"A5 L{Pb.track_depths[0]}"],
            "dp_gain_min": dp.get("gain_min"), "dp_gain": dp.get("gain"),
-           "measured": sum(d["measured"] for d in theory), "n_theory": len(theory),
-           "corollary": sum(bool(d["corollary"]) for d in theory),
-           "n_corollary": sum(d["corollary"] is not None for d in theory),
+           "measured": sum(d["measured"] for d in tested), "n_theory": len(tested),
+           "corollary": sum(bool(d["corollary"]) for d in tested),
+           "n_corollary": sum(d["corollary"] is not None for d in tested),
+           "n_untested": len(untested),
+           "untested_T_max": max((d["T_cross"] for d in untested if d["T_cross"] is not None),
+                                 default=None),
+           "lens": {d["model"]: {k: d.get(k) for k in ("m_p_diag", "T_cross", "gain",
+                                                       "gain_min", "deviation_U", "T_pred")}
+                    for d in table.data if d["diagnostics"] == "ok"},
            "torch_same": sum(d["T_cross"] == d["T_cross_plain"] for d in torch_ok),
            "n_torch": len(torch_ok),
            "torch_q_diff": max((d["q_rel_diff"] or 0 for d in torch_ok), default=None),
-           "exact_S3": drifting[0] if drifting else None}
+           "exact_S3": drifting[0] if drifting else None,
+           "exact_missed": missed[0] if missed else None}
     for kind in ("yes", "no"):
         kind_cells = [v for v in verdicts if v["predicted"] == kind]
         out[f"reach_{kind}"] = sum(v["reaches_longest"] for v in kind_cells)
