@@ -31,10 +31,9 @@
 # that fails at 60 the test has next to no power, since any crossing before twice the
 # training length counts as a hit. The theorem's dichotomy is not between diagonal and
 # non-diagonal transitions but between no drift and some drift ({numref}`tab-dl-exact`).
-# The diagnostics also miss: a state-dependent model whose $q$ crosses early yet tracks to
-# 1000, an affine one whose return map is exactly the identity on $U$ yet fails at 60, and a
-# perturbed exact tracker that never crosses where Corollary 1 says it should
-# ({ref}`sec-dl-misses`, {numref}`tab-dl-exact`).
+# The diagnostics also miss, for a state-dependent model whose $q$ crosses early, for an
+# affine one whose return map is exactly the identity on $U$, and for a perturbed exact
+# tracker ({ref}`sec-dl-misses`, {numref}`tab-dl-exact`).
 #
 # At this book's scale: the grid of the other "Beyond" chapters, {glue:text}`per_cell:d` runs
 # per cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`
@@ -249,7 +248,8 @@ plt.close("all")
 # - Linear attention meets Theorem 1's premise exactly: its transition is the identity for
 #   every token, so its return map on $U$ is the identity ($\lVert Q^\top J Q - I\rVert$ =
 #   {glue:text}`la_dev`, both singular values {glue:text}`la_gain`), yet its $q$ crosses at
-#   $t$ = {glue:text}`la_T` and its $m_p$ is {glue:text}`la_mp`. With the identity as
+#   $t$ = {glue:text}`la_T`, and its $m_p$ reads {glue:text}`la_mp` in
+#   {numref}`tab-dl-lens`. With the identity as
 #   transition the state is a sum of the tokens' inputs, which does not depend on their
 #   order, so it cannot hold the state of a non-abelian group such as $S_3$: fixing the
 #   centroids is what Theorem 1 asks of a tracker, not what makes one.

@@ -287,6 +287,43 @@ def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path,
                        "none"]
 
 
+def test_the_split_counts_failures_of_both_classes_and_names_each_best(tmp_path, monkeypatch):
+    """Constructed A5 records: a state-dependent model failing at 60 while an affine one
+    passes is counted, and each class's best model is named with its m_p."""
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    longest = max(beyond.beyond_profile(P).track_eval_lengths)
+    m_p = {"tanh_rnn": None, "state_gated_rnn": longest - 1, "token_gated_rnn": longest // 2}
+    for cfg in beyond.harder_groups_grid(P):
+        if cfg.group == "A5":
+            store_record(cfg, "ok", None, {"m_p": m_p.get(cfg.model), "eval": {}}, 0.1)
+    (a5,) = [d for d in rb.harder_groups_split(P).data if d["group"] == "A5"]
+    assert (a5["state_dependent_fail"], a5["n_state_dependent"]) == (1, 2)
+    assert (a5["affine_fail"], a5["n_affine"], a5["affine_reach"]) == (7, 8, 0)
+    assert a5["best_state_dependent"] == {"model": "state_gated_rnn", "m_p": longest - 1}
+    assert a5["best_affine"] == {"model": "token_gated_rnn", "m_p": longest // 2}
+    (row,) = [r for r in rb.harder_groups_split(P).rows if r[0] == "A5"]
+    assert row[1:] == ["0 of 2", "1 of 2", "0 of 8", "7 of 8"]
+    (s3,) = [d for d in rb.harder_groups_split(P).data if d["group"] == "S3"]
+    assert s3["best_state_dependent"] is None and s3["best_affine"] is None  # no records
+
+
+def test_the_populations_name_their_selection():
+    """Figure 4 on S3 is Paper 1's sweep on the whole grid; on A5, and the spectra's affine
+    runs, the same models on the narrower beyond grid."""
+    S = profiles.get_profile("standard")
+    s3, a5 = (rb.figure4_population(S, g) for g in ("S3", "A5"))
+    assert s3["runs"] == len(beyond.figure4_runs_on(S, "S3")) > a5["runs"]
+    assert s3["depths"] == sorted(S.track_depths) and a5["depths"] == sorted(S.beyond_depths)
+    assert s3["schedules"] == sorted(S.track_schedules)
+    assert a5["rnn_widths"] == sorted(S.beyond_rnn_widths) and s3["models"] == a5["models"]
+    sp = rb.spectra_population(S)
+    assert sp["depths"] == sorted(S.beyond_depths) and sp["models"] == a5["models"]
+    from sst_core.models.registry import expected_affine
+    assert sp["runs"] == sum(expected_affine(c.run.model) for c in beyond.spectra_grid(S))
+
+
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",
            "entries": [{"name": "semi_affine_train_s3", "ratio": 2.0},

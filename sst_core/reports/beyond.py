@@ -87,13 +87,20 @@ def harder_groups(P: Profile, root=None) -> Table:
 
 def harder_groups_split(P: Profile, root=None) -> Table:
     """Per group of :func:`harder_groups`: how many state-dependent and how many affine
-    models reach the longest evaluated length, and how many affine ones fail at the
-    training length (one-layer cells; a missing or diverged cell counts in none)."""
+    models reach the longest evaluated length, and how many of each fail at the training
+    length (one-layer cells; a missing or diverged cell counts in none); its data also name
+    the best model of each class (``best_state_dependent``, ``best_affine``: model and m_p,
+    the longest m_p, None when every cell fails or is missing)."""
     t = harder_groups(P, root)
     longest = max(beyond.beyond_profile(P).track_eval_lengths)
     depth = min(d["n_layers"] for d in t.data) if t.data else 1
-    cols = ["group", "state-dependent at the longest length", "affine at the longest length",
-            "affine failing at 60"]
+    cols = ["group", "state-dependent at the longest length", "state-dependent failing at 60",
+            "affine at the longest length", "affine failing at 60"]
+
+    def best(cells):
+        top = max(cells, key=lambda d: d["m_p"] or 0, default=None)
+        return None if top is None or top["m_p"] is None else \
+            {"model": top["model"], "m_p": top["m_p"]}
     rows, data = [], []
     for g in dict.fromkeys(d["group"] for d in t.data):
         cells = [d for d in t.data if d["group"] == g and d["n_layers"] == depth]
@@ -102,11 +109,14 @@ def harder_groups_split(P: Profile, root=None) -> Table:
         reach = {k: sum(d["m_p"] is not None and d["m_p"] >= longest for d in v)
                  for k, v in (("state_dependent", sd), ("affine", af))}
         fail = sum(d["status"] == "fail" for d in af)
-        rows.append([g, f"{reach['state_dependent']} of {len(sd)}",
+        sd_fail = sum(d["status"] == "fail" for d in sd)
+        rows.append([g, f"{reach['state_dependent']} of {len(sd)}", f"{sd_fail} of {len(sd)}",
                      f"{reach['affine']} of {len(af)}", f"{fail} of {len(af)}"])
         data.append({"group": g, "longest": longest, "n_state_dependent": len(sd),
                      "n_affine": len(af), "state_dependent_reach": reach["state_dependent"],
-                     "affine_reach": reach["affine"], "affine_fail": fail})
+                     "affine_reach": reach["affine"], "affine_fail": fail,
+                     "state_dependent_fail": sd_fail, "best_state_dependent": best(sd),
+                     "best_affine": best(af)})
     note = (f"One-layer cells of the table above; 'at the longest length': m_p = {longest}; "
             "'failing at 60': below 90% token accuracy at the training length.")
     return Table("The split by class, per group", cols, rows, note, t.records, data)
@@ -121,6 +131,31 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     cfgs = [replace(diagnostics_config(P, c), n_samples=beyond.n_samples_for(P, group))
             for c in beyond.figure4_runs_on(P, group)]
     return stored_records(cfgs, root)
+
+
+def sweep_axes(runs: Sequence[Any]) -> dict[str, Any]:
+    """A set of training runs (:class:`~sst_core.spec.configs.TrackingConfig`) by its axes:
+    how many runs, and the sorted values of each axis the runs take (models, depths, state
+    sizes, widths of the RNNs, schedules, learning rates, seeds): the selection behind a
+    chapter's population, as its text names it."""
+    from sst_core.models.registry import REGISTRY
+
+    def axis(get, cfgs=runs):
+        return sorted({get(c) for c in cfgs})
+    rnn = [c for c in runs if REGISTRY[c.model].family == "rnn"]
+    return {"runs": len(runs), "models": axis(lambda c: c.model),
+            "depths": axis(lambda c: c.n_layers),
+            "d_states": axis(lambda c: c.d_state, [c for c in runs if c not in rnn]),
+            "rnn_widths": axis(lambda c: c.d_state, rnn),  # an RNN's d_state is its width
+            "schedules": axis(lambda c: c.schedule),
+            "lrs": axis(lambda c: c.lr), "seeds": axis(lambda c: c.seed)}
+
+
+def figure4_population(P: Profile, group: str) -> dict[str, Any]:
+    """:func:`sweep_axes` of the affine training sweep :func:`figure4_runs_on` analyses on
+    ``group``: on S3 Paper 1's sweep on the profile's whole Table 2 grid, on A5 the same
+    models on the narrower grid of :func:`~sst_core.experiments.beyond.beyond_profile`."""
+    return {"group": group, **sweep_axes(beyond.figure4_runs_on(P, group))}
 
 
 def figure4_groups(P: Profile, root=None) -> Table:
@@ -153,7 +188,11 @@ def figure4_groups(P: Profile, root=None) -> Table:
                                         for g in stats] + ["all (claimed)"],
     ]
     why = "; ".join(f"{g}: {stats[g]['why_no_r']}" for g in stats if "why_no_r" in stats[g])
-    note = ("The same affine sweep (models, depths, sizes, learning rates, seeds) on each group, "
+    pops = {g: figure4_population(P, g) for g in beyond.FIGURE4_GROUPS}
+    note = ("The affine sweep of each group (" + "; ".join(
+                f"{g}: {p['runs']} runs, depths {p['depths']}, state sizes {p['d_states']}, "
+                f"schedules {p['schedules']}" for g, p in pops.items())
+            + "; the same models, learning rates and seeds), "
             "the same selection rule and statistics as Figure 4; A5 gets "
             f"{beyond.n_samples_for(P, 'A5') // max(1, P.diag_samples)}x the held-out words of S3 "
             "(one class in 60 instead of 6). "
@@ -370,7 +409,7 @@ def spectra(P: Profile, root=None) -> Table:
     best = best_spectra(recs)
     cols = ["model", "class", "m_p", "D_rec", "dim U", "A(x): spectral radius",
             "A(x): share near |λ| = 1", "A(x): memory horizon", "return map: λ near 1",
-            "return map: horizon (words)"]
+            "return map: horizon, max over channels (words)"]
     rows, data = [], []
     for r in best:
         name, m = r["metrics"]["model"], r["metrics"]
@@ -392,8 +431,10 @@ def spectra(P: Profile, root=None) -> Table:
             "first delay at which Paper 2's memory function (of one channel's spectrum, the max "
             "over channels) drops below 1/2. Return map: the Jacobian of a state-preserving word "
             "(length 6) from states after a held-out word; Theorem 1 predicts at least dim U "
-            "eigenvalues at 1 for an affine model that tracks; its horizon counts words. Best S3 "
-            "run per model.")
+            "eigenvalues at 1 for an affine model that tracks; its horizon counts words, that "
+            "of the maximum over channels, median over words (the chapter's figure titles give "
+            "the horizon of the median over channels, a different statistic). Best S3 run per "
+            "model.")
     return Table("Memory meets error control: spectra of the trained S3 trackers", cols, rows,
                  note, [r["run_id"] for r in recs], data)
 
@@ -404,6 +445,14 @@ SPECTRA_PREDICTORS = {
     "A(x) memory horizon": lambda m: _token_summary(m)["horizon"],
     "return map: eigenvalues near 1": lambda m: m["return_maps"]["n_near_one_median"],
 }
+
+
+def spectra_population(P: Profile) -> dict[str, Any]:
+    """:func:`sweep_axes` of the affine S3 runs whose spectra the chapter analyses
+    (:func:`~sst_core.experiments.beyond.spectra_grid`: Table 2's S3 runs and the Figure 4
+    sweep, on the narrower grid of :func:`~sst_core.experiments.beyond.beyond_profile`),
+    the population :func:`spectra_predictors` correlates over (those that pass 60)."""
+    return sweep_axes([c.run for c in beyond.spectra_grid(P) if expected_affine(c.run.model)])
 
 
 def spectra_predictors(P: Profile, root=None) -> Table:
@@ -440,7 +489,8 @@ def spectra_predictors(P: Profile, root=None) -> Table:
             rho = p = None
         rows.append([name, format_value(rho), format_value(p, ".2g"), len(pairs)])
         data.append({"predictor": name, "rho": rho, "p": p, "n": len(pairs)})
-    note = ("Affine S3 runs (Table 2's and the Figure 4 sweep) that pass the training length; "
+    note = ("Affine S3 runs (Table 2's and the Figure 4 sweep, on the narrower grid of "
+            "beyond_profile; spectra_population) that pass the training length; "
             "rank correlation because m_p lives on a grid of lengths and is censored at 1000. "
             "No ρ with fewer than three runs or a constant column.")
     return Table("What the spectra say about m_p", cols, rows, note,
