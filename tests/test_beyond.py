@@ -150,6 +150,9 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert f4.data[0]["n"] == 0 and "fewer than three runs" in f4.note
     assert rb.label_free(P).data[0]["n"] == 0
     assert all(d["n"] == 0 for d in rb.label_free_warning(P).data)
+    assert rb.warning_same_as(rb.label_free_warning(P), "decoded") == {
+        "drift": {"same": 0, "n": 0}, "power": {"same": 0, "n": 0}}
+    assert "within a factor 1.25" in rb.label_free(P).columns[3]
     sa = rb.semi_affine(P)
     assert all("missing" in row for row in sa.rows)
     assert rb.semi_affine_cost([]) == []
@@ -322,6 +325,31 @@ def test_the_populations_name_their_selection():
     assert sp["depths"] == sorted(S.beyond_depths) and sp["models"] == a5["models"]
     from sst_core.models.registry import expected_affine
     assert sp["runs"] == sum(expected_affine(c.run.model) for c in beyond.spectra_grid(S))
+
+
+def test_the_semi_affine_rank_is_the_models_own():
+    from sst_core.models.registry import build
+
+    r = rb.semi_affine_rank()
+    assert r == build("semi_affine_mamba", 2, 2, d_model=4, d_state=2).layers[0].cfg.rank
+    assert f"rank {r} " in rb.semi_affine(P).note
+
+
+def test_the_warning_compares_labellings_tracker_by_tracker():
+    def entry(method, fit, preds):
+        return {"method": method, "fit": fit, "n": len(preds),
+                "per_model": [{"m_p": 100, "raw": a, "loo": b} for a, b in preds]}
+    from sst_core.reports import Table
+
+    t = Table("t", [], [], "", [], [entry("oracle", "drift", [(60, 100), (200, 100)]),
+                                    entry("decoded", "drift", [(60, 100), (200, 100)]),
+                                    entry("clusters", "drift", [(60, 100), (100, 100)])])
+    assert rb.warning_same_as(t, "decoded") == {"drift": {"same": 2, "n": 2}}
+    assert rb.warning_same_as(t, "clusters") == {"drift": {"same": 1, "n": 2}}
+    bad = Table("t", [], [], "", [], [entry("oracle", "drift", [(60, 100)]),
+                                      entry("decoded", "drift", [(60, 100), (60, 100)])])
+    with pytest.raises(ValueError, match="different trackers"):
+        rb.warning_same_as(bad, "decoded")
 
 
 def test_semi_affine_cost_reads_bench_entries():

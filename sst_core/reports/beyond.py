@@ -224,8 +224,6 @@ def label_free(P: Profile, root=None) -> Table:
     from sst_core.analysis.label_free import crossing_agreement
 
     recs = label_free_records(P, root)
-    cols = ["group", "labels", "models", "T_cross agrees (±25%)", "both cross",
-            "r of log T_cross", "median r of log q(t)"]
     rows, data = [], []
     groups = list(dict.fromkeys(c.run.group for c in beyond.label_free_grid(P)))
     for g in groups + ["all"]:
@@ -235,6 +233,9 @@ def label_free(P: Profile, root=None) -> Table:
             rows.append([g, method, a["n"], f"{a['agree']} of {a['n']}", a["both_cross"],
                          format_value(a["r"]), format_value(a["q_r_median"])])
             data.append({"group": g, **a})
+    tol = data[0]["tol"]  # crossing_agreement's: the heading states the rule it applied
+    cols = ["group", "labels", "models", f"T_cross agrees (within a factor {1 + tol:g})",
+            "both cross", "r of log T_cross", "median r of log q(t)"]
     note = ("Each trained tracker's hidden states on held-out words, labelled by the true group "
             "state (oracle), by the model's own decoded class, or by per-time k-means of the "
             "read-out states; q(t) = R/M with each labelling. 'Agrees': both T_cross are None, "
@@ -270,6 +271,25 @@ def label_free_warning(P: Profile, root=None) -> Table:
             "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two.")
     return Table("An online warning: m_p from lengths up to 60", cols, rows, note,
                  [r["run_id"] for r in recs], data)
+
+
+def warning_same_as(warning: Table, method: str, reference: str = "oracle"
+                    ) -> dict[str, dict[str, int]]:
+    """Per fit of :func:`label_free_warning`'s data: over how many scored trackers
+    (``n``) ``method``'s predicted m_p, raw and calibrated, equals ``reference``'s exactly
+    (``same``). Both score the same trackers in the same order (the affine ones that pass
+    60), so their per-model predictions pair up."""
+    by = {(d["method"], d["fit"]): d for d in warning.data}
+    out = {}
+    for (m, fit), d in by.items():
+        if m != method or (reference, fit) not in by:
+            continue
+        a, b = d.get("per_model", []), by[reference, fit].get("per_model", [])
+        if [x["m_p"] for x in a] != [x["m_p"] for x in b]:
+            raise ValueError(f"{method} and {reference} ({fit}) score different trackers")
+        out[fit] = {"same": sum(x["raw"] == y["raw"] and x["loo"] == y["loo"]
+                                for x, y in zip(a, b)), "n": len(a)}
+    return out
 
 
 # -- the semi-affine repair ------------------------------------------------------------------
@@ -330,12 +350,25 @@ def semi_affine(P: Profile, root=None) -> Table:
     cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
-            "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
+            f"{semi_affine_rank()} (sst_core.models.semi_affine); same protocol and grid as "
+            "Table 2. Recovery: "
             f"||e_t|| / ||e_0|| {paper1.recovery_steps(P)} steps after a perturbation inside U "
             "(below 1: the error shrinks); ||Q^T J Q||: the return map of state-preserving "
             "words on U (Theorem 1 forces 1 for an affine model that tracks). Best S3 run per "
             "model; 'diverged': every run of the cell diverged.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
+
+
+def semi_affine_rank() -> int:
+    """The rank r of the correction P tanh(Q h + c) of the registered semi-affine models,
+    read from the models their builders make (the chapter trains them at the default)."""
+    from sst_core.models.registry import build
+
+    ranks = {build(m, 2, 2, d_model=4, d_state=2).layers[0].cfg.rank
+             for m in beyond.SEMI_AFFINE_MODELS}
+    if len(ranks) != 1:
+        raise ValueError(f"the semi-affine models differ in rank: {sorted(ranks)}")
+    return ranks.pop()
 
 
 def best_by_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
