@@ -13,8 +13,10 @@
 # recurrence cannot contract an error inside the symbolic subspace $U$; the paper suggests,
 # without testing it, that a recurrence which is affine *except on a small state-dependent
 # block* might keep most of the speed of the affine models and gain the error control of the
-# state-dependent ones. This chapter asks: **does the smallest such block, added to the two
-# Mamba variants that fail on $S_3$, make them extrapolate, and what does it cost?**
+# state-dependent ones. This chapter asks: **does such a block, of rank
+# {glue:text}`rank:d`, added to the two Mamba variants that fail on $S_3$, make them
+# extrapolate, and what does it cost?** Only that one rank is trained; whether a smaller
+# block would do is not tested here.
 #
 # **What we find.** On $S_3$ the semi-affine Negative Mamba reaches $m_p$ =
 # {glue:text}`sa_neg`, against {glue:text}`neg` for the affine one; the semi-affine Mamba
@@ -33,9 +35,10 @@
 #
 # $$
 # h_t = a_t \odot h_{t-1} + \Delta_t B_t x_t + P \tanh(Q h_{t-1} + c),
-# \qquad Q \in \mathbb R^{r \times D},\ P \in \mathbb R^{D \times r},\ r = 8,
+# \qquad Q \in \mathbb R^{r \times D},\ P \in \mathbb R^{D \times r},
 # $$
 #
+# with $r$ = {glue:text}`rank:d` in every run of this chapter,
 # so $\partial h_t / \partial h_{t-1} = \operatorname{diag}(a_t) + P \operatorname{diag}(1 -
 # \tanh^2(Q h_{t-1} + c))\, Q$ depends on the state through an $r$-dimensional bottleneck.
 # With $P = 0$ it is exactly the affine model (a test checks the logits bit for bit). $P$
@@ -102,6 +105,8 @@ for key, model in (("sa_neg", "semi_affine_negative_mamba"), ("neg", "negative_m
 ratios = [c["ratio"] for c in cost.data]
 numbers["cost_lo"] = f"{min(ratios):.1f}" if ratios else "—"
 numbers["cost_hi"] = f"{max(ratios):.1f}" if ratios else "—"
+numbers["bench_d_model"] = ", ".join(sorted({str(c["sizes"]["d_model"]) for c in cost.data})) or "—"
+numbers["rank"] = rb.semi_affine_rank()
 for name, value in numbers.items():
     glue(name, value, display=False)
 glue("tab_sa", table.grid(), display=False)
@@ -118,7 +123,7 @@ for name, fig in figures.items():
     plt.close(fig)
 
 # %% [markdown]
-# :::{table} The semi-affine models (rank $r = 8$) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$, the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
+# :::{table} The semi-affine models (rank $r$ as in the text) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$, the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
 # :name: tab-sa
 # ```{glue:md} tab_sa
 # :format: myst
@@ -159,9 +164,12 @@ for name, fig in figures.items():
 # The benchmark (`make bench`, rows `semi_affine_train_s3` and `semi_affine_eval_L1000`)
 # times one training step at the quick profile's $S_3$ sizes and a forward pass at length
 # 1000, the semi-affine Negative Mamba beside the affine one in one run; the times are those
-# of the newest stored benchmark record with these rows, on its hardware.
+# of the newest stored benchmark record with these rows, on its hardware. The benchmark runs
+# at $d_{\text{model}}$ = {glue:text}`bench_d_model`, not at the
+# $d_{\text{model}}$ = {glue:text}`d_model:d` the chapter trains at: the ratio is the
+# benchmark's width's, and how it changes with the width is not measured here.
 #
-# :::{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run; a training step is forward, backward and AdamW.
+# :::{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run at the sizes of its last column (the benchmark's, not the chapter's training width; the text gives both); a training step is forward, backward and AdamW.
 # :name: tab-sa-cost
 # ```{glue:md} tab_sa_cost
 # :format: myst

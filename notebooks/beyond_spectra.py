@@ -20,7 +20,12 @@
 #
 # **What we find.** The spectra show *how* each architecture stores the state
 # ({numref}`fig-sp-spectra`), but they do not predict how far it extrapolates. Over the
-# {glue:text}`n_pred:d` affine $S_3$ runs that pass the training length, the best spectral
+# {glue:text}`n_pred:d` affine $S_3$ runs that pass the training length, out of the
+# {glue:text}`sp_runs:d` affine runs of the narrower grid of these chapters (Table 2's runs
+# and the Figure 4 sweep's; depths {glue:text}`sp_depths`, state sizes
+# {glue:text}`sp_d_states`, RNN widths {glue:text}`sp_rnn_widths`, schedules
+# {glue:text}`sp_schedules`; not Paper 1's whole Figure 4 sweep of
+# {glue:text}`f4_runs:d` runs that the harder-groups chapter analyses), the best spectral
 # summary ({glue:text}`spectral_name`) has a rank correlation with $m_p$ of
 # {glue:text}`rho_spectral`, the paper's $T_{\text{cross}}$ one of {glue:text}`rho_tcross`
 # ({numref}`tab-sp-predictors`; $p$ = {glue:text}`p_spectral` and {glue:text}`p_tcross`):
@@ -103,6 +108,11 @@ numbers = {
     "rho_horizon": "none" if rho["A(x) memory horizon"]["rho"] is None
     else f"{rho['A(x) memory horizon']['rho']:.2f}",
 }
+pop = rb.spectra_population(P)  # the selection behind the correlations, by its axes
+numbers.update({"sp_runs": pop["runs"],
+                "f4_runs": rb.figure4_population(P, "S3")["runs"]})
+for axis in ("depths", "d_states", "rnn_widths", "schedules"):
+    numbers[f"sp_{axis}"] = ", ".join(map(str, pop[axis])) or "—"
 for name, value in numbers.items():
     glue(name, value, display=False)
 glue("tab_predictors", pred.grid(), display=False)
@@ -117,7 +127,7 @@ glue("tab_predictors", pred.grid(), display=False)
 # ```
 # :::
 #
-# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words.
+# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words: the first delay at which the largest memory function over channels drops below 1/2, median over words ({numref}`fig-sp-memory` gives that of the median over channels, a shorter one).
 # :name: tab-sp-return
 # ```{glue:md} tab_return
 # :format: myst
@@ -137,15 +147,18 @@ glue("tab_predictors", pred.grid(), display=False)
 #
 # Memory functions $M[\tau]$ (Paper 2) of the same trackers: per-token transitions (top;
 # median over channels solid, maximum dashed; delay in tokens) and return maps (bottom;
-# delay in words), with $M = 1/2$ dotted (the horizon) and $m_p$ in grey.
+# delay in words; the median over channels of each word, and in the title the horizon of
+# that median, median over words, not the maximum over channels of
+# {numref}`tab-sp-return`), with $M = 1/2$ dotted (the horizon) and $m_p$ in grey.
 # ```
 #
 # **What they explain.** Theorem 1 speaks about an affine model that *tracks* (its return
 # maps fix the centroids): then at least $\dim U$ eigenvalues of a return map sit at 1, the
-# neutral directions, visible without any labels. Of the {glue:text}`n_tracking:d` affine
-# models shown that pass the training length, {glue:text}`theorem_tracking:d` have that many
-# within 0.01 of 1; of the {glue:text}`n_failing:d` that fail at 60, and so track nothing
-# the theorem could be about, {glue:text}`theorem_failing:d` do ({numref}`tab-sp-return`).
+# neutral directions, visible without any labels. Among the affine models shown
+# ({numref}`tab-sp-return`): passing the training length, {glue:text}`n_tracking:d`, with
+# that many eigenvalues within 0.01 of 1 among them, {glue:text}`theorem_tracking:d`;
+# failing at 60, and so tracking nothing the theorem could be about,
+# {glue:text}`n_failing:d`, with that many among them, {glue:text}`theorem_failing:d`.
 # The per-token spectra say *how* each architecture stores the state
 # ({numref}`fig-sp-spectra`): a diagonal real model (Mamba) must keep eigenvalues at 1 for as
 # long as the state must persist, a negative eigenvalue (Negative Mamba) lets it flip a sign,
@@ -157,7 +170,7 @@ glue("tab_predictors", pred.grid(), display=False)
 # rank-correlated with $m_p$, beside the paper's own predictor $T_{\text{cross}}$ on the same
 # runs:
 #
-# :::{table} Spearman correlation of each spectral summary with $m_p$ over the affine $S_3$ runs (Table 2's and the Figure 4 sweep's) that pass the training length, beside $T_{\text{cross}}$ on the same runs; a rank correlation because $m_p$ lives on a grid of lengths and is censored at the longest. No $\rho$ (—) with fewer than three runs or a constant column.
+# :::{table} Spearman correlation of each spectral summary with $m_p$ over the affine $S_3$ runs (Table 2's and the Figure 4 sweep's, on the narrower grid of these chapters) that pass the training length, beside $T_{\text{cross}}$ on the same runs; a rank correlation because $m_p$ lives on a grid of lengths and is censored at the longest. No $\rho$ (—) with fewer than three runs or a constant column.
 # :name: tab-sp-predictors
 # ```{glue:md} tab_predictors
 # :format: myst

@@ -150,6 +150,9 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert f4.data[0]["n"] == 0 and "fewer than three runs" in f4.note
     assert rb.label_free(P).data[0]["n"] == 0
     assert all(d["n"] == 0 for d in rb.label_free_warning(P).data)
+    assert rb.warning_same_as(rb.label_free_warning(P), "decoded") == {
+        "drift": {"same": 0, "n": 0}, "power": {"same": 0, "n": 0}}
+    assert "within a factor 1.25" in rb.label_free(P).columns[3]
     sa = rb.semi_affine(P)
     assert all("missing" in row for row in sa.rows)
     assert rb.semi_affine_cost([]) == []
@@ -157,13 +160,14 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert all(cell == "missing" for row in dt.rows for cell in row[2:])
     assert {d["diagnostics"] for d in dt.data} == {"missing"}
     assert all(cell == "missing" for row in rb.delta_lens(P).rows for cell in row[1:])
-    assert all(row[2:] == ["missing"] * 7 for row in rb.exact_trackers(P).rows)
+    assert all(row[2:] == ["missing"] * 6 for row in rb.exact_trackers(P).rows)
     assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
     n = rb.delta_summary(P)  # the chapter's numbers: nothing measured, nothing counted
     assert n["dp_S3"] == n["dp_A5"] == {"status": "missing", "m_p": None}
     assert (n["n_theory"], n["n_yes"], n["n_no"], n["n_torch"]) == (0, 0, 0, 0)
     assert n["exact_S3"] is None and n["torch_q_diff"] is None and n["dp_gain"] is None
+    assert n["exact_missed"] is None and n["lens"] == {} and n["untested_T_max"] is None
     cells = len(dt.data) * len(dt.data[0]["cells"])
     assert n["per_cell"] * cells == len(beyond.delta_grid(P))
 
@@ -233,18 +237,120 @@ def test_the_theory_check_reads_the_householder_models_diagnostics(tmp_path, mon
     (d,) = rb.delta_theory_check(P)
     assert d["model"] == "deltaproduct" and d["m_p"] == 100 and d["T_cross"] == 150
     assert d["T_pred"] == pytest.approx((0.5 ** 0.5 - 0.1) / 0.004, rel=1e-3)
-    assert d["measured"] and d["corollary"]
+    assert d["measured"] and d["corollary"] and d["passes"]
     assert d["trained"] == diag.run.curriculum_max and d["rollout"] == diag.rollout
+    n = rb.delta_summary(P)  # a run that passes 60: counted
+    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (1, 1, 1, 1)
+    assert n["n_untested"] == 0 and n["untested_T_max"] is None
+    assert rb.delta_theory_table(P).rows[0][-2:] == ["yes", "yes"]
     store_record(diag, "ok", None, dict(metrics, m_p=None), 0.1)  # fails at 60: T too late
     (d,) = rb.delta_theory_check(P)
-    assert not d["measured"] and not d["corollary"]
-    n = rb.delta_summary(P)  # the chapter's counts are the check's, its gains the record's
-    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (0, 1, 0, 1)
+    assert not d["measured"] and not d["corollary"] and not d["passes"]
+    n = rb.delta_summary(P)  # the chapter's counts: only runs that pass 60, its gains the record's
+    assert (n["measured"], n["n_theory"], n["corollary"], n["n_corollary"]) == (0, 0, 0, 0)
+    assert (n["n_untested"], n["untested_T_max"]) == (1, 150)
     assert (n["dp_gain"], n["dp_gain_min"]) == (0.99, 0.97)
-    t = rb.delta_theory_table(P)  # the same check as the chapter's table
+    assert n["lens"]["deltaproduct"]["T_cross"] == 150
+    assert n["lens"]["deltaproduct"]["m_p_diag"] is None
+    t = rb.delta_theory_table(P)  # the same check as the chapter's table, not counted: (..)
     assert t.data == [d] and t.rows == [["DeltaProduct", "non-diagonal affine", "fail", "150",
-                                         format(d["T_pred"], ".4g"), "no", "no"]]
+                                         format(d["T_pred"], ".4g"), "(no)", "(no)"]]
+    store_record(diag, "ok", None, dict(metrics, m_p=None, T_cross=3), 0.1)
+    n = rb.delta_summary(P)  # a failing run crossing early: a hit the text does not count
+    assert rb.delta_theory_check(P)[0]["measured"] and n["measured"] == n["n_theory"] == 0
+    assert rb.delta_theory_table(P).rows[0][-2:] == ["(yes)", "(no)"]
     assert rb.delta_theory_check(P, models=["deltanet"]) == []
+
+def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path, monkeypatch):
+    """Constructed exact-tracker records: the crossing one, and the one whose Corollary 1
+    crossing lies inside the rollout while q never crosses (a miss), not one predicted past
+    the rollout (no miss)."""
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    cfgs = {(c.group, c.drift): c for c in beyond.exact_tracker_grid(P)}
+    small, large = sorted(d for d in beyond.EXACT_TRACKER_DRIFTS if d > 0)[:2]
+    rollout = cfgs["S3", small].rollout
+
+    def metrics(T_cross, T_pred):
+        return {"T_cross": T_cross, "failure_mode": "none" if T_cross is None else "climb",
+                "theorem1": {"gain": 1.0, "gain_min": 0.9999, "deviation_U": 0.01},
+                "is_affine": True, "corollary1": {"T_pred": T_pred}}
+    store_record(cfgs["C6", small], "ok", None, metrics(None, 2.0 * rollout), 0.1)  # past it
+    n = rb.delta_summary(P)
+    assert n["exact_missed"] is None and n["exact_S3"] is None
+    store_record(cfgs["S3", small], "ok", None, metrics(None, rollout / 2), 0.1)
+    store_record(cfgs["S3", large], "ok", None, metrics(rollout // 4, rollout / 5), 0.1)
+    n = rb.delta_summary(P)
+    assert (n["exact_missed"]["group"], n["exact_missed"]["drift"]) == ("S3", small)
+    assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
+    assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
+    row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
+    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes",
+                       "none"]
+
+
+def test_the_split_counts_failures_of_both_classes_and_names_each_best(tmp_path, monkeypatch):
+    """Constructed A5 records: a state-dependent model failing at 60 while an affine one
+    passes is counted, and each class's best model is named with its m_p."""
+    from sst_core.store.records import store_record
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    longest = max(beyond.beyond_profile(P).track_eval_lengths)
+    m_p = {"tanh_rnn": None, "state_gated_rnn": longest - 1, "token_gated_rnn": longest // 2}
+    for cfg in beyond.harder_groups_grid(P):
+        if cfg.group == "A5":
+            store_record(cfg, "ok", None, {"m_p": m_p.get(cfg.model), "eval": {}}, 0.1)
+    (a5,) = [d for d in rb.harder_groups_split(P).data if d["group"] == "A5"]
+    assert (a5["state_dependent_fail"], a5["n_state_dependent"]) == (1, 2)
+    assert (a5["affine_fail"], a5["n_affine"], a5["affine_reach"]) == (7, 8, 0)
+    assert a5["best_state_dependent"] == {"model": "state_gated_rnn", "m_p": longest - 1}
+    assert a5["best_affine"] == {"model": "token_gated_rnn", "m_p": longest // 2}
+    (row,) = [r for r in rb.harder_groups_split(P).rows if r[0] == "A5"]
+    assert row[1:] == ["0 of 2", "1 of 2", "0 of 8", "7 of 8"]
+    (s3,) = [d for d in rb.harder_groups_split(P).data if d["group"] == "S3"]
+    assert s3["best_state_dependent"] is None and s3["best_affine"] is None  # no records
+
+
+def test_the_populations_name_their_selection():
+    """Figure 4 on S3 is Paper 1's sweep on the whole grid; on A5, and the spectra's affine
+    runs, the same models on the narrower beyond grid."""
+    S = profiles.get_profile("standard")
+    s3, a5 = (rb.figure4_population(S, g) for g in ("S3", "A5"))
+    assert s3["runs"] == len(beyond.figure4_runs_on(S, "S3")) > a5["runs"]
+    assert s3["depths"] == sorted(S.track_depths) and a5["depths"] == sorted(S.beyond_depths)
+    assert s3["schedules"] == sorted(S.track_schedules)
+    assert a5["rnn_widths"] == sorted(S.beyond_rnn_widths) and s3["models"] == a5["models"]
+    sp = rb.spectra_population(S)
+    assert sp["depths"] == sorted(S.beyond_depths) and sp["models"] == a5["models"]
+    from sst_core.models.registry import expected_affine
+    assert sp["runs"] == sum(expected_affine(c.run.model) for c in beyond.spectra_grid(S))
+
+
+def test_the_semi_affine_rank_is_the_models_own():
+    from sst_core.models.registry import build
+
+    r = rb.semi_affine_rank()
+    assert r == build("semi_affine_mamba", 2, 2, d_model=4, d_state=2).layers[0].cfg.rank
+    assert f"rank {r} " in rb.semi_affine(P).note
+
+
+def test_the_warning_compares_labellings_tracker_by_tracker():
+    def entry(method, fit, preds):
+        return {"method": method, "fit": fit, "n": len(preds),
+                "per_model": [{"m_p": 100, "raw": a, "loo": b} for a, b in preds]}
+    from sst_core.reports import Table
+
+    t = Table("t", [], [], "", [], [entry("oracle", "drift", [(60, 100), (200, 100)]),
+                                    entry("decoded", "drift", [(60, 100), (200, 100)]),
+                                    entry("clusters", "drift", [(60, 100), (100, 100)])])
+    assert rb.warning_same_as(t, "decoded") == {"drift": {"same": 2, "n": 2}}
+    assert rb.warning_same_as(t, "clusters") == {"drift": {"same": 1, "n": 2}}
+    bad = Table("t", [], [], "", [], [entry("oracle", "drift", [(60, 100)]),
+                                      entry("decoded", "drift", [(60, 100), (60, 100)])])
+    with pytest.raises(ValueError, match="different trackers"):
+        rb.warning_same_as(bad, "decoded")
+
 
 def test_semi_affine_cost_reads_bench_entries():
     rec = {"device": "cpu", "created_utc": "t", "git_commit": "c",

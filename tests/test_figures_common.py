@@ -164,3 +164,27 @@ def test_every_registered_model_and_phi_has_a_papers_name():
     assert names.run_name({"model": "negative_mamba", "n_layers": 2}) == \
         "Negative Mamba, 2 layers"
     assert names.run_name({"model": "rnn_phi", "phi": "groupsort2"}) == "GroupSort"
+
+
+def test_the_q_recovery_figure_gives_every_model_its_own_colour():
+    """fig_q_recovery draws the delta chapter's twelve models, whose registry colours repeat
+    (the palette has ten): a repeated colour is replaced, so no two lines share one, and a
+    model keeps its own colour wherever it is the first to have it."""
+    from sst_core.experiments import beyond
+    from sst_core.figures import beyond as plots_beyond
+
+    models = beyond.DELTA_MODELS + beyond.TORCH_RNNS + beyond.DELTA_COMPARED
+    own = [plots.series_style({"model": m})["color"] for m in models]
+    assert len(set(own)) < len(own)  # the case the figure has to handle
+    fig = plots_beyond.fig_q_recovery([diagnostics(m, 1, REGISTRY[m].affine) for m in models],
+                                      beyond.DELTA_MODELS)
+    for ax in fig.axes:
+        colours = [matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()
+                   if line.get_marker() not in ("None", "", None)]
+        assert len(colours) == len(models) == len(set(colours))
+        assert [c for c, o in zip(colours, own) if c == o] == list(dict.fromkeys(own))
+    plt.close(fig)
+    assert plots_beyond.distinct_colours(["#1f77b4", "#1f77b4", "#ff7f0e"]) == \
+        ["#1f77b4", plots_beyond.SPARE_COLOURS[0], "#ff7f0e"]
+    with pytest.raises(ValueError, match="more series"):
+        plots_beyond.distinct_colours(["#1f77b4"] * (len(plots_beyond.SPARE_COLOURS) + 2))

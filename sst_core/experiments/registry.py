@@ -154,7 +154,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         "sst_core.analysis.label_free:run_label_free",
         ANALYSIS_DEPS + ("sst_core.analysis.label_free.run_label_free",),
         (Grid("label_free", f"{BEYOND}:label_free_grid", ("beyond_label_free",),
-              "beyond: oracle and label-free q(t) of the S3 and A5 trackers"),),
+              "beyond: oracle and label-free q(t) of every trained tracker, every group"),),
         TORCH_STARTUP),
     Experiment(
         "tracking_spectra", "sst_core.spec.configs:SpectraConfig",

@@ -146,20 +146,46 @@ def fig_warning(errors: Sequence[dict[str, Any]]) -> plt.Figure:
     return fig
 
 
+# Colours for a series whose model colour another series of the same figure already has
+# (the palette repeats every ten models): dark enough to read beside the palette's.
+SPARE_COLOURS = ("#000000", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+                 "#3182bd", "#e6550d", "#31a354", "#756bb1")
+
+
+def distinct_colours(colours: Sequence[str]) -> list[str]:
+    """``colours`` (one per series, in drawing order) with every repeat replaced by the first
+    :data:`SPARE_COLOURS` entry that no series uses, so that no two series of one figure
+    share a colour; a series keeps its own colour wherever it is the first to have it."""
+    taken: set[str] = set()
+    out = []
+    for c in colours:
+        if c in taken:
+            c = next((s for s in SPARE_COLOURS if s not in taken and s not in colours), None)
+            if c is None:
+                raise ValueError(f"more series ({len(colours)}) than distinct colours "
+                                 f"({len(set(colours) | set(SPARE_COLOURS))})")
+        taken.add(c)
+        out.append(c)
+    return out
+
+
 @for_readers
 def fig_q_recovery(records: Sequence[dict[str, Any]], solid: Sequence[str],
                    tau: float = 0.5) -> plt.Figure:
     """q(t) and perturbation recovery along U of diagnostics records, one line per record
-    in its model's colour and marker (:func:`series_style`); the models named in ``solid`` drawn solid, the others dashed (the
-    caption says which is which); values of q that are zero up to rounding lie below the
-    frame (:func:`_q_floor`). One legend below the panels."""
+    in its model's colour and marker (:func:`series_style`; a colour another record of the
+    figure already has is replaced, :func:`distinct_colours`, so no two lines share one);
+    the models named in ``solid`` drawn solid, the others dashed (the caption says which is
+    which); values of q that are zero up to rounding lie below the frame (:func:`_q_floor`).
+    One legend below the panels."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.4), layout="constrained")
     others = unknown_series([r["config"]["run"] for r in records])
+    styles = [series_style(r["config"]["run"], others) for r in records]
+    colours = distinct_colours([st["color"] for st in styles])
     curves = []
-    for r in records:
+    for r, st, colour in zip(records, styles, colours):
         m, cfg = r["metrics"], r["config"]["run"]
-        st = series_style(cfg, others)
-        style = {"color": st["color"], "marker": st["marker"], "ms": 4, "markevery": 0.1,
+        style = {"color": colour, "marker": st["marker"], "ms": 4, "markevery": 0.1,
                  "ls": "-" if cfg["model"] in solid else "--"}
         t, q = stored_curve(m, "q")
         ax.plot(t, q, lw=1.3, label=run_name(cfg), **style)

@@ -111,8 +111,10 @@ def fig_memory(records: Sequence[dict[str, Any]]) -> plt.Figure:
     """Memory functions M[tau] (Paper 2) of the per-token transitions (top: median over
     channels solid, max dashed, one colour per token; delays in tokens) and of the return
     maps (bottom: the channel median of each word; the return map's time step is one word
-    s, so its delays count words), with M = 1/2 (dotted: the horizon) and m_p (grey line;
-    m_p / |s| in the bottom row)."""
+    s, so its delays count words; the title gives the horizon of these channel medians,
+    median over words, which differs from the maximum over channels that
+    :func:`sst_core.reports.beyond.spectra` tabulates), with M = 1/2 (dotted: the horizon)
+    and m_p (grey line; m_p / |s| in the bottom row)."""
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter
 
@@ -135,7 +137,7 @@ def fig_memory(records: Sequence[dict[str, Any]]) -> plt.Figure:
         for curve in rm["memory_median"]:
             bx.plot(d_words, decode_floats(curve), color=RETURN_COLOUR, lw=0.9, alpha=0.6)
         hz = [h for h in rm["horizon_median"] if h is not None]
-        bx.set_title(f"horizon {np.median(hz):g} word{'' if np.median(hz) == 1 else 's'}"
+        bx.set_title(f"median ch.: {np.median(hz):g} word{'' if np.median(hz) == 1 else 's'}"
                      if hz else "return maps")
         for a, unit, top in ((ax, 1, delay.max(initial=1.0)), (bx, l_s, d_words.max(initial=1.0))):
             a.axhline(0.5, color="k", lw=0.8, ls=":")

@@ -87,13 +87,20 @@ def harder_groups(P: Profile, root=None) -> Table:
 
 def harder_groups_split(P: Profile, root=None) -> Table:
     """Per group of :func:`harder_groups`: how many state-dependent and how many affine
-    models reach the longest evaluated length, and how many affine ones fail at the
-    training length (one-layer cells; a missing or diverged cell counts in none)."""
+    models reach the longest evaluated length, and how many of each fail at the training
+    length (one-layer cells; a missing or diverged cell counts in none); its data also name
+    the best model of each class (``best_state_dependent``, ``best_affine``: model and m_p,
+    the longest m_p, None when every cell fails or is missing)."""
     t = harder_groups(P, root)
     longest = max(beyond.beyond_profile(P).track_eval_lengths)
     depth = min(d["n_layers"] for d in t.data) if t.data else 1
-    cols = ["group", "state-dependent at the longest length", "affine at the longest length",
-            "affine failing at 60"]
+    cols = ["group", "state-dependent at the longest length", "state-dependent failing at 60",
+            "affine at the longest length", "affine failing at 60"]
+
+    def best(cells):
+        top = max(cells, key=lambda d: d["m_p"] or 0, default=None)
+        return None if top is None or top["m_p"] is None else \
+            {"model": top["model"], "m_p": top["m_p"]}
     rows, data = [], []
     for g in dict.fromkeys(d["group"] for d in t.data):
         cells = [d for d in t.data if d["group"] == g and d["n_layers"] == depth]
@@ -102,11 +109,14 @@ def harder_groups_split(P: Profile, root=None) -> Table:
         reach = {k: sum(d["m_p"] is not None and d["m_p"] >= longest for d in v)
                  for k, v in (("state_dependent", sd), ("affine", af))}
         fail = sum(d["status"] == "fail" for d in af)
-        rows.append([g, f"{reach['state_dependent']} of {len(sd)}",
+        sd_fail = sum(d["status"] == "fail" for d in sd)
+        rows.append([g, f"{reach['state_dependent']} of {len(sd)}", f"{sd_fail} of {len(sd)}",
                      f"{reach['affine']} of {len(af)}", f"{fail} of {len(af)}"])
         data.append({"group": g, "longest": longest, "n_state_dependent": len(sd),
                      "n_affine": len(af), "state_dependent_reach": reach["state_dependent"],
-                     "affine_reach": reach["affine"], "affine_fail": fail})
+                     "affine_reach": reach["affine"], "affine_fail": fail,
+                     "state_dependent_fail": sd_fail, "best_state_dependent": best(sd),
+                     "best_affine": best(af)})
     note = (f"One-layer cells of the table above; 'at the longest length': m_p = {longest}; "
             "'failing at 60': below 90% token accuracy at the training length.")
     return Table("The split by class, per group", cols, rows, note, t.records, data)
@@ -121,6 +131,31 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     cfgs = [replace(diagnostics_config(P, c), n_samples=beyond.n_samples_for(P, group))
             for c in beyond.figure4_runs_on(P, group)]
     return stored_records(cfgs, root)
+
+
+def sweep_axes(runs: Sequence[Any]) -> dict[str, Any]:
+    """A set of training runs (:class:`~sst_core.spec.configs.TrackingConfig`) by its axes:
+    how many runs, and the sorted values of each axis the runs take (models, depths, state
+    sizes, widths of the RNNs, schedules, learning rates, seeds): the selection behind a
+    chapter's population, as its text names it."""
+    from sst_core.models.registry import REGISTRY
+
+    def axis(get, cfgs=runs):
+        return sorted({get(c) for c in cfgs})
+    rnn = [c for c in runs if REGISTRY[c.model].family == "rnn"]
+    return {"runs": len(runs), "models": axis(lambda c: c.model),
+            "depths": axis(lambda c: c.n_layers),
+            "d_states": axis(lambda c: c.d_state, [c for c in runs if c not in rnn]),
+            "rnn_widths": axis(lambda c: c.d_state, rnn),  # an RNN's d_state is its width
+            "schedules": axis(lambda c: c.schedule),
+            "lrs": axis(lambda c: c.lr), "seeds": axis(lambda c: c.seed)}
+
+
+def figure4_population(P: Profile, group: str) -> dict[str, Any]:
+    """:func:`sweep_axes` of the affine training sweep :func:`figure4_runs_on` analyses on
+    ``group``: on S3 Paper 1's sweep on the profile's whole Table 2 grid, on A5 the same
+    models on the narrower grid of :func:`~sst_core.experiments.beyond.beyond_profile`."""
+    return {"group": group, **sweep_axes(beyond.figure4_runs_on(P, group))}
 
 
 def figure4_groups(P: Profile, root=None) -> Table:
@@ -153,7 +188,11 @@ def figure4_groups(P: Profile, root=None) -> Table:
                                         for g in stats] + ["all (claimed)"],
     ]
     why = "; ".join(f"{g}: {stats[g]['why_no_r']}" for g in stats if "why_no_r" in stats[g])
-    note = ("The same affine sweep (models, depths, sizes, learning rates, seeds) on each group, "
+    pops = {g: figure4_population(P, g) for g in beyond.FIGURE4_GROUPS}
+    note = ("The affine sweep of each group (" + "; ".join(
+                f"{g}: {p['runs']} runs, depths {p['depths']}, state sizes {p['d_states']}, "
+                f"schedules {p['schedules']}" for g, p in pops.items())
+            + "; the same models, learning rates and seeds), "
             "the same selection rule and statistics as Figure 4; A5 gets "
             f"{beyond.n_samples_for(P, 'A5') // max(1, P.diag_samples)}x the held-out words of S3 "
             "(one class in 60 instead of 6). "
@@ -185,8 +224,6 @@ def label_free(P: Profile, root=None) -> Table:
     from sst_core.analysis.label_free import crossing_agreement
 
     recs = label_free_records(P, root)
-    cols = ["group", "labels", "models", "T_cross agrees (±25%)", "both cross",
-            "r of log T_cross", "median r of log q(t)"]
     rows, data = [], []
     groups = list(dict.fromkeys(c.run.group for c in beyond.label_free_grid(P)))
     for g in groups + ["all"]:
@@ -196,6 +233,9 @@ def label_free(P: Profile, root=None) -> Table:
             rows.append([g, method, a["n"], f"{a['agree']} of {a['n']}", a["both_cross"],
                          format_value(a["r"]), format_value(a["q_r_median"])])
             data.append({"group": g, **a})
+    tol = data[0]["tol"]  # crossing_agreement's: the heading states the rule it applied
+    cols = ["group", "labels", "models", f"T_cross agrees (within a factor {1 + tol:g})",
+            "both cross", "r of log T_cross", "median r of log q(t)"]
     note = ("Each trained tracker's hidden states on held-out words, labelled by the true group "
             "state (oracle), by the model's own decoded class, or by per-time k-means of the "
             "read-out states; q(t) = R/M with each labelling. 'Agrees': both T_cross are None, "
@@ -231,6 +271,25 @@ def label_free_warning(P: Profile, root=None) -> Table:
             "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two.")
     return Table("An online warning: m_p from lengths up to 60", cols, rows, note,
                  [r["run_id"] for r in recs], data)
+
+
+def warning_same_as(warning: Table, method: str, reference: str = "oracle"
+                    ) -> dict[str, dict[str, int]]:
+    """Per fit of :func:`label_free_warning`'s data: over how many scored trackers
+    (``n``) ``method``'s predicted m_p, raw and calibrated, equals ``reference``'s exactly
+    (``same``). Both score the same trackers in the same order (the affine ones that pass
+    60), so their per-model predictions pair up."""
+    by = {(d["method"], d["fit"]): d for d in warning.data}
+    out = {}
+    for (m, fit), d in by.items():
+        if m != method or (reference, fit) not in by:
+            continue
+        a, b = d.get("per_model", []), by[reference, fit].get("per_model", [])
+        if [x["m_p"] for x in a] != [x["m_p"] for x in b]:
+            raise ValueError(f"{method} and {reference} ({fit}) score different trackers")
+        out[fit] = {"same": sum(x["raw"] == y["raw"] and x["loo"] == y["loo"]
+                                for x, y in zip(a, b)), "n": len(a)}
+    return out
 
 
 # -- the semi-affine repair ------------------------------------------------------------------
@@ -291,12 +350,25 @@ def semi_affine(P: Profile, root=None) -> Table:
     cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
-            "8 (sst_core.models.semi_affine); same protocol and grid as Table 2. Recovery: "
+            f"{semi_affine_rank()} (sst_core.models.semi_affine); same protocol and grid as "
+            "Table 2. Recovery: "
             f"||e_t|| / ||e_0|| {paper1.recovery_steps(P)} steps after a perturbation inside U "
             "(below 1: the error shrinks); ||Q^T J Q||: the return map of state-preserving "
             "words on U (Theorem 1 forces 1 for an affine model that tracks). Best S3 run per "
             "model; 'diverged': every run of the cell diverged.")
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
+
+
+def semi_affine_rank() -> int:
+    """The rank r of the correction P tanh(Q h + c) of the registered semi-affine models,
+    read from the models their builders make (the chapter trains them at the default)."""
+    from sst_core.models.registry import build
+
+    ranks = {build(m, 2, 2, d_model=4, d_state=2).layers[0].cfg.rank
+             for m in beyond.SEMI_AFFINE_MODELS}
+    if len(ranks) != 1:
+        raise ValueError(f"the semi-affine models differ in rank: {sorted(ranks)}")
+    return ranks.pop()
 
 
 def best_by_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -370,7 +442,7 @@ def spectra(P: Profile, root=None) -> Table:
     best = best_spectra(recs)
     cols = ["model", "class", "m_p", "D_rec", "dim U", "A(x): spectral radius",
             "A(x): share near |λ| = 1", "A(x): memory horizon", "return map: λ near 1",
-            "return map: horizon (words)"]
+            "return map: horizon, max over channels (words)"]
     rows, data = [], []
     for r in best:
         name, m = r["metrics"]["model"], r["metrics"]
@@ -392,8 +464,10 @@ def spectra(P: Profile, root=None) -> Table:
             "first delay at which Paper 2's memory function (of one channel's spectrum, the max "
             "over channels) drops below 1/2. Return map: the Jacobian of a state-preserving word "
             "(length 6) from states after a held-out word; Theorem 1 predicts at least dim U "
-            "eigenvalues at 1 for an affine model that tracks; its horizon counts words. Best S3 "
-            "run per model.")
+            "eigenvalues at 1 for an affine model that tracks; its horizon counts words, that "
+            "of the maximum over channels, median over words (the chapter's figure titles give "
+            "the horizon of the median over channels, a different statistic). Best S3 run per "
+            "model.")
     return Table("Memory meets error control: spectra of the trained S3 trackers", cols, rows,
                  note, [r["run_id"] for r in recs], data)
 
@@ -404,6 +478,14 @@ SPECTRA_PREDICTORS = {
     "A(x) memory horizon": lambda m: _token_summary(m)["horizon"],
     "return map: eigenvalues near 1": lambda m: m["return_maps"]["n_near_one_median"],
 }
+
+
+def spectra_population(P: Profile) -> dict[str, Any]:
+    """:func:`sweep_axes` of the affine S3 runs whose spectra the chapter analyses
+    (:func:`~sst_core.experiments.beyond.spectra_grid`: Table 2's S3 runs and the Figure 4
+    sweep, on the narrower grid of :func:`~sst_core.experiments.beyond.beyond_profile`),
+    the population :func:`spectra_predictors` correlates over (those that pass 60)."""
+    return sweep_axes([c.run for c in beyond.spectra_grid(P) if expected_affine(c.run.model)])
 
 
 def spectra_predictors(P: Profile, root=None) -> Table:
@@ -440,7 +522,8 @@ def spectra_predictors(P: Profile, root=None) -> Table:
             rho = p = None
         rows.append([name, format_value(rho), format_value(p, ".2g"), len(pairs)])
         data.append({"predictor": name, "rho": rho, "p": p, "n": len(pairs)})
-    note = ("Affine S3 runs (Table 2's and the Figure 4 sweep) that pass the training length; "
+    note = ("Affine S3 runs (Table 2's and the Figure 4 sweep, on the narrower grid of "
+            "beyond_profile; spectra_population) that pass the training length; "
             "rank correlation because m_p lives on a grid of lengths and is censored at 1000. "
             "No ρ with fewer than three runs or a constant column.")
     return Table("What the spectra say about m_p", cols, rows, note,
@@ -635,7 +718,9 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
     the measured ``T_cross`` and Corollary 1's ``T_pred`` from the early drift, and whether
     each predicts ``m_p`` (:func:`crossing_predicts`): ``measured`` and ``corollary``
     (None where the drift could not be fitted; a drift that is not positive predicts no
-    crossing)."""
+    crossing). ``passes``: whether the run passes the training length; for one that does
+    not, the rule asks only for a crossing before twice the training length, which the q of
+    a run that has lost the state reaches early, so its verdicts have next to no power."""
     from sst_core.analysis.error_control import corollary1_prediction
 
     best = best_by_model(delta_diagnostic_records(P, root))
@@ -648,7 +733,8 @@ def delta_theory_check(P: Profile, root=None, models: Sequence[str] = beyond.DEL
         where = {"trained": cfg["run"]["curriculum_max"],
                  "longest": max(cfg["run"]["eval_lengths"]), "rollout": cfg["rollout"]}
         cor = corollary1_prediction(mt)
-        out.append({"model": m, "m_p": mt["m_p"], "T_cross": mt["T_cross"],
+        out.append({"model": m, "m_p": mt["m_p"], "passes": mt["m_p"] is not None,
+                    "T_cross": mt["T_cross"],
                     "T_pred": cor["T_pred"], "drift": cor["drift"], **where,
                     "measured": crossing_predicts(mt["m_p"], mt["T_cross"], **where),
                     "corollary": None if cor["drift"] is None else
@@ -662,17 +748,19 @@ def delta_theory_table(P: Profile, root=None) -> Table:
     times, and whether each predicts m_p by :func:`crossing_predicts`."""
     check = delta_theory_check(P, root, models=beyond.DELTA_MODELS + beyond.DELTA_COMPARED)
 
-    def yes(v: bool | None) -> str:
-        return "—" if v is None else "yes" if v else "no"
+    def yes(v: bool | None, counted: bool) -> str:
+        text = "—" if v is None else "yes" if v else "no"
+        return text if counted or v is None else f"({text})"
 
     cols = ["model", "class", "m_p", "T_cross", "T_cross, Cor. 1", "T_cross predicts m_p",
             "Cor. 1 predicts m_p"]
     rows = [[model_name(d["model"]), delta_class(d["model"]), fmt(d["m_p"]),
              crossing(d["T_cross"]), "—" if d["T_pred"] is None else format_value(d["T_pred"], ".4g"),
-             yes(d["measured"]), yes(d["corollary"])] for d in check]
+             yes(d["measured"], d["passes"]), yes(d["corollary"], d["passes"])] for d in check]
     note = (f"A crossing time predicts m_p when it lies within a factor {PREDICTION_FACTOR:g} of "
             "it; for a run that fails at the training length, when it is at most that factor "
-            "times the training length; for a run that passes the longest evaluated length, when "
+            "times the training length (in parentheses: such a verdict has next to no power, "
+            "and is not counted); for a run that passes the longest evaluated length, when "
             "it is no earlier than that length divided by the factor (no crossing counts as "
             "past the rollout). Corollary 1's crossing time comes from the drift fitted over t in "
             "[10, 120]; '—': no drift to fit. The best S3 run of each affine model.")
@@ -686,24 +774,24 @@ def exact_trackers(P: Profile, root=None) -> Table:
     cfgs = beyond.exact_tracker_grid(P)
     recs = stored_records(cfgs, root)
     by_cfg = {(r["config"]["group"], r["config"]["drift"]): r for r in recs}
-    cols = ["group", "rotation per token", "T_cross", "failure mode", "σ_max(Qᵀ J Q)",
-            "σ_min(Qᵀ J Q)", "‖Qᵀ J Q − I‖", "affine (measured)", "T_cross (Corollary 1)"]
+    cols = ["group", "rotation (rad)", "T_cross", "T_cross, Cor. 1", "σ_min, σ_max",
+            "‖Qᵀ J Q − I‖", "affine", "failure mode"]
     rows, data, ids = [], [], []
     for c in cfgs:
         r = by_cfg.get((c.group, c.drift))
         if r is None or r["status"] != "ok":
-            rows.append([c.group, c.drift] + ["missing" if r is None else "failed"] * 7)
-            data.append({"group": c.group, "drift": c.drift,
+            rows.append([c.group, c.drift] + ["missing" if r is None else "failed"] * 6)
+            data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout,
                          "status": "missing" if r is None else "failed"})
             continue
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         T_pred = m["corollary1"]["T_pred"]
         rows.append([c.group, c.drift, crossing(m["T_cross"]),
-                     m["failure_mode"],
-                     format_value(t1["gain"], ".4f"), format_value(t1["gain_min"], ".4f"),
-                     format_value(t1["deviation_U"], ".2g"), m["is_affine"],
-                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g")])
-        data.append({"group": c.group, "drift": c.drift, "status": "ok",
+                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
+                     f"{format_value(t1['gain_min'], '.4f')}, {format_value(t1['gain'], '.4f')}",
+                     format_value(t1["deviation_U"], ".2g"), "yes" if m["is_affine"] else "no",
+                     m["failure_mode"]])
+        data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout, "status": "ok",
                      "T_cross": m["T_cross"], "failure_mode": m["failure_mode"],
                      "gain": t1["gain"], "gain_min": t1["gain_min"],
                      "deviation_U": t1["deviation_U"], "is_affine": m["is_affine"],
@@ -711,11 +799,12 @@ def exact_trackers(P: Profile, root=None) -> Table:
         ids.append(r["run_id"])
     note = ("Each token applied as its reflections (beta = 2) in an exact orthogonal "
             "representation (sst_core.theory.householder.permutation_tracker), its transition "
-            "then rotated by the given angle (a fixed error, the same at every step); "
+            "then rotated by the given angle in radians (a fixed error, the same at every step); "
             "diagnosed by sst_core.analysis.any_model.diagnose_any, which needs no registry "
-            "entry. T_cross 'none': q stays below 1/2 up to the rollout. 'affine "
-            "(measured)': the entry point's numerical check. Corollary 1: "
-            "sqrt(R_U(t)) = a + t ||eta_bar|| fitted over t in [10, 120] ('none': no drift).")
+            "entry. T_cross 'none': q stays below 1/2 up to the rollout. sigma_min, sigma_max: the "
+            "smallest and largest singular values of the return map on U. 'affine': the entry "
+            "point's numerical check. Corollary 1: sqrt(R_U(t)) = a + t ||eta_bar|| fitted "
+            "over t in [10, 120] ('none': no drift, or a crossing beyond 10^6).")
     return Table("Exact and perturbed Householder trackers through the public diagnostics",
                  cols, rows, note, ids, data)
 
@@ -771,33 +860,51 @@ def torch_module_check(P: Profile, root=None) -> Table:
 def delta_summary(P: Profile, root=None) -> dict[str, Any]:
     """The numbers the delta chapter's prose cites, typed, from the tables above (None where
     a record is missing): DeltaProduct's one-layer S3 and A5 cells (``status``, ``m_p``) and
-    the singular values of its S3 return map on U; how many Householder models the measured
-    and Corollary 1's crossing times predict (:func:`delta_theory_check`) out of how many;
+    the singular values of its S3 return map on U; how many Householder models that pass the
+    training length the measured and Corollary 1's crossing times predict
+    (:func:`delta_theory_check`) out of how many, and how many fail at it (``n_untested``,
+    whose verdicts have next to no power) with the latest crossing among them; every model's
+    S3 diagnostics (``lens``: m_p, T_cross, the return map's singular values and distance
+    from I on U, Corollary 1's crossing time);
     how many one-layer cells the theory calls "yes" / "no" (:func:`delta_verdicts`) and how
     many of them reach the longest length; the torch modules' agreement
-    (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses
-    (:func:`exact_trackers`, its data row); the recovery's steps; the grid's runs per cell."""
+    (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses and the first
+    perturbed tracker whose Corollary 1 crossing lies inside the rollout while q never crosses
+    (:func:`exact_trackers`, their data rows); the recovery's steps; the grid's runs per cell."""
     Pb = beyond.beyond_profile(P)
     table = delta(P, root)
     dp = next(d for d in table.data if d["model"] == "deltaproduct")
     cells = len(table.data) * len(dp["cells"])
     theory = delta_theory_check(P, root)
+    tested = [d for d in theory if d["passes"]]  # the rule has next to no power on the rest
+    untested = [d for d in theory if not d["passes"]]
     verdicts = [v for v in delta_verdicts(P, root) if v["reaches_longest"] is not None]
     torch_ok = [d for d in torch_module_check(P, root).data if d["status"] == "ok"]
-    drifting = [d for d in exact_trackers(P, root).data if d["group"] == "S3"
-                and d["status"] == "ok" and d["drift"] > 0 and d["T_cross"] is not None]
+    exact = [d for d in exact_trackers(P, root).data if d["status"] == "ok"]
+    drifting = [d for d in exact if d["group"] == "S3" and d["drift"] > 0
+                and d["T_cross"] is not None]
+    # a perturbed tracker whose Corollary 1 crossing lies inside the rollout, yet q never crosses
+    missed = [d for d in exact if d["drift"] > 0 and d["T_cross"] is None
+              and d["T_pred"] is not None and d["T_pred"] <= d["rollout"]]
     out = {"per_cell": len(beyond.delta_grid(P)) // max(1, cells),
            "recovery_steps": paper1.recovery_steps(P),  # as diagnostics_config(P, ...) runs them
            "dp_S3": dp["cells"][f"S3 L{Pb.track_depths[0]}"],
            "dp_A5": dp["cells"][f"A5 L{Pb.track_depths[0]}"],
            "dp_gain_min": dp.get("gain_min"), "dp_gain": dp.get("gain"),
-           "measured": sum(d["measured"] for d in theory), "n_theory": len(theory),
-           "corollary": sum(bool(d["corollary"]) for d in theory),
-           "n_corollary": sum(d["corollary"] is not None for d in theory),
+           "measured": sum(d["measured"] for d in tested), "n_theory": len(tested),
+           "corollary": sum(bool(d["corollary"]) for d in tested),
+           "n_corollary": sum(d["corollary"] is not None for d in tested),
+           "n_untested": len(untested),
+           "untested_T_max": max((d["T_cross"] for d in untested if d["T_cross"] is not None),
+                                 default=None),
+           "lens": {d["model"]: {k: d.get(k) for k in ("m_p_diag", "T_cross", "gain",
+                                                       "gain_min", "deviation_U", "T_pred")}
+                    for d in table.data if d["diagnostics"] == "ok"},
            "torch_same": sum(d["T_cross"] == d["T_cross_plain"] for d in torch_ok),
            "n_torch": len(torch_ok),
            "torch_q_diff": max((d["q_rel_diff"] or 0 for d in torch_ok), default=None),
-           "exact_S3": drifting[0] if drifting else None}
+           "exact_S3": drifting[0] if drifting else None,
+           "exact_missed": missed[0] if missed else None}
     for kind in ("yes", "no"):
         kind_cells = [v for v in verdicts if v["predicted"] == kind]
         out[f"reach_{kind}"] = sum(v["reaches_longest"] for v in kind_cells)
