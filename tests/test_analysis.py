@@ -144,9 +144,9 @@ def test_figure4_stats_compare_T_cross_with_the_first_length_a_run_fails_at():
             _fake("aussm", 1000, 1200, 0.9)]  # passes every length: no failure to compare
     assert [ec.first_failing_length(r) for r in recs] == [100, 100, 100, 400, None]
     assert ec.first_failing_length(_fake("aussm", None, 3, None)) is None
-    s = ec.figure4_stats(recs, n_boot=50)
-    assert s["T_cross_before_m_p"] == 1
-    assert (s["T_cross_before_failure"], s["n_failing"]) == (3, 4)
+    assert ec.figure4_stats(recs, n_boot=50)["T_cross_before_m_p"] == 1
+    assert ec.crossing_before_failure(recs) == {"before": 3, "n": 4}
+    assert ec.crossing_before_failure([]) == {"before": 0, "n": 0}
 
 
 def test_figure4_r_has_the_interval_of_a_plain_pairs_bootstrap():

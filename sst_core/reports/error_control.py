@@ -271,11 +271,17 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
         est, lo, hi = bootstrap_ci(np.asarray(q_med), n_boot=n_boot, seed=seed)
         out.update(q_med_median=float(est), q_med_lo=float(lo), q_med_hi=float(hi))
     out["T_cross_before_m_p"] = sum(r["metrics"]["T_cross"] <= r["metrics"]["m_p"] for r in records)
+    return out
+
+
+def crossing_before_failure(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Of the diagnostics ``records`` that fail within the evaluated lengths (a
+    :func:`first_failing_length`), ``n``: how many, and ``before``: in how many T_cross
+    comes no later than that length (the records of :func:`figure4_selection`, whose
+    T_cross is defined)."""
     failing = [(r["metrics"]["T_cross"], first_failing_length(r)) for r in records]
     failing = [(t, L) for t, L in failing if L is not None]
-    out["n_failing"] = len(failing)
-    out["T_cross_before_failure"] = sum(t <= L for t, L in failing)
-    return out
+    return {"before": sum(t <= L for t, L in failing), "n": len(failing)}
 
 
 def first_failing_length(record: dict[str, Any]) -> int | None:
@@ -301,6 +307,7 @@ def figure4_table(P: Profile, root=None) -> Table:
     candidates = diagnostic_records(P, root, "figure4")
     selected = figure4_selection(candidates)
     s = figure4_stats(selected)
+    failure = crossing_before_failure(selected)
     cols = ["quantity", "ours", "paper"]
     rows = [["models analysed (affine S3 runs with a record)", len(candidates), "—"],
             ["models selected", s["n"], PAPER_FIGURE4["n"]],
@@ -318,7 +325,7 @@ def figure4_table(P: Profile, root=None) -> Table:
              f"[{s['q_med_lo']:.2f}, {s['q_med_hi']:.2f}]", "—"],
             ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"],
             ["runs with T_cross <= the first evaluated length they fail at",
-             f"{s['T_cross_before_failure']} of {s['n_failing']}", "—"]]
+             f"{failure['before']} of {failure['n']}", "—"]]
     note = (f"Selection rule: {FIGURE4_RULE}. Bootstrap: 10,000 resamples of the runs, seed 0. "
             "q is the paper's ratio, the mean squared spread of a class over the smallest "
             "squared gap between class centroids; the variant takes the median spread over "
@@ -346,7 +353,7 @@ def figure4_table(P: Profile, root=None) -> Table:
     note += (" Word samples: each selected run's diagnostics repeated on fresh held-out words "
              f"(seeds {', '.join(map(str, P.diag_resample_seeds)) or 'none at this profile'}); "
              "factor = max(a/b, b/a) between the two estimates.")
-    data = [{**s, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
+    data = [{**s, "crossing_before_failure": failure, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
              "per_architecture": counts, "resample": spread, "growth": growth}]
     return Table("Figure 4: T_cross predicts m_p", cols, rows, note,
                  [r["run_id"] for r in selected], data)
@@ -359,19 +366,48 @@ def architecture(record: dict[str, Any]) -> str:
     return run_label(run_config(record))
 
 
-def overflowed(records: list[dict[str, Any]]) -> list[str]:
-    """``architecture group`` of each ok diagnostics record whose spread R(t) is not finite
-    at some stored time (its hidden states overflowed within the rollout, so R, M and q are
-    undefined from then on), sorted, each once."""
+def overflow_onsets(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ok diagnostics records whose spread R(t) is not finite at some stored time (their
+    hidden states overflowed within the rollout, so R, M and q are undefined from then on),
+    each trained run once (two analyses of one run count once):
+    ``{"run_id", "architecture", "group", "t"}``, ``t`` the first stored time at which R is
+    not finite, sorted by architecture, group and ``t``."""
+    import json
+
     from sst_core.store.codec import stored_curve
 
-    out = set()
+    out: dict[str, dict[str, Any]] = {}
     for r in records:
         if r["status"] == "ok" and "R" in r["metrics"]:
-            _, R = stored_curve(r["metrics"], "R")  # (n_t,), None -> nan
-            if not np.all(np.isfinite(np.asarray(R, dtype=float))):
-                out.add(f"{architecture(r)} {run_config(r)['group']}")
-    return sorted(out)
+            t, R = stored_curve(r["metrics"], "R")  # (n_t,) each, None -> nan
+            bad = ~np.isfinite(np.asarray(R, dtype=float))  # (n_t,)
+            if bad.any():
+                key = json.dumps(run_config(r), sort_keys=True)
+                out.setdefault(key, {"run_id": r.get("run_id"), "architecture": architecture(r),
+                                     "group": run_config(r)["group"],
+                                     "t": int(np.asarray(t)[bad][0])})
+    return sorted(out.values(), key=lambda d: (d["architecture"], d["group"], d["t"]))
+
+
+def overflow_table(records: list[dict[str, Any]]) -> Table:
+    """Per architecture and group, how many runs' hidden states overflow within the rollout
+    (:func:`overflow_onsets`) and the earliest and latest stored time at which their spread
+    R first is not finite."""
+    onsets = overflow_onsets(records)
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for d in onsets:
+        cells.setdefault((d["architecture"], d["group"]), []).append(d)
+    cols = ["model", "group", "runs", "first t with R not finite: earliest", "latest"]
+    rows, data = [], []
+    for (arch, group), ds in cells.items():
+        ts = [d["t"] for d in ds]
+        rows.append([label_name(arch), group, len(ds), min(ts), max(ts)])
+        data.append({"architecture": arch, "group": group, "runs": len(ds),
+                     "t_min": min(ts), "t_max": max(ts)})
+    note = ("t: the first stored time (every t up to 32, then about 6% apart) at which the "
+            "spread R is not finite; from then on R, M and q are undefined.")
+    return Table("Runs whose hidden states overflow within the rollout", cols, rows, note,
+                 [d["run_id"] for d in onsets], data)
 
 
 def architecture_counts(records: list[dict[str, Any]]) -> dict[str, int]:
