@@ -152,9 +152,11 @@ for name, value in {"gr_table": measured.grid(), "s3_sr": S3.elements[sr],
 # matters.
 #
 # {numref}`fig-mixing` shows how fast each state distribution becomes uniform. With the
-# generators as tokens, $C_6$ is a lazy random walk on a 6-cycle and mixes slowly; $S_3$
-# mixes within a few tokens ({numref}`fig-state-distribution`). A model therefore cannot
-# guess the state of a long word from its length: it has to track it.
+# generators as tokens (right panel), $C_6$ is a lazy random walk on a 6-cycle and mixes
+# slowly, while $S_3$ mixes within a few tokens; with every element as tokens (left panel),
+# one token already makes the state uniform. {numref}`fig-state-distribution` shows the two
+# distributions over the generators after two tokens. A model therefore cannot guess the
+# state of a long word from its length: it has to track it.
 
 # %% tags=["remove-input"]
 gen_records = [r for r in records if r["config"]["tokens"] == "generators"]
@@ -167,15 +169,16 @@ plt.close("all")
 # :name: "fig-mixing"
 #
 # How fast the state forgets where it started: the total-variation distance of the
-# distribution of $g_t$ from uniform against the number of tokens read, with the
-# generators (left) or every element (right) as tokens.
+# distribution of $g_t$ from uniform against the number of tokens read, with every
+# element (left) or the generators (right) as tokens.
 # ```
 #
 # ```{glue:figure} gr_distribution
 # :name: "fig-state-distribution"
 #
 # The distribution of the running product $g_2$ after two tokens, generators as tokens; the
-# dashed line is the uniform share. The notebook version of this page has a slider over $t$.
+# dashed line is the uniform share. Opened as a notebook with a running kernel, the page
+# also offers a slider over $t$.
 # ```
 
 # %% tags=["remove-cell"]

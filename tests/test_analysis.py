@@ -106,9 +106,13 @@ def test_grids_follow_the_profile():
     assert all(c.n_samples == P.diag_samples and c.rollout == P.diag_rollout for c in grid)
 
 
+EVAL_LENGTHS = [60, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
+
+
 def _fake(model, m_p, T_cross, q_at, affine=True, status="ok"):
     return {"status": status, "run_id": f"{model}{m_p}{T_cross}",
-            "config": {"run": {"model": model, "n_layers": 1}, "tau": 0.5},
+            "config": {"run": {"model": model, "n_layers": 1, "eval_lengths": EVAL_LENGTHS},
+                       "tau": 0.5},
             "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross, "q_at_m_p": q_at}}
 
 
@@ -128,6 +132,21 @@ def test_figure4_selection_and_statistics():
     same = [_fake("mamba", 100, 40 + k, 0.9) for k in range(4)]  # one m_p: r is undefined
     s = ec.figure4_stats(same, n_boot=100)
     assert s["r"] is None and "same" in s["why_no_r"] and s["n"] == 4
+
+
+def test_figure4_stats_compare_T_cross_with_the_first_length_a_run_fails_at():
+    """m_p is the largest evaluated length that passes, so a run fails at the next one: a
+    T_cross after m_p but no later than that length still precedes an evaluated failure."""
+    recs = [_fake("aussm", 60, 70, 0.9),  # after m_p, before 100 (where it fails)
+            _fake("aussm", 60, 100, 0.9),  # at the failing length: counts
+            _fake("aussm", 60, 140, 0.9),  # after 100: does not
+            _fake("aussm", 300, 250, 0.9),  # before m_p, hence before 400
+            _fake("aussm", 1000, 1200, 0.9)]  # passes every length: no failure to compare
+    assert [ec.first_failing_length(r) for r in recs] == [100, 100, 100, 400, None]
+    assert ec.first_failing_length(_fake("aussm", None, 3, None)) is None
+    assert ec.figure4_stats(recs, n_boot=50)["T_cross_before_m_p"] == 1
+    assert ec.crossing_before_failure(recs) == {"before": 3, "n": 4}
+    assert ec.crossing_before_failure([]) == {"before": 0, "n": 0}
 
 
 def test_figure4_r_has_the_interval_of_a_plain_pairs_bootstrap():

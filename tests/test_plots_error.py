@@ -57,7 +57,8 @@ def stored(rec):
     m = dict(rec["metrics"])
     L = len(m["q"])
     for k in ("q", "q_sqrt", "q_U", "q_U_perp", "q_U_identity", "q_U_perp_identity"):
-        m[k] = codec.encode_curve(codec.decode_floats(m[k]))
+        if k in m:  # records made before the W = I curves lack them
+            m[k] = codec.encode_curve(codec.decode_floats(m[k]))
     m["curve_t"] = codec.curve_times(L).tolist()
     return {**rec, "metrics": m}
 
@@ -80,6 +81,33 @@ def test_figures_and_figure3_values_read_curves_at_their_stored_times():
         assert got["q_U"] == pytest.approx(r_full["metrics"]["q_U"][t - 1])
     assert ec.split_at_m_p(full) == ec.split_at_m_p(recs)  # records written before the grid
     plt.close("all")
+
+
+def test_figure3_table_compares_q_U_with_q_U_perp_with_and_without_the_readout():
+    """Through W_out q_U = 0.002 t passes q_U_perp = 0.1 after t = 50; without the readout
+    q_U = 0.001 t stays below q_U_perp = 1 up to L = 300. A record without the W = I curves
+    shows dashes there."""
+    L = 300
+    t = np.arange(1, L + 1)
+    rec = record("aussm", True, m_p=200, L=L)
+    rec["metrics"].update(q_U=list(0.002 * t), q_U_perp=[0.1] * L,
+                          q_U_identity=list(0.001 * t), q_U_perp_identity=[1.0] * L)
+    old = record("mamba", True, m_p=None, L=L)
+    del old["metrics"]["q_U_identity"], old["metrics"]["q_U_perp_identity"]
+    for recs, times in (([rec, old], t), ([stored(rec), stored(old)], codec.curve_times(L))):
+        table = ec.figure3_table(recs)
+        a, b = table.data
+        assert a["t"] == 200 and a["q_U"] == pytest.approx(0.4)
+        assert a["q_U_identity"] == pytest.approx(0.2) and a["q_U_perp_identity"] == 1.0
+        assert a["q_U_below"] is False and a["q_U_below_identity"] is True
+        later = times[times >= 2]  # (n,) the stored times after the first token
+        assert a["times_q_U_below"] == (int(np.sum(0.002 * later < 0.1)), later.size)
+        assert a["times_q_U_below_identity"] == (later.size, later.size)
+        assert b["t"] == 60 and b["q_U_below_identity"] is None
+        assert b["times_q_U_below_identity"] is None and table.rows[1][-1] == "—"
+        readout, identity = table.split(2, 8)
+        assert identity.columns[:2] == ["model", "t"] and "W = I" in identity.columns[2]
+        assert readout.rows[0][-1] == f"{a['times_q_U_below'][0]} of {later.size}"
 
 
 def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():

@@ -202,16 +202,26 @@ def test_accuracy_figure_keeps_a_models_colour_in_every_panel_and_dashes_two_lay
     plt.close("all")
 
 
-def test_overflowed_names_each_run_whose_spread_is_not_finite_once():
-    def diag(model, n_layers, R, status="ok"):
-        return {"status": status, "config": {"run": {"model": model, "n_layers": n_layers,
-                                                     "group": "S3", "phi": None}},
-                "metrics": {"R": R, "curve_t": [1, 2, 3]}}
-    recs = [diag("linear_rnn", 1, [1.0, 5.0, None]), diag("linear_rnn", 1, [1.0, None, None]),
-            diag("mamba", 2, [1.0, 2.0, 3.0]), diag("tanh_rnn", 2, [1.0, 1e308, None]),
-            diag("aussm", 1, None, status="failed")]
-    assert ec.overflowed(recs) == ["linear_rnn S3", "tanh_rnn L2 S3"]
-    assert ec.overflowed(recs[2:3]) == []
+def test_overflow_counts_each_run_whose_spread_is_not_finite_once_with_its_onset():
+    def diag(run_id, model, n_layers, R, status="ok", seed=0):
+        return {"status": status, "run_id": run_id,
+                "config": {"run": {"model": model, "n_layers": n_layers, "group": "S3",
+                                   "phi": None, "seed": seed}},
+                "metrics": {"R": R, "curve_t": [1, 2, 40]}}
+    recs = [diag("a", "linear_rnn", 1, [1.0, 5.0, None]),
+            diag("b", "linear_rnn", 1, [1.0, None, None], seed=1),
+            diag("b2", "linear_rnn", 1, [1.0, None, None], seed=1),  # one run twice: once
+            diag("c", "mamba", 2, [1.0, 2.0, 3.0]), diag("d", "tanh_rnn", 2, [1.0, 1e308, None]),
+            diag("e", "aussm", 1, None, status="failed")]
+    onsets = ec.overflow_onsets(recs)
+    assert [(d["run_id"], d["architecture"], d["t"]) for d in onsets] == [
+        ("b", "linear_rnn", 2), ("a", "linear_rnn", 40), ("d", "tanh_rnn L2", 40)]
+    table = ec.overflow_table(recs)
+    assert table.data == [
+        {"architecture": "linear_rnn", "group": "S3", "runs": 2, "t_min": 2, "t_max": 40},
+        {"architecture": "tanh_rnn L2", "group": "S3", "runs": 1, "t_min": 40, "t_max": 40}]
+    assert table.records == ["b", "a", "d"]
+    assert ec.overflow_onsets(recs[3:4]) == [] and ec.overflow_table(recs[3:4]).rows == []
 
 
 # -- typed table data --------------------------------------------------------------------------

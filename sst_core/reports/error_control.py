@@ -4,7 +4,8 @@
   words restricted to U: ``||(J - I) Q||`` and ``||Q^T J Q||``, beside the class;
 - ``diagnostics``: T_cross (both conventions and thresholds), m_p, q at m_p, the failure
   mode, and the recovery of a perturbation, per model;
-- ``split_at_m_p``: Figure 3's q, q_U and q_U_perp at m_p, per model;
+- ``split_at_m_p``: Figure 3's q, q_U and q_U_perp at m_p, per model (through the readout
+  and without it); ``figure3_table`` adds at how many stored times q_U is below q_U_perp;
 - ``figure4``: the correlation of log T_cross with log m_p over the selected affine runs,
   and the bootstrap interval of q at m_p, beside the paper's numbers;
 - ``figure4_within``: that correlation per architecture, within architectures and between
@@ -71,9 +72,10 @@ def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str, dict[str, Any]]:
-    """Figure 3's three ratios read at each record's ``m_p`` (at ``fallback``, the training
+    """Figure 3's ratios read at each record's ``m_p`` (at ``fallback``, the training
     length, for a model that fails there; at most the rollout): model -> ``{"t", "q",
-    "q_U", "q_U_perp"}`` (through ``W_out``)."""
+    "q_U", "q_U_perp"}`` (through ``W_out``), with ``"q_U_identity"`` and
+    ``"q_U_perp_identity"`` (without the readout, ``W = I``) where the record stores them."""
     from sst_core.store.codec import curve_value, stored_curve
 
     out = {}
@@ -81,9 +83,28 @@ def split_at_m_p(records: list[dict[str, Any]], fallback: int = 60) -> dict[str,
         m = r["metrics"]
         t_q, q = stored_curve(m, "q")
         t = min(m["m_p"] or fallback, int(t_q[-1]))
+        keys = ("q", "q_U", "q_U_perp") + tuple(
+            k for k in ("q_U_identity", "q_U_perp_identity") if k in m)
         out[r["config"]["run"]["model"]] = {
-            "t": t, **{k: curve_value(*stored_curve(m, k), t) for k in ("q", "q_U", "q_U_perp")}}
+            "t": t, **{k: curve_value(*stored_curve(m, k), t) for k in keys}}
     return out
+
+
+def times_q_U_below(metrics: dict[str, Any], suffix: str = "") -> tuple[int, int] | None:
+    """At how many of a record's stored times ``t >= 2`` the spread inside U is below the
+    spread outside it (``q_U{suffix} < q_U_perp{suffix}``; suffix ``""`` through ``W_out``,
+    ``"_identity"`` without the readout), and of how many such times; None where the record
+    does not store the two curves. (At t = 1 both are 0 by construction.)"""
+    from sst_core.store.codec import stored_curve
+
+    ku, kp = f"q_U{suffix}", f"q_U_perp{suffix}"
+    if ku not in metrics or kp not in metrics:
+        return None
+    t, qu = stored_curve(metrics, ku)  # (n_t,) each
+    qp = np.asarray(stored_curve(metrics, kp)[1], dtype=float)
+    qu = np.asarray(qu, dtype=float)
+    later = np.asarray(t) >= 2
+    return int(np.sum(qu[later] < qp[later])), int(np.sum(later))
 
 
 def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -107,23 +128,41 @@ def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def figure3_table(records: list[dict[str, Any]]) -> Table:
     """Figure 3's ratios read at m_p (:func:`split_at_m_p`) as a table, per record: q, q_U
     and q_U_perp through ``W_out``, whether q_U is below q_U_perp (the paper's "q_U stays
-    suppressed") and whether both exceed q (the readout cancels most of the spread, and
-    comparing the two says little about decoding)."""
+    suppressed"), whether both exceed q (the readout cancels most of the spread, and
+    comparing the two says little about decoding), and at how many stored times q_U is
+    below q_U_perp (:func:`times_q_U_below`); then q_U and q_U_perp without the readout
+    (``W = I``, the bottom row of Figure 3), the same comparison at m_p and over the stored
+    times. ``split(2, 8)`` gives the two views as two tables."""
     at = split_at_m_p(records)
-    cols = ["model", "t", "q", "q_U", "q_U⊥", "q_U below q_U⊥", "both above q"]
+    cols = ["model", "t", "q", "q_U", "q_U⊥", "q_U below q_U⊥", "both above q",
+            "times with q_U below q_U⊥", "q_U (W = I)", "q_U⊥ (W = I)",
+            "q_U below q_U⊥ (W = I)", "times with q_U below q_U⊥ (W = I)"]
+
+    def count(c: tuple[int, int] | None) -> str:
+        return "—" if c is None else f"{c[0]} of {c[1]}"
+
     rows, data = [], []
     for r in records:
         model = r["config"]["run"]["model"]
         a = at[model]
         below = a["q_U"] < a["q_U_perp"]
         both = a["q_U"] > a["q"] and a["q_U_perp"] > a["q"]
+        below_i = (a["q_U_identity"] < a["q_U_perp_identity"]
+                   if "q_U_identity" in a and "q_U_perp_identity" in a else None)
+        times = times_q_U_below(r["metrics"])
+        times_i = times_q_U_below(r["metrics"], "_identity")
         rows.append([label_name(architecture(r)), a["t"], format_value(a["q"]),
                      format_value(a["q_U"]), format_value(a["q_U_perp"]),
-                     "yes" if below else "no", "yes" if both else "no"])
+                     "yes" if below else "no", "yes" if both else "no", count(times),
+                     format_value(a.get("q_U_identity")),
+                     format_value(a.get("q_U_perp_identity")),
+                     "—" if below_i is None else ("yes" if below_i else "no"), count(times_i)])
         data.append({"model": model, "is_affine": r["metrics"]["is_affine"], **a,
-                     "q_U_below": below, "both_above_q": both})
-    note = ("Through W_out, at t = m_p (at the training length 60 for a model that fails "
-            "there; at most the rollout).")
+                     "q_U_below": below, "both_above_q": both, "times_q_U_below": times,
+                     "q_U_below_identity": below_i, "times_q_U_below_identity": times_i})
+    note = ("At t = m_p (at the training length 60 for a model that fails there; at most the "
+            "rollout), through W_out and without it (W = I); times: the stored times t >= 2 "
+            "at which q_U < q_U_perp, of all stored times t >= 2.")
     return Table("Figure 3's ratios at m_p", cols, rows, note, [r["run_id"] for r in records],
                  data)
 
@@ -235,6 +274,26 @@ def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int
     return out
 
 
+def crossing_before_failure(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Of the diagnostics ``records`` that fail within the evaluated lengths (a
+    :func:`first_failing_length`), ``n``: how many, and ``before``: in how many T_cross
+    comes no later than that length (the records of :func:`figure4_selection`, whose
+    T_cross is defined)."""
+    failing = [(r["metrics"]["T_cross"], first_failing_length(r)) for r in records]
+    failing = [(t, L) for t, L in failing if L is not None]
+    return {"before": sum(t <= L for t, L in failing), "n": len(failing)}
+
+
+def first_failing_length(record: dict[str, Any]) -> int | None:
+    """The first evaluated length above a record's m_p (where its token accuracy is below
+    the pass threshold, m_p being the largest evaluated length that passes); None where m_p
+    is the longest evaluated length or the run fails at every length (m_p None)."""
+    m_p = record["metrics"]["m_p"]
+    if m_p is None:
+        return None
+    return min((L for L in run_config(record)["eval_lengths"] if L > m_p), default=None)
+
+
 def figure4_table(P: Profile, root=None) -> Table:
     from sst_core.experiments.paper1 import (
         FIGURE4_GROWTH_RULE,
@@ -248,6 +307,7 @@ def figure4_table(P: Profile, root=None) -> Table:
     candidates = diagnostic_records(P, root, "figure4")
     selected = figure4_selection(candidates)
     s = figure4_stats(selected)
+    failure = crossing_before_failure(selected)
     cols = ["quantity", "ours", "paper"]
     rows = [["models analysed (affine S3 runs with a record)", len(candidates), "—"],
             ["models selected", s["n"], PAPER_FIGURE4["n"]],
@@ -263,7 +323,9 @@ def figure4_table(P: Profile, root=None) -> Table:
              "—"],
             ["its bootstrap 95% interval", "—" if s["q_med_lo"] is None else
              f"[{s['q_med_lo']:.2f}, {s['q_med_hi']:.2f}]", "—"],
-            ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"]]
+            ["runs with T_cross <= m_p", f"{s['T_cross_before_m_p']} of {s['n']}", "all (claimed)"],
+            ["runs with T_cross <= the first evaluated length they fail at",
+             f"{failure['before']} of {failure['n']}", "—"]]
     note = (f"Selection rule: {FIGURE4_RULE}. Bootstrap: 10,000 resamples of the runs, seed 0. "
             "q is the paper's ratio, the mean squared spread of a class over the smallest "
             "squared gap between class centroids; the variant takes the median spread over "
@@ -291,7 +353,7 @@ def figure4_table(P: Profile, root=None) -> Table:
     note += (" Word samples: each selected run's diagnostics repeated on fresh held-out words "
              f"(seeds {', '.join(map(str, P.diag_resample_seeds)) or 'none at this profile'}); "
              "factor = max(a/b, b/a) between the two estimates.")
-    data = [{**s, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
+    data = [{**s, "crossing_before_failure": failure, "candidates": len(candidates), "paper": PAPER_FIGURE4, "rule": FIGURE4_RULE,
              "per_architecture": counts, "resample": spread, "growth": growth}]
     return Table("Figure 4: T_cross predicts m_p", cols, rows, note,
                  [r["run_id"] for r in selected], data)
@@ -304,19 +366,48 @@ def architecture(record: dict[str, Any]) -> str:
     return run_label(run_config(record))
 
 
-def overflowed(records: list[dict[str, Any]]) -> list[str]:
-    """``architecture group`` of each ok diagnostics record whose spread R(t) is not finite
-    at some stored time (its hidden states overflowed within the rollout, so R, M and q are
-    undefined from then on), sorted, each once."""
+def overflow_onsets(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ok diagnostics records whose spread R(t) is not finite at some stored time (their
+    hidden states overflowed within the rollout, so R, M and q are undefined from then on),
+    each trained run once (two analyses of one run count once):
+    ``{"run_id", "architecture", "group", "t"}``, ``t`` the first stored time at which R is
+    not finite, sorted by architecture, group and ``t``."""
+    import json
+
     from sst_core.store.codec import stored_curve
 
-    out = set()
+    out: dict[str, dict[str, Any]] = {}
     for r in records:
         if r["status"] == "ok" and "R" in r["metrics"]:
-            _, R = stored_curve(r["metrics"], "R")  # (n_t,), None -> nan
-            if not np.all(np.isfinite(np.asarray(R, dtype=float))):
-                out.add(f"{architecture(r)} {run_config(r)['group']}")
-    return sorted(out)
+            t, R = stored_curve(r["metrics"], "R")  # (n_t,) each, None -> nan
+            bad = ~np.isfinite(np.asarray(R, dtype=float))  # (n_t,)
+            if bad.any():
+                key = json.dumps(run_config(r), sort_keys=True)
+                out.setdefault(key, {"run_id": r.get("run_id"), "architecture": architecture(r),
+                                     "group": run_config(r)["group"],
+                                     "t": int(np.asarray(t)[bad][0])})
+    return sorted(out.values(), key=lambda d: (d["architecture"], d["group"], d["t"]))
+
+
+def overflow_table(records: list[dict[str, Any]]) -> Table:
+    """Per architecture and group, how many runs' hidden states overflow within the rollout
+    (:func:`overflow_onsets`) and the earliest and latest stored time at which their spread
+    R first is not finite."""
+    onsets = overflow_onsets(records)
+    cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for d in onsets:
+        cells.setdefault((d["architecture"], d["group"]), []).append(d)
+    cols = ["model", "group", "runs", "first t with R not finite: earliest", "latest"]
+    rows, data = [], []
+    for (arch, group), ds in cells.items():
+        ts = [d["t"] for d in ds]
+        rows.append([label_name(arch), group, len(ds), min(ts), max(ts)])
+        data.append({"architecture": arch, "group": group, "runs": len(ds),
+                     "t_min": min(ts), "t_max": max(ts)})
+    note = ("t: the first stored time (every t up to 32, then about 6% apart) at which the "
+            "spread R is not finite; from then on R, M and q are undefined.")
+    return Table("Runs whose hidden states overflow within the rollout", cols, rows, note,
+                 [d["run_id"] for d in onsets], data)
 
 
 def architecture_counts(records: list[dict[str, Any]]) -> dict[str, int]:
