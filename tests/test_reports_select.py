@@ -280,7 +280,9 @@ def test_table2_and_harder_groups_data_have_a_status_and_numbers(tmp_path, P):
     n_sd = sum(not expected_affine(m) for m in paper1.TABLE2_MODELS)
     assert split["S3"] == {"group": "S3", "longest": 1000, "n_state_dependent": n_sd,
                            "n_affine": len(paper1.TABLE2_MODELS) - n_sd,
-                           "state_dependent_reach": 1, "affine_reach": 0, "affine_fail": 1}
+                           "state_dependent_reach": 1, "affine_reach": 0, "affine_fail": 1,
+                           "state_dependent_fail": 0, "best_affine": None,
+                           "best_state_dependent": {"m_p": 1000, "model": "tanh_rnn"}}
     assert split["A5"]["state_dependent_reach"] == split["A5"]["affine_fail"] == 0
 
 
