@@ -163,14 +163,16 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]  # P P = P; the closed form h
 
 # %% [markdown]
 # For every initialisation at every step $\Delta$ the summed memory function equals the rank
-# (the last two columns of {numref}`tab-mem-memory`). One consequence that our implementation notes (written before this code) missed:
+# (the last two columns of {numref}`tab-mem-memory`). One consequence is easy to miss:
 # **aliasing lowers the rank**. Under ZOH, S4D-Lin's $\mu_n=e^{\Delta(-1/2+i\pi n)}$
 # coincides with $\mu_{n'}$ or $\bar\mu_{n'}$ whenever $\Delta\pi(n\mp n')$ is a multiple of
 # $2\pi$; at $\Delta=0.1$ that is $n\mp n'=20$, and S4D-Lin with $N=64$ has only
-# {glue:text}`rank_lin_alias` distinct eigenvalues. The notes report "numerical rank 20 at
-# $\Delta=0.1$ (true 63)"; our capacity is {glue:text}`cap_lin_alias:.6f`. Float64 was
-# right: the coinciding eigenvalues differ by rounding only (about $10^{-15}$), and
-# `distinct_eigenvalues` merges eigenvalues closer than $10^{-12}$.
+# {glue:text}`rank_lin_alias` distinct eigenvalues, so its capacity is
+# {glue:text}`cap_lin_alias:.6f`. A reference computation made independently before this
+# code took the float64 rank there for an artefact ("numerical rank 20 at $\Delta=0.1$
+# (true 63)"); the float64 rank is the true one: the coinciding eigenvalues differ by
+# rounding only (about $10^{-15}$), and `distinct_eigenvalues` merges eigenvalues closer
+# than $10^{-12}$.
 #
 # $VV^H$ is badly conditioned for most of these spectra. On S4D-Lin at $\Delta=0.001$ the
 # float64 SVD route (leverage scores of $V^H$) finds rank {glue:text}`svd_rank` and differs
@@ -195,7 +197,7 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]  # P P = P; the closed form h
 #
 # It agrees with a direct 100-digit evaluation ({numref}`tab-mem-checks`). All delays at
 # $N=$ {glue:text}`ref_N`, $T=$ {glue:text}`ref_T` take at most {glue:text}`wall_max:.1f` s
-# on this machine per spectrum of {numref}`tab-mem-reference` (with one extra column of $P$).
+# on a 2-core CPU per spectrum of {numref}`tab-mem-reference` (with one extra column of $P$).
 # ````
 #
 # ## The memory of the five initialisations
@@ -238,15 +240,14 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]  # P P = P; the closed form h
 # first in both; how the three baselines rank among themselves depends on their exact
 # definitions and on $\Delta$, which the paper's text does not fix, so we read no more into it.
 #
-# `````{admonition} An independent check: the values of our implementation notes
+# `````{admonition} An independent check: reference values computed before this code
 # :class: dropdown
 #
-# Our implementation notes list values computed independently with NumPy and mpmath before
-# this code existed, at $N=$ {glue:text}`ref_N` and $T=$ {glue:text}`ref_T`: predictions to
+# Reference values computed independently with NumPy and mpmath before this code existed, at $N=$ {glue:text}`ref_N` and $T=$ {glue:text}`ref_T`: predictions to
 # reproduce, not numbers from the paper. The largest
 # difference from them, {glue:text}`ref_table_diff:.4f`, is the size of their rounding.
 #
-# ````{table} Our memory function at the notes' size ($N$ and $T$ as in the text above) beside the values of our implementation notes in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
+# ````{table} Our memory function at the reference's size ($N$ and $T$ as in the text above) beside the reference values in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
 # :name: tab-mem-reference
 # ```{glue:md} tab_reference
 # :format: myst
@@ -419,7 +420,8 @@ explorer = plots_memory.spectrum_explorer(plots_memory.explorer_views(P.mem_T, P
 for name, value in {
         "fig_explorer": HTML(plots_memory.explorer_html(*explorer)),
         "fig_delta_slider": HTML(plots_memory.plotly_explorer(curves, configs.DTS).to_html(
-            full_html=False, include_plotlyjs=False))}.items():
+            full_html=False, include_plotlyjs=False, default_width="100%",
+            config={"responsive": True}))}.items():
     glue(name, value, display=False)
 
 # %% [markdown]
@@ -448,7 +450,7 @@ plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)  # needs a live kern
 #   matches it to simulation accuracy. Only for matched spectra: HiPPO-LegS is not S4D-Inv.
 # - **Capacity** $=\operatorname{rank}V\le N$ at finite $T$; S4D-Lin has rank
 #   {glue:text}`rank_lin`, S4D-Real {glue:text}`rank_real`, and aliasing lowers S4D-Lin's to
-#   {glue:text}`rank_lin_alias` at $\Delta=0.1$, which our implementation notes had wrong.
+#   {glue:text}`rank_lin_alias` at $\Delta=0.1$, which the reference computation took for a float64 artefact.
 # - **Gradient** (claim 2): derived, matches autograd; the paper's example reproduces: no
 #   learning at delay 500 with a random spectrum ($M[500]=$ {glue:text}`gd_random_M500:.1e`),
 #   slow learning up to $M[500]=$ {glue:text}`gd_inv_M500:.4f` with S4D-Inv. Ours: $\Delta=0.003$

@@ -243,8 +243,9 @@ def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float]):
     by = {(r["config"]["init"], r["config"]["dt"]): r for r in records if r["status"] == "ok"}
     c0 = records[0]["config"]
     fig = make_subplots(rows=2, cols=2, horizontal_spacing=0.09, vertical_spacing=0.14,
-                        subplot_titles=("spectrum mu (unit disk)", "memory function M[tau]",
-                                        "cumulative capacity", f"gradient weighting |P[tau, {c0['teacher_delay']}]|"))
+                        subplot_titles=("spectrum μ (unit disk)", "memory function M[τ]",
+                                        "cumulative capacity",
+                                        f"gradient weighting |P[τ, {c0['teacher_delay']}]|"))
     t = np.linspace(0, 2 * np.pi, 200)
     fig.add_trace(go.Scatter(x=np.round(np.cos(t), 4), y=np.round(np.sin(t), 4), mode="lines",
                              line=dict(color="#999", width=1), showlegend=False, hoverinfo="skip"),
@@ -284,14 +285,14 @@ def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float]):
     fig.update_layout(
         sliders=[dict(active=0, currentvalue=dict(prefix="dt = "), pad=dict(t=40), steps=steps)],
         title=dict(text=f"Δ = {first:g}", font=dict(size=13)),
-        width=760, height=800, margin=dict(l=45, r=15, t=110, b=40),
+        autosize=True, height=800, margin=dict(l=45, r=15, t=110, b=40),
         legend=dict(orientation="h", x=0, y=1.1, yanchor="bottom"))
     fig.update_xaxes(range=[-1.1, 1.1], row=1, col=1)
     fig.update_yaxes(range=[-1.1, 1.1], scaleanchor="x", row=1, col=1)
     for row, col in ((1, 2), (2, 1), (2, 2)):
         fig.update_xaxes(type="log", title_text="delay τ", row=row, col=col)
     fig.update_yaxes(range=[-0.02, 1.02], row=1, col=2)
-    fig.update_yaxes(type="log", range=[-12, 0.3], row=2, col=2)
+    fig.update_yaxes(type="log", range=[-12, 0.3], exponentformat="power", row=2, col=2)
     fig.update_xaxes(type="linear", row=2, col=2)
     return fig
 

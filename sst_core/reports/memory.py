@@ -70,8 +70,8 @@ def memory_table(P: Profile, root: Path | None = None) -> Table:
 
 
 def reference_comparison(P: Profile, root: Path | None = None) -> Table:
-    """Our memory function next to the values of the project's implementation notes
-    (reference Section 3.4: N=64, T=4096, computed independently with NumPy/mpmath)."""
+    """Our memory function next to reference values computed independently with
+    NumPy/mpmath before this code (N=64, T=4096)."""
     from sst_core.experiments.paper2 import reference_grid
     from sst_core.spec.configs import REFERENCE_DELAYS, REFERENCE_VALUES
 
@@ -108,7 +108,7 @@ def reference_comparison(P: Profile, root: Path | None = None) -> Table:
                      "max_abs_diff": max(diffs) if diffs else None})
         ids.append(rec["run_id"])
     note = (f"Scale: {P.scale('seed')}; N and T as in the title (N=64, T=4096 except under "
-            "`smoke`). ZOH. ref.: independent NumPy/mpmath values of the implementation notes "
+            "`smoke`). ZOH. ref.: independent NumPy/mpmath reference values "
             "(not the paper's), rounded to three decimals or one significant digit, so "
             "differences up to about 0.0005 are rounding.")
     return MemoryTable(f"Memory function at N={grid[0].N}, T={grid[0].T}: ours vs "
@@ -249,7 +249,7 @@ TWIN_CHECKS = {
     "mf_sym_diff": ("memory function, μ = 0.9, 0.5, T = 3", "SymPy expression"),
     "cap_err": ("capacity, every initialisation and Δ", "rank of V"),
     "ref_err": ("memory_function, S4D-Lin/Inv/Real, Δ = 0.001", "100-digit evaluation"),
-    "ref_table_diff": ("memory_function at the notes' size", "implementation notes"),
+    "ref_table_diff": ("memory_function at the reference's size", "reference values"),
     "svd_err": ("float64 SVD route, S4D-Lin, Δ = 0.001", "memory_function"),
     "grad_moments": ("readout gradient, autograd on a sample", "the sample's moments"),
     "grad_rel": ("the same (relative)", "white-noise formula"),
