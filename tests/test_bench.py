@@ -320,8 +320,10 @@ def test_training_steps_carry_their_roofline(result):
     from sst_core.reports import bench as report
 
     (table,) = [t for t in report.bench_tables(result) if t.title.startswith("Throughput")]
-    assert table.columns[-5:] == ["GFLOP/s", "flop limit ms", "byte limit ms", "bound",
-                                  "x limit"]
+    assert table.columns[-6:] == ["GFLOP/s", "flop limit ms", "byte limit ms", "bound",
+                                  "x limit", "sizes"]  # the widest column last
+    assert table.columns[:2] == ["name", "ms"] and all(len(r) == len(table.columns)
+                                                       for r in table.rows)
     assert "rates measured at their own shapes" in table.note
     rows = report.limit_rows(result)
     assert {r["name"] for r in rows} == goals and all(r["profiled"] for r in rows)
@@ -531,7 +533,7 @@ def test_across_machines_sets_the_newest_record_beside_another_cpus():
     # x: 0.5 and y: 3 are outside 1/1.5-1.5; z (1.2) and "new" (not in b) are not shown
     assert [row[0] for row in table.rows] == ["x", "y"]
     assert [d["ratio"] for d in table.data] == [0.5, 3.0]
-    assert table.rows[1][2:] == ["3,000.00", "1,000.00", "3.00"]
+    assert table.rows[1][1:4] == ["3.00", "3,000.00", "1,000.00"]  # sizes last
     assert "over all 3 shared rows the median ratio is 1.20" in table.note
     assert table.title == "The same rows on two machines: A against B"
     disjoint = report.across_machines(_record("A", "2026-12-05", {"w": 1.0}), b)

@@ -105,7 +105,7 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         extra = ["one model ms", "ceiling"]
     roof = any("roofline_ratio" in e for e in entries)
     anchored = any(e["anchor_s"] is not None for e in entries)
-    columns = (["name", "sizes", "ours ms", "ref ms", "ratio", "target"] if anchored
+    columns = (["name", "sizes", "ratio", "target", "ours ms", "ref ms"] if anchored
                else ["name", "sizes", "ms", "tokens/s"]) + extra + (
         ["GFLOP/s", "flop limit ms", "byte limit ms", "bound", "x limit"] if roof else [])
     rows = []
@@ -113,8 +113,8 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         sizes = _sizes(e["sizes"])
         if anchored:
             target = "" if e["target"] is None else f"<= {e['target']:g}: {e['status']}"
-            row = [e["name"], sizes, _ms(e["ours_s"]), _ms(e["anchor_s"]),
-                   "" if e["ratio"] is None else f"{e['ratio']:.2f}", target]
+            row = [e["name"], sizes, "" if e["ratio"] is None else f"{e['ratio']:.2f}",
+                   target, _ms(e["ours_s"]), _ms(e["anchor_s"])]
         else:
             row = [e["name"], sizes, _ms(e["ours_s"]),
                    "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
@@ -131,6 +131,10 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         if roof:
             row += _roofline_cells(e)
         rows.append(row)
+    # the comparison first and the sizes, the widest column, last: what a row says stays in
+    # sight on a page
+    columns = [c for c in columns if c != "sizes"] + ["sizes"]
+    rows = [[r[0]] + r[2:] + [r[1]] for r in rows]
     note = (f"ratio = {compares}. Sizes: b batch, L length, ch channels, K models, "
             "N state size, D model width." if compares else
             "Sizes: b batch, L length, N state size, D model width.")
@@ -259,8 +263,8 @@ def across_machines(record: dict[str, Any], other: dict[str, Any],
     for (e, o), r in zip(shared, ratios):
         if 1 / spread <= r <= spread:
             continue
-        rows.append([e["name"], _sizes(e["sizes"]), _ms(e["ours_s"]), _ms(o["ours_s"]),
-                     f"{r:.2f}"])
+        rows.append([e["name"], f"{r:.2f}", _ms(e["ours_s"]), _ms(o["ours_s"]),
+                     _sizes(e["sizes"])])
         data.append({"name": e["name"], "ours_s": e["ours_s"], "other_s": o["ours_s"],
                      "ratio": r})
     overall = (f"over all {len(shared)} shared rows the median ratio is "
@@ -269,7 +273,7 @@ def across_machines(record: dict[str, Any], other: dict[str, Any],
             f"of {other['created_utc'][:10]}); ratio = the first / the second. Shown: the rows "
             f"outside {1 / spread:.2f}-{spread:g}; {overall}.")
     return Table(f"The same rows on two machines: {here} against {there}",
-                 ["name", "sizes", f"ms, {here}", f"ms, {there}", "ratio"], rows,
+                 ["name", "ratio", f"ms, {here}", f"ms, {there}", "sizes"], rows,
                  note=note, data=data)
 
 
@@ -290,13 +294,13 @@ def gpu_check_table(record: dict[str, Any]) -> Table:
 
 
 def targets_table(record: dict[str, Any]) -> Table:
-    """Every entry of ``record`` that has a target, in one table: name, sizes, our time and
-    the reference's, their ratio and the target with its status."""
-    rows = [[e["name"], _sizes(e["sizes"]), _ms(e["ours_s"]), _ms(e["anchor_s"]),
-             f"{e['ratio']:.2f}", f"<= {e['target']:g}: {e['status']}"]
+    """Every entry of ``record`` that has a target, in one table: name, the ratio of our
+    time to the reference's and the target with its status, the two times, and sizes."""
+    rows = [[e["name"], f"{e['ratio']:.2f}", f"<= {e['target']:g}: {e['status']}",
+             _ms(e["ours_s"]), _ms(e["anchor_s"]), _sizes(e["sizes"])]
             for e in record["entries"] if e.get("target") is not None]
     return Table(f"Every comparison with a target ({record['device']})",
-                 ["name", "sizes", "ours ms", "ref ms", "ratio", "target"], rows,
+                 ["name", "ratio", "target", "ours ms", "ref ms", "sizes"], rows,
                  note="ratio = ours / reference.", data=targets(record))
 
 
@@ -406,14 +410,14 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     cpu, cuda = latest(records, "cpu"), latest(records, "cuda")
     other = other_machine(records, cpu) if cpu is not None else None
     sections = {s[0]: section_table(cpu, *s) if cpu is not None else None for s in SECTIONS}
-    anchored = ["name", "sizes", "ours ms", "ref ms", "ratio", "target"]
+    anchored = ["name", "ratio", "target", "ours ms", "ref ms", "sizes"]
     out: dict[str, Any] = {f"bench_{key}": (t or Table("", anchored, [])).grid()
                            for key, t in zip(SECTION_KEYS, sections.values())}
     profile = profile_table(cpu, top=3, every=True) if cpu is not None else None
     out["bench_profile"] = (profile or Table("", ["model", "x limit", "operation", "share",
                                                   "ms"], [])).grid()
     machines = across_machines(cpu, other, MACHINE_SPREAD) if other is not None else None
-    out["bench_machines"] = (machines or Table("", ["name", "sizes", "ms", "ms", "ratio"],
+    out["bench_machines"] = (machines or Table("", ["name", "ratio", "ms", "ms", "sizes"],
                                                [])).grid()
     # no record on CUDA yet: one row that says so, rather than a header alone
     check_cols = ["check", "max abs diff, output", "max abs diff, gradients",
