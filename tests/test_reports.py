@@ -45,6 +45,7 @@ def test_a_header_typesets_the_papers_symbols_and_leaves_other_words_alone():
     assert h("m_p ≥ 60") == "$m_p$ ≥ 60"
     assert h("T_cross (q >= 1/2)") == r"$T_{\text{cross}}$ (q >= 1/2)"
     assert h("q_U, q_U_perp") == r"$q_U$, $q_{U^\perp}$"
+    assert h("q_U below q_U⊥") == r"$q_U$ below $q_{U^\perp}$"
     assert h("‖W_out η̄‖") == r"‖$W_{\text{out}}$ η̄‖"
     # only whole symbols: longer names and math already typeset stay as they are
     assert h("m_p_prefix") == "m_p_prefix" and h("$m_p$") == "$m_p$"

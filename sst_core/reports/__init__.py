@@ -32,7 +32,8 @@ from sst_core.store.records import (
 # them (MyST math): a header reads "$m_p$", not "m_p"
 HEADER_MATH = {"m_p": r"$m_p$", "T_cross": r"$T_{\text{cross}}$",
                "d_model": r"$d_{\text{model}}$", "d_state": r"$d_{\text{state}}$",
-               "q_U_perp": r"$q_{U^\perp}$", "q_U": r"$q_U$", "W_out": r"$W_{\text{out}}$"}
+               "q_U_perp": r"$q_{U^\perp}$", "q_U⊥": r"$q_{U^\perp}$", "q_U": r"$q_U$",
+               "W_out": r"$W_{\text{out}}$"}
 _SYMBOL = re.compile(r"(?<![\w$\\])(" + "|".join(HEADER_MATH) + r")(?!\w)")
 
 
