@@ -134,9 +134,10 @@ def test_an_lra_claim_undetermined_on_a_task_is_judged_on_the_others(monkeypatch
     monkeypatch.setattr(lra, "lra_claims", lambda P, root=None: lra.Table("", [], [], data=[]))
     monkeypatch.setattr(lra, "claim_counts", lambda data: counts)
     paper, ours, verdict, c = RESULTS["lra_frozen_converges_faster"][3](None, None)
-    assert ours == ("holds on 0, ties on 1, fails on 0 of 1 tasks; undetermined on 1 "
+    assert ours == ("2 tasks: holds on 0, ties on 1, fails on 0, undetermined on 1 "
                     "(runs not converged)")
     assert verdict == "close"
     counts["frozen_converges_faster"] |= {"tie": 0, "judged": 1}
     assert RESULTS["lra_frozen_converges_faster"][3](None, None)[1:3] == (
-        "no task judged; undetermined on 1 (runs not converged)", None)
+        "1 task: holds on 0, ties on 0, fails on 0, undetermined on 1 (runs not converged)",
+        None)

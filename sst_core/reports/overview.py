@@ -178,12 +178,13 @@ def _lra_claim(key: str) -> Callable[[Profile, Any], tuple[str, str, str | None,
         c = claim_counts(lra_claims(P, root).data)[key]
         cited = LRA_CLAIM_TASKS.get(key)
         paper = "holds" + (f" ({', '.join(cited)})" if cited else "")
-        # a task where the claim is undetermined (its runs had not converged) judges nothing
-        judged = c["holds"] + c["tie"] + c["fails"]
-        ours = (f"holds on {c['holds']}, ties on {c['tie']}, fails on {c['fails']} of "
-                f"{judged} tasks" if judged else "no task judged")
+        # a task where the claim is undetermined (its runs had not converged) weighs in
+        # neither way: the verdict reads the others
+        tasks = f"{c['judged']} task" + ("" if c["judged"] == 1 else "s")
+        ours = (f"{tasks}: holds on {c['holds']}, ties on {c['tie']}, fails on "
+                f"{c['fails']}" if c["judged"] else "no task judged")
         if c[UNDETERMINED]:
-            ours += f"; undetermined on {c[UNDETERMINED]} (runs not converged)"
+            ours += f", undetermined on {c[UNDETERMINED]} (runs not converged)"
         return paper, ours, verdict_of_claim(c["holds"], c["tie"], c["fails"]), c
     return row
 
