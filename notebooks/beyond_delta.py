@@ -31,9 +31,9 @@
 # that fails at 60 the test has next to no power, since any crossing before twice the
 # training length counts as a hit. The theorem's dichotomy is not between diagonal and
 # non-diagonal transitions but between no drift and some drift ({numref}`tab-dl-exact`).
-# The diagnostics also miss, for a state-dependent model whose $q$ crosses early, for an
-# affine one whose return map is exactly the identity on $U$, and for a perturbed exact
-# tracker ({ref}`sec-dl-misses`, {numref}`tab-dl-exact`).
+# The diagnostics also miss for a state-dependent model whose $q$ crosses early, for an
+# affine one whose return map is exactly the identity on $U$, for DeltaProduct with 3 steps
+# ({ref}`sec-dl-misses`), and for a perturbed exact tracker ({numref}`tab-dl-exact`).
 #
 # At this book's scale: the grid of the other "Beyond" chapters, {glue:text}`per_cell:d` runs
 # per cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`

@@ -165,8 +165,8 @@ plt.close(fig)
 # passes 60, stops short of 1000 as it does on $S_3$ ({numref}`tab-hg-table2`). $A_5$ is
 # harder for everyone, and there the table does not decide: no model of either class
 # reaches the longest length ({glue:text}`sd_A5:d` state-dependent, {glue:text}`af_A5:d`
-# affine), {glue:text}`sdfail_A5:d` of the two state-dependent models fail at the training
-# length, and the best affine model, the {glue:text}`best_af_A5`, reaches $m_p$ =
+# affine); at the training length {glue:text}`sdfail_A5:d` state-dependent and
+# {glue:text}`fail_A5:d` affine models fail; and the best affine model, the {glue:text}`best_af_A5`, reaches $m_p$ =
 # {glue:text}`best_af_A5_mp`, against {glue:text}`best_sd_A5_mp` for the best
 # state-dependent one, the {glue:text}`best_sd_A5` ({numref}`tab-hg-table2`). An affine
 # model that passes 60 where a state-dependent one does not is no evidence against the
@@ -177,7 +177,8 @@ plt.close(fig)
 # ## Figure 4 on A5
 #
 # Not the same sweep on the two groups. On $S_3$ it is the affine sweep of the Figure 4
-# chapter on the whole grid of Table 2, {glue:text}`pop_S3_runs:d` runs (depths
+# chapter on the whole grid of Table 2 without that chapter's extra seeds (which $A_5$ does
+# not have, so the two are compared on the same kind of grid), {glue:text}`pop_S3_runs:d` runs (depths
 # {glue:text}`pop_S3_depths`, state sizes {glue:text}`pop_S3_d_states`, RNN widths
 # {glue:text}`pop_S3_rnn_widths`, schedules {glue:text}`pop_S3_schedules`). On $A_5$ it is
 # the same models, learning rates and seeds on the narrower grid of these chapters,

@@ -169,7 +169,7 @@ for name, fig in figures.items():
 # $d_{\text{model}}$ = {glue:text}`d_model:d` the chapter trains at: the ratio is the
 # benchmark's width's, and how it changes with the width is not measured here.
 #
-# :::{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run at the sizes of its last column (the benchmark's, not the chapter's training width; the text gives both); a training step is forward, backward and AdamW.
+# :::{table} What the correction costs: the semi-affine Negative Mamba against the affine one, timed side by side in one benchmark run at the sizes the table gives (the benchmark's, not the chapter's training width; the text gives both); a training step is forward, backward and AdamW.
 # :name: tab-sa-cost
 # ```{glue:md} tab_sa_cost
 # :format: myst

@@ -69,5 +69,5 @@ glue("identity_tol", ov.IDENTITY_TOL, display=False)
 # beneath ours. Grey cells are models the paper does not report.
 # ```
 #
-# {doc}`p1_table2` examines every cell that differs, with the retraining noise of the same
+# {doc}`The Table 2 chapter <p1_table2>` examines every cell that differs, with the retraining noise of the same
 # cells measured.

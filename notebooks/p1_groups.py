@@ -154,7 +154,7 @@ for name, value in {"gr_table": measured.grid(), "s3_sr": S3.elements[sr],
 # {numref}`fig-mixing` shows how fast each state distribution becomes uniform. With the
 # generators as tokens (right panel), $C_6$ is a lazy random walk on a 6-cycle and mixes
 # slowly, while $S_3$ mixes within a few tokens; with every element as tokens (left panel),
-# one token already makes the state uniform. {numref}`fig-state-distribution` shows the two
+# one token already makes the state uniform. {numref}`fig-state-distribution` shows the
 # distributions over the generators after two tokens. A model therefore cannot guess the
 # state of a long word from its length: it has to track it.
 

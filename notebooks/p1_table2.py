@@ -411,9 +411,9 @@ for name, value in {
 # Of the affine runs that passed 60 ({glue:text}`t2_affin_passing_60:d`), $m_p$ rose in
 # {glue:text}`t2_affin_rose:d` and fell in {glue:text}`t2_affin_fell:d` by the end of the
 # budget; of the state-dependent ones ({glue:text}`t2_state_passing_60:d`), it rose in
-# {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`. Training on would
-# hurt the affine models, as the theory allows, if their $m_p$ fell more often than it rose;
-# compare the two counts. No run is stopped
+# {glue:text}`t2_state_rose:d` and fell in {glue:text}`t2_state_fell:d`. Training past 60
+# would hurt the affine models, as the theory allows, if their $m_p$ fell more often than it
+# rose; the two counts above say how often each happened. No run is stopped
 # for not learning: a run ends at its step budget. Of the {glue:text}`t2_stall_runs:d` runs
 # that passed 60, the longest stay at one curriculum length before moving on was
 # {glue:text}`t2_stall:d` steps ({glue:text}`t2_stall_model`, at length

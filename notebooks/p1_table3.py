@@ -65,7 +65,7 @@ P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wr
 # ```
 #
 # Each row is trained exactly as Table 2 (the curriculum to length 60 and the stopping rule
-# of {doc}`p1_table2`) and reports the best $m_p$ of its grid. At this book's scale a row is
+# of {doc}`the Table 2 chapter <p1_table2>`) and reports the best $m_p$ of its grid. At this book's scale a row is
 # {glue:text}`t3_per_row:d` runs, every combination of the hidden widths
 # {glue:text}`t3_widths`, the learning-rate schedules {glue:text}`t3_schedules`, the
 # learning rates {glue:text}`t3_lrs` and {glue:text}`t3_seeds:d` seeds, against the paper's

@@ -296,9 +296,8 @@ for name, value in {
 # state-dependent models' by {glue:text}`th1_sd_res_lo:.3g` to
 # {glue:text}`th1_sd_res_hi:.3g` (each in the model's own state units). The table
 # therefore measures how far each trained model is from the theorem's setting rather than
-# testing the theorem, which the constructed maps above test exactly;
-# {glue:text}`th1_aff_fail:d` of the {glue:text}`th1_aff_n:d` affine rows fail at length
-# 60. Of the {glue:text}`th1_sd_n:d` state-dependent
+# testing the theorem, which the constructed maps above test exactly. Of the
+# {glue:text}`th1_aff_n:d` affine rows, {glue:text}`th1_aff_fail:d` fail at length 60. Of the {glue:text}`th1_sd_n:d` state-dependent
 # rows, {glue:text}`th1_sd_contract:d` contract $U$ ($\lVert Q^\top J Q\rVert < 1$); a
 # state-dependent model *may* contract, and Theorem 1 does not say that it must.
 #
@@ -311,7 +310,7 @@ for name, value in {
 # ({numref}`tab-corollary1`). The prediction only means something for models in the "climb"
 # mode; a saturated model is past the threshold before any drift.
 #
-# ````{table} Corollary 1 on the best affine $S_3$ run of each model: its failure mode (saturation: $q$ crosses $1/2$ within the training length 60; climb: later), the fitted drift per step, the crossing time it predicts and the one measured, and $m_p$. A drift at or below 0 means the spread along $U$ does not grow over the window: nothing drifts there, and Corollary 1 predicts no crossing (—).
+# ````{table} Corollary 1 on the best affine $S_3$ run of each model: its failure mode (saturation: $q$ crosses $1/2$ within the training length 60; climb: later), the fitted drift per step, the crossing time it predicts and the one measured, and $m_p$. A drift at or below 0 means the spread along $U$ does not grow over the window: nothing drifts there, and Corollary 1 predicts no crossing (—); a saturated model's prediction is not shown (—).
 # :name: tab-corollary1
 # ```{glue:md} th1_cor_table
 # :format: myst
