@@ -453,8 +453,10 @@ plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)  # needs a live kern
 #   {glue:text}`rank_lin_alias` at $\Delta=0.1$, which the reference computation took for a float64 artefact.
 # - **Gradient** (claim 2): derived, matches autograd; the paper's example reproduces: no
 #   learning at delay 500 with a random spectrum ($M[500]=$ {glue:text}`gd_random_M500:.1e`),
-#   slow learning up to $M[500]=$ {glue:text}`gd_inv_M500:.4f` with S4D-Inv. Ours: $\Delta=0.003$
-#   and the step and random spectra, because the paper's are not public.
+#   slow learning up to $M[500]=$ {glue:text}`gd_inv_M500:.4f` with S4D-Inv. That value is
+#   set, not reproduced: the paper gives no $\Delta$, and ours, $0.003$, was chosen so that
+#   S4D-Inv's $M[500]$ is the paper's. The step and random spectra are ours, because the
+#   paper's are not public.
 # - **Appendix remark**: attention as a linear RNN with the single eigenvalue $1$ has memory
 #   $1/T$ at every delay ({glue:text}`attn_m:.6f` at $T=$ {glue:text}`T`) and capacity
 #   {glue:text}`attn_cap:.3f`.
