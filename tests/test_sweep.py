@@ -993,6 +993,31 @@ def test_committed_files_are_records_and_the_weights_analyses_read(root):
     assert artifact_path(tracks, ".pt") not in committed_files("smoke")
 
 
+def test_a_staged_sweep_commits_its_records_and_no_weights(root):
+    """The wide recompute (staged: no chapter reads it yet) keeps its trackers' weights
+    local, those an analysis of it reads and those of a pending analysis alike; a tracker
+    that a chapter's sweep also analyses keeps its weights committed by that sweep."""
+    from sst_core.experiments.paper1 import figure4_wide_diagnostics
+    from sst_core.experiments.registry import SWEEP_GRIDS, staged_sweeps
+    from sst_core.store.records import artifact_path
+    from sst_core.sweep.status import committed_files
+
+    P = get_profile("smoke")
+    assert "wide" in staged_sweeps()
+    read = list(dict.fromkeys(c.run for c in figure4_wide_diagnostics(P)))
+    others = {c.run for name, grids in SWEEP_GRIDS.items() if name not in staged_sweeps()
+              for g in grids for c in g.configs(P) if getattr(c, "run", None) is not None}
+    wide_only = [c for c in read if c not in others]
+    shared = [c for c in read if c in others]  # the RNN family's runs, not widened
+    assert wide_only and shared
+    for cfg in (wide_only[0], shared[0]):
+        cached_run(cfg, lambda c: {"m_p": 60})  # passes: worth committing, were it read
+        artifact_path(cfg, ".pt").write_bytes(b"weights")
+    files = committed_files("smoke")
+    assert record_path(wide_only[0]) in files and artifact_path(wide_only[0], ".pt") not in files
+    assert artifact_path(shared[0], ".pt") in files  # a chapter's analysis reads it
+
+
 def test_the_committed_standard_results_stay_under_100_mb():
     """``results/standard`` as a clone has it (the files git tracks) stays under the 100 MB
     that "Paper 1 at CPU scale" allows."""

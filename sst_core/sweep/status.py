@@ -97,10 +97,18 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
     their analyses' records are committed, and an analysis that has to be computed again
     without the weights trains its tracker again (:func:`sst_core.sweep.runner.sweep`).
     Weights committed for a pending analysis stay in the repository once it is stored
-    (they are small: about 60 kB per tracker at ``standard``)."""
+    (they are small: about 60 kB per tracker at ``standard``, 90 kB at d_model 128).
+
+    A staged sweep (:func:`sst_core.experiments.registry.staged_sweeps`: many sessions of
+    compute that no chapter reads yet) commits its records but no weights: its analyses run
+    where its trackers were trained, and its weights would take the committed results past
+    their budget before any chapter reads them."""
+    from sst_core.experiments.registry import staged_sweeps
+
     P = get_profile(profile)
     files: dict[Path, None] = {}
     worth: dict[Path, bool] = {}  # per weights file: a tracker several analyses read, judged once
+    staged = set(staged_sweeps())
     for name in SWEEPS:
         for cfgs in phases(name, P):
             for cfg in cfgs:
@@ -110,7 +118,7 @@ def committed_files(profile: str, root: Path | None = None) -> list[Path]:
                     files[path] = None
                     files.update(dict.fromkeys(replaced_files(cfg, root)))
                 run = getattr(cfg, "run", None)
-                if run is None:
+                if run is None or name in staged:
                     continue
                 weights = artifact_path(run, ".pt", root)
                 if weights not in worth:
