@@ -252,7 +252,7 @@ plt.close("all")
 # all {glue:text}`machine_shared` rows the two share, the median ratio is
 # {glue:text}`machine_median`.
 #
-# :::{table} The same rows on two CPU models, the newest benchmark of each: ms on the first, ms on the second and their ratio, for the rows whose ratio lies outside {glue:text}`machine_spread`.
+# :::{table} The same rows on two CPU models, the newest benchmark of each: their ratio, ms on the first and ms on the second, for the rows whose ratio lies outside {glue:text}`machine_spread`.
 # :name: tab-bench-machines
 # ```{glue:md} bench_machines
 # :format: myst
