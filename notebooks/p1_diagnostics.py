@@ -117,7 +117,8 @@ for name, value in {
                                  if d["times_q_U_below_identity"]), default=0),
         "dg_f3_times_n": max((d["times_q_U_below_identity"][1] for d in f3.data
                               if d["times_q_U_below_identity"]), default=0),
-        **{f"dg_{k}": float("nan") if v is None else v for k, v in nums.items()}}.items():
+        **{f"dg_{k}": float("nan") if v is None else v for k, v in nums.items()},
+        **{f"dg_paper_modes_{k}": v for k, v in ec.figure2_modes(best).items()}}.items():
     glue(name, value, display=False)
 plt.close("all")
 
@@ -183,7 +184,9 @@ plt.close("all")
 # $T_{\text{cross}}$). `sst_core.analysis.diagnostics.failure_mode` labels each curve of
 # {numref}`fig-q-trajectories` by the fixed rule of {numref}`tab-diagnostics-modes`. ($q(1) = 0$
 # for every model: after one token the state is a function of that token alone; the plots
-# start at $t = 2$.)
+# start at $t = 2$.) Of the {glue:text}`dg_paper_modes_compared:d` best runs of the models
+# the paper names a mode for (both depths), {glue:text}`dg_paper_modes_agree:d` have the
+# paper's mode; the others, ours / the paper's: {glue:text}`dg_paper_modes_differ`.
 #
 # ```{glue:figure} dg_fig2
 # :name: "fig-q-trajectories"

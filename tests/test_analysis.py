@@ -388,6 +388,19 @@ def test_corollary1_shows_predictions_for_the_climb_mode_only(monkeypatch):
     assert none["compared"] == 0 and none["ratio_lo"] != none["ratio_lo"]  # NaN
 
 
+def test_figure2_modes_compares_each_plotted_model_with_the_papers_mode():
+    def run(mode):
+        return {"metrics": {"failure_mode": mode}}
+
+    best = {"mamba": run("saturation"), "mamba L2": run("saturation"),
+            "negative_mamba": run("saturation"), "negative_mamba L2": run("climb"),
+            "aussm": run("climb"),  # a mode the paper does not name: not compared
+            "tanh_rnn": run("none")}
+    assert ec.figure2_modes(best) == {"compared": 4, "agree": 3,
+                                      "differ": "Negative Mamba: saturation / climb"}
+    assert ec.figure2_modes({"mamba3": run("saturation")})["differ"] == "none"
+
+
 def _best_record(model, affine, m_p, T_cross, recovery_U):
     return {"status": "ok", "run_id": model, "config": {"run": {"model": model}},
             "metrics": {"is_affine": affine, "m_p": m_p, "T_cross": T_cross,

@@ -125,6 +125,22 @@ def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "before": sum(m["T_cross"] <= m["m_p"] for m in passed), "before_n": len(passed)}
 
 
+def figure2_modes(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The failure modes of the best run per model (:func:`best_per_model`, both depths)
+    against the ones the paper names in its Figure 2
+    (:data:`sst_core.spec.paper_values.FIGURE2_MODES`): of the ``compared`` runs of those
+    models, how many have the paper's mode (``agree``), and the others' names and modes,
+    ours / the paper's (``differ``: "Negative Mamba: saturation / climb"; "none" where all
+    agree)."""
+    modes = paper_values.FIGURE2_MODES
+    rows = [(label, r["metrics"]["failure_mode"], modes[label.partition(" ")[0]])
+            for label, r in sorted(best.items()) if label.partition(" ")[0] in modes]
+    differ = [f"{label_name(label)}: {ours} / {paper}" for label, ours, paper in rows
+              if ours != paper]
+    return {"compared": len(rows), "agree": len(rows) - len(differ),
+            "differ": "; ".join(differ) or "none"}
+
+
 def figure3_table(records: list[dict[str, Any]]) -> Table:
     """Figure 3's ratios read at m_p (:func:`split_at_m_p`) as a table, per record: q, q_U
     and q_U_perp through ``W_out``, whether q_U is below q_U_perp (the paper's "q_U stays

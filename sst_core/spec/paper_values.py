@@ -39,6 +39,12 @@ TABLE3: dict[str, int | None] = {
     "identity": FAIL, "layernorm": FAIL, "sphere": FAIL,
 }
 
+# Paper 1, Figure 2: the failure mode the paper names for each affine model it plots
+# (saturation: q at or above the threshold from the start; climb: q grows, then crosses).
+# Source: reference section 9 (Figure 2's row) and the failure-mode table of section 5.
+FIGURE2_MODES = {"mamba": "saturation", "mamba3": "saturation",
+                 "negative_mamba": "climb", "token_gated_rnn": "climb"}
+
 # Paper 1, Figure 4: log T_cross against log m_p over the affine S3 models it selects, and
 # q at m_p (median, bootstrap 95% interval). Source: reference section 9 (Figure 4's row).
 FIGURE4 = {"r": 0.869, "p": 6.9e-34, "n": 113, "q_median": 0.91, "q_lo": 0.83, "q_hi": 1.07}
@@ -95,6 +101,8 @@ SOURCES = {
     "TABLE3": "arXiv 2605.07755 Table 3, via the secondary Summary (reference 8.2)",
     "TABLE2_D_MODEL": "arXiv 2605.07755 Appendix C ('parameter-budget matched'), reference 6.4",
     "TABLE2_RUNS_PER_CELL": "arXiv 2605.07755 Appendix C, Table 4 (grouping presumed), reference 6.4",
+    "FIGURE2_MODES": "arXiv 2605.07755 Figure 2 and its text, via the reference's results "
+                     "table and failure-mode table",
     "FIGURE4": "arXiv 2605.07755 Figure 4 and its text, via the reference's results table",
     "LRA_MAIN": "arXiv 2510.00563 main table, via the secondary Summary (reference 12.1)",
     "LRA_ABLATION": "arXiv 2510.00563 ablation, via the secondary Summary (reference 12.2)",
