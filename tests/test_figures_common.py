@@ -188,3 +188,26 @@ def test_the_q_recovery_figure_gives_every_model_its_own_colour():
         ["#1f77b4", plots_beyond.SPARE_COLOURS[0], "#ff7f0e"]
     with pytest.raises(ValueError, match="more series"):
         plots_beyond.distinct_colours(["#1f77b4"] * (len(plots_beyond.SPARE_COLOURS) + 2))
+
+
+def test_figures_typeset_the_papers_symbols_in_their_text():
+    import matplotlib.pyplot as plt
+
+    from sst_core.figures.common import for_readers
+
+    @for_readers
+    def draw():
+        fig, ax = plt.subplots()
+        ax.plot([1, 2], [1, 2], label="m_p")
+        ax.set_xlabel("T_cross (tokens)")
+        ax.set_title("q_U and q_U_perp through W_out")
+        ax.legend()
+        return fig
+
+    fig = draw()
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == r"$T_{\mathrm{cross}}$ (tokens)"
+    assert ax.get_title() == r"$q_U$ and $q_{U^\perp}$ through $W_{\mathrm{out}}$"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["$m_p$"]
+    fig.canvas.draw()  # mathtext parses every typeset text
+    plt.close(fig)

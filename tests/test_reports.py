@@ -43,13 +43,14 @@ def test_a_tables_grid_is_its_rows_alone_and_the_printed_table_adds_title_and_no
 def test_a_header_typesets_the_papers_symbols_and_leaves_other_words_alone():
     h = reports.header_text
     assert h("m_p ≥ 60") == "$m_p$ ≥ 60"
-    assert h("T_cross (q >= 1/2)") == r"$T_{\text{cross}}$ (q >= 1/2)"
+    assert h("T_cross (q >= 1/2)") == r"$T_{\mathrm{cross}}$ (q >= 1/2)"
     assert h("q_U, q_U_perp") == r"$q_U$, $q_{U^\perp}$"
     assert h("q_U below q_U⊥") == r"$q_U$ below $q_{U^\perp}$"
-    assert h("‖W_out η̄‖") == r"‖$W_{\text{out}}$ η̄‖"
+    assert h("‖W_out η̄‖") == r"‖$W_{\mathrm{out}}$ η̄‖"
     # only whole symbols: longer names and math already typeset stay as they are
     assert h("m_p_prefix") == "m_p_prefix" and h("$m_p$") == "$m_p$"
-    assert h("best d_model") == r"best $d_{\text{model}}$" and h(3) == "3"
+    assert h("best d_model") == r"best $d_{\mathrm{model}}$" and h(3) == "3"
+    assert h(r"$\sqrt{m_p}$ against m_p") == r"$\sqrt{m_p}$ against $m_p$"  # math kept
 
 
 def test_a_wide_table_reads_transposed_with_nothing_lost():

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sst_core.groups import Group
-from sst_core.spec.names import MODEL_NAMES, PHI_NAMES
+from sst_core.spec.names import MODEL_NAMES, PHI_NAMES, typeset_symbols
 
 PAGE_WIDTH = 7.7  # inches
 MIN_FONT = 9.0  # points
@@ -29,13 +29,28 @@ READER_RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
              "figure.titlesize": 11}
 
 
+def typeset_text(fig: plt.Figure) -> plt.Figure:
+    """Every text of ``fig`` (titles, axis labels, legends, annotations) with the papers'
+    symbols typeset as math (:func:`sst_core.spec.names.typeset_symbols`): "m_p" reads
+    $m_p$, "T_cross" $T_{\mathrm{cross}}$."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        shown = text.get_text()
+        if shown and typeset_symbols(shown) != shown:
+            text.set_text(typeset_symbols(shown))
+    return fig
+
+
 def for_readers(draw: Callable[..., plt.Figure]) -> Callable[..., plt.Figure]:
-    """Draw with the book's font sizes (:data:`READER_RC`) and, where the figure came out
-    wider than the page, shrink it to :data:`PAGE_WIDTH` (its text keeps its size)."""
+    """Draw with the book's font sizes (:data:`READER_RC`), the papers' symbols in its text
+    typeset (:func:`typeset_text`) and, where the figure came out wider than the page,
+    shrink it to :data:`PAGE_WIDTH` (its text keeps its size)."""
     @functools.wraps(draw)
     def drawn(*args: Any, **kwargs: Any) -> plt.Figure:
         with plt.rc_context(READER_RC):
             fig = draw(*args, **kwargs)
+            typeset_text(fig)
             width, height = fig.get_size_inches()
             if width > PAGE_WIDTH:
                 fig.set_size_inches(PAGE_WIDTH, height * max(0.75, PAGE_WIDTH / width))

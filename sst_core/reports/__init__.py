@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sst_core.spec.names import one_spelling
+from sst_core.spec.names import one_spelling, typeset_symbols
 from sst_core.store.records import (
     RecordError,
     RecordWarning,
@@ -28,19 +27,10 @@ from sst_core.store.records import (
 )
 
 
-# the papers' symbols as a table's header spells them in code, and as the page typesets
-# them (MyST math): a header reads "$m_p$", not "m_p"
-HEADER_MATH = {"m_p": r"$m_p$", "T_cross": r"$T_{\text{cross}}$",
-               "d_model": r"$d_{\text{model}}$", "d_state": r"$d_{\text{state}}$",
-               "q_U_perp": r"$q_{U^\perp}$", "q_U⊥": r"$q_{U^\perp}$", "q_U": r"$q_U$",
-               "W_out": r"$W_{\text{out}}$"}
-_SYMBOL = re.compile(r"(?<![\w$\\])(" + "|".join(HEADER_MATH) + r")(?!\w)")
-
-
 def header_text(name: str) -> str:
     """A column's name as a table's header shows it: the papers' symbols among its words
-    (:data:`HEADER_MATH`) typeset as math."""
-    return _SYMBOL.sub(lambda m: HEADER_MATH[m.group(1)], str(name))
+    typeset as math (:func:`sst_core.spec.names.typeset_symbols`)."""
+    return typeset_symbols(name)
 
 
 @dataclass

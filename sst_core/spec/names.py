@@ -4,6 +4,7 @@ readers, the papers' names of the models (:data:`MODEL_NAMES`, :func:`run_name`)
 mapping from code names, for tables, legends and prose."""
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any, Iterable, Mapping
 
@@ -74,3 +75,22 @@ def run_name(config: Mapping[str, Any]) -> str:
     name = PHI_NAMES.get(phi, phi) if phi else model_name(config["model"])
     depth = int(config.get("n_layers", 1))
     return name + (f", {depth} layers" if depth > 1 else "")
+
+
+# The papers' symbols as code spells them, and as a page typesets them (math between
+# dollars, which MathJax and matplotlib's mathtext both read): table headers
+# (:func:`sst_core.reports.header_text`) and figure text (:func:`typeset_symbols`).
+SYMBOL_MATH = {"m_p": r"$m_p$", "T_cross": r"$T_{\mathrm{cross}}$",
+               "d_model": r"$d_{\mathrm{model}}$", "d_state": r"$d_{\mathrm{state}}$",
+               "q_U_perp": r"$q_{U^\perp}$", "q_U⊥": r"$q_{U^\perp}$", "q_U": r"$q_U$",
+               "W_out": r"$W_{\mathrm{out}}$"}
+_SYMBOL = re.compile(r"(?<![\w$\\])(" + "|".join(map(re.escape, SYMBOL_MATH)) + r")(?!\w)")
+
+
+def typeset_symbols(text: str) -> str:
+    """``text`` with the papers' symbols among its words (:data:`SYMBOL_MATH`) typeset as
+    math; longer names (``m_p_prefix``) and math already typeset (between dollars) stay
+    as they are."""
+    parts = re.split(r"(\$[^$]*\$)", str(text))  # odd parts: math already
+    return "".join(p if i % 2 else _SYMBOL.sub(lambda m: SYMBOL_MATH[m.group(1)], p)
+                   for i, p in enumerate(parts))
