@@ -30,7 +30,7 @@ READER_RC = {"font.size": 10, "axes.titlesize": 10, "axes.labelsize": 10,
 
 
 def typeset_text(fig: plt.Figure) -> plt.Figure:
-    """Every text of ``fig`` (titles, axis labels, legends, annotations) with the papers'
+    r"""Every text of ``fig`` (titles, axis labels, legends, annotations) with the papers'
     symbols typeset as math (:func:`sst_core.spec.names.typeset_symbols`): "m_p" reads
     $m_p$, "T_cross" $T_{\mathrm{cross}}$."""
     from matplotlib.text import Text
