@@ -151,12 +151,12 @@ plt.close("all")
 # limit; claim 4's, per S4D-Inv and S4D-Lin: fewer epochs to converge frozen than learned
 # (both below).
 #
-# Our verdicts at this scale: claim 1 (frozen as good as learned, and no wider over seeds),
-# {glue:text}`lra_verdict_frozen_as_good_listops` on ListOps and
-# {glue:text}`lra_verdict_frozen_as_good_digits` on digits; claim 2 (the unstructured
-# spectra worse than S4D-Inv, most when frozen),
-# {glue:text}`lra_verdict_unstructured_worse_listops` on ListOps and
-# {glue:text}`lra_verdict_unstructured_worse_digits` on digits. A tie is no
+# Our verdicts at this scale, on ListOps and on digits: for claim 1 (frozen as good as
+# learned, and no wider over seeds): {glue:text}`lra_verdict_frozen_as_good_listops` and
+# {glue:text}`lra_verdict_frozen_as_good_digits`; for claim 2 (the unstructured spectra
+# worse than S4D-Inv, most when frozen):
+# {glue:text}`lra_verdict_unstructured_worse_listops` and
+# {glue:text}`lra_verdict_unstructured_worse_digits`. A tie is no
 # evidence against a claim, only none for it: the difference lies within the noise of our
 # seeds. A claim fails on a part that goes the other way by more than two SE, which
 # {numref}`tab-lra-claims` names in brackets.
