@@ -1195,3 +1195,23 @@ def test_cli_stop_by_prices_a_run_that_saves_its_state_until_its_first_save(root
     assert price(longer) == pytest.approx(lra_s / lra.epochs)  # one epoch of it, not four
     assert price(replace(tracking, seed=9)) == \
         pytest.approx(run_compute_s(load_record(record_path(tracking))))
+
+
+def test_cli_sweep_all_runs_every_sweep_a_chapter_reads(root, monkeypatch, capsys):
+    """``sst sweep all`` computes the sweeps the chapters read and leaves out the staged ones
+    (many sessions of compute no chapter reads yet), naming them; a staged sweep runs when
+    named."""
+    from sst_core.experiments import registry
+
+    swept = []
+    monkeypatch.setattr(runner, "plan", lambda name, *a: (0, 0))
+    monkeypatch.setattr(runner, "sweep", lambda name, profile, **kw: swept.append(name)
+                        or runner.SweepResult(name, profile))
+    staged = registry.staged_sweeps()
+    assert staged, "no staged sweep to leave out"
+    assert cli.main(["sweep", "all", "--profile", "smoke"]) == 0
+    assert swept == [n for n in registry.SWEEPS if n not in staged]
+    assert f"leaves out the staged sweeps {', '.join(staged)}" in capsys.readouterr().out
+    swept.clear()
+    assert cli.main(["sweep", staged[0], "--profile", "smoke"]) == 0
+    assert swept == [staged[0]]
