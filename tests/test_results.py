@@ -341,3 +341,16 @@ def test_versions_are_read_once_and_handed_out_as_new_dicts():
     first = versions()
     first["torch"] = "changed by a caller"
     assert versions()["torch"] != "changed by a caller" and versions()["python"]
+
+
+def test_the_reading_guides_example_record_is_a_record_with_its_required_fields():
+    """The record the reading guide shows a reader (less its ``"..."`` entries) has every
+    field a record must have, each allowed by :data:`store_records.FIELDS`, and its
+    experiment's version field."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "reading_guide.md").read_text()
+    example = json.loads(re.search(r"```json\n(\{.*?\n\})\n```", text, re.S).group(1))
+    assert "version" in example and example["experiment"] in registry.EXPERIMENTS
+    assert store_records.check_record(example, "reading_guide.md") == example
