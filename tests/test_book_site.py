@@ -231,3 +231,23 @@ def test_binder_post_build_pairs_every_chapter(tmp_path):
                    capture_output=True)
     chapters = sorted(p.stem for p in (tmp_path / "notebooks").glob("*.py"))
     assert chapters and sorted(p.stem for p in (tmp_path / "notebooks").glob("*.ipynb")) == chapters
+
+
+def test_every_module_the_notation_page_names_exists():
+    """The notation page's module column (modules of ``sst_core``, without the prefix) names
+    modules a reader can import."""
+    import importlib
+    import re
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "notation.md").read_text()
+    modules, in_table = set(), False
+    for line in text.splitlines():
+        if line.startswith("| symbol | meaning | code | module |"):
+            in_table = True
+        elif not line.startswith("|"):
+            in_table = False
+        elif in_table and not line.startswith("|---"):
+            modules.update(re.findall(r"`([a-z_.0-9]+)`", line.rstrip(" |").split(" | ")[-1]))
+    assert len(modules) >= 10, modules
+    for name in sorted(modules):
+        importlib.import_module(f"sst_core.{name}")
