@@ -911,3 +911,42 @@ def test_the_figures_draw_the_tables_runs_not_the_probes(store):
     chosen = lra_reports.sup_mf_runs(records, "listops", P)
     assert extra["run_id"] not in {r["run_id"] for r in chosen}
     assert lra_reports.sup_mf_runs(records, "listops")[1]["run_id"] == extra["run_id"]
+
+
+def test_a_claim_of_many_parts_fails_only_beyond_the_shared_threshold():
+    """One part of k fails a claim only beyond fail_ses(k) SE, the two-SE level shared
+    among the parts (Bonferroni); holding still needs every part beyond 2 SE."""
+    from statistics import NormalDist
+
+    assert lra_reports.fail_ses(1) == pytest.approx(lra_reports.CLAIM_SES)
+    tail = 1 - NormalDist().cdf(2.0)
+    for k in (2, 4, 7):  # k parts, each at tail / k on one side: the one-part level in all
+        assert 1 - NormalDist().cdf(lra_reports.fail_ses(k)) == pytest.approx(tail / k)
+    assert lra_reports.fail_ses(7) == pytest.approx(2.72, abs=0.005)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="parts"):
+            lra_reports.fail_ses(bad)
+    with pytest.raises(ValueError, match="fail_ses"):
+        lra_reports.judge(-1.0, 0.1, fail_ses=1.5)
+
+    def part(z):
+        return {"part": "accuracy", "diff": z * 0.01, "se": 0.01, "z": z,
+                "verdict": lra_reports.judge(z * 0.01, 0.01)}
+
+    seven = [part(3.0)] * 6 + [part(-2.05)]  # alone, -2.05 SE fails; one of seven, a tie
+    assert part(-2.05)["verdict"] == "fails"
+    judged = lra_reports.family(seven)
+    assert [p["verdict"] for p in judged] == ["holds"] * 6 + ["tie"]
+    assert all(p["fail_ses"] == pytest.approx(lra_reports.fail_ses(7)) for p in judged)
+    assert lra_reports.combine([p["verdict"] for p in judged]) == "tie"
+    reversed_ = lra_reports.family([part(3.0)] * 6 + [part(-2.8)])
+    assert lra_reports.combine([p["verdict"] for p in reversed_]) == "fails"
+    # holding is not shared: a part at +2.1 SE holds in a claim of any size
+    assert [p["verdict"] for p in lra_reports.family([part(2.1)] * 7)] == ["holds"] * 7
+    # parts judged by sign, unjudged or undetermined keep their verdicts and do not count
+    by_sign = {"part": "spread", "diff": None, "se": 0.0, "z": None, "verdict": "fails"}
+    open_ = {"part": "epochs", "diff": None, "se": None, "z": None,
+             "verdict": lra_reports.UNDETERMINED}
+    mixed = lra_reports.family([by_sign, open_, part(-2.05)])
+    assert [p["verdict"] for p in mixed] == ["fails", lra_reports.UNDETERMINED, "fails"]
+    assert mixed[2]["fail_ses"] == pytest.approx(2.0)

@@ -369,15 +369,52 @@ def range_stats(high: float, low: float, n: int = paper_values.LRA_SEEDS) -> dic
     return {"n": n, "mean": (high + low) / 2, "sd": (high - low) / RANGE_TO_SD[n]}
 
 
-def judge(diff: float, se: float) -> str:
+def judge(diff: float, se: float, fail_ses: float = CLAIM_SES) -> str:
     """The claim rule on a difference the claim predicts positive, with its standard
     error: ``holds`` beyond :data:`CLAIM_SES` standard errors above 0, ``fails`` beyond
-    them below, ``tie`` within (``se`` 0: by the sign alone, 0 a tie)."""
+    ``fail_ses`` of them below (a part of a claim of several: :func:`fail_ses`), ``tie``
+    within (``se`` 0: by the sign alone, 0 a tie)."""
     if se < 0:
         raise ValueError(f"a standard error cannot be negative, got {se}")
+    if fail_ses < CLAIM_SES:
+        raise ValueError(f"fail_ses must be at least CLAIM_SES = {CLAIM_SES:g}, got {fail_ses}")
     if se == 0:
         return "holds" if diff > 0 else "fails" if diff < 0 else "tie"
-    return "holds" if diff > CLAIM_SES * se else "fails" if diff < -CLAIM_SES * se else "tie"
+    return "holds" if diff > CLAIM_SES * se else "fails" if diff < -fail_ses * se else "tie"
+
+
+def fail_ses(parts: int) -> float:
+    """How many standard errors one of a claim's ``parts`` parts must lie on the wrong
+    side for the claim to fail: the level of :data:`CLAIM_SES` for one comparison
+    (two-sided, 4.6% for 2 SE) shared among the parts (Bonferroni), so that a claim of
+    many parts is not refuted by one part's noise more often than a claim of one. 2.0
+    for one part, 2.53 for four, 2.72 for seven. A claim *holds* only when every part
+    holds at :data:`CLAIM_SES` (each part a test at that level: no sharing needed)."""
+    from statistics import NormalDist
+
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts must be an int >= 1, got {parts!r}")
+    tail = 1 - NormalDist().cdf(CLAIM_SES)  # one side of one comparison
+    return NormalDist().inv_cdf(1 - tail / parts)
+
+
+# how the notes name the failing threshold of a claim's parts (fail_ses)
+FAMILY_TEXT = (f"{CLAIM_SES:g} SE shared among the claim's k parts (Bonferroni: "
+               + ", ".join(f"{fail_ses(k):.2f} SE for k = {k}" for k in (2, 4, 5, 7)) + ")")
+
+
+def family(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A claim's ``parts`` (each with ``diff``, ``se`` and ``verdict``) judged together:
+    a part with a standard error fails only beyond :func:`fail_ses` of the number of
+    parts judged by standard errors (``fail_ses`` on each part); parts judged by sign,
+    unjudged or :data:`UNDETERMINED` keep their verdicts."""
+    judged = [p for p in parts if p.get("se") and p.get("diff") is not None
+              and p.get("verdict") not in (None, UNDETERMINED)]
+    if not judged:
+        return parts
+    limit = fail_ses(len(judged))
+    return [{**p, "fail_ses": limit, "verdict": judge(p["diff"], p["se"], limit)}
+            if any(p is q for q in judged) else p for p in parts]
 
 
 def combine(verdicts: list[str | None]) -> str | None:
@@ -434,7 +471,7 @@ def claim1_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str
         frozen, learned = stats[(i, True)], stats[(i, False)]
         out.append({"init": i, **mean_part(frozen, learned, "accuracy")})
         out.append({"init": i, **spread_part(frozen, learned, "spread")})
-    return out
+    return family(out)
 
 
 def claim2_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -455,11 +492,16 @@ def claim2_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str
     diff = gap[True]["diff"] - gap[False]["diff"]
     se = (gap[True]["se"] ** 2 + gap[False]["se"] ** 2) ** 0.5
     more = {"diff": diff, "se": se, "z": diff / se if se else None, "verdict": judge(diff, se)}
-    return out + [{"init": f"{gap[False]['init']} / {gap[True]['init']}", "frozen": None,
-                   "part": "gap larger frozen", **more}]
+    return family(out + [{"init": f"{gap[False]['init']} / {gap[True]['init']}", "frozen": None,
+                          "part": "gap larger frozen", **more}])
 
 
 CLAIM3_INITS = paper2.LRA_MAIN_INITS + UNSTRUCTURED  # claim 3's parts, in this order
+# per claim (1 to 4), its number of parts on a task with every run (claim1_parts ..
+# claim4_parts): 2 per main spectrum; 1 per unstructured spectrum and mode plus the gap;
+# 1 per spectrum; 1 per main spectrum
+CLAIM_PARTS = {1: 2 * len(paper2.LRA_MAIN_INITS), 2: 2 * len(UNSTRUCTURED) + 1,
+               3: len(CLAIM3_INITS), 4: len(paper2.LRA_MAIN_INITS)}
 
 
 def claim3_parts(growth: dict[str, list[float]]) -> list[dict[str, Any]]:
@@ -476,7 +518,7 @@ def claim3_parts(growth: dict[str, list[float]]) -> list[dict[str, Any]]:
             stats = seed_stats(growth[i])
             out.append({"init": i, "growth": stats["mean"], "runs": stats["n"],
                         **mean_part(limit, stats, "memory growth")})
-    return out
+    return family(out)
 
 
 def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, Any]]:
@@ -506,7 +548,7 @@ def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, A
             ls, fs = seed_stats(learned), seed_stats(frozen)
             out.append({**part, "learned": ls["mean"], "frozen": fs["mean"],
                         **mean_part(ls, fs, "epochs")})
-    return out
+    return family(out)
 
 
 def _z(p: dict[str, Any]) -> str:
@@ -569,7 +611,7 @@ def paper_claims(P: Profile | None = None, root=None) -> Table:
                      "unstructured_worse": c2, "unstructured_parts": p2, "cited": cited})
     note = ("The claim rule on the paper's own numbers. A part of a claim holds when the "
             f"difference it predicts lies beyond {CLAIM_SES:g} standard errors (SE) on the "
-            f"claimed side, fails beyond {CLAIM_SES:g} SE on the other, and is a tie within; a "
+            f"claimed side, fails beyond {FAMILY_TEXT} on the other, and is a tie within; a "
             "claim holds when all its parts hold and fails when one fails. The paper gives "
             f"max / min over {paper_values.LRA_SEEDS} seeds: a cell's mean is taken as the "
             f"midrange and its standard deviation as range / d_2 = range / "
@@ -785,7 +827,7 @@ def lra_claims(P: Profile, root=None) -> Table:
             "larger frozen. Claims 1 and 2 allow for the noise of seeds: a part holds when "
             f"the difference it predicts lies beyond {CLAIM_SES:g} standard errors (SE, from "
             "the seeds' spread; in brackets, each part in SE) on the claimed side, fails "
-            f"beyond {CLAIM_SES:g} SE on the other side and is a tie within (`sst report "
+            f"beyond {FAMILY_TEXT} on the other side and is a tie within (`sst report "
             "paper_claims`: the same rule on the paper's own rows); a claim holds when all "
             "its parts hold and fails when one fails. (3) per spectrum, the mean growth of "
             "the summed supremum memory function over its learned runs below "
@@ -1068,6 +1110,8 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     of the ablation; each claim's verdict per task (``lra_verdict_<claim>_<task>``, "not
     judged" where it is not); the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`);
     the claim rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows;
+    per claim, its number of parts and the standard errors one of them must lie on the wrong
+    side to fail it (:data:`CLAIM_PARTS`, :func:`fail_ses`);
     per spectrum, the median growth of the summed supremum memory function over the
     learned runs of ``records`` that belong to the main table or the ablation
     (:func:`mf_growth_ratios`, :func:`grid_runs`; ``lra_mf_gain_<init>``, nan without
@@ -1099,6 +1143,8 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
                by_task[task]["frozen_as_good"] for task in ("Retrieval", "Path-X", "ListOps")},
             **gains,
             "lra_mf_limit": MF_GROWTH_LIMIT,
+            **{f"lra_parts_claim{n}": k for n, k in CLAIM_PARTS.items()},
+            **{f"lra_fail_ses_claim{n}": fail_ses(k) for n, k in CLAIM_PARTS.items()},
             "lra_near_min": 100 * LOSS_NEAR_MIN,
             "lra_late_epochs": LATE_EPOCHS}
 
