@@ -142,7 +142,7 @@ def fig_cayley(groups: Sequence[Group]) -> plt.Figure:
                     ax.text(b, a, labels[group.table[a, b]], ha="center", va="center",
                             fontsize=MIN_FONT - 1)
         ax.set_xlabel("b (right factor)")
-        ax.set_title(f"{group.name}: a*b")
+        ax.set_title(f"{group.name}: a·b")
     axes[0][0].set_ylabel("a (left factor)")
     return fig
 
