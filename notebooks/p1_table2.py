@@ -101,7 +101,9 @@ table = table2(P)
 # %% tags=["remove-input"]
 for name, value in {
         "t2_table": table.grid(), "t2_post": P.track_post_steps,
-        "t2_figure": plots.fig_accuracy_vs_length(rp.best_runs(records), paper1.TABLE2_GROUPS),
+        "t2_figure": plots.fig_accuracy_vs_length(
+            rp.best_runs(records), paper1.TABLE2_GROUPS,
+            rows=plots.family_rows(paper1.TABLE2_MODELS)),
         "t2_every": P.track_heldout_every, "t2_heldout_n": P.track_heldout_samples,
         "t2_per_cell": len(records) // len(table.data), "t2_d_model": P.track_d_model,
         "t2_wide_d_model": P.track_d_model_wide,
@@ -123,9 +125,10 @@ plt.close("all")
 # ```{glue:figure} t2_figure
 # :name: "fig-t2-accuracy"
 #
-# Token accuracy against word length for the best run of every cell of Table 2, one panel
-# per group (two layers dashed); the grey line marks the 90% that defines $m_p$, the dotted
-# one the training length 60.
+# Token accuracy against word length for the best run of every cell of Table 2: one column
+# per group, one row per class and family of models (named beside the row), one layer solid
+# and two dashed; the grey line marks the 90% that defines $m_p$, the dotted one the
+# training length 60.
 # ```
 #
 # ## What the table shows
