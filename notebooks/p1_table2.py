@@ -227,7 +227,7 @@ for name, value in {"t2_pilots_table": pilots.grid(),
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} The pilot, per cell and variant: the runs stored, how many curricula reached 60 (trained at the training length; without a curriculum every run does) and passed it (met the gate there), where the curricula stopped (the longest length each run trained at, with the number of runs), the token accuracy on held-out words of length 60 (median [lowest–highest]), and how many runs reached $m_p \geq 60$.
+# ````{table} The pilot, per cell (bold) and variant: where the curricula stopped (the longest length each run trained at, with the number of runs; those at 60 reached the training length, as every run without a curriculum does), how many runs passed 60 (met the gate there) and how many reached $m_p \geq 60$, and the token accuracy on held-out words of length 60 (median [lowest–highest]).
 # :name: tab-t2-pilots
 # ```{glue:md} t2_pilots_table
 # :format: myst
