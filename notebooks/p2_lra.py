@@ -204,7 +204,7 @@ plt.close("all")
 # (the data probes, with more examples, test that); where most are still learning at their
 # last epoch (smallest test loss there), a longer cosine schedule might raise them.
 #
-# ````{table} How the learned S4D-Inv runs fit their training sets, per task and training-set size (main runs, probes and data probes; the examples a task has, digits having fewer than asked), medians over seeds: best test accuracy (chance), train loss at the first and last epoch, the smallest test loss (its epoch) and the last, the validation accuracy's gain over the last three epochs (the last one), and the runs that overfit or were still learning at the last epoch.
+# ````{table} How the learned S4D-Inv runs fit their training sets, per task and training-set size (main runs, probes and data probes; the examples a task has, digits having fewer than asked), medians over seeds: best test accuracy (chance), train loss at the first and last epoch, the smallest test loss (its epoch) and the last, the validation accuracy's gain over the last three epochs (the last one), and, of all its runs, how many overfit and how many were still learning at the last epoch.
 # :name: tab-lra-fit
 # ```{glue:md} lra_fit
 # :format: myst
