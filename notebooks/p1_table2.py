@@ -218,7 +218,8 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # 90% gate and no curriculum are diagnoses only.
 
 # %%
-experiments_runs.run_all(paper1.pilot_grid(P), desc="pilots", stack=P.track_stack)
+experiments_runs.run_all(paper1.pilot_grid(P), desc="pilots",
+                         stack=P.track_stack)
 pilots = pilots_60(P)
 
 # %% tags=["remove-input"]
@@ -295,7 +296,8 @@ for name, value in rp.retrain_numbers(noise.data).items():
 # on $C_2$, $C_6$ and $S_3$ at several widths with the same protocol:
 
 # %%
-experiments_runs.run_all(paper1.width_grid(P), desc="width ablation", stack=P.track_stack)
+experiments_runs.run_all(paper1.width_grid(P), desc="width ablation",
+                         stack=P.track_stack)
 wtable = width_ablation(P)
 
 # %% tags=["remove-input"]

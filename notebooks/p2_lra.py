@@ -86,8 +86,10 @@ plt.close("all")
 # optimizer sees them.
 
 # %%
-ours = S4DModel(16, 10, H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, freeze_spectrum=True)
-published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True, freeze_spectrum=True)
+ours = S4DModel(16, 10, H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers,
+                freeze_spectrum=True)
+published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True,
+                     freeze_spectrum=True)
 
 # %% [markdown]
 # At this scale freezing removes {glue:text}`lra_frozen_share:.1f`% of the parameters; with the
@@ -101,8 +103,8 @@ published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True, freeze
 
 # %%
 records = experiments_runs.run_all(list(dict.fromkeys(
-    paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P) + paper2.lra_probe_grid(P)
-    + paper2.lra_data_probe_grid(P))), desc="LRA")
+    paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)
+    + paper2.lra_probe_grid(P) + paper2.lra_data_probe_grid(P))), desc="LRA")
 
 # %% tags=["remove-input"]
 for name, value in {
@@ -289,8 +291,10 @@ plt.close("all")
 # initialisation and after training, for every initialisation, learned and frozen.
 
 # %%
-horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P), desc="horizon")
-noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P), desc="read with noise")
+horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P),
+                                           desc="horizon")
+noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P),
+                                         desc="read with noise")
 
 # %% tags=["remove-input"]
 horizon, noise = lra_reports.memory_horizon(P), lra_reports.memory_horizon_noise(P)
