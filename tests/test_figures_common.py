@@ -175,9 +175,12 @@ def test_accuracy_rows_are_small_multiples_of_the_families(drawn):
         "one layer", "two layers", "90% accuracy", "training length 60"]
     with pytest.raises(ValueError, match="unknown models.*my_rnn"):
         plots.family_rows(["mamba", "my_rnn"])
-    with pytest.raises(ValueError, match="no record"):
+    with pytest.raises(ValueError, match=r"series \['mamba'\] are in no row"):
         plots.fig_accuracy_vs_length([tracking("mamba", "S3", 1)], ("S3",),
                                      rows=[("affine RNNs", ["linear_rnn"])])
+    with pytest.raises(ValueError, match="no record of groups"):
+        plots.fig_accuracy_vs_length([tracking("mamba", "S3", 1)], ("C2",),
+                                     rows=[("Mamba family", ["mamba"])])
 
 
 def test_series_styles_differ_for_every_model_phi_and_depth():

@@ -79,12 +79,17 @@ def series_style(config: Mapping[str, Any], others: Sequence[str] = ()) -> dict[
     """Colour, marker and line style of a tracking run's series (solid: one layer, dashed:
     two). A model unknown to the registry takes the index after the known ones by its place
     in ``others`` (the unknown series of the same figure)."""
-    key = series_key(config)
-    i = SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
+    i = series_index(series_key(config), others)
     depth = int(config.get("n_layers", 1))
     return {"color": PALETTE[i % len(PALETTE)],
             "marker": MARKERS[(i // len(PALETTE)) % len(MARKERS)][0 if depth == 1 else 1],
             "ls": "-" if depth == 1 else "--"}
+
+
+def series_index(key: str, others: Sequence[str] = ()) -> int:
+    """The index behind a series' style (:func:`series_style`): its place in
+    :data:`SERIES`, or after them by its place in ``others``."""
+    return SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
 
 
 def unknown_series(configs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -226,8 +231,7 @@ def _accuracy_lines(ax: plt.Axes, records: Sequence[dict[str, Any]],
         label = run_name(r["config"])
         (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], ms=4, lw=1.3,
                           label=label, **series_style(r["config"], others))
-        key = series_key(r["config"])
-        order = SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
+        order = series_index(series_key(r["config"]), others)
         handles.setdefault((f"{order:04d}", r["config"].get("n_layers", 1), label), line)
     ax.axhline(0.9, color="0.35", lw=0.9)
     ax.axvline(60, color="0.35", lw=0.8, ls=":")
@@ -260,7 +264,7 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[s
     panels per pair drawing only its series, one column per group, shared axes; each row's
     legend beside it, titled with its label, names its series (their one-layer style), and
     one legend below says the depths' line styles and the guides. A row none of whose
-    series has a record is left out.
+    series has a record is left out; a series of ``records`` in no row is a ValueError.
     """
     mine = [r for r in records if r["config"]["group"] in groups]
     others = unknown_series([r["config"] for r in mine])
@@ -303,11 +307,15 @@ def _accuracy_rows(mine: list[dict[str, Any]], groups: Sequence[str],
 
     from sst_core.spec.names import run_name
 
+    placed = {k for _, keys in rows for k in keys}
+    stray = sorted({series_key(r["config"]) for r in mine} - placed)
+    if stray:
+        raise ValueError(f"fig_accuracy_vs_length: series {stray} are in no row of "
+                         f"{[label for label, _ in rows]}; give every series drawn a row")
     drawn = [(label, list(keys)) for label, keys in rows
              if any(series_key(r["config"]) in keys for r in mine)]
     if not drawn:
-        raise ValueError(f"fig_accuracy_vs_length: no record of groups {list(groups)} is in "
-                         f"any row of {[label for label, _ in rows]}")
+        raise ValueError(f"fig_accuracy_vs_length: no record of groups {list(groups)}")
     nrows, ncols = len(drawn), len(groups)
     fig, axes = plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH, 1.45 * nrows + 1.3),
                              squeeze=False, sharex=True, sharey=True, layout="constrained")
@@ -336,8 +344,7 @@ def _accuracy_rows(mine: list[dict[str, Any]], groups: Sequence[str],
         ax.set_xlabel("evaluation length")
     fig.supylabel("token accuracy", fontsize=10)
     # the depths' line styles (with their markers where every series shares them) and guides
-    pairs = {MARKERS[(SERIES.index(k) if k in SERIES else len(SERIES) + others.index(k))
-                     // len(PALETTE) % len(MARKERS)]
+    pairs = {MARKERS[series_index(k, others) // len(PALETTE) % len(MARKERS)]
              for k in {series_key(r["config"]) for r in mine}}
     marks = next(iter(pairs)) if len(pairs) == 1 else ("", "")
     legend = [(Line2D([], [], color="0.35", lw=1.3, ls=ls, marker=m, ms=4), name)
