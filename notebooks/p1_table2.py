@@ -101,7 +101,9 @@ table = table2(P)
 # %% tags=["remove-input"]
 for name, value in {
         "t2_table": table.grid(), "t2_post": P.track_post_steps,
-        "t2_figure": plots.fig_accuracy_vs_length(rp.best_runs(records), paper1.TABLE2_GROUPS),
+        "t2_figure": plots.fig_accuracy_vs_length(
+            rp.best_runs(records), paper1.TABLE2_GROUPS,
+            rows=plots.family_rows(paper1.TABLE2_MODELS)),
         "t2_every": P.track_heldout_every, "t2_heldout_n": P.track_heldout_samples,
         "t2_per_cell": len(records) // len(table.data), "t2_d_model": P.track_d_model,
         "t2_wide_d_model": P.track_d_model_wide,
@@ -123,9 +125,10 @@ plt.close("all")
 # ```{glue:figure} t2_figure
 # :name: "fig-t2-accuracy"
 #
-# Token accuracy against word length for the best run of every cell of Table 2, one panel
-# per group (two layers dashed); the grey line marks the 90% that defines $m_p$, the dotted
-# one the training length 60.
+# Token accuracy against word length for the best run of every cell of Table 2: one column
+# per group, one row per class and family of models (named beside the row), one layer solid
+# and two dashed; the grey line marks the 90% that defines $m_p$, the dotted one the
+# training length 60.
 # ```
 #
 # ## What the table shows
@@ -215,7 +218,8 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # 90% gate and no curriculum are diagnoses only.
 
 # %%
-experiments_runs.run_all(paper1.pilot_grid(P), desc="pilots", stack=P.track_stack)
+experiments_runs.run_all(paper1.pilot_grid(P), desc="pilots",
+                         stack=P.track_stack)
 pilots = pilots_60(P)
 
 # %% tags=["remove-input"]
@@ -224,7 +228,7 @@ for name, value in {"t2_pilots_table": pilots.grid(),
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} The pilot, per cell and variant: the runs stored, how many curricula reached 60 (trained at the training length; without a curriculum every run does) and passed it (met the gate there), where the curricula stopped (the longest length each run trained at, with the number of runs), the token accuracy on held-out words of length 60 (median [lowest–highest]), and how many runs reached $m_p \geq 60$.
+# ````{table} The pilot, per cell (bold) and variant: where the curricula stopped (the longest length each run trained at, with the number of runs; those at 60 reached the training length, as every run without a curriculum does), how many runs passed 60 (met the gate there) and how many reached $m_p \geq 60$, and the token accuracy on held-out words of length 60 (median [lowest–highest]).
 # :name: tab-t2-pilots
 # ```{glue:md} t2_pilots_table
 # :format: myst
@@ -292,7 +296,8 @@ for name, value in rp.retrain_numbers(noise.data).items():
 # on $C_2$, $C_6$ and $S_3$ at several widths with the same protocol:
 
 # %%
-experiments_runs.run_all(paper1.width_grid(P), desc="width ablation", stack=P.track_stack)
+experiments_runs.run_all(paper1.width_grid(P), desc="width ablation",
+                         stack=P.track_stack)
 wtable = width_ablation(P)
 
 # %% tags=["remove-input"]

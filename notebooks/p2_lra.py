@@ -86,8 +86,10 @@ plt.close("all")
 # optimizer sees them.
 
 # %%
-ours = S4DModel(16, 10, H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers, freeze_spectrum=True)
-published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True, freeze_spectrum=True)
+ours = S4DModel(16, 10, H=P.lra_H, N=P.lra_N, n_layers=P.lra_layers,
+                freeze_spectrum=True)
+published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True,
+                     freeze_spectrum=True)
 
 # %% [markdown]
 # At this scale freezing removes {glue:text}`lra_frozen_share:.1f`% of the parameters; with the
@@ -101,8 +103,8 @@ published = S4DModel(16, 10, H=128, N=64, n_layers=8, bidirectional=True, freeze
 
 # %%
 records = experiments_runs.run_all(list(dict.fromkeys(
-    paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P) + paper2.lra_probe_grid(P)
-    + paper2.lra_data_probe_grid(P))), desc="LRA")
+    paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)
+    + paper2.lra_probe_grid(P) + paper2.lra_data_probe_grid(P))), desc="LRA")
 
 # %% tags=["remove-input"]
 for name, value in {
@@ -209,7 +211,7 @@ plt.close("all")
 # (the data probes, with more examples, test that); where most are still learning at their
 # last epoch (smallest test loss there), a longer cosine schedule might raise them.
 #
-# ````{table} How the learned S4D-Inv runs fit their training sets, per task and training-set size (main runs, probes and data probes; the examples a task has, digits having fewer than asked), medians over seeds: best test accuracy (chance), train loss at the first and last epoch, the smallest test loss (its epoch) and the last, the validation accuracy's gain over the last three epochs (the last one), and the runs that overfit or were still learning at the last epoch.
+# ````{table} How the learned S4D-Inv runs fit their training sets, per task and training-set size (main runs, probes and data probes; the examples a task has, digits having fewer than asked), medians over seeds: best test accuracy (chance), train loss at the first and last epoch, the smallest test loss (its epoch) and the last, the validation accuracy's gain over the last three epochs (the last one), and, of all its runs, how many overfit and how many were still learning at the last epoch.
 # :name: tab-lra-fit
 # ```{glue:md} lra_fit
 # :format: myst
@@ -294,8 +296,10 @@ plt.close("all")
 # initialisation and after training, for every initialisation, learned and frozen.
 
 # %%
-horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P), desc="horizon")
-noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P), desc="read with noise")
+horizon_records = experiments_runs.run_all(paper2.memory_horizon_grid(P),
+                                           desc="horizon")
+noise_records = experiments_runs.run_all(paper2.memory_noise_grid(P),
+                                         desc="read with noise")
 
 # %% tags=["remove-input"]
 horizon, noise = lra_reports.memory_horizon(P), lra_reports.memory_horizon_noise(P)

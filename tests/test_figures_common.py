@@ -55,7 +55,9 @@ def figures():
     diag = [diagnostics(m, d, REGISTRY[m].affine, m_p=100 + 40 * i + d, T_cross=50 + 20 * i)
             for i, m in enumerate(TABLE2_MODELS) for d in (1, 2)]
     stats = {"r": 0.7, "p": 0.01, "n": len(diag), "q_median": 0.4, "q_lo": 0.3, "q_hi": 0.5}
-    return {"accuracy, Table 2": plots.fig_accuracy_vs_length(runs, ("C2", "C6", "S3")),
+    return {"accuracy, Table 2": plots.fig_accuracy_vs_length(
+                runs, ("C2", "C6", "S3"), rows=plots.family_rows(TABLE2_MODELS)),
+            "accuracy, one row": plots.fig_accuracy_vs_length(runs, ("C2", "C6", "S3")),
             "accuracy, Table 3": plots.fig_accuracy_vs_length(phis, ("S3",)),
             "Figure 1": plots_error.fig_recovery(diag),
             "Figure 2": plots_error.fig_q_trajectories(diag[:6]),
@@ -142,6 +144,43 @@ def test_legends_carry_the_papers_names(drawn):
         assert names.MODEL_NAMES[model] in labels
         assert model not in labels or model == names.MODEL_NAMES[model]
     assert "Mamba-3, 2 layers" in labels and "ReLU" in labels
+
+
+def test_accuracy_rows_are_small_multiples_of_the_families(drawn):
+    """With ``rows``, each row of panels draws only its family's series, one panel per group
+    on shared axes, with a legend beside it naming those models; one legend below says the
+    depths and the guides."""
+    rows = plots.family_rows(TABLE2_MODELS)
+    assert rows == [("state-dependent RNNs", ["tanh_rnn", "state_gated_rnn"]),
+                    ("affine RNNs", ["linear_rnn", "token_gated_rnn"]),
+                    ("Mamba family", ["mamba", "negative_mamba", "mamba3"]),
+                    ("AUSSM family", ["aussm", "simple_aussm"]),
+                    ("linear attention", ["linear_attention"])]
+    fig = drawn["accuracy, Table 2"]
+    axes = [ax for ax in fig.axes if ax.get_lines()]
+    assert len(axes) == len(rows) * 3
+    for i, (label, models) in enumerate(rows):
+        wanted = {names.run_name({"model": m, "n_layers": d}) for m in models for d in (1, 2)}
+        for j, group in enumerate(("C2", "C6", "S3")):
+            ax = axes[3 * i + j]
+            assert {ln.get_label() for ln in ax.get_lines()
+                    if not ln.get_label().startswith("_")} == wanted
+            assert ax.get_title() == (group if i == 0 else "")
+            assert ax.get_ylim() == axes[0].get_ylim() and ax.get_xlim() == axes[0].get_xlim()
+        legend = axes[3 * i + 2].get_legend()
+        shown = [t.get_text() for t in legend.get_texts()]
+        assert shown == [names.MODEL_NAMES[m] for m in models]
+        assert legend.get_title().get_text() == ("" if shown == [label] else label)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [
+        "one layer", "two layers", "90% accuracy", "training length 60"]
+    with pytest.raises(ValueError, match="unknown models.*my_rnn"):
+        plots.family_rows(["mamba", "my_rnn"])
+    with pytest.raises(ValueError, match=r"series \['mamba'\] are in no row"):
+        plots.fig_accuracy_vs_length([tracking("mamba", "S3", 1)], ("S3",),
+                                     rows=[("affine RNNs", ["linear_rnn"])])
+    with pytest.raises(ValueError, match="no record of groups"):
+        plots.fig_accuracy_vs_length([tracking("mamba", "S3", 1)], ("C2",),
+                                     rows=[("Mamba family", ["mamba"])])
 
 
 def test_series_styles_differ_for_every_model_phi_and_depth():

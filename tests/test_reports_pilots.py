@@ -43,7 +43,9 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
 
     t = pilots_60(P, root=tmp_path)
     by = {(d["model"], d["group"], d["n_layers"], d["variant"]): d for d in t.data}
-    assert len(t.rows) == len(paper1.PILOT_CELLS) * len(VARIANT_NAMES)
+    assert len(t.data) == len(paper1.PILOT_CELLS) * len(VARIANT_NAMES)
+    # a bold row naming each cell, then one row per variant
+    assert len(t.rows) == len(paper1.PILOT_CELLS) * (len(VARIANT_NAMES) + 1)
     base = by[(*cell, "standard")]
     assert (base["n_ok"], base["reached_60"], base["passed_60"], base["m_p_at_least_60"]) \
         == (2, 0, 0, 0)
@@ -56,19 +58,31 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
     missing = by[(*cell, "lr_1e-4")]
     assert (missing["n_stored"], missing["n_ok"]) == (0, 0)
 
-    rows = {(r[0], r[1]): r for r in t.rows}
-    name = f"Negative Mamba, {cell[1]}"
-    assert rows[(name, "Table 2's protocol")][2:] == ["2 of 2", 0, 0, "32 ×2",
-                                                       "0.55 [0.50–0.60]", 0]
-    assert rows[(name, "step cap x3")][5] == "16 ×1, 60 ×1"
-    assert rows[(name, "no curriculum")][2] == "1 of 2 (1 failed)"
-    assert rows[(name, "lr 1e-4")][2:] == ["0 of 2", "—", "—", "—", "—", "—"]
+    rows, under = {}, None
+    for r in t.rows:
+        if r[0].startswith("**"):
+            under = r[0].strip("*")
+            assert r[1:] == ["", "", ""]
+        else:
+            rows[(under, r[0])] = r[1:]
+    name = f"Negative Mamba on {cell[1]}, L1"
+    first = list(rows)[:len(VARIANT_NAMES)]
+    assert [u for u, _ in first] == [name] * len(VARIANT_NAMES)
+    assert all(v.startswith(want) for (_, v), want in zip(first, VARIANT_NAMES.values()))
+    # stopped at (the runs at 60 reached it), passed 60 / m_p >= 60, accuracy at 60
+    assert rows[(name, "Table 2's protocol")] == ["32 ×2", "0 / 0", "0.55 [0.50–0.60]"]
+    assert rows[(name, "step cap x3")] == ["16 ×1, 60 ×1", "1 / 1", "0.69 [0.40–0.97]"]
+    # a variant not all of whose runs are stored ok says so
+    assert rows[(name, "no curriculum (1 of 2 runs; 1 failed)")] == ["60 ×1", "0 / 1",
+                                                                    "0.93 [0.93–0.93]"]
+    assert rows[(name, "lr 1e-4 (0 of 2 runs; 2 missing)")] == ["—", "—", "—"]
     assert get_report("pilots_60") is pilots_60
     # the variants' runs: step cap x3 (follows the paper) 2, no curriculum (does not) 1 ok
     assert pilot_numbers(t) == {"all_runs": 3, "all_passed": 1, "all_learned": 2,
                                 "paper_runs": 2, "paper_passed": 1, "paper_learned": 1,
                                 # step cap x3: median of 0.97 and 0.4; Table 2's: of 0.6, 0.5
-                                "best_variant": "step cap x3", "best_cell": name.replace(", ", " on "),
+                                "best_variant": "step cap x3",
+                                "best_cell": f"Negative Mamba on {cell[1]}",
                                 "best_acc": 0.69, "base_acc": 0.55,
                                 # step cap x3: 1 of 2 passed, not most; no cell is won
                                 "learned_by": "none", "learned_cells": 0, "cells": 3}
@@ -76,5 +90,5 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
     record_path(x3[1], tmp_path).unlink()
     cached_run(x3[1], fake(60, True, 0.95, m_p=60), root=tmp_path)
     won = pilot_numbers(pilots_60(P, root=tmp_path))
-    assert won["learned_by"] == f"step cap x3 on {name.replace(', ', ' on ')}"
+    assert won["learned_by"] == f"step cap x3 on Negative Mamba on {cell[1]}"
     assert won["learned_cells"] == 1

@@ -524,7 +524,7 @@ def test_data_probes_train_the_first_seed_on_more_examples_and_the_fit_table_sho
     rows = {(d["task"], d["n_train_asked"]): d for d in t.data}
     assert rows["listops", P.lra_n_train]["overfit"] == 1
     assert rows["listops", probe.n_train]["runs"] == 0  # the probe is not stored yet
-    assert t.rows[-1][3] == "missing"
+    assert t.rows[-1][1] == "missing"
     cached_run(probe, fake(0.6, [1.2, 1.1]))
     d = next(x for x in lra_reports.lra_fit(P).data if x["n_train_asked"] == probe.n_train)
     assert d["runs"] == 1 and d["overfit"] == 0 and d["n_train"] == probe.n_train

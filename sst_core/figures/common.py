@@ -79,12 +79,17 @@ def series_style(config: Mapping[str, Any], others: Sequence[str] = ()) -> dict[
     """Colour, marker and line style of a tracking run's series (solid: one layer, dashed:
     two). A model unknown to the registry takes the index after the known ones by its place
     in ``others`` (the unknown series of the same figure)."""
-    key = series_key(config)
-    i = SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
+    i = series_index(series_key(config), others)
     depth = int(config.get("n_layers", 1))
     return {"color": PALETTE[i % len(PALETTE)],
             "marker": MARKERS[(i // len(PALETTE)) % len(MARKERS)][0 if depth == 1 else 1],
             "ls": "-" if depth == 1 else "--"}
+
+
+def series_index(key: str, others: Sequence[str] = ()) -> int:
+    """The index behind a series' style (:func:`series_style`): its place in
+    :data:`SERIES`, or after them by its place in ``others``."""
+    return SERIES.index(key) if key in SERIES else len(SERIES) + list(others).index(key)
 
 
 def unknown_series(configs: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -185,25 +190,90 @@ def fig_state_distribution(records: Sequence[dict[str, Any]], t: int) -> plt.Fig
     return fig
 
 
+# Rows of the accuracy figure by class and family (fig_accuracy_vs_length's ``rows``), in
+# words a reader knows: the models' papers name their families after their first member.
+FAMILY_NAMES = {(False, "rnn"): "state-dependent RNNs", (True, "rnn"): "affine RNNs",
+                (True, "selective"): "Mamba family", (True, "unitary"): "AUSSM family",
+                (True, "attention"): "linear attention", (True, "delta"): "delta rules",
+                (False, "selective"): "semi-affine Mamba family"}
+
+
+def family_rows(models: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``models`` (registry names) as rows of :func:`fig_accuracy_vs_length`: one row per
+    class and family of :data:`sst_core.models.registry.REGISTRY` (:data:`FAMILY_NAMES`),
+    in the order of their first model in ``models``, each with its models in that order.
+    A model the registry does not know is a ValueError naming it."""
+    from sst_core.models.registry import REGISTRY
+
+    unknown = [m for m in models if m not in REGISTRY]
+    if unknown:
+        raise ValueError(f"family_rows: unknown models {unknown}; allowed: the registry's "
+                         f"({', '.join(REGISTRY)})")
+    rows: dict[tuple[bool, str], list[str]] = {}
+    for m in dict.fromkeys(models):
+        rows.setdefault((REGISTRY[m].affine, REGISTRY[m].family), []).append(m)
+    return [(FAMILY_NAMES.get(key, f"{'affine' if key[0] else 'state-dependent'} {key[1]}"),
+             ms) for key, ms in rows.items()]
+
+
+def _accuracy_lines(ax: plt.Axes, records: Sequence[dict[str, Any]],
+                    others: Sequence[str]) -> dict[tuple[str, int, str], Any]:
+    """Draw each record's token accuracy against evaluation length on ``ax`` (its series'
+    style, its papers' name as label) and the 90% and training-length guides; return the
+    lines by (series order, depth, label), for a legend in series order."""
+    from sst_core.spec.names import run_name
+
+    handles: dict[tuple[str, int, str], Any] = {}
+    for r in sorted(records, key=lambda r: (series_key(r["config"]),
+                                            r["config"].get("n_layers", 1))):
+        ev = r["metrics"]["eval"]
+        lengths = sorted(int(L) for L in ev)
+        label = run_name(r["config"])
+        (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], ms=4, lw=1.3,
+                          label=label, **series_style(r["config"], others))
+        order = series_index(series_key(r["config"]), others)
+        handles.setdefault((f"{order:04d}", r["config"].get("n_layers", 1), label), line)
+    ax.axhline(0.9, color="0.35", lw=0.9)
+    ax.axvline(60, color="0.35", lw=0.8, ls=":")
+    ax.set_ylim(0, 1.02)
+    return handles
+
+
+GUIDES = ("90% accuracy", "training length 60")
+
+
+def _guide_handles() -> list[Any]:
+    from matplotlib.lines import Line2D
+
+    return [Line2D([], [], color="0.35", lw=0.9), Line2D([], [], color="0.35", lw=0.8, ls=":")]
+
+
 @for_readers
-def fig_accuracy_vs_length(records: Sequence[dict[str, Any]],
-                           groups: Sequence[str]) -> plt.Figure:
+def fig_accuracy_vs_length(records: Sequence[dict[str, Any]], groups: Sequence[str],
+                           rows: Sequence[tuple[str, Sequence[str]]] | None = None
+                           ) -> plt.Figure:
     """Token accuracy against evaluation length, one panel per group, one line per record.
 
     Pass one run per model and group (the best, :func:`sst_core.reports.paper1.best_runs`);
     lines carry the papers' names (:func:`sst_core.spec.names.run_name`) and keep one colour
-    and marker per model in every panel (:func:`series_style`; two layers dashed). Up to
-    three panels a row; one legend, with the guides, below them.
+    and marker per model in every panel (:func:`series_style`; two layers dashed).
+
+    ``rows`` None: every series in each panel, up to three panels a row, one legend with
+    the guides below them (few series). ``rows`` given, as (label, series) pairs (series:
+    :func:`series_key` values, e.g. from :func:`family_rows`): small multiples, one row of
+    panels per pair drawing only its series, one column per group, shared axes; each row's
+    legend beside it, titled with its label, names its series (their one-layer style), and
+    one legend below says the depths' line styles and the guides. A row none of whose
+    series has a record is left out; a series of ``records`` in no row is a ValueError.
     """
-    from matplotlib.lines import Line2D
-
-    from sst_core.spec.names import run_name
-
     mine = [r for r in records if r["config"]["group"] in groups]
     others = unknown_series([r["config"] for r in mine])
+    if rows is not None:
+        return _accuracy_rows(mine, groups, rows, others)
     ncols = min(3, max(1, len(groups)))
     nrows = -(-len(groups) // ncols)
-    n_labels = len({run_name(r["config"]) for r in mine}) + 2  # and the two guides
+    n_labels = len({series_key(r["config"]) + str(r["config"].get("n_layers", 1))
+                    for r in mine}) + len(GUIDES)
     legend_rows = -(-n_labels // 3)
     fig, axes = plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH, 2.7 * nrows + 0.6
                                                     + 0.22 * legend_rows),
@@ -211,22 +281,11 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]],
     flat = list(axes.flat)
     handles: dict[tuple[str, int, str], Any] = {}
     for ax, group in zip(flat, groups):
-        lines = [r for r in mine if r["config"]["group"] == group]
-        for r in sorted(lines, key=lambda r: (series_key(r["config"]),
-                                              r["config"].get("n_layers", 1))):
-            ev = r["metrics"]["eval"]
-            lengths = sorted(int(L) for L in ev)
-            label = run_name(r["config"])
-            (line,) = ax.plot(lengths, [ev[str(L)]["token"] for L in lengths], ms=4, lw=1.3,
-                              label=label, **series_style(r["config"], others))
-            key = series_key(r["config"])
-            order = SERIES.index(key) if key in SERIES else len(SERIES) + others.index(key)
-            handles.setdefault((f"{order:04d}", r["config"].get("n_layers", 1), label), line)
-        ax.axhline(0.9, color="0.35", lw=0.9)
-        ax.axvline(60, color="0.35", lw=0.8, ls=":")
+        handles |= {k: v for k, v in _accuracy_lines(
+            ax, [r for r in mine if r["config"]["group"] == group], others).items()
+            if k not in handles}
         ax.set_title(group)
         ax.set_xlabel("evaluation length")
-        ax.set_ylim(0, 1.02)
         ax.tick_params(labelleft=True)
     for row in axes:
         row[0].set_ylabel("token accuracy")
@@ -234,11 +293,68 @@ def fig_accuracy_vs_length(records: Sequence[dict[str, Any]],
         ax.axis("off")
     if handles:
         keys = sorted(handles)
-        guides = [Line2D([], [], color="0.35", lw=0.9),
-                  Line2D([], [], color="0.35", lw=0.8, ls=":")]
-        fig.legend([handles[k] for k in keys] + guides,
-                   [k[2] for k in keys] + ["90% accuracy", "training length 60"],
+        fig.legend([handles[k] for k in keys] + _guide_handles(),
+                   [k[2] for k in keys] + list(GUIDES),
                    loc="outside lower center", ncol=3, frameon=False)
+    fig.suptitle("Accuracy beyond the training length")
+    return fig
+
+
+def _accuracy_rows(mine: list[dict[str, Any]], groups: Sequence[str],
+                   rows: Sequence[tuple[str, Sequence[str]]], others: list[str]) -> plt.Figure:
+    """:func:`fig_accuracy_vs_length` as small multiples, one row of panels per row."""
+    from matplotlib.lines import Line2D
+
+    from sst_core.spec.names import run_name
+
+    placed = {k for _, keys in rows for k in keys}
+    stray = sorted({series_key(r["config"]) for r in mine} - placed)
+    if stray:
+        raise ValueError(f"fig_accuracy_vs_length: series {stray} are in no row of "
+                         f"{[label for label, _ in rows]}; give every series drawn a row")
+    drawn = [(label, list(keys)) for label, keys in rows
+             if any(series_key(r["config"]) in keys for r in mine)]
+    if not drawn:
+        raise ValueError(f"fig_accuracy_vs_length: no record of groups {list(groups)}")
+    nrows, ncols = len(drawn), len(groups)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(PAGE_WIDTH, 1.45 * nrows + 1.3),
+                             squeeze=False, sharex=True, sharey=True, layout="constrained")
+    depths = set()
+    for (label, keys), row in zip(drawn, axes):
+        for ax, group in zip(row, groups):
+            lines = [r for r in mine if r["config"]["group"] == group
+                     and series_key(r["config"]) in keys]
+            depths |= {int(r["config"].get("n_layers", 1)) for r in lines}
+            _accuracy_lines(ax, lines, others)
+            ax.set_yticks([0, 0.5, 1])
+        # the row's legend: each of its series once, in its one-layer style
+        configs = {series_key(r["config"]): r["config"] for r in mine
+                   if series_key(r["config"]) in keys}
+        entries = [(run_name({**configs[k], "n_layers": 1}),
+                    series_style({**configs[k], "n_layers": 1}, others))
+                   for k in keys if k in configs]
+        names = [name for name, _ in entries]
+        row[-1].legend([Line2D([], [], ms=4, lw=1.3, **style) for _, style in entries],
+                       names, title=None if names == [label] else label, loc="center left",
+                       bbox_to_anchor=(1.04, 0.5), frameon=False, alignment="left",
+                       handlelength=2.2)
+    for ax, group in zip(axes[0], groups):
+        ax.set_title(group)
+    for ax in axes[-1]:
+        ax.set_xlabel("evaluation length")
+    fig.supylabel("token accuracy", fontsize=10)
+    # the depths' line styles (with their markers where every series shares them) and guides
+    pairs = {MARKERS[series_index(k, others) // len(PALETTE) % len(MARKERS)]
+             for k in {series_key(r["config"]) for r in mine}}
+    marks = next(iter(pairs)) if len(pairs) == 1 else ("", "")
+    legend = [(Line2D([], [], color="0.35", lw=1.3, ls=ls, marker=m, ms=4), name)
+              for name, ls, m, shown in (("one layer", "-", marks[0], 1 in depths),
+                                         ("two layers" if max(depths) == 2 else
+                                          "more layers", "--", marks[1], max(depths) > 1))
+              if shown]
+    legend += list(zip(_guide_handles(), GUIDES))
+    fig.legend([h for h, _ in legend], [name for _, name in legend],
+               loc="outside lower center", ncol=len(legend), frameon=False)
     fig.suptitle("Accuracy beyond the training length")
     return fig
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sst_core.figures.common import (PAGE_WIDTH, SERIES, for_readers, plain_log_ticks,
+from sst_core.figures.common import (PAGE_WIDTH, for_readers, plain_log_ticks, series_index,
                                      series_key, series_style, unknown_series)
 from sst_core.spec.names import run_name
 from sst_core.spec.paper_values import FIGURE4 as PAPER
@@ -141,8 +141,7 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.4), layout="constrained")
     others = unknown_series([r["config"]["run"] for r in records])
     def order(r: dict[str, Any]) -> tuple[int, int]:
-        key = series_key(r["config"]["run"])
-        return (SERIES.index(key) if key in SERIES else len(SERIES) + others.index(key),
+        return (series_index(series_key(r["config"]["run"]), others),
                 int(r["config"]["run"].get("n_layers", 1)))
 
     for label in sorted({_label(r) for r in records},

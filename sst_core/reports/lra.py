@@ -265,10 +265,10 @@ def lra_fit(P: Profile, root=None) -> Table:
                                      + paper2.lra_data_probe_grid(P))
             if c.init == "inv" and not c.freeze_spectrum]
     ok, ids, status = group_records(cfgs, lambda c: (c.task, c.n_train), root)
-    cols = ["task", "training examples", "runs", "best test accuracy (chance)",
-            "train loss: first → last epoch", "test loss: smallest (epoch) → last epoch",
-            f"validation accuracy: gain over the last {LATE_EPOCHS} epochs (last one)",
-            "runs that overfit", "runs still learning at the last epoch"]
+    cols = ["task: training examples", "best test accuracy (chance)",
+            "train loss: first → last", "test loss: smallest (epoch) → last",
+            f"validation accuracy gain: last {LATE_EPOCHS} epochs (last)",
+            "runs that overfit / still learn, of all"]
     rows, data = [], []
     for task, size in dict.fromkeys((c.task, c.n_train) for c in cfgs):
         recs = [rec for _, rec in ok.get((task, size), [])]
@@ -280,16 +280,16 @@ def lra_fit(P: Profile, root=None) -> Table:
                           if r["metrics"].get("chance_accuracy") is not None])
         st = status.get((task, size), {})
         if f["runs"]:
-            rows.append([task, "—" if n_train is None else f"{n_train:,.0f}", f["runs"],
+            rows.append([f"{task}: {'—' if n_train is None else f'{n_train:,.0f}'}",
                          f"{best:.3f} ({'—' if chance is None else f'{chance:.3f}'})",
                          f"{f['train_first']:.3f} → {f['train_last']:.3f}",
                          f"{f['test_min']:.3f} ({f['test_min_epoch']:g}) → {f['test_last']:.3f}",
                          "—" if f["val_gain_late"] is None else
                          f"{_signed(f['val_gain_late'])} ({_signed(f['val_gain_last'])})",
-                         f"{f['overfit']} of {f['runs']}", f"{f['still_falling']} of {f['runs']}"])
+                         f"{f['overfit']} / {f['still_falling']} of {f['runs']}"])
         else:
             what = "missing" if st.get("missing") else "failed"
-            rows.append([task, f"{size:,} (asked)", 0, what, "—", "—", "—", "—", "—"])
+            rows.append([f"{task}: {size:,} (asked)", what, "—", "—", "—", "—"])
         data.append({"task": task, "n_train_asked": size, "n_train": n_train,
                      "best_test_accuracy": best, "chance": chance, **f})
     note = ("Learned S4D-Inv runs of each task (main table, probes and data probes: "

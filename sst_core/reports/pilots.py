@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from sst_core.experiments import paper1
-from sst_core.reports import Table, stored_record
-from sst_core.spec.names import run_name
+from sst_core.reports import Table, runs_note, stored_record
+from sst_core.spec.names import model_name, run_name
 from sst_core.spec.profiles import Profile
 
 # the base runs (Table 2's own) first, then the variants in paper1.PILOT_CHANGES' order
@@ -38,19 +38,22 @@ def _stopped_at(lengths: list[int | None]) -> str:
 
 
 def pilots_60(P: Profile, root: Path | None = None) -> Table:
-    """One row per pilot cell and variant (:data:`VARIANT_NAMES`): runs stored of those
-    in the grid, how many curricula reached 60 (trained at the training length), how many
-    passed it (met the curriculum's gate at 60: the ``passed_60`` checkpoint), where the
-    curricula stopped, the token accuracy on held-out words of length 60 (median and range
-    over the runs) and how many runs reached m_p >= 60 (token accuracy at least the pass
-    threshold at 60)."""
-    cols = ["cell", "variant", "runs", "reached 60", "passed 60", "curricula stopped at",
-            "token accuracy at 60", "m_p ≥ 60"]
+    """One row per pilot cell and variant (:data:`VARIANT_NAMES`), under a bold row naming
+    the cell: where the curricula stopped (the longest length each run trained at, with
+    the number of runs: those at 60 reached the training length), how many runs passed 60
+    (met the curriculum's gate there: the ``passed_60`` checkpoint) and how many reached
+    m_p >= 60 (token accuracy at least the pass threshold at 60), and the token accuracy on
+    held-out words of length 60 (median and range over the runs). A variant not all of
+    whose runs of the grid are stored ok says how many are (:func:`runs_note`). ``data``
+    has one entry per cell and variant, with the runs stored and how many reached 60."""
+    cols = ["cell / variant", "curricula stopped at", "passed 60 / m_p ≥ 60",
+            "token accuracy at 60"]
     rows: list[list[Any]] = []
     data: list[dict[str, Any]] = []
     ids: list[str] = []
     for cell in paper1.PILOT_CELLS:
         model, group, depth = cell
+        rows.append([f"**{model_name(model)} on {group}, L{depth}**", "", "", ""])
         bases = paper1.pilot_base(P, cell)
         by_variant: dict[str, list] = {BASE: bases}
         for base in bases:
@@ -73,18 +76,17 @@ def pilots_60(P: Profile, root: Path | None = None) -> Table:
             data.append(row)
             acc_cell = (f"{statistics.median(acc):.2f} [{min(acc):.2f}–{max(acc):.2f}]"
                         if acc else "—")
-            runs = f"{len(ok)} of {len(cfgs)}" + (f" ({row['n_failed']} failed)"
-                                                   if row["n_failed"] else "")
-            rows.append([f"{run_name({'model': model, 'n_layers': depth})}, {group}", VARIANT_NAMES[name], runs,
-                         row["reached_60"] if ok else "—", passed if ok else "—",
-                         _stopped_at(final) if ok else "—", acc_cell,
-                         learned if ok else "—"])
+            note = runs_note({"ok": len(ok), "failed": row["n_failed"],
+                              "missing": len(cfgs) - len(recs)})
+            rows.append([VARIANT_NAMES[name] + note, _stopped_at(final) if ok else "—",
+                         f"{passed} / {learned}" if ok else "—", acc_cell])
     note = ("One change at a time to the Table 2 runs of the cells none of whose runs passed "
-            "length 60 (first state size, schedule and learning rate; every seed). Reached 60: "
-            "the curriculum trained at 60; passed 60: it met its gate there; curricula stopped "
-            "at: the longest length each run trained at; token accuracy on held-out words of "
-            "length 60, median [lowest–highest]; m_p ≥ 60: runs whose token accuracy at 60 is "
-            "at least the pass threshold.")
+            "length 60 (first state size, schedule and learning rate; every seed). Curricula "
+            "stopped at: the longest length each run trained at, with the number of runs "
+            "(those at 60 reached the training length); passed 60: the curriculum met its "
+            "gate there; m_p ≥ 60: runs whose token accuracy at 60 is at least the pass "
+            "threshold; token accuracy on held-out words of length 60, median "
+            "[lowest–highest].")
     return Table("Pilots: the runs that never reach length 60", cols, rows, note, ids, data)
 
 
