@@ -65,8 +65,11 @@ plt.close("all")
 # The tables and figures below read the newest CPU benchmark, made on an
 # {glue:text}`machine_here` (the collapsed block at the end of the page says how). On a shared
 # machine repeated runs differ by up to about 30%, so a ratio within 1.3x of its target is
-# noise rather than a verdict. In every table the ratio is ours over the reference, and the
-# sizes read: b batch, L length, ch channels, K models, N state size, D or d model width.
+# noise rather than a verdict. In every table the ratio is ours over the reference. Each row
+# is named by what it times and at which sizes: $L$ the length, $b$ the batch, $d$ or
+# $d_{model}$ the model's width, $N$ the state size, $H$ an S4D layer's channels, $E$
+# Mamba's expanded width, $K$ the number of models; the pointer held over a name shows the
+# command that times that row again.
 #
 # ```{glue:figure} bench_targets
 # :name: "fig-bench-targets"
@@ -74,7 +77,7 @@ plt.close("all")
 # Every comparison with a target on one axis: the measured ratio over its target (left of the line: the target is met). {glue:text}`bench_met` of {glue:text}`bench_goals` meet it; missed: {glue:text}`bench_missed`.
 # ```
 #
-# ````{table} Dense recurrences against torch's fused kernels (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN): time per call, ratio and target; the limit columns are explained below.
+# ````{table} Dense recurrences against torch's fused kernels (nn.RNN for the tanh RNN, nn.GRU for the state-gated RNN): time per call, ratio and target.
 # :name: tab-bench-dense
 # ```{glue:md} bench_dense
 # :format: myst
@@ -160,8 +163,9 @@ plt.close("all")
 # ```
 # ````
 #
-# **How far each step is from its limit.** The training steps at $d_{model}$ = 64
-# ({numref}`tab-bench-throughput`, and the other tables' training rows) carry two limits.
+# **How far each step is from its limit.** The training steps of the Table 2 models at
+# $d_{model}$ = 64 ({numref}`tab-bench-limits`), and the other tables' training steps
+# ({numref}`tab-bench-limits-other`), carry two limits.
 # The *flop limit* (flop limit ms) is the step's arithmetic at what this machine does: each
 # matrix product of the step timed alone at its own shapes (small products run far below a
 # large one's rate), and the rest of the arithmetic (one flop per element of pointwise ops
@@ -173,11 +177,19 @@ plt.close("all")
 # shown: at most 5). {glue:text}`limit_within` of {glue:text}`limit_rows` Table 2 steps are
 # within 5x of their limit (from {glue:text}`limit_range` times it), and the flop limit is
 # the larger for {glue:text}`limit_compute_bound` of them. {numref}`tab-bench-profile`
-# shows where each step's time goes.
+# shows where each step's time goes, and {numref}`tab-bench-throughput` the time and
+# throughput of every Table 2 model at the quick profile's sizes.
 #
-# ````{table} Throughput of every Table 2 model at the quick profile's sizes, and its training steps at d_model 64 with their limits (no reference).
+# ````{table} Throughput of every Table 2 model at the quick profile's sizes (no reference).
 # :name: tab-bench-throughput
 # ```{glue:md} bench_throughput
+# :format: myst
+# ```
+# ````
+#
+# ````{table} Every Table 2 model's training step at d_model 64 and its limits: time, GFLOP/s, the flop and byte limits, the larger of them (bound), and time over it (x limit, goal at most 5).
+# :name: tab-bench-limits
+# ```{glue:md} bench_limits
 # :format: myst
 # ```
 # ````
@@ -189,17 +201,16 @@ plt.close("all")
 # ```
 # ````
 #
-# :::{admonition} The other comparisons: scans, S4D and the semi-affine correction
-# :class: dropdown
+# ### The other comparisons: scans, S4D and the semi-affine correction
 #
 # Where the machine has a C compiler, the CPU scans run their loops in C
 # (`sst_core/ops/native_scan.c` and `native_selective.c`, compiled on first use): the whole
 # recurrence in one call, batch rows split between the threads, and $\partial L / \partial
 # a$ written during the reverse pass. The torch loops they replace launch one operation per
 # time step and read every state twice in the backward pass. The S4D classifier rows come in
-# two sets: three at fixed example sizes (H of 64 and 128, two layers, so that benchmarks
-# compare across versions) and, named `standard_...`, the models the `standard` profile
-# trains for the LRA chapter.
+# two sets: three at fixed example sizes (two layers, $H$ of 64 and 128), so that benchmarks
+# compare across versions, and three at the sizes the `standard` profile trains for the
+# LRA chapter.
 #
 # ````{table} The scans' two paths on this device, forward and backward: the device's own path (C loops on the CPU, the parallel chunked scan on CUDA) against the other.
 # :name: tab-bench-scan-paths
@@ -208,7 +219,7 @@ plt.close("all")
 # ```
 # ````
 #
-# ````{table} The selective scan's C loops against its torch (chunked) path, forward and backward, for Mamba and Negative Mamba; dispatch rows: the loops' parts on torch's thread team, on one or two threads (t1, t2).
+# ````{table} The selective scan's C loops against its torch (chunked) path, forward and backward, for Mamba and Negative Mamba; the rows "on torch's threads": the loops' parts on torch's thread team, on one or two threads.
 # :name: tab-bench-selective
 # ```{glue:md} bench_selective
 # :format: myst
@@ -242,7 +253,13 @@ plt.close("all")
 # :format: myst
 # ```
 # ````
-# :::
+#
+# ````{table} The limits of the other tables' training steps, as in the table of the Table 2 models' limits; a step timed in two comparisons appears once for each timing.
+# :name: tab-bench-limits-other
+# ```{glue:md} bench_limits_other
+# :format: myst
+# ```
+# ````
 #
 # ## The same rows on another machine
 #

@@ -27,19 +27,21 @@ profile = "best"
 from IPython.display import Markdown, display
 
 from sst_core.book import params
-from sst_core.book.plan import book_plan, status_markdown
-from sst_core.book.runner import find_root, toc_notebooks
+from sst_core.book.plan import book_plan, chapter_link, status_markdown
+from sst_core.book.runner import find_root, toc_titles
 
 params.from_notebook("book_status", globals())  # fails here on a typo or a wrong type
-chapters = [n for n in toc_notebooks(find_root()) if n != "book_status"]
+titles = toc_titles(find_root())  # the chapters as the table of contents names them
+chapters = [n for n in titles if n != "book_status"]
 plans = book_plan(chapters, profile)
-display(Markdown(status_markdown(plans)))
+display(Markdown(status_markdown(plans, titles)))
 
 # %% [markdown]
 # Why each chapter shows its profile:
 
 # %% tags=["remove-input"]
-display(Markdown("\n".join(f"- **{p.notebook}**: {p.why}" for p in plans if p.total)))
+display(Markdown("\n".join(f"- {chapter_link(p.notebook, titles)}: {p.why}"
+                           for p in plans if p.total)))
 
 # %% [markdown]
 # ## Sweeps the chapters do not read yet

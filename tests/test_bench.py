@@ -266,10 +266,18 @@ def test_record_is_stored_with_provenance_and_read_back(tmp_path, monkeypatch, c
     clean = report.provenance({**record, "git_commit": "0123456789abcdef"})
     assert "commit 0123456789," in clean and "uncommitted" not in clean
     (table,) = report.bench_tables(record)  # only the dense-RNN section has entries
-    assert table.title.startswith("Dense recurrences") and table.rows[0][0] == "tanh_rnn_train_d64"
+    assert table.title.startswith("Dense recurrences")
     entry = record["entries"][0]
-    assert report.targets(record) == [{"name": "tanh_rnn_train_d64", "ratio": entry["ratio"],
-                                       "target": 1.2, "status": entry["status"]}]
+    # the row named for readers (its sizes in the header: one row shares them all), the code
+    # name that reruns it on hover
+    assert table.columns[0] == f"benchmark ({report.sizes_text(entry['sizes'])})"
+    assert "d\u00a0=\u00a064" in table.columns[0]
+    assert table.rows[0][0] == ('<span title="sst bench --only tanh_rnn_train_d64">'
+                                'tanh RNN, training step</span>')
+    assert report.targets(record) == [{"name": "tanh_rnn_train_d64",
+                                       "label": "tanh RNN, training step",
+                                       "ratio": entry["ratio"], "target": 1.2,
+                                       "status": entry["status"]}]
     (tmp_path / "bench" / "junk.json").write_text('{"experiment": "other"}')
     with pytest.raises(ValueError, match="junk.json is not a bench record"):
         bench_records.load_records()
@@ -320,11 +328,19 @@ def test_training_steps_carry_their_roofline(result):
     from sst_core.reports import bench as report
 
     (table,) = [t for t in report.bench_tables(result) if t.title.startswith("Throughput")]
-    assert table.columns[-6:] == ["GFLOP/s", "flop limit ms", "byte limit ms", "bound",
-                                  "x limit", "sizes"]  # the widest column last
-    assert table.columns[:2] == ["name", "ms"] and all(len(r) == len(table.columns)
-                                                       for r in table.rows)
-    assert "rates measured at their own shapes" in table.note
+    assert table.columns[1:] == ["ms", "tokens/s"] and all(len(r) == len(table.columns)
+                                                           for r in table.rows)
+    # the limits in tables of their own, so that each fits a page: the goal rows whole
+    # (not in the throughput table), and every other training step that carries limits
+    goal, other = report.limits_table(result, True), report.limits_table(result, False)
+    assert {e["name"] for e in goal.data} == goals
+    assert not goals & {e["name"] for t in report.bench_tables(result) for e in t.data}
+    assert {e["name"] for e in other.data} == seen - goals
+    for t in (goal, other):
+        assert t.columns[1:] == ["ms", "GFLOP/s", "flop limit ms", "byte limit ms", "bound",
+                                 "x limit"] and all(len(r) == len(t.columns) for r in t.rows)
+        assert "rates measured at their own shapes" in t.note
+    assert all("(<= 5: " in row[-1] for row in goal.rows)
     rows = report.limit_rows(result)
     assert {r["name"] for r in rows} == goals and all(r["profiled"] for r in rows)
     beyond = [r for r in rows if r["ratio"] > 5]
@@ -336,6 +352,48 @@ def test_training_steps_carry_their_roofline(result):
     old = [{k: v for k, v in e.items() if k not in ("limit_method", "matmul_shapes_s")}
            for e in result["entries"] if "roofline_ratio" in e]
     assert "predates the present count" in report.limits_note(old)
+
+
+def test_rows_are_named_for_readers_from_their_fields(result):
+    """Every row's name says what it times in the papers' names and at which sizes, read
+    from the entry's fields (never its code name); within a table no two rows share one."""
+    from sst_core.reports import bench as report
+    from sst_core.spec.names import MODEL_NAMES, OP_NAMES
+
+    entries = {e["name"]: e for e in result["entries"]}
+    readers = tuple(MODEL_NAMES.values()) + tuple(OP_NAMES.values()) + ("S4D classifier",)
+    for e in result["entries"]:
+        label = report.row_label(e)
+        assert label.startswith(readers) and e["name"] not in label, (e["name"], label)
+        assert report.sizes_text(e["sizes"]) in label
+    expected = {  # name -> the row's subject (what it times, without its sizes)
+        "tanh_rnn_eval_L1000_d64": "tanh RNN, evaluation",
+        "state_gated_rnn_train_d128": "State-gated RNN, training step",
+        "throughput_rnn_phi_tanh_train_L60": "RNN with φ = tanh, training step",
+        "diag_scan_complex_L1000": "diagonal scan, complex",
+        "diag_scan_real_L4096": "diagonal scan, real",
+        "scan_paths_unitary_L1000": "unitary scan",
+        "stacked_train_K16_mamba": "Mamba, stacked, training step",
+        "stack_or_not_aussm": "AUSSM, stacked, training step",
+        "semi_affine_eval_L1000": "semi-affine Negative Mamba, evaluation",
+        "selective_scan_negative_mamba_quick": "selective scan, Negative Mamba",
+        "selective_scan_dispatch_quick_t2": "selective scan, Mamba, on torch's threads",
+        "selective_scan_vs_pscan_quick": "selective scan, against alxndrTL/mamba.py",
+        "s4d_kernel_fwd_bwd_L4096_b1": "S4D kernel and FFT convolution",
+        "s4d_classifier_train_listops_L1024_H64": "S4D classifier, ListOps, training step",
+    }
+    for name, subject in expected.items():
+        assert report.subject(entries[name]) == subject, name
+    assert "L\u00a0=\u00a01000" in report.row_label(entries["tanh_rnn_eval_L1000_d64"])
+    assert "threads\u00a0=\u00a02" in report.row_label(entries["selective_scan_dispatch_quick_t2"])
+    for table in report.bench_tables(result):
+        assert len(set(map(str, (r[0] for r in table.rows)))) == len(table.rows), table.title
+    goals = report.targets(result)
+    assert len({g["label"] for g in goals}) == len(goals)  # the figure's axis: one per bar
+    # a size a row shares with every other row of its table is said once, in the header
+    header, cells = report.name_column([entries["diag_scan_real_L1000"],
+                                        entries["diag_scan_complex_L1000"]])
+    assert "L\u00a0=\u00a0" in header and all("L\u00a0=" not in c for c in cells)
 
 
 def test_the_fast_paths_bytes_count_the_c_loops_arrays_once():
@@ -487,7 +545,7 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
     i = table.columns.index("ceiling")
     assert table.columns[i - 1] == "one model ms" and len(table.rows) == len(stacked)
     for row, e in zip(table.rows, stacked):
-        assert row[0] == e["name"] and row[i] == f"{e['ceiling_ratio']:.2f}"
+        assert f'--only {e["name"]}"' in row[0] and row[i] == f"{e['ceiling_ratio']:.2f}"
     assert "not on the machine" in table.note
     bound = report.stacking_bound(result)
     assert (bound["K"], bound["models"]) == (2, len(stacked))
@@ -515,7 +573,8 @@ def test_the_stacked_table_shows_the_ceiling_of_stacking(result):
 def _record(cpu: str, when: str, times: dict[str, float], command: str = "sst bench --record"):
     return {"device": "cpu", "command": command, "created_utc": when,
             "hardware": {"cpu_model": cpu},
-            "entries": [{"name": n, "ours_s": t, "sizes": {"batch": 2}} for n, t in times.items()]}
+            "entries": [{"name": n, "model": "mamba", "kind": "train", "ours_s": t,
+                         "sizes": {"batch": 2, "length": len(n)}} for n, t in times.items()]}
 
 
 def test_across_machines_sets_the_newest_record_beside_another_cpus():
@@ -531,9 +590,11 @@ def test_across_machines_sets_the_newest_record_beside_another_cpus():
     assert report.other_machine([a_old, a], a) is None
     table = report.across_machines(a, b)
     # x: 0.5 and y: 3 are outside 1/1.5-1.5; z (1.2) and "new" (not in b) are not shown
-    assert [row[0] for row in table.rows] == ["x", "y"]
+    assert [d["name"] for d in table.data] == ["x", "y"]
     assert [d["ratio"] for d in table.data] == [0.5, 3.0]
-    assert table.rows[1][1:4] == ["3.00", "3,000.00", "1,000.00"]  # sizes last
+    assert table.rows[1][1:] == ["3.00", "3,000.00", "1,000.00"]
+    assert table.columns[0] == "benchmark (L\u00a0=\u00a01, b\u00a0=\u00a02)"  # shared sizes
+    assert table.rows[0][0] == '<span title="sst bench --only x">Mamba, training step</span>'
     assert "over all 3 shared rows the median ratio is 1.20" in table.note
     assert table.title == "The same rows on two machines: A against B"
     disjoint = report.across_machines(_record("A", "2026-12-05", {"w": 1.0}), b)

@@ -6,7 +6,7 @@ import pytest
 
 from sst_core import cli
 from sst_core.book import plan
-from sst_core.book.runner import toc_notebooks, toc_parts
+from sst_core.book.runner import BookUsageError, toc_notebooks, toc_parts, toc_titles
 from sst_core.experiments.paper1 import table3_grid
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import cached_run
@@ -107,6 +107,10 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     p = plan.book_plan(["p1_table3"], "smoke")[0]
     assert (f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} ({len(grid)} made by earlier "
             "code: stale) | " in plan.status_markdown([p]))
+    # on the page, a chapter is named by its title, linked
+    titles = {"p1_table3": "Table 3: the nonlinearity family"}
+    assert plan.status_markdown([p], titles).splitlines()[2].startswith(
+        "| {doc}`Table 3: the nonlinearity family <p1_table3>` | `smoke` | ")
 
 
 def test_a_build_says_what_it_will_compute_before_it_starts(root, monkeypatch, capsys):
@@ -342,6 +346,30 @@ def test_the_plan_totals_each_part_of_the_book_counting_a_shared_run_in_the_firs
             "estimated, 1 runs without an estimate; 1 stale runs, about 5 s to recompute") in text
     assert "  Beyond: 1 different runs missing, about 30 s of compute; 1 stale runs" in text
     assert "by part" not in plan.plan_text(plans, "standard")
+
+
+def test_every_chapter_is_named_by_its_title(tmp_path):
+    """The status page names chapters as the table of contents does: by the first heading
+    of each notebook's source, read by one function."""
+    titles = toc_titles(ROOT)
+    assert list(titles) == toc_notebooks(ROOT) and all(titles.values())
+    assert titles["book_status"] == "Status of this build"
+    assert titles["bench"] == "Speed: benchmarks"
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nparts:\n  - caption: One\n    chapters:\n"
+        "      - file: notebooks/a\n      - file: book/c\n      - file: notebooks/b\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "a.py").write_text(
+        "# ---\n# jupyter: {}\n# ---\n\n# %% [markdown]\n# # A title: with a colon\n#\n"
+        "# ## Not this one\n")
+    (tmp_path / "notebooks" / "b.py").write_text("# %% [markdown]\n# Some text, no title\n")
+    with pytest.raises(BookUsageError, match=r"b\.py has no title"):
+        toc_titles(tmp_path)
+    (tmp_path / "notebooks" / "b.py").write_text("# %% [markdown]\n# # B\n")
+    assert toc_titles(tmp_path) == {"a": "A title: with a colon", "b": "B"}
+    (tmp_path / "notebooks" / "b.py").unlink()
+    with pytest.raises(BookUsageError, match=r"b\.py is unreadable"):
+        toc_titles(tmp_path)
 
 
 def test_every_chapter_of_the_book_belongs_to_a_part(tmp_path):

@@ -40,3 +40,26 @@ def test_a_page_of_measurements_shows_their_provenance_and_its_own_commands(tmp_
     md = made._repr_markdown_()
     assert grid.text in md and "Regenerate: `make bench`." in md
     assert "| runs |" not in md and "sst notebooks run" not in md
+
+
+def test_the_overview_block_sums_up_each_chapter_it_reads(tmp_path):
+    """A page that shows other chapters' results (the overview) gets one row per chapter
+    it reads, at the profile that chapter shows: the chapter's own block in brief."""
+    from sst_core.book.provenance import how_made_of_chapters
+
+    P = profiles.PROFILES["smoke"]
+    grid = paper1.table3_grid(P)
+    cached_run(grid[0], lambda cfg: {"m_p": 1000, "eval": {}}, root=tmp_path)
+    made = how_made_of_chapters("overview", "best", {"p1_table3": P, "p2_memory": P},
+                                {"p1_table3": "Table 3: the nonlinearity family"},
+                                root=tmp_path)
+    md = made._repr_markdown_()
+    assert md.startswith(":::{admonition} How this page was made\n:class: dropdown provenance")
+    lines = md.splitlines()
+    table3 = how_made("p1_table3", P, root=tmp_path)
+    assert (f"| {{doc}}`Table 3: the nonlinearity family <p1_table3>` | `smoke` | "
+            f"1 of {table3.total} stored, 0 failed | ") in md
+    memory = how_made("p2_memory", P, root=tmp_path)
+    assert f"| p2_memory | `smoke` | 0 of {memory.total} stored, 0 failed | 0 s | — |" in lines
+    assert "--profile best --only overview" in md
+    assert not [line for line in lines if line.startswith("| runs |")]  # no runs of its own

@@ -64,7 +64,7 @@ def test_without_records_every_result_has_a_row_not_judged(tmp_path, P):
     assert by["table3"][0][4] == "{doc}`Table 3 <p1_table3>`"
 
 
-def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
+def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P, monkeypatch):
     # every Table 2 run tracks to the paper's own value, but C2 runs fail: the counts follow
     for cfg in paper1.table2_grid(P):
         paper = TABLE2.get((cfg.model, cfg.group, cfg.n_layers))
@@ -88,6 +88,21 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P):
     pattern = ov.table2_pattern(table2(P, tmp_path).data)
     assert t.data[1]["values"] == pattern and pattern["fails"] > 0
     assert t.data[1]["verdict"] == "differs"
+    # Table 2 is computed once for both of its rows, or not at all where the caller has it
+    import sst_core.reports.paper1 as paper1_reports
+
+    calls = []
+
+    def counted(*args, **kw):
+        calls.append(args)
+        return table2(*args, **kw)
+
+    monkeypatch.setattr(paper1_reports, "table2", counted)
+    tables = {}
+    assert overview(shown, root=tmp_path, tables=tables).data == t.data and len(calls) == 1
+    assert tables["table2"].data == table2(P, tmp_path).data
+    calls.clear()
+    assert overview(shown, root=tmp_path, tables=tables).data == t.data and not calls
 
 
 def test_the_pattern_of_table_2_holds_cell_by_cell():
@@ -133,11 +148,11 @@ def test_an_lra_claim_undetermined_on_a_task_is_judged_on_the_others(monkeypatch
     counts["frozen_converges_faster"] |= {"tie": 1, lra.UNDETERMINED: 1, "judged": 2}
     monkeypatch.setattr(lra, "lra_claims", lambda P, root=None: lra.Table("", [], [], data=[]))
     monkeypatch.setattr(lra, "claim_counts", lambda data: counts)
-    paper, ours, verdict, c = RESULTS["lra_frozen_converges_faster"][3](None, None)
+    paper, ours, verdict, c = RESULTS["lra_frozen_converges_faster"][3](None, None, {})
     assert ours == ("2 tasks: holds on 0, ties on 1, fails on 0, undetermined on 1 "
                     "(runs not converged)")
     assert verdict == "close"
     counts["frozen_converges_faster"] |= {"tie": 0, "judged": 1}
-    assert RESULTS["lra_frozen_converges_faster"][3](None, None)[1:3] == (
+    assert RESULTS["lra_frozen_converges_faster"][3](None, None, {})[1:3] == (
         "1 task: holds on 0, ties on 0, fails on 0, undetermined on 1 (runs not converged)",
         None)

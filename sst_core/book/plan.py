@@ -537,17 +537,27 @@ def made_text(first: str | None, last: str | None) -> str:
     return f"{first[:10]} to {last[:10]}"
 
 
-def status_markdown(plans: list[ChapterPlan]) -> str:
-    """The book's status page: per chapter, the profile it shows and why, the runs and
-    compute behind it, when its records were made, and a larger profile's sweep that is
-    under way (its records so far) or complete (what ``best`` would show)."""
+def chapter_link(notebook: str, titles: Mapping[str, str] | None = None) -> str:
+    """A chapter as a page of the book names it: its title (``titles``:
+    :func:`sst_core.book.runner.toc_titles`) linked to it; its notebook's name where
+    ``titles`` has none."""
+    title = (titles or {}).get(notebook)
+    return notebook if title is None else f"{{doc}}`{title} <{notebook}>`"
+
+
+def status_markdown(plans: list[ChapterPlan], titles: Mapping[str, str] | None = None) -> str:
+    """The book's status page: per chapter (its title linked, :func:`chapter_link`), the
+    profile it shows, the runs and compute behind it, when its records were made, and a
+    larger profile's sweep that is under way (its records so far) or complete (what
+    ``best`` would show)."""
     lines = ["| chapter | profile shown | runs stored / read | compute behind it | "
              "records made (UTC) | larger profile's sweep |", "|---|---|---|---|---|---|"]
     # a stale record (made by an earlier version of the code it depends on) is still shown:
     # the page says how many, and `sst sweep --retry-stale` computes them again
     for p in plans:
+        chapter = chapter_link(p.notebook, titles)
         if not p.total:
-            lines.append(f"| {p.notebook} | `{p.profile}` | computed on the page | — | — | — |")
+            lines.append(f"| {chapter} | `{p.profile}` | computed on the page | — | — | — |")
             continue
         made = made_text(p.made_first, p.made_last)
         ways = ([f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"]
@@ -557,7 +567,7 @@ def status_markdown(plans: list[ChapterPlan]) -> str:
                         "(`best` shows it)")
         way = "; ".join(ways) or "—"
         stale = f" ({p.stale} made by earlier code: stale)" if p.stale else ""
-        lines.append(f"| {p.notebook} | `{p.profile}` | {p.stored} / {p.total}{stale} | "
+        lines.append(f"| {chapter} | `{p.profile}` | {p.stored} / {p.total}{stale} | "
                      f"{duration_text(p.compute_s)} | {made} | {way} |")
     return "\n".join(lines)
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from sst_core.book.plan import chapter_plan
+from sst_core.book.plan import chapter_link, chapter_plan, made_text
 from sst_core.experiments.registry import SWEEPS, chapter_sweeps, sweep_configs, version
-from sst_core.reports import duration_text
+from sst_core.reports import Table, duration_text
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import RecordError, load_record, record_path, run_compute_s
 
-__all__ = ["HowMade", "how_made"]
+__all__ = ["HowMade", "how_made", "how_made_of_chapters"]
 
 FAILED_SHOWN = 12  # rows of the failed-runs table; the rest are counted
 
@@ -140,3 +140,25 @@ def how_made(notebook: str, P: Any, root: Path | None = None, *, measured: Any =
                                 if run.get(k) is not None)
                 out.failed.append((record["run_id"], what, record.get("reason") or ""))
     return out
+
+
+def how_made_of_chapters(notebook: str, profile: str, shown: Mapping[str, Any],
+                         titles: Mapping[str, str] | None = None,
+                         root: Path | None = None) -> HowMade:
+    """The provenance block of a page that shows results of other chapters (the overview,
+    built with ``profile``): one row per chapter it reads (``shown``: chapter -> the
+    profile that chapter shows), that chapter's own block (:func:`how_made`) in brief:
+    the profile, the runs stored and failed, their compute and when they were made. Each
+    chapter's own block gives its grids, versions and commits."""
+    rows = []
+    for chapter, P in shown.items():
+        h = how_made(chapter, P, root)
+        rows.append([chapter_link(chapter, titles), f"`{h.profile}`",
+                     f"{h.stored} of {h.total} stored, {len(h.failed)} failed",
+                     duration_text(h.compute_s), made_text(h.made_first, h.made_last)])
+    grid = Table("", ["chapter read", "profile", "runs", "compute", "records made (UTC)"],
+                 rows).grid()
+    return HowMade(notebook, profile, "the profile each chapter shows", measured=grid.text,
+                   regenerate=f"Regenerate: `sst notebooks run --profile {profile} --only "
+                   f"{notebook}` (it reads the records of the chapters above and trains "
+                   "nothing); `sst book --plan` says how complete they are.")

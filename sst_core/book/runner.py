@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -120,6 +121,26 @@ def toc_notebooks(root: Path) -> list[str]:
 
     walk(toc)
     return [Path(f).name for f in files if f.startswith("notebooks/")]
+
+
+def toc_titles(root: Path) -> dict[str, str]:
+    """The title of every notebook of the table of contents, as the table of contents shows
+    it (notebook name -> the first heading of its source ``notebooks/NAME.py``, a Markdown
+    cell's ``# # Title``), in book order; :class:`BookUsageError` naming a notebook whose
+    source has no title."""
+    titles: dict[str, str] = {}
+    for name in toc_notebooks(root):
+        path = Path(root) / "notebooks" / f"{name}.py"
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise BookUsageError(f"{path} is unreadable: {err}") from None
+        found = re.search(r"^# # (.+)$", text, flags=re.MULTILINE)
+        if found is None:
+            raise BookUsageError(f"{path} has no title: expected a Markdown cell whose first "
+                                 "heading reads '# # Title'")
+        titles[name] = found.group(1).strip()
+    return titles
 
 
 def toc_parts(root: Path) -> dict[str, str]:

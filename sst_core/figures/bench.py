@@ -14,12 +14,12 @@ from sst_core.figures.common import PAGE_WIDTH, for_readers
 def fig_targets(rows: Sequence[dict[str, Any]]) -> plt.Figure:
     """Every comparison with a target on one log axis: its ratio over its target (bars
     left of 1 meet it, green; right of it miss it, red). ``rows``: the record's
-    :func:`sst_core.reports.bench.targets` (name, ratio, target, status)."""
+    :func:`sst_core.reports.bench.targets` (label, ratio, target, status)."""
     rel = np.array([r["ratio"] / r["target"] for r in rows])  # (rows,)
     fig, ax = plt.subplots(figsize=(PAGE_WIDTH, 0.22 * len(rows) + 1.2), layout="constrained")
     ax.barh(range(len(rows)), rel, color=["tab:green" if v <= 1 else "tab:red" for v in rel])
     ax.axvline(1.0, color="black", lw=1)
-    ax.set_yticks(range(len(rows)), [r["name"] for r in rows])
+    ax.set_yticks(range(len(rows)), [r["label"] for r in rows])
     ax.invert_yaxis()
     if len(rows):
         ax.set_xscale("log")

@@ -2,10 +2,12 @@
 ``sst gpu-check`` store under ``results/bench/`` (never by timing anything here)."""
 from __future__ import annotations
 
+import re
 import statistics
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from sst_core.reports import Table
+from sst_core.spec.names import OP_NAMES, PHI_NAMES, TASK_NAMES, model_name, typeset_symbols
 
 # (title, name prefix, what the ratio compares) of each section, in the chapter's order
 SECTIONS = (
@@ -69,21 +71,98 @@ def _commit(commit: str) -> str:
     return commit.removesuffix("+dirty")[:10] + (" with uncommitted changes" if dirty else "")
 
 
-# short names for the sizes column; None: not shown (the same for every row)
-_SHORT = {"batch": "b", "length": "L", "channels": "ch", "models": "K", "d_state": "N",
-          "d_model": "D", "n_tokens": None, "n_classes": None}
+# The sizes a row's name shows, in this order and under these symbols (the chapter's
+# prose says what they mean); a size not named here or in _UNNAMED_SIZES is shown under its
+# own name, so that no size is dropped unseen.
+SIZE_SYMBOLS = {"length": "L", "batch": "b", "d": "d", "d_model": "d_model", "d_state": "N",
+                "N": "N", "H": "H", "E": "E", "channels": "channels", "layers": "layers",
+                "models": "K", "rank": "rank", "threads": "threads"}
+# sizes a row's name leaves out: the task's alphabet and classes (the same in every row),
+# and what its subject already names (the model, phi, real or complex, the S4D preset)
+_UNNAMED_SIZES = {"n_tokens", "n_classes", "model", "phi", "dtype", "decoder", "norm",
+                  "prenorm"}
+KIND_NAMES = {"train": "training step", "eval": "evaluation"}
 
 
-def _sizes(sizes: dict[str, Any]) -> str:
-    out = []
-    for k, v in sizes.items():
-        short = _SHORT.get(k, k)
-        if short is None:
-            continue
-        if k == "dtype":
-            v = str(v).replace("torch.", "")
-        out.append(f"{short}={v}")
-    return " ".join(out)
+def sizes_text(sizes: dict[str, Any], keys: Iterable[str] | None = None) -> str:
+    """A row's sizes as its name shows them: ``L = 1000, b = 250, d = 64``
+    (:data:`SIZE_SYMBOLS`; no-break spaces about each "=", so that a line never breaks
+    inside a size); ``keys``: only these sizes."""
+    wanted = set(sizes) if keys is None else set(keys)
+    order = [k for k in SIZE_SYMBOLS if k in sizes] + [k for k in sizes if k not in SIZE_SYMBOLS]
+    return ", ".join(f"{SIZE_SYMBOLS.get(k, k)}\u00a0=\u00a0{sizes[k]}" for k in order
+                     if k in wanted and k not in _UNNAMED_SIZES)  # a size never split
+
+
+def subject(entry: dict[str, Any]) -> str:
+    """What a benchmark row times, in the book's names (:mod:`sst_core.spec.names`): the
+    model, or the operation with its variant, and for a model whether it is a training
+    step or an evaluation. Read from the entry's fields: ``model`` (or ``sweep_model``),
+    whose first word is the code name of the model or operation the case timed (a stacked
+    step: ``mamba x16, stacked``; an S4D classifier: ``S4DModel (listops preset)``),
+    ``kind``, ``sizes`` and, for a comparison with a public implementation, ``anchor``."""
+    code = str(entry.get("sweep_model") or entry["model"])
+    head = re.split(r"[\s\[,(+]", code, maxsplit=1)[0]
+    sizes = entry["sizes"]
+    if head in OP_NAMES:  # an operation: forward and backward (the tables' captions say)
+        name = OP_NAMES[head]
+        if "dtype" in sizes:
+            name += ", complex" if "complex" in str(sizes["dtype"]) else ", real"
+        if "model" in sizes:
+            name += f", {model_name(str(sizes['model']))}"
+        if "threads" in sizes:
+            name += ", on torch's threads"
+        repo = str(entry.get("anchor") or "").split(" ")[0]
+        if "/" in repo:  # a public implementation, named by its repository
+            name += f", against {repo}"
+        return name
+    preset = re.fullmatch(r"S4DModel \((\w+) preset\)", code)
+    if preset:
+        name = f"S4D classifier, {TASK_NAMES.get(preset[1], preset[1])}"
+    else:
+        name = model_name(head)
+        if "phi" in sizes:
+            name += f" with φ = {PHI_NAMES.get(sizes['phi'], sizes['phi'])}"
+        if "models" in sizes:
+            name += ", stacked"
+    return f"{name}, {KIND_NAMES.get(entry['kind'], entry['kind'])}"
+
+
+def row_label(entry: dict[str, Any], keys: Iterable[str] | None = None) -> str:
+    """A benchmark row's name for readers: :func:`subject`, then its sizes
+    (:func:`sizes_text`; ``keys``: only these), e.g. "State-gated RNN, evaluation,
+    L = 1000, b = 250, d = 64". The code name that reruns it (``sst bench --only NAME``)
+    stays in the entry's ``name``."""
+    sizes = sizes_text(entry["sizes"], keys)
+    return subject(entry) + (f", {sizes}" if sizes else "")
+
+
+def short_labels(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """:func:`row_label` of each of ``entries`` with only the sizes that tell it apart from
+    the other entries of the same subject (none where its subject is its own), for a
+    figure's axis or a list in a caption."""
+    by_subject: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        by_subject.setdefault(subject(e), []).append(e)
+    keys = {s: {k for e in group for k in e["sizes"]
+                if len({repr(g["sizes"].get(k)) for g in group}) > 1}
+            for s, group in by_subject.items()}
+    return [row_label(e, keys[subject(e)]) for e in entries]
+
+
+def name_column(entries: Sequence[dict[str, Any]]) -> tuple[str, list[str]]:
+    """A table's first column: its header, "benchmark" with the sizes every row shares
+    (said once), and each row's :func:`row_label` with the sizes left (the papers'
+    symbols typeset, as the header's are), which shows on hover the command that times the
+    row again."""
+    shared = {k: v for k, v in entries[0]["sizes"].items()
+              if all(k in e["sizes"] and repr(e["sizes"][k]) == repr(v) for e in entries)
+              } if entries else {}
+    common = sizes_text(shared)
+    cells = [f'<span title="sst bench --only {e["name"]}">'
+             f'{typeset_symbols(row_label(e, set(e["sizes"]) - set(shared)))}</span>'
+             for e in entries]
+    return "benchmark" + (f" ({common})" if common else ""), cells
 
 
 def _ms(x: float | None) -> str:
@@ -92,8 +171,13 @@ def _ms(x: float | None) -> str:
 
 def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
                   compares: str) -> Table | None:
-    """The entries of one section as a table (None when the record has none)."""
-    entries = [e for e in record["entries"] if e["name"].startswith(prefixes)]
+    """The entries of one section as a table (None when the record has none): each row
+    named for readers (:func:`row_label`, its sizes included), its times, and the columns
+    of what the section measures besides. The limits of its training steps are in
+    :func:`limits_table`, so that a table fits a page, and so are the rows with the
+    roofline goal, whole (their time is the limits table's first number)."""
+    entries = [e for e in record["entries"] if e["name"].startswith(prefixes)
+               and e.get("roofline_target") is None]
     if not entries:
         return None
     extra: list[str] = []
@@ -103,20 +187,18 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
         extra = ["peak MB", "ref peak MB", "memory ratio"]
     if any("ceiling_ratio" in e for e in entries):
         extra = ["one model ms", "ceiling"]
-    roof = any("roofline_ratio" in e for e in entries)
     anchored = any(e["anchor_s"] is not None for e in entries)
-    columns = (["name", "sizes", "ratio", "target", "ours ms", "ref ms"] if anchored
-               else ["name", "sizes", "ms", "tokens/s"]) + extra + (
-        ["GFLOP/s", "flop limit ms", "byte limit ms", "bound", "x limit"] if roof else [])
+    header, names = name_column(entries)
+    columns = ([header, "ours ms", "ref ms", "ratio", "target"] if anchored
+               else [header, "ms", "tokens/s"]) + extra
     rows = []
-    for e in entries:
-        sizes = _sizes(e["sizes"])
+    for e, name in zip(entries, names):
         if anchored:
-            target = "" if e["target"] is None else f"<= {e['target']:g}: {e['status']}"
-            row = [e["name"], sizes, "" if e["ratio"] is None else f"{e['ratio']:.2f}",
-                   target, _ms(e["ours_s"]), _ms(e["anchor_s"])]
+            target = "" if e["target"] is None else f"<= {e['target']:.3g}: {e['status']}"
+            row = [name, _ms(e["ours_s"]), _ms(e["anchor_s"]),
+                   "" if e["ratio"] is None else f"{e['ratio']:.2f}", target]
         else:
-            row = [e["name"], sizes, _ms(e["ours_s"]),
+            row = [name, _ms(e["ours_s"]),
                    "" if e["tokens_per_s"] is None else f"{e['tokens_per_s']:,.0f}"]
         if "bandwidth_share" in e:
             row += [f"{e['achieved_bandwidth'] / 1e9:.2f}", f"{e['bandwidth_share']:.0%}"]
@@ -128,24 +210,38 @@ def section_table(record: dict[str, Any], title: str, prefixes: tuple[str, ...],
                     f"{e['memory_status']})"]
         else:
             row += [""] * len(extra)
-        if roof:
-            row += _roofline_cells(e)
         rows.append(row)
-    # the comparison first and the sizes, the widest column, last: what a row says stays in
-    # sight on a page
-    columns = [c for c in columns if c != "sizes"] + ["sizes"]
-    rows = [[r[0]] + r[2:] + [r[1]] for r in rows]
-    note = (f"ratio = {compares}. Sizes: b batch, L length, ch channels, K models, "
-            "N state size, D model width." if compares else
-            "Sizes: b batch, L length, N state size, D model width.")
+    note = (f"ratio = {compares}. " if compares else "") + SIZES_NOTE
     if extra and extra[-1] == "ceiling":
         note += (" one model ms: one model's training step on all K b sequences at once; "
                  "ceiling = that / the K sequential steps: the stack's arithmetic on the "
                  "same kernels with one set of weights, a bound on stacking with this "
                  "implementation's kernels, not on the machine.")
-    if roof:
-        note += " " + limits_note(entries)
     return Table(title, columns, rows, note=note, data=entries)
+
+
+SIZES_NOTE = ("Sizes: L length, b batch, d or d_model model width, N state size, H "
+              "channels of an S4D layer, E Mamba's expanded width, K models.")
+LIMIT_COLUMNS = ["benchmark", "ms", "GFLOP/s", "flop limit ms", "byte limit ms", "bound",
+                 "x limit"]
+
+
+def limits_table(record: dict[str, Any], goal: bool) -> Table | None:
+    """How far each training step of ``record`` is from its limits (the entries that
+    carry them, :mod:`sst_core.bench.roofline`): its time, GFLOP/s, the flop and byte
+    limits, the larger one (bound) and time over it (x limit). ``goal``: the steps with
+    the roofline goal (every Table 2 model at d_model 64), else every other step. None
+    when there are none."""
+    entries = [e for e in record["entries"] if "roofline_ratio" in e
+               and (e.get("roofline_target") is not None) == goal]
+    if not entries:
+        return None
+    header, names = name_column(entries)
+    rows = [[name, _ms(e["ours_s"])] + _roofline_cells(e) for e, name in zip(entries, names)]
+    title = ("How far each Table 2 model's training step is from its limits" if goal else
+             "How far the other training steps are from their limits")
+    return Table(title, [header] + LIMIT_COLUMNS[1:], rows,
+                 note=limits_note(entries) + " " + SIZES_NOTE, data=entries)
 
 
 def limits_note(entries: list[dict[str, Any]]) -> str:
@@ -198,7 +294,8 @@ def profile_table(record: dict[str, Any], top: int = 5, every: bool = False) -> 
                 or "profile" not in e:
             continue
         for i, p in enumerate(e["profile"][:top]):
-            rows.append([e["model"] if i == 0 else "", f"{ratio:.1f}" if i == 0 else "",
+            rows.append([model_name(e["model"]) if i == 0 else "",
+                         f"{ratio:.1f}" if i == 0 else "",
                          p["op"], f"{p['share']:.0%}", _ms(p["self_s"])])
             data.append({"name": e["name"], "model": e["model"], "ratio": ratio, **p})
     if not rows:
@@ -259,28 +356,28 @@ def across_machines(record: dict[str, Any], other: dict[str, Any],
     shared = [(e, theirs[e["name"]]) for e in record["entries"] if e["name"] in theirs]
     ratios = [e["ours_s"] / o["ours_s"] for e, o in shared]
     here, there = record["hardware"]["cpu_model"], other["hardware"]["cpu_model"]
-    rows, data = [], []
-    for (e, o), r in zip(shared, ratios):
-        if 1 / spread <= r <= spread:
-            continue
-        rows.append([e["name"], f"{r:.2f}", _ms(e["ours_s"]), _ms(o["ours_s"]),
-                     _sizes(e["sizes"])])
-        data.append({"name": e["name"], "ours_s": e["ours_s"], "other_s": o["ours_s"],
-                     "ratio": r})
+    kept = [(e, o, r) for (e, o), r in zip(shared, ratios) if not 1 / spread <= r <= spread]
+    header, names = name_column([e for e, _, _ in kept])
+    rows = [[name, f"{r:.2f}", _ms(e["ours_s"]), _ms(o["ours_s"])]
+            for (e, o, r), name in zip(kept, names)]
+    data = [{"name": e["name"], "ours_s": e["ours_s"], "other_s": o["ours_s"], "ratio": r}
+            for e, o, r in kept]
     overall = (f"over all {len(shared)} shared rows the median ratio is "
                f"{statistics.median(ratios):.2f}" if ratios else "the records share no row")
     note = (f"ms on {here} (record of {record['created_utc'][:10]}) and on {there} (record "
             f"of {other['created_utc'][:10]}); ratio = the first / the second. Shown: the rows "
             f"outside {1 / spread:.2f}-{spread:g}; {overall}.")
     return Table(f"The same rows on two machines: {here} against {there}",
-                 ["name", "ratio", f"ms, {here}", f"ms, {there}", "sizes"], rows,
+                 [header, "ratio", f"ms, {here}", f"ms, {there}"], rows,
                  note=note, data=data)
 
 
 def targets(record: dict[str, Any]) -> list[dict[str, Any]]:
-    """The entries that have a target: name, ratio, target, status."""
-    return [{"name": e["name"], "ratio": e["ratio"], "target": e["target"],
-             "status": e["status"]} for e in record["entries"] if e["target"] is not None]
+    """The entries that have a target: name (the code name), label (for readers, with the
+    sizes that tell it apart: :func:`short_labels`), ratio, target, status."""
+    entries = [e for e in record["entries"] if e["target"] is not None]
+    return [{"name": e["name"], "label": label, "ratio": e["ratio"], "target": e["target"],
+             "status": e["status"]} for e, label in zip(entries, short_labels(entries))]
 
 
 def gpu_check_table(record: dict[str, Any]) -> Table:
@@ -294,14 +391,19 @@ def gpu_check_table(record: dict[str, Any]) -> Table:
 
 
 def targets_table(record: dict[str, Any]) -> Table:
-    """Every entry of ``record`` that has a target, in one table: name, the ratio of our
-    time to the reference's and the target with its status, the two times, and sizes."""
-    rows = [[e["name"], f"{e['ratio']:.2f}", f"<= {e['target']:g}: {e['status']}",
-             _ms(e["ours_s"]), _ms(e["anchor_s"]), _sizes(e["sizes"])]
-            for e in record["entries"] if e.get("target") is not None]
+    """Every entry of ``record`` that has a target, in one table: its name for readers
+    (:func:`row_label`), the ratio of our time to the reference's and the target with its
+    status, and the two times."""
+    entries = [e for e in record["entries"] if e.get("target") is not None]
+    header, names = name_column(entries)
+    rows = [[name, f"{e['ratio']:.2f}", f"<= {e['target']:.3g}: {e['status']}",
+             _ms(e["ours_s"]), _ms(e["anchor_s"])] for e, name in zip(entries, names)]
     return Table(f"Every comparison with a target ({record['device']})",
-                 ["name", "ratio", "target", "ours ms", "ref ms", "sizes"], rows,
-                 note="ratio = ours / reference.", data=targets(record))
+                 [header] + TARGET_COLUMNS[1:], rows,
+                 note="ratio = ours / reference. " + SIZES_NOTE, data=targets(record))
+
+
+TARGET_COLUMNS = ["benchmark", "ratio", "target", "ours ms", "ref ms"]
 
 
 SWEEP_BEFORE_AFTER = "sweep_standard_before_after"  # the entry :func:`sweep_throughput` reads
@@ -400,7 +502,9 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     """What the benchmark chapter glues, by name, from the benchmark ``records`` and the GPU
     checks ``checks`` (:func:`sst_core.bench.records.load_records`): the grid of each
     section of the newest full CPU record (``bench_<key>``, :data:`SECTION_KEYS`), of the
-    per-step profile of every goal row (``bench_profile``), of the rows that differ on
+    per-step profile of every goal row (``bench_profile``), of the training steps' limits
+    (``bench_limits``: the goal rows, ``bench_limits_other``: the rest, :func:`limits_table`),
+    of the rows that differ on
     another CPU model (``bench_machines``), of the newest GPU check and the newest CUDA
     record's comparisons with a target (``bench_cuda_check``, ``bench_cuda``), and of the
     records' provenance (``bench_provenance``: a column per record shown); and the numbers
@@ -410,14 +514,17 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     cpu, cuda = latest(records, "cpu"), latest(records, "cuda")
     other = other_machine(records, cpu) if cpu is not None else None
     sections = {s[0]: section_table(cpu, *s) if cpu is not None else None for s in SECTIONS}
-    anchored = ["name", "ratio", "target", "ours ms", "ref ms", "sizes"]
+    anchored = TARGET_COLUMNS
     out: dict[str, Any] = {f"bench_{key}": (t or Table("", anchored, [])).grid()
                            for key, t in zip(SECTION_KEYS, sections.values())}
+    for key, goal in (("bench_limits", True), ("bench_limits_other", False)):
+        limits = limits_table(cpu, goal) if cpu is not None else None
+        out[key] = (limits or Table("", LIMIT_COLUMNS, [])).grid()
     profile = profile_table(cpu, top=3, every=True) if cpu is not None else None
     out["bench_profile"] = (profile or Table("", ["model", "x limit", "operation", "share",
                                                   "ms"], [])).grid()
     machines = across_machines(cpu, other, MACHINE_SPREAD) if other is not None else None
-    out["bench_machines"] = (machines or Table("", ["name", "ratio", "ms", "ms", "sizes"],
+    out["bench_machines"] = (machines or Table("", ["benchmark", "ratio", "ms", "ms"],
                                                [])).grid()
     # no record on CUDA yet: one row that says so, rather than a header alone
     check_cols = ["check", "max abs diff, output", "max abs diff, gradients",
@@ -434,7 +541,7 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     na = "n/a"
     goals = targets(cpu) if cpu is not None else []
     out |= {"bench_met": sum(r["status"] == "meets" for r in goals), "bench_goals": len(goals),
-            "bench_missed": ", ".join(r["name"] for r in goals if r["status"] == "misses")
+            "bench_missed": "; ".join(r["label"] for r in goals if r["status"] == "misses")
             or "none"}
     bound = stacking_bound(cpu) if cpu is not None else None
     out |= {"stack_K": na, "stack_b": na, "stack_ceiling": na, "stack_above": na,

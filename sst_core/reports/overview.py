@@ -96,11 +96,23 @@ def cells_text(counts: dict[str, int], unit: str) -> str:
 
 
 # -- one function per result: (paper, ours, verdict, values) ------------------------------
+# Each reads the chapter's report at profile P from the records under root; ``tables``
+# holds the reports more than one result reads, computed once per overview.
 
-def _table2(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
-    from sst_core.reports.paper1 import table2
+def table2_report(P: Profile, root, tables: dict[str, Table]) -> Table:
+    """Table 2 (:func:`sst_core.reports.paper1.table2`) at ``P``, which two results read:
+    ``tables["table2"]`` where the caller computed it already, else computed once and
+    kept there."""
+    if "table2" not in tables:
+        from sst_core.reports.paper1 import table2
 
-    c = table2_cells(table2(P, root).data)
+        tables["table2"] = table2(P, root)
+    return tables["table2"]
+
+
+def _table2(P: Profile, root, tables: dict[str, Table]
+            ) -> tuple[str, str, str | None, dict[str, Any]]:
+    c = table2_cells(table2_report(P, root, tables).data)
     return "m_p per cell", cells_text(c, "cells"), verdict_of_cells(
         c["agree"], c["close"], c["differ"]), c
 
@@ -124,17 +136,17 @@ def table2_pattern(data) -> dict[str, int]:
     return out
 
 
-def _table2_pattern(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
-    from sst_core.reports.paper1 import table2
-
-    c = table2_pattern(table2(P, root).data)
+def _table2_pattern(P: Profile, root, tables: dict[str, Table]
+                    ) -> tuple[str, str, str | None, dict[str, Any]]:
+    c = table2_pattern(table2_report(P, root, tables).data)
     ours = (f"state-dependent at 1000 in {c['sd_1000']} of {c['sd']} cells; affine on S3 "
             f"below 1000 in {c['affine_below']} of {c['affine_s3']}")
     return ("state-dependent at 1000 everywhere; no affine model at 1000 on S3", ours,
             verdict_of_claim(c["holds"], 0, c["fails"]), c)
 
 
-def _table3(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+def _table3(P: Profile, root, tables: dict[str, Table]
+            ) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.paper1 import table3
 
     c = table2_cells(table3(P, root).data)
@@ -142,7 +154,8 @@ def _table3(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
         c["agree"], c["close"], c["differ"]), c
 
 
-def _figure4(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+def _figure4(P: Profile, root, tables: dict[str, Table]
+             ) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.error_control import figure4_table
 
     d = figure4_table(P, root).data[0]
@@ -157,7 +170,8 @@ def _figure4(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
             verdict_of_interval(paper["r"], d["r_lo"], d["r_hi"], d["r"]), values)
 
 
-def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+def _s4_is_s4d(P: Profile, root, tables: dict[str, Table]
+               ) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.experiments.paper2 import simulation_grid
     from sst_core.reports import stored_records
     from sst_core.reports.memory import simulation_check
@@ -170,8 +184,9 @@ def _s4_is_s4d(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
     return "equal (a theorem)", f"equal to {gap:.0e}", verdict_of_identity(gap), c
 
 
-def _lra_claim(key: str) -> Callable[[Profile, Any], tuple[str, str, str | None, dict]]:
-    def row(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+def _lra_claim(key: str) -> Callable[[Profile, Any, dict], tuple[str, str, str | None, dict]]:
+    def row(P: Profile, root, tables: dict[str, Table]
+            ) -> tuple[str, str, str | None, dict[str, Any]]:
         from sst_core.reports.lra import UNDETERMINED, claim_counts, lra_claims
         from sst_core.spec.paper_values import LRA_CLAIM_TASKS
 
@@ -189,7 +204,8 @@ def _lra_claim(key: str) -> Callable[[Profile, Any], tuple[str, str, str | None,
     return row
 
 
-def _dead_memory(P: Profile, root) -> tuple[str, str, str | None, dict[str, Any]]:
+def _dead_memory(P: Profile, root, tables: dict[str, Table]
+                 ) -> tuple[str, str, str | None, dict[str, Any]]:
     from sst_core.reports.lra import memory_horizon
 
     claims = {d["claim"]: d for d in memory_horizon(P, root).data if d["kind"] == "claim"}
@@ -235,18 +251,22 @@ for _name, (_, _chapter, _, _) in RESULTS.items():
     CHAPTER_RESULTS[_chapter] += (_name,)
 
 
-def overview(profiles: Mapping[str, Profile], root=None) -> Table:
+def overview(profiles: Mapping[str, Profile], root=None,
+             tables: dict[str, Table] | None = None) -> Table:
     """One row per result of :data:`RESULTS` whose chapter has a profile in ``profiles``
     (chapter -> the profile that chapter shows), in that order: the result, the paper's
     value, ours, the verdict (the module's rule; "not judged" where ours is missing) and a
-    link to the chapter."""
+    link to the chapter. ``tables``: reports that several results read, by name, which
+    the caller computed already at the profile their chapter shows (``"table2"``:
+    :func:`table2_report`); those it computes itself are added to it."""
+    tables = {} if tables is None else tables
     cols = ["result", "paper", "ours", "verdict", "chapter"]
     rows, data = [], []
     for name, (what, chapter, link, read) in RESULTS.items():
         if chapter not in profiles:
             continue
         P = profiles[chapter]
-        paper, ours, verdict, values = read(P, root)
+        paper, ours, verdict, values = read(P, root, tables)
         rows.append([what, paper, ours, verdict or "not judged",
                      f"{{doc}}`{link} <{chapter}>`"])
         data.append({"result": name, "chapter": chapter, "profile": P.name,

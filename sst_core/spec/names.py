@@ -63,6 +63,16 @@ INIT_NAMES: dict[str, str] = {
 }
 
 
+# The fast operations the benchmarks time, as the book names them (their code names in
+# ``sst_core.ops``), and our stand-ins for paper 2's tasks as the LRA chapter names them.
+OP_NAMES: dict[str, str] = {
+    "linear_scan": "diagonal scan", "selective_scan": "selective scan",
+    "unitary_scan": "unitary scan", "vandermonde_kernel": "S4D kernel and FFT convolution",
+}
+TASK_NAMES: dict[str, str] = {"listops": "ListOps", "pathfinder": "Pathfinder",
+                              "digits": "digits"}
+
+
 def model_name(model: str) -> str:
     """The paper's name of a registered model (the code name where there is none)."""
     return MODEL_NAMES.get(model, model)
