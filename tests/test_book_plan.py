@@ -88,7 +88,7 @@ def test_the_status_page_says_profile_runs_compute_and_when(root, monkeypatch):
     assert p.made_first <= p.made_last and p.made_first.startswith("20")
     text = plan.status_markdown(plans)
     assert f"| p1_table3 | `smoke` | {len(grid)} / {len(grid)} | " in text
-    assert "| bench | `smoke` | computed on the page |" in text
+    assert "| bench | — | no runs of its own |" in text
     assert p.under_way is None and text.splitlines()[2].endswith(" | — |")
     standard = table3_grid(get_profile("standard"))
     cached_run(standard[0], lambda c: {"m_p": None})  # the larger sweep has begun

@@ -557,7 +557,7 @@ def status_markdown(plans: list[ChapterPlan], titles: Mapping[str, str] | None =
     for p in plans:
         chapter = chapter_link(p.notebook, titles)
         if not p.total:
-            lines.append(f"| {chapter} | `{p.profile}` | computed on the page | — | — | — |")
+            lines.append(f"| {chapter} | — | no runs of its own | — | — | — |")
             continue
         made = made_text(p.made_first, p.made_last)
         ways = ([f"`{p.under_way[0]}`: {p.under_way[1]} of {p.under_way[2]} runs stored"]
