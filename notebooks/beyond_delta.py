@@ -105,7 +105,8 @@ P = params.from_notebook("beyond_delta", globals())  # fails here on a typo or a
 
 # %%
 hh = householder.derive_householder(3)  # a symbolic k in R^3
-hh["eigen_on_k"], sp.factor(hh["gram_coefficient"]), hh["orthogonal_at"], hh["holds"]
+(hh["eigen_on_k"], sp.factor(hh["gram_coefficient"]),
+ hh["orthogonal_at"], hh["holds"])
 
 # %%
 householder.derive_transposition(3, 0, 1)["holds"]
@@ -136,7 +137,8 @@ householder.derive_transposition(3, 0, 1)["holds"]
 
 # %% tags=["remove-output"]
 records = run_all(beyond.delta_grid(P), desc="delta", stack=P.track_stack)
-diag = run_analyses(beyond.delta_diagnostics(P), "diagnostics, S3", P.track_stack)
+diag = run_analyses(beyond.delta_diagnostics(P), "diagnostics, S3",
+                    P.track_stack)
 
 # %% tags=["remove-input"]
 best = rb.best_by_model(diag)
@@ -277,7 +279,8 @@ plt.close("all")
 # leaves ({numref}`tab-dl-exact`), and torch's GRU and LSTM trained above as plain modules:
 
 # %% tags=["remove-output"]
-plain = run_analyses(beyond.torch_module_grid(P), "plain torch modules", P.track_stack)
+plain = run_analyses(beyond.torch_module_grid(P), "plain torch modules",
+                     P.track_stack)
 exact_records = run_all(beyond.exact_tracker_grid(P), desc="exact trackers")
 
 # %% tags=["remove-input"]

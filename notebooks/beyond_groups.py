@@ -192,7 +192,8 @@ plt.close(fig)
 
 # %% tags=["remove-output"]
 for g in beyond.FIGURE4_GROUPS:  # S3 and A5
-    run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}", P.track_stack)
+    run_analyses(beyond.diagnostics_grid_on(P, g), f"diagnostics, {g}",
+                 P.track_stack)
 
 # %% tags=["remove-input"]
 f4 = rb.figure4_groups(P)

@@ -82,7 +82,8 @@ P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo
 # and $A_5$, each analysed with the three labellings:
 
 # %% tags=["remove-output"]
-records = run_analyses(beyond.label_free_grid(P), "label-free q(t)", P.track_stack)
+records = run_analyses(beyond.label_free_grid(P), "label-free q(t)",
+                       P.track_stack)
 ok = [r for r in records if r["status"] == "ok"]
 
 # %% tags=["remove-input"]

@@ -77,14 +77,20 @@ P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or
 # %%
 trained = paper1.s3_runs(P) + paper1.figure4_runs(P)
 experiments_runs.run_all(trained, desc="training", stack=P.track_stack)
-experiments_runs.run_all(paper1.figure4_growth_runs(P), desc="training, Figure 4's growth",
-                         stack=P.track_stack)  # seeds added where a cell's runs learn
+# seeds added where a cell's runs learn
+experiments_runs.run_all(paper1.figure4_growth_runs(P),
+                         desc="training, Figure 4's growth",
+                         stack=P.track_stack)
 s3_diagnostics = [paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)]
-with warnings.catch_warnings():  # overflowing states are named in the prose, not warned
+# overflowing states are named in the prose, not warned
+with warnings.catch_warnings():
     warnings.simplefilter("ignore", RuntimeWarning)
-    s3_records = experiments_runs.run_all(s3_diagnostics, desc="diagnostics, S3")
-    records = experiments_runs.run_all(paper1.diagnostics_grid(P), desc="diagnostics")
-best = ec.best_per_model(s3_records)  # the best S3 run of each model, as in Table 2
+    s3_records = experiments_runs.run_all(s3_diagnostics,
+                                          desc="diagnostics, S3")
+    records = experiments_runs.run_all(paper1.diagnostics_grid(P),
+                                       desc="diagnostics")
+# the best S3 run of each model, as in Table 2
+best = ec.best_per_model(s3_records)
 
 # %% tags=["remove-input"]
 ranked = [best[k] for k in sorted(best, key=lambda k: (best[k]["metrics"]["is_affine"], k))]
@@ -276,8 +282,10 @@ plt.close("all")
 # selects its own runs and reads its own $T_{\text{cross}}$.
 
 # %%
-fig4_records = paper1.figure4_selection(ec.diagnostic_records(P, which="figure4"))
-both = ec.figure4_both_ways_table(P)  # Figure 4 with the mean and the median spread
+fig4_records = paper1.figure4_selection(
+    ec.diagnostic_records(P, which="figure4"))
+# Figure 4 with the mean and the median spread
+both = ec.figure4_both_ways_table(P)
 
 # %% tags=["remove-input"]
 pooled = {d["estimate"]: d for d in both.data if d["n_layers"] is None}

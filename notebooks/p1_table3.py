@@ -72,7 +72,8 @@ P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wr
 # {glue:text}`t3_paper_runs:d`. The experiment is one call:
 
 # %%
-records = runs.run_all(paper1.table3_grid(P), desc="Table 3", stack=P.track_stack)
+records = runs.run_all(paper1.table3_grid(P), desc="Table 3",
+                       stack=P.track_stack)
 table = table3(P)
 
 # %% tags=["remove-input"]

@@ -74,8 +74,8 @@ P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wr
 general = ec.derive_theorem1_general(d=3, n_g=3)
 assert general["holds"], "Theorem 1's symbolic argument does not go through"
 step1 = next(s for s in general["steps"] if s[0].startswith("(1)"))
-display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first row}) = "
-             + sp.latex(step1[2][0])))
+display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0])
+             + r"\ \ (\text{first row}) = " + sp.latex(step1[2][0])))
 
 # %% [markdown]
 # ````{table} The four steps of Theorem 1's argument on symbolic centroids, $A$ and $b$: each is an identity that SymPy reduces to zero from the hypotheses $A c_g + b = c_g$ alone (✓: reduced to zero).
@@ -100,7 +100,8 @@ display(Math(r"A\,(c_0 - c_1) = " + sp.latex(step1[1][0]) + r"\ \ (\text{first r
 
 # %%
 instances = reports.theorem1_instances_table(seed=0)
-assert all(d["holds"] for d in instances.data), "an instance of Theorem 1 fails"
+assert all(d["holds"] for d in instances.data), (
+    "an instance of Theorem 1 fails")
 
 # %% [markdown]
 # ````{table} Theorem 1 on random rational centroids: for each dimension $d$ and number of states, every solution of $A c_g + b = c_g$ is the identity on $U$ ($r = \dim U$) and leaves $d(d - r)$ parameters free, all acting on $U^\perp$.
@@ -122,9 +123,10 @@ U, U_perp = ec.symbolic_subspace(centroids)
 F = lambda h: A @ h + b  # noqa: E731
 d_U = U @ rng.normal(size=U.shape[1])  # (8,) inside U
 d_P = U_perp @ rng.normal(size=U_perp.shape[1])  # (8,) inside U-perp
+c0 = centroids[0]  # (8,) the first centroid
 twin = {"th1_fix_err": max(np.linalg.norm(F(c) - c) for c in centroids),
-        "th1_err_U": np.linalg.norm(F(centroids[0] + d_U) - F(centroids[0]) - d_U),
-        "th1_err_P": np.linalg.norm(F(centroids[0] + d_P) - F(centroids[0]) - d_P)}
+        "th1_err_U": np.linalg.norm(F(c0 + d_U) - F(c0) - d_U),
+        "th1_err_P": np.linalg.norm(F(c0 + d_P) - F(c0) - d_P)}
 
 # %% tags=["remove-input"]
 for name, value in {"th1_steps": reports.theorem1_steps_table(general).grid(),
@@ -149,7 +151,8 @@ for name, value in {"th1_steps": reports.theorem1_steps_table(general).grid(),
 # %%
 con = ec.derive_state_dependent_contrast()
 assert con["holds"], "the state-dependent contrast does not go through"
-display(Math(r"F_e'(\pm c) = " + sp.latex(con["J"]) + r" < 1 \quad (0 < c < 1)"))
+display(Math(r"F_e'(\pm c) = " + sp.latex(con["J"])
+             + r" < 1 \quad (0 < c < 1)"))
 
 # %% [markdown]
 # ```{glue:figure} th1_contrast_fig
@@ -171,10 +174,13 @@ display(Math(r"F_e'(\pm c) = " + sp.latex(con["J"]) + r" < 1 \quad (0 < c < 1)")
 cor = ec.derive_corollary1()
 assert cor["holds"], "Corollary 1's derivation does not go through"
 latex = {k: sp.latex(v) for k, v in cor.items() if isinstance(v, sp.Basic)}
-display(Math(rf"e_U(t) = {latex['closed_form']},\qquad \text{{constant drift: }} "
+display(Math(rf"e_U(t) = {latex['closed_form']},"
+             rf"\qquad \text{{constant drift: }} "
              rf"e_U(t) = {latex['constant_drift']}"))
-display(Math(rf"T_{{\text{{cross}}}}^{{\text{{unsquared}}}} = {latex['T_cross_unsquared']},"
-             rf"\qquad T_{{\text{{cross}}}}^{{\text{{squared}}}} = {latex['T_cross_squared']}"))
+display(Math(rf"T_{{\text{{cross}}}}^{{\text{{unsquared}}}} = "
+             rf"{latex['T_cross_unsquared']},"
+             rf"\qquad T_{{\text{{cross}}}}^{{\text{{squared}}}} = "
+             rf"{latex['T_cross_squared']}"))
 
 # %% [markdown]
 # (SymPy checks the base case and the induction step.)
@@ -197,7 +203,8 @@ centroids = rng.normal(size=(6, 8))
 A, b = ec.affine_map_fixing(centroids, rng, perp_scale=0.1)
 U, _ = ec.symbolic_subspace(centroids)
 eta = 0.01 * rng.normal(size=8)
-M_dist = min(np.linalg.norm(a - c)  # the smallest distance between two centroids
+# the smallest distance between two centroids
+M_dist = min(np.linalg.norm(a - c)
              for i, a in enumerate(centroids) for c in centroids[i + 1:])
 eta_W = np.linalg.norm(U @ U.T @ eta)
 T_pred = ec.predicted_T_cross(M_dist, eta_W, tau=0.5, convention="unsquared")
@@ -239,9 +246,11 @@ plt.close("all")
 # Theorem 1 assumes it is zero.
 
 # %%
-experiments_runs.run_all(paper1.s3_runs(P), desc="training", stack=P.track_stack)
-experiments_runs.run_all([paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)],
-                         desc="diagnostics, S3")
+experiments_runs.run_all(paper1.s3_runs(P), desc="training",
+                         stack=P.track_stack)
+experiments_runs.run_all(
+    [paper1.diagnostics_config(P, c) for c in paper1.s3_runs(P)],
+    desc="diagnostics, S3")
 t1 = reports.theorem1_table(P)
 
 # %% tags=["remove-input"]

@@ -121,13 +121,17 @@ curves = [experiments_runs.run(c) for c in paper2.memory_grid(P)]
 
 # %%
 d_mf = ms.derive_memory_function()
-display(Math(r"\mathrm{MSE}(w)/\sigma^2 = w^\top VV^\top w - 2 w^\top v_\tau + 1,\qquad "
+display(Math(r"\mathrm{MSE}(w)/\sigma^2 = "
+             r"w^\top VV^\top w - 2 w^\top v_\tau + 1,\qquad "
              r"w^* = (VV^\top)^{-1} v_\tau"))
-display(Math(r"M[1] = 1-\mathrm{MSE}(w^*)/\sigma^2 = " + sp.latex(d_mf["M"][1])))
+display(Math(r"M[1] = 1-\mathrm{MSE}(w^*)/\sigma^2 = "
+             + sp.latex(d_mf["M"][1])))
 assert d_mf["holds"]  # M[tau] = v_tau^T (V V^T)^{-1} v_tau for tau = 0, 1, 2
 
-# numeric twin: the same expressions at mu = 0.9, 0.5 against sst_core.theory.memory
-sym_vals = np.array([ms.evaluate(d_mf["M"][t], {ms.mu1: 0.9, ms.mu2: 0.5}) for t in range(3)])
+# numeric twin: the same expressions at mu = 0.9, 0.5 against
+# sst_core.theory.memory
+sym_vals = np.array([ms.evaluate(d_mf["M"][t], {ms.mu1: 0.9, ms.mu2: 0.5})
+                     for t in range(3)])
 num_vals = mf.memory_function([0.9, 0.5], 3)
 
 # %% [markdown]
@@ -157,9 +161,12 @@ num_vals = mf.memory_function([0.9, 0.5], 3)
 # %%
 d_sum = ms.derive_sum_rule()
 display(Math(r"\operatorname{tr}P = " + sp.latex(d_sum["sum"])
-             + r",\qquad \operatorname{tr}P\big|_{\mu_1=\mu_2} = " + sp.latex(d_sum["sum_deficient"])))
-display(Math(r"(VV^\top)_{ij}=\sum_{k=0}^{T-1}(\mu_i\mu_j)^k = " + sp.latex(d_sum["gram_geometric"])))
-assert d_sum["idempotent"] and d_sum["gram_holds"]  # P P = P; the closed form holds
+             + r",\qquad \operatorname{tr}P\big|_{\mu_1=\mu_2} = "
+             + sp.latex(d_sum["sum_deficient"])))
+display(Math(r"(VV^\top)_{ij}=\sum_{k=0}^{T-1}(\mu_i\mu_j)^k = "
+             + sp.latex(d_sum["gram_geometric"])))
+# P P = P; the closed form holds
+assert d_sum["idempotent"] and d_sum["gram_holds"]
 
 # %% [markdown]
 # For every initialisation at every step $\Delta$ the summed memory function equals the rank
@@ -266,7 +273,8 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]  # P P = P; the closed form h
 
 # %%
 d_g = ms.derive_readout_gradient()
-display(Math(r"G(y)=\frac{\partial L}{\partial\theta} = 2\sigma^2 B\,V\big(BV^\top\theta - P\alpha\big),"
+display(Math(r"G(y)=\frac{\partial L}{\partial\theta} = "
+             r"2\sigma^2 B\,V\big(BV^\top\theta - P\alpha\big),"
              r"\qquad \theta^*=\tfrac1B (VV^\top)^{-1}V\alpha"))
 assert d_g["holds"] and d_g["VP_equals_V"] and d_g["zero_at_theta_star"]
 display(Math(r"P_{00} = " + sp.latex(d_g["weights"][0][0]) + r" = M[0]"))
@@ -330,10 +338,12 @@ gd = [experiments_runs.run(c) for c in paper2.readout_gd_grid(P)]
 
 # %%
 d_inv = ms.derive_eigenvalue_invariance()
-assert d_inv["K_factorised"] and d_inv["holds"]  # k_tau = Q diag(beta) v_tau; same M for every tau
+# k_tau = Q diag(beta) v_tau; same M for every tau
+assert d_inv["K_factorised"] and d_inv["holds"]
 display(Math(r"\det W = " + sp.latex(d_inv["det_W"])))
 sim = experiments_runs.run(paper2.simulation_grid(P)[0])
-legs = mf.legs_comparison(P.mem_N, P.mem_T, dt=0.01, taus=(10, 100))  # HiPPO-LegS, below
+# HiPPO-LegS, below
+legs = mf.legs_comparison(P.mem_N, P.mem_T, dt=0.01, taus=(10, 100))
 
 # %% tags=["remove-input"]
 numbers = {**report.chapter_numbers(P, curves, gd, sim, legs),
@@ -441,7 +451,8 @@ for name, value in {
 # $\Delta$, and can add one conjugate pair of eigenvalues placed by radius and angle.
 
 # %% tags=["remove-output"]
-plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)  # needs a live kernel
+# needs a live kernel
+plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)
 
 # %% [markdown]
 # ## What we reproduce, and where we differ
