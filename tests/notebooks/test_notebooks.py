@@ -110,3 +110,21 @@ def test_no_chapter_sums_the_wall_times_of_its_records():
     pattern = re.compile(r"sum\([^)]*\[\s*[\"']wall_time_s[\"']\s*\]")
     for path in sorted((ROOT / "notebooks").glob("*.py")):
         assert not pattern.search(path.read_text()), path.name
+
+
+# the characters of a code line the content column shows without scrolling, in a 1300 px
+# window (measured on the built pages: about 79 monospace characters)
+CODE_WIDTH = 79
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_code_line_a_reader_sees_fits_the_page(name):
+    """A code cell shown on the page (no ``remove-input`` or ``remove-cell`` tag) has no
+    line longer than :data:`CODE_WIDTH`: a longer one scrolls sideways in the built book."""
+    import jupytext
+
+    long = [line for cell in jupytext.read(ROOT / "notebooks" / f"{name}.py").cells
+            if cell.cell_type == "code"
+            and not {"remove-input", "remove-cell"} & set(cell.metadata.get("tags", []))
+            for line in cell.source.splitlines() if len(line) > CODE_WIDTH]
+    assert not long, f"{len(long)} shown code line(s) wider than {CODE_WIDTH}: {long[:3]}"
