@@ -144,11 +144,12 @@ plt.close("all")
 # 0.002 below a learned one as a failure refutes a claim on noise. So one rule judges every
 # part of every claim against the standard error (SE) of the difference of the two means
 # over seeds: a part *holds* when the claimed direction holds by more than two SE, *fails*
-# when it is reversed by more than two SE, and is a *tie* in between. A claim holds when all
-# its parts hold and fails when one fails. A claim of many parts gives noise many chances to
-# reverse one of them, so within a claim the level of two SE is shared among its parts
-# (Bonferroni): a part of claim 1 ({glue:text}`lra_parts_claim1:d` parts) fails it only
-# beyond {glue:text}`lra_fail_ses_claim1:.2f` SE, a part of claim 2
+# when it is reversed by more than its claim's threshold, and is a *tie* in between. A claim
+# holds when all its parts hold and fails when one fails. For a claim of one part the
+# threshold is two SE. A claim of many parts gives noise many chances to reverse one of
+# them, so the level of two SE is shared among its parts (Bonferroni): a part of claim 1
+# ({glue:text}`lra_parts_claim1:d` parts) fails only beyond
+# {glue:text}`lra_fail_ses_claim1:.2f` SE, a part of claim 2
 # ({glue:text}`lra_parts_claim2:d` parts) beyond {glue:text}`lra_fail_ses_claim2:.2f` SE.
 # Holding needs no such sharing, since every part must hold. Claim 1's parts, per spectrum:
 # the frozen mean above the learned one, and the frozen runs no wider over seeds (the log of
