@@ -150,6 +150,12 @@ def test_sup_mf_runs_take_the_first_learned_seed_of_each_init():
     assert [r["run_id"] for r in chosen] == ["lin-1-False", "inv-1-False"]  # panel order
     fig = plots_lra.fig_sup_mf(chosen, "digits")
     assert [ax.get_title() for ax in fig.axes if ax.axison] == ["S4D-Lin", "S4D-Inv"]
+    # one legend for the figure: below two full panels, in the spare panel of three
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in fig.axes)
+    three = plots_lra.fig_sup_mf(chosen + [lra("random", 1)], "digits")
+    spare = [ax for ax in three.axes if not ax.axison]
+    assert not three.legends and len(spare) == 1 and spare[0].get_legend() is not None
+    assert sum(ax.get_legend() is not None for ax in three.axes) == 1
     plt.close("all")
 
 

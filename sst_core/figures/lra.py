@@ -64,7 +64,8 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str) -> plt.Figure:
     rows = max(1, -(-len(inits) // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, 2.6 * rows + 0.5), squeeze=False,
                              sharey=True, layout="constrained")
-    for ax in list(axes.flat)[len(inits):]:
+    spare = list(axes.flat)[len(inits):]
+    for ax in spare:
         ax.axis("off")
     for ax, init, r in zip(axes.flat, inits, records):
         m = r["metrics"]
@@ -77,8 +78,15 @@ def fig_sup_mf(records: Sequence[dict[str, Any]], task: str) -> plt.Figure:
         ax.set_xscale("symlog", linthresh=1)
         ax.set_title(_name(init) + ("" if m["sup_mf_after"] else " (trained: not computable)"))
         ax.set_xlabel("delay τ")
-        if m["sup_mf_after"]:
-            ax.legend()
+    # one legend for every panel (the layers share their colours): in a spare panel, else
+    # below the panels
+    handles, labels = next((ax.get_legend_handles_labels() for ax in axes.flat
+                            if ax.get_legend_handles_labels()[0]), ([], []))
+    if handles:
+        if spare:
+            spare[0].legend(handles, labels, loc="center")
+        else:
+            fig.legend(handles, labels, loc="outside lower center", ncols=len(handles))
     for row in axes:
         row[0].set_ylabel("sup. memory M[τ]")
     fig.suptitle(f"Memory per layer on {task}: dotted at initialisation, solid trained")
