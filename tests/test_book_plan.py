@@ -1,5 +1,6 @@
 """`sst book --plan` on constructed stores: counts per chapter, the estimate from the stored
 runs most like each missing one, best's choice and reason, and the CLI."""
+import json
 from pathlib import Path
 
 import pytest
@@ -141,10 +142,10 @@ def test_cost_key_reads_configs_and_record_dicts_and_analyses_name_their_run():
     P = get_profile("smoke")
     diag = diagnostics_grid(P)[0]
     key = plan.cost_key(diag)
-    assert key == ("tracking_diagnostics", diag.run.model, diag.run.group)
+    assert key == ("tracking_diagnostics", diag.run.model, diag.run.group, diag.run.d_model)
     assert plan.cost_key(config_dict(diag)) == key
     t3 = table3_grid(P)[0]
-    assert plan.cost_key(t3) == ("tracking", "rnn_phi", "S3")
+    assert plan.cost_key(t3) == ("tracking", "rnn_phi", "S3", t3.d_model)
 
 
 def _record(cfg, seconds, run_id):
@@ -268,6 +269,8 @@ def test_committed_timings_price_a_profile_whose_records_are_absent(root, monkey
     monkeypatch.setattr(plan, "_run_cost", lambda record: 7.0)
     path = plan.save_timings("smoke", ["p1_table3"])
     assert path == root / "timings" / "smoke.json"
+    entries = json.loads(path.read_text())["entries"]  # each keeps its width
+    assert entries and all(e["config"]["d_model"] == grid[0].d_model for e in entries)
     for record in (root / "smoke").rglob("*.json"):  # a clone without the smoke records
         record.unlink()
     p = plan.chapter_plan("p1_table3", "smoke")
@@ -479,3 +482,28 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:7] == ["`smoke`", str(total), "3", "1", str(total - 3)]
     assert "| `lra_pathfinder`" not in text  # nothing of it stored
+
+
+def test_a_training_run_is_priced_from_runs_of_its_width():
+    """A run at another d_model costs another amount (Mamba at 128: 4.5-5.6 times 32 per
+    step): a missing run is priced from the same model at its width (another group), and
+    only roughly from runs of another width; timings without widths stay as they were."""
+    from dataclasses import replace
+
+    P = get_profile("smoke")
+    t3 = table3_grid(P)[0]
+    narrow = {g: replace(t3, model="mamba", phi=None, group=g, d_model=32) for g in ("S3", "C2")}
+    wide = {g: replace(c, d_model=128) for g, c in narrow.items()}
+    costs = plan.CostTable()
+    costs.add("smoke", _record(narrow["S3"], 100.0, "a"))
+    costs.add("smoke", _record(narrow["C2"], 60.0, "b"))
+    assert costs.estimate("smoke", narrow["S3"]) == (100.0, False)
+    assert costs.estimate("smoke", wide["S3"]) == (100.0, True)  # another width: rough
+    costs.add("smoke", _record(wide["C2"], 500.0, "c"))
+    assert costs.estimate("smoke", wide["S3"]) == (500.0, False)  # its width, another group
+    assert costs.estimate("smoke", narrow["S3"]) == (100.0, False)
+    # timings written before widths were kept have none: priced as before, not rough
+    legacy = plan.CostTable()
+    legacy.add("smoke", {"config": {"experiment": "tracking", "model": "mamba", "group": "C2"},
+                         "wall_time_s": 500.0, "run_id": "c"})
+    assert legacy.estimate("smoke", narrow["S3"]) == (500.0, False)

@@ -7,11 +7,14 @@ profile that are stored, missing and stale (made by an older version of their ex
 missing ones need, and the compute the stale ones took (what ``sst sweep --retry-stale``
 spends on them again). A missing run is estimated by the mean compute (a stacked run's share
 of its stack) of the stored runs most like it (:func:`cost_key`): the same experiment,
-model and task or group; for an analysis, else the same experiment and group of other
+model, task or group and width (``d_model``); for a training run, else the same model at
+that width on another task or group; else the same model, task or group at another width
+(rough: widths differ in cost); for an analysis, else the same experiment and group of other
 models (a rough figure, scaled by step times as below), else the analyses of other
 experiments on that group (the same model's, else other models' scaled): what an analysis
 costs depends on the group it rolls out, 60 classes of A5 against 6 of S3, more than on
-the model or the analysis; else the same experiment and model; else the same experiment
+the model or the analysis; else the same experiment and model (a rough figure where its
+runs are of another width); else the same experiment
 (other models: a rough figure, each stored run's compute scaled by the ratio of the two
 models' step times in the newest benchmark record, :func:`step_times`, where it has both:
 a training step at length 60 for a training run, an evaluation at length 1000 for an
@@ -113,15 +116,18 @@ def _run_cost(record: dict[str, Any]) -> float:
     return run_compute_s(record)
 
 
-def cost_key(cfg: Any) -> tuple[str, str | None, str | None]:
+def cost_key(cfg: Any) -> tuple[str, str | None, str | None, int | None]:
     """What a run's compute depends on most, as far as the plan can tell from its config (a
     config object or a record's ``config`` dict): its experiment, the model it trains (or,
-    for an analysis, the model of the run it reads) and its task or group."""
+    for an analysis, the model of the run it reads), its task or group, and the model's
+    width (``d_model``, None where the config has none): a step of Mamba at d_model 128
+    costs 4.5-5.6 times one at 32 (CHANGELOG, 2026-12-07), so runs of another width price
+    it only roughly."""
     c = config_dict(cfg) if is_dataclass(cfg) else cfg
     run = c.get("run") if isinstance(c.get("run"), dict) else {}
     model = c.get("model") or run.get("model")
     task = c.get("task") or c.get("group") or run.get("group")
-    return (c.get("experiment"), model, task)
+    return (c.get("experiment"), model, task, c.get("d_model") or run.get("d_model"))
 
 
 def work(cfg: Any) -> float:
@@ -182,6 +188,9 @@ class CostTable:
         # profile -> (its runs' costs from the committed timings, when they were measured)
         self.timings = timings or {}
         self._by = defaultdict(list)  # (profile, cost key or its first two) -> [seconds]
+        # (profile, experiment, model, width) -> [seconds]: the model at that width, any group
+        self._by_width = defaultdict(list)
+        self._widths = defaultdict(set)  # (profile, experiment, model) -> widths stored
         self._models = defaultdict(list)  # (profile, experiment) -> [(seconds, model)]
         # (profile, experiment or None for any, task or group) -> [(seconds, model)] of
         # analyses
@@ -197,8 +206,10 @@ class CostTable:
             self._seen.add((profile, run_id))
             key = cost_key(record["config"])
             unit = cost / work(record["config"])  # the price of one unit of work
-            for level in (3, 2):
+            for level in (4, 3, 2):
                 self._by[(profile, key[:level])].append(unit)
+            self._by_width[(profile, key[0], key[1], key[3])].append(unit)
+            self._widths[(profile, key[0], key[1])].add(key[3])
             self._models[(profile, key[0])].append((unit, key[1]))
             if _step_kind(record["config"]) == "eval":
                 self._analyses[profile].append((unit, key[1]))
@@ -236,6 +247,15 @@ class CostTable:
         kind = _step_kind(cfg)  # one experiment's runs are all of one kind
         if self._by.get((profile, key)):
             return _mean(self._by[(profile, key)]), False
+        same_width = self._by_width.get((profile, key[0], key[1], key[3]))
+        if kind == "train" and key[3] is not None and same_width:  # (an analysis: its group)
+            return _mean(same_width), False
+        # from here on no run of this model at this width and group is stored (a training
+        # run: at this width): a price from runs of other widths is rough
+        other = key[3] is not None and any(
+            w is not None for w in self._widths[(profile, key[0], key[1])])
+        if self._by.get((profile, key[:3])):
+            return _mean(self._by[(profile, key[:3])]), other
         if kind == "eval" and key[2] is not None:
             for experiment in (key[0], None):  # this analysis's group: this experiment's, any
                 runs = self._groups.get((profile, experiment, key[2]))
@@ -245,7 +265,7 @@ class CostTable:
                 if runs:
                     return self._scaled(kind, key[1], runs), True
         if self._by.get((profile, key[:2])):
-            return _mean(self._by[(profile, key[:2])]), False
+            return _mean(self._by[(profile, key[:2])]), other
         runs = self._models.get((profile, key[0]))
         if not runs and kind == "eval":  # no analysis of this experiment stored: others'
             runs = self._analyses.get(profile)
@@ -295,10 +315,11 @@ def _timing_entry(record: dict[str, Any]) -> dict[str, Any]:
     compute), and nothing else."""
     c = record["config"]
     run = c.get("run") if isinstance(c.get("run"), dict) else None
-    config = {k: c[k] for k in ("experiment", "model", "task", "group", "n_train", "epochs")
-              if c.get(k) is not None}
+    config = {k: c[k] for k in ("experiment", "model", "task", "group", "d_model", "n_train",
+                                "epochs") if c.get(k) is not None}
     if run is not None:
-        config["run"] = {k: run[k] for k in ("model", "group") if run.get(k) is not None}
+        config["run"] = {k: run[k] for k in ("model", "group", "d_model")
+                         if run.get(k) is not None}
     return {"run_id": record.get("run_id"), "config": config,
             "wall_time_s": float(run_compute_s(record))}
 
