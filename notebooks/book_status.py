@@ -48,7 +48,8 @@ display(Markdown("\n".join(f"- {chapter_link(p.notebook, titles)}: {p.why}"
 #
 # Some sweeps are staged: no chapter reads their records until every run is stored, and
 # then a chapter moves to them. The table says how far each has got at the larger profiles
-# (runs stored, of which failed, still missing, and the compute they took).
+# (runs stored, of which failed, still missing, and the compute they took), and the compute
+# the missing runs would take, priced from the stored runs most like them.
 
 # %% tags=["remove-input", "full-width"]
 from sst_core.book.plan import staged_markdown

@@ -482,6 +482,12 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:7] == ["`smoke`", str(total), "3", "1", str(total - 3)]
     assert "| `lra_pathfinder`" not in text  # nothing of it stored
+    # the missing runs priced from the stored ones (the failed run's share counts too)
+    guess = plan.missing_estimate("wide", "smoke", plan.price_table("smoke", root), root)
+    assert guess["rough"] + guess["unpriced"] <= total - 3 and guess["seconds"] > 0
+    assert cells[8] == plan.estimate_cell(guess)
+    assert plan.estimate_cell({"seconds": 7200.0, "rough": 3, "unpriced": 2}) == \
+        "2.0 h\\* + 2 unpriced"
 
 
 def test_a_training_run_is_priced_from_runs_of_its_width():

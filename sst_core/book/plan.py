@@ -611,9 +611,38 @@ def staged_markdown(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | No
     if not rows:
         return "No sweep that the chapters do not read yet has a run stored."
     lines = ["| sweep | what it computes | profile | runs | stored | failed | missing | "
-             "compute so far |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| `{r.experiment}` | {SWEEPS[r.experiment]} | `{profile}` | {r.total} | "
-              f"{r.done + r.failed} | {r.failed} | {r.missing} | {duration_text(r.compute_s)} |"
-              for profile, r in rows]
+             "compute so far | missing, estimated |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    costs = {profile: price_table(profile, root) for profile in {p for p, _ in rows}}
+    any_rough = False
+    for profile, r in rows:
+        guess = missing_estimate(r.experiment, profile, costs[profile], root)
+        any_rough |= guess["rough"] > 0
+        lines.append(f"| `{r.experiment}` | {SWEEPS[r.experiment]} | `{profile}` | {r.total} | "
+                     f"{r.done + r.failed} | {r.failed} | {r.missing} | "
+                     f"{duration_text(r.compute_s)} | {estimate_cell(guess)} |")
+    if any_rough:
+        lines += ["", "\\*: partly priced from runs of another width or model, so only "
+                  "roughly (`sst book --plan` explains the pricing)."]
     return "\n".join(lines)
+
+
+def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | None = None
+                     ) -> dict[str, Any]:
+    """The compute the missing runs of ``sweep`` under ``profile`` would take, priced by
+    ``costs`` (:meth:`CostTable.estimate_timed`): ``seconds`` over the priced ones, how many
+    of them are ``rough``, and how many have no price (``unpriced``)."""
+
+    P = get_profile(profile)
+    missing = [cfg for cfg in sweep_configs(sweep, P) if not record_path(cfg, root).exists()]
+    found = [costs.estimate_timed(profile, cfg) for cfg in missing]
+    return {"seconds": sum(k for k, _, _ in found if k is not None),
+            "rough": sum(bool(r) for k, r, _ in found if k is not None),
+            "unpriced": sum(k is None for k, _, _ in found)}
+
+
+def estimate_cell(guess: dict[str, Any]) -> str:
+    """A :func:`missing_estimate` as the status page's cell shows it: the duration, ``*``
+    where part of it is rough, and the runs without a price."""
+    text = duration_text(guess["seconds"]) + ("\\*" if guess["rough"] else "")
+    return text + (f" + {guess['unpriced']} unpriced" if guess["unpriced"] else "")
 
