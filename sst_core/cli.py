@@ -210,6 +210,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="print instead the stored files that belong in the repository (every "
                      "record, and the weights an analysis reads), one path per line, for "
                      "`git add -f`")
+    sta.add_argument("--estimate", action="store_true",
+                     help="also price the missing runs of each sweep from the stored runs "
+                     "most like them, as `sst book --plan` does (reads every record of the "
+                     "profile: seconds at standard)")
 
     lck = command("lock", help="accept a change to the code an experiment's runs reach: "
                   "recompute a sample, and update results/versions.lock if nothing changed",
@@ -394,10 +398,29 @@ def _status(args: argparse.Namespace) -> int:
         print(f"sst status: {path} is not a file of any run of {args.profile}'s grids (a "
               "record no sweep reads, or something else); move it out of the results folder",
               file=sys.stderr)
+    estimates = {}
+    if args.estimate:
+        from sst_core.book.plan import missing_estimate, price_table
+
+        costs = price_table(args.profile)
+        estimates = {r.experiment: missing_estimate(r.experiment, args.profile, costs)
+                     for r in rows if r.missing}
     if args.format == "json":
-        print(json.dumps([dataclasses.asdict(r) for r in rows], indent=1))
+        print(json.dumps([{**dataclasses.asdict(r), **({"missing_estimate": estimates.get(
+            r.experiment)} if args.estimate else {})} for r in rows], indent=1))
     else:
         print(sweep_status.status_markdown(rows, args.profile))
+        if args.estimate:
+            from sst_core.book.plan import estimate_cell
+
+            print("\n| experiment | missing | missing, estimated |\n|---|---:|---:|")
+            for r in rows:
+                if r.missing:
+                    print(f"| {r.experiment} | {r.missing} | "
+                          f"{estimate_cell(estimates[r.experiment], star='*')} |")
+            if any(e["rough"] for e in estimates.values()):
+                print("\n*: partly priced from runs of another width or model, so only "
+                      "roughly (`sst book --plan` explains the pricing).")
     return 0
 
 

@@ -508,6 +508,28 @@ def test_status_cli_prints_every_sweep(root, capsys):
                      "--experiment", "table3"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["experiment"] == "table3" and row["missing"] == row["total"] > 0
+    assert "missing_estimate" not in row  # priced only when asked
+
+
+def test_status_cli_prices_the_missing_runs_when_asked(root, capsys):
+    """``sst status --estimate`` prices each sweep's missing runs as the book's plan does
+    (:func:`sst_core.book.plan.missing_estimate`), in Markdown and in JSON."""
+    from sst_core.book.plan import estimate_cell, missing_estimate, price_table
+    from sst_core.experiments.paper1 import table3_grid
+    from sst_core.spec.profiles import get_profile
+
+    grid = table3_grid(get_profile("smoke"))
+    cached_run(grid[0], lambda c: {"m_p": None})  # one stored run prices the others
+    assert cli.main(["status", "--profile", "smoke", "--experiment", "table3",
+                     "--estimate"]) == 0
+    out = capsys.readouterr().out
+    guess = missing_estimate("table3", "smoke", price_table("smoke", root), root)
+    assert guess["unpriced"] == 0 and guess["rough"] == 0  # the same experiment and model
+    assert f"| table3 | {len(grid) - 1} | {estimate_cell(guess, star='*')} |" in out
+    assert cli.main(["status", "--profile", "smoke", "--experiment", "table3", "--estimate",
+                     "--format", "json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["missing_estimate"] == guess
 
 
 def test_ray_and_local_executors_give_equal_records(tmp_path, monkeypatch):

@@ -640,9 +640,10 @@ def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | No
             "unpriced": sum(k is None for k, _, _ in found)}
 
 
-def estimate_cell(guess: dict[str, Any]) -> str:
-    """A :func:`missing_estimate` as the status page's cell shows it: the duration, ``*``
-    where part of it is rough, and the runs without a price."""
-    text = duration_text(guess["seconds"]) + ("\\*" if guess["rough"] else "")
+def estimate_cell(guess: dict[str, Any], star: str = "\\*") -> str:
+    """A :func:`missing_estimate` as the status page's cell shows it: the duration,
+    ``star`` where part of it is rough (escaped for MyST by default), and the runs without
+    a price."""
+    text = duration_text(guess["seconds"]) + (star if guess["rough"] else "")
     return text + (f" + {guess['unpriced']} unpriced" if guess["unpriced"] else "")
 
