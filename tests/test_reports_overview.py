@@ -156,3 +156,20 @@ def test_an_lra_claim_undetermined_on_a_task_is_judged_on_the_others(monkeypatch
     assert RESULTS["lra_frozen_converges_faster"][3](None, None, {})[1:3] == (
         "1 task: holds on 0, ties on 0, fails on 0, undetermined on 1 (runs not converged)",
         None)
+
+
+def test_a_report_several_results_read_is_computed_once():
+    """:func:`report_once` computes a shared report (Table 2, the LRA claims) on its first
+    read and hands the same table to every later one."""
+    from sst_core.reports import Table
+
+    calls = []
+
+    def make(P, root):
+        calls.append((P, root))
+        return Table("t", ["a"], [[1]])
+
+    tables = {}
+    first = ov.report_once("lra_claims", make, "P", None, tables)
+    assert ov.report_once("lra_claims", make, "P", None, tables) is first
+    assert calls == [("P", None)] and tables == {"lra_claims": first}

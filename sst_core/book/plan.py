@@ -631,7 +631,6 @@ def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | No
     """The compute the missing runs of ``sweep`` under ``profile`` would take, priced by
     ``costs`` (:meth:`CostTable.estimate_timed`): ``seconds`` over the priced ones, how many
     of them are ``rough``, and how many have no price (``unpriced``)."""
-
     P = get_profile(profile)
     missing = [cfg for cfg in sweep_configs(sweep, P) if not record_path(cfg, root).exists()]
     found = [costs.estimate_timed(profile, cfg) for cfg in missing]

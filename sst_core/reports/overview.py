@@ -99,15 +99,21 @@ def cells_text(counts: dict[str, int], unit: str) -> str:
 # Each reads the chapter's report at profile P from the records under root; ``tables``
 # holds the reports more than one result reads, computed once per overview.
 
-def table2_report(P: Profile, root, tables: dict[str, Table]) -> Table:
-    """Table 2 (:func:`sst_core.reports.paper1.table2`) at ``P``, which two results read:
-    ``tables["table2"]`` where the caller computed it already, else computed once and
-    kept there."""
-    if "table2" not in tables:
-        from sst_core.reports.paper1 import table2
+def report_once(name: str, make: Callable[[Profile, Any], Table], P: Profile, root,
+                tables: dict[str, Table]) -> Table:
+    """The report ``make(P, root)`` that several results read (``"table2"``: Table 2,
+    read by two; ``"lra_claims"``: the LRA claims, read by four): ``tables[name]`` where
+    the caller or an earlier result computed it, else computed once and kept there."""
+    if name not in tables:
+        tables[name] = make(P, root)
+    return tables[name]
 
-        tables["table2"] = table2(P, root)
-    return tables["table2"]
+
+def table2_report(P: Profile, root, tables: dict[str, Table]) -> Table:
+    """Table 2 (:func:`sst_core.reports.paper1.table2`) at ``P``, once (:func:`report_once`)."""
+    from sst_core.reports.paper1 import table2
+
+    return report_once("table2", table2, P, root, tables)
 
 
 def _table2(P: Profile, root, tables: dict[str, Table]
@@ -190,7 +196,7 @@ def _lra_claim(key: str) -> Callable[[Profile, Any, dict], tuple[str, str, str |
         from sst_core.reports.lra import UNDETERMINED, claim_counts, lra_claims
         from sst_core.spec.paper_values import LRA_CLAIM_TASKS
 
-        c = claim_counts(lra_claims(P, root).data)[key]
+        c = claim_counts(report_once("lra_claims", lra_claims, P, root, tables).data)[key]
         cited = LRA_CLAIM_TASKS.get(key)
         paper = "holds" + (f" ({', '.join(cited)})" if cited else "")
         # a task where the claim is undetermined (its runs had not converged) weighs in
