@@ -159,3 +159,30 @@ def test_the_tail_summary_counts_the_trackers_above_the_thresholds():
                                      "min": 2.0, "max": 9.0, "above": None, "threshold": None}
     assert by["rho_max"]["above"] == 2 and by["growth_rate"]["above"] == 2
     assert t.rows[-1][-1] == "2 of 3 above 0" and t.title == "In short: what makes x"
+
+
+def test_figure4_before_after_reads_each_width_and_says_which_is_incomplete(monkeypatch):
+    """Figure 4 at both widths: the rows of :func:`figure4_both_ways` per width, the
+    population's progress in the note, an incomplete width marked in its rows."""
+    from sst_core.reports import error_control as ec
+    from sst_core.spec import profiles
+
+    before = [_diag("mamba", 2, m, 1.0, 0.8, m // 2, f"b{m}") for m in (50, 70, 90)]
+    after = [_diag("mamba", 2, m, 1.0, 0.8, m // 3, f"w{m}") for m in (60, 80, 100, 200)]
+    sets = {"figure4": (before, 3), "figure4_wide": (after, 5)}  # one wide record missing
+    monkeypatch.setattr(ec, "diagnostic_configs",
+                        lambda P, root, which: list(range(sets[which][1])))
+    stored = iter([before, after])
+    monkeypatch.setattr(ec, "stored_records", lambda cfgs, root: next(stored))
+    P = profiles.PROFILES["smoke"]
+    t = ec.figure4_before_after(P)
+    pooled = [d for d in t.data if d["estimate"] == "mean" and d["n_layers"] is None]
+    assert [(d["d_model"], d["n"], d["complete"]) for d in pooled] == [
+        (P.track_d_model, 3, True), (P.track_d_model_wide, 4, False)]
+    assert pooled == [d for d in t.data if d["estimate"] == "mean" and d["n_layers"] is None]
+    want = ec.figure4_both_ways(after)[0]
+    assert pooled[1]["r"] == pytest.approx(want["r"])
+    assert f"{P.track_d_model_wide} (incomplete)" in [r[2] for r in t.rows]
+    assert f"4 of 5 at d_model {P.track_d_model_wide}" in t.note
+    assert t.rows[-1][0] == "the paper"
+    assert set(t.records) == {r["run_id"] for r in before + after}

@@ -282,9 +282,9 @@ def widened(P, cfgs) -> list[TrackingConfig]:
                               else replace(c, d_model=P.track_d_model_wide) for c in cfgs))
 
 
-def table2_wide_grid(P) -> list[TrackingConfig]:
+def table2_wide_grid(P, models=TABLE2_MODELS) -> list[TrackingConfig]:
     """Table 2's grid (:func:`table2_grid`) at the recompute's width (:func:`widened`)."""
-    return widened(P, table2_grid(P))
+    return widened(P, table2_grid(P, models=models))
 
 
 def figure4_wide_population(P, root=None) -> list[TrackingConfig]:

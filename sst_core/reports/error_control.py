@@ -46,23 +46,34 @@ def with_interval(est: float | None, lo: float | None = None, hi: float | None =
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
-    """Stored diagnostics records of the chapter's grid (``which``: all | s3 | figure4)."""
+    """Stored diagnostics records of a record set (:func:`diagnostic_configs`)."""
+    return stored_records(diagnostic_configs(P, root, which), root)
+
+
+DIAGNOSTIC_SETS = ("all", "s3", "figure4", "figure4_wide")
+
+
+def diagnostic_configs(P: Profile, root=None, which: str = "all") -> list[Any]:
+    """The diagnostics configs of a record set (:data:`DIAGNOSTIC_SETS`): every one of the
+    chapter's grid (``all``), Table 2's S3 runs (``s3``), Figure 4's population
+    (``figure4``) and that population at the wider d_model (``figure4_wide``)."""
     from sst_core.experiments.paper1 import (
         diagnostics_config,
         diagnostics_grid,
         figure4_population,
+        figure4_wide_population,
         s3_runs,
     )
 
     if which == "all":
-        cfgs = diagnostics_grid(P)
-    elif which == "s3":
-        cfgs = [diagnostics_config(P, c) for c in s3_runs(P)]
-    elif which == "figure4":
-        cfgs = [diagnostics_config(P, c) for c in figure4_population(P, root)]
-    else:
-        raise ValueError(f"unknown record set {which!r}; allowed: all, s3, figure4")
-    return stored_records(cfgs, root)
+        return diagnostics_grid(P)
+    if which == "s3":
+        return [diagnostics_config(P, c) for c in s3_runs(P)]
+    if which == "figure4":
+        return [diagnostics_config(P, c) for c in figure4_population(P, root)]
+    if which == "figure4_wide":
+        return [diagnostics_config(P, c) for c in figure4_wide_population(P, root)]
+    raise ValueError(f"unknown record set {which!r}; allowed: {', '.join(DIAGNOSTIC_SETS)}")
 
 
 def best_per_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -760,6 +771,46 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
     return Table("Figure 4 with the mean and the median spread, pooled and per depth", cols,
                  rows, note, ids, [{k: v for k, v in d.items() if k != "run_ids"}
                                    for d in rows_data])
+
+
+def figure4_before_after(P: Profile, root=None) -> Table:
+    """Figure 4's statistics (:func:`figure4_both_ways`: both estimates of the spread,
+    pooled and per depth) of its population at ``P.track_d_model`` (before) and of the same
+    population at ``P.track_d_model_wide`` (after), beside the paper's. ``data`` per row:
+    ``d_model``, ``complete`` (every diagnostics record of its population stored) and the
+    statistics."""
+    rows, data = [], []
+    ids: list[str] = []
+    cols = ["spread R", "depth", "d_model", "n", "r (log T_cross, log m_p) [95%]",
+            "median q at m_p [95%]"]
+    progress = []
+    for which, width in (("figure4", P.track_d_model), ("figure4_wide", P.track_d_model_wide)):
+        cfgs = diagnostic_configs(P, root, which)
+        records = stored_records(cfgs, root)
+        complete = len(records) == len(cfgs)
+        progress.append(f"{len(records)} of {len(cfgs)} at d_model {width}")
+        for d in figure4_both_ways(records):
+            ids += d.pop("run_ids")
+            data.append({"d_model": width, "complete": complete, **d})
+    order = {"mean": 0, "median": 1}
+    data.sort(key=lambda d: (order[d["estimate"]], d["n_layers"] or 0, d["d_model"]))
+    for d in data:
+        rows.append(["mean over words (the paper's)" if d["estimate"] == "mean" else
+                     "median over words", "both" if d["n_layers"] is None else
+                     f"{d['n_layers']} layer{'s' if d['n_layers'] > 1 else ''}",
+                     d["d_model"] if d["complete"] else f"{d['d_model']} (incomplete)", d["n"],
+                     with_interval(d["r"], d["r_lo"], d["r_hi"]),
+                     with_interval(d["q_median"], d["q_lo"], d["q_hi"], 2)])
+    rows.append(["the paper", "both", "—", PAPER_FIGURE4["n"],
+                 f"{PAPER_FIGURE4['r']}",
+                 f"{PAPER_FIGURE4['q_median']} [{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"])
+    note = ("Figure 4 read as in the table with both estimates of the spread, on its "
+            "population trained at each width with one grid and protocol otherwise (the "
+            "RNN family, which has no residual stream, contributes the same runs to both). "
+            "Diagnostics stored: " + "; ".join(progress) + ". Bootstrap: 10,000 resamples "
+            "of the runs, seed 0.")
+    return Table(f"Figure 4 before and after: d_model {P.track_d_model} and "
+                 f"{P.track_d_model_wide}", cols, rows, note, list(dict.fromkeys(ids)), data)
 
 
 def spread_ratio(records: list[dict[str, Any]], model: str = "token_gated_rnn"
