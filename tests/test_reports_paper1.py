@@ -717,7 +717,11 @@ def test_the_table2_chapters_numbers_count_the_reports_data():
             cell("aussm", "S3", None, 100, "no runs", n_runs=0, status="no runs")]
     assert table2_numbers(data) == {
         "cells": 4, "agree": 2, "close": 1, "by_class": 3, "class_cells": 4,
-        "state_dependent": 2, "state_dependent_1000": 1, "affine_s3": 2, "affine_s3_1000": 1}
+        "state_dependent": 2, "state_dependent_1000": 1, "affine_s3": 2, "affine_s3_1000": 1,
+        # the paper's own: both state-dependent cells at 1000; the affine S3 cell it
+        # reports (Mamba) fails
+        "paper_state_dependent": 2, "paper_state_dependent_1000": 2, "paper_affine_s3": 1,
+        "paper_affine_s3_1000": 0}
 
     def differs(kind, one_apart, reasons, covered):
         return {"kind": kind, "one_apart": one_apart, "reasons": reasons,
@@ -768,3 +772,47 @@ def test_the_architectures_of_table2_are_every_model_with_its_size(P):
     assert mamba["parameters"] == sum(p.numel() for p in build(
         "mamba", 6, 6, d_model=P.track_d_model, d_state=mamba["d_state"]).parameters())
     assert t.rows[1][3] == f"{mamba['parameters']:,}"
+
+
+def test_before_and_after_reads_both_widths_of_the_widened_models_only(tmp_path, P):
+    """Table 2 at the two widths: RNN-family rows are left out (their runs are the same at
+    both), a cell shows its stored runs while its wide grid is incomplete, and the counts
+    compare complete cells only."""
+    from sst_core.reports.paper1 import before_after_numbers, table2_before_after
+
+    models = ("tanh_rnn", "negative_mamba")
+    narrow = paper1.table2_grid(P, models=models)
+    wide = paper1.table2_wide_grid(P, models=models)
+    assert {c.d_model for c in wide if c.model == "negative_mamba"} == {P.track_d_model_wide}
+    assert [c for c in wide if c.model == "tanh_rnn"] == [c for c in narrow
+                                                          if c.model == "tanh_rnn"]
+    for cfg in narrow:  # before: every cell fails at 60
+        cached_run(cfg, fake(None), root=tmp_path)
+    s3 = [c for c in wide if c.model == "negative_mamba" and c.group == "S3"]
+    c2 = [c for c in wide if c.model == "negative_mamba" and c.group == "C2"]
+    for cfg in s3:  # after: S3 complete at 100, the paper's L1 value
+        cached_run(cfg, fake(100), root=tmp_path)
+    cached_run(c2[0], fake(1000), root=tmp_path)  # C2: one run of two so far
+    t = table2_before_after(P, root=tmp_path, models=models)
+    assert [d["model"] for d in t.data] == ["negative_mamba"] * 3  # no tanh RNN row
+    by = {d["group"]: d for d in t.data}
+    assert by["S3"]["complete"] and not by["C2"]["complete"] and not by["C6"]["complete"]
+    assert by["S3"]["before"]["m_p"] is None and by["S3"]["after"]["m_p"] == 100
+    assert by["S3"]["paper"] == paper_values.TABLE2[("negative_mamba", "S3", 1)] == 100
+    rows = {r[1]: r for r in t.rows}
+    assert rows["S3"][4] == "fail ✗" and rows["S3"][5] == "100 ✓"
+    assert rows["C2"][5] == f"1000 ✓ (1 of {len(c2)} runs)"
+    assert rows["C6"][5] == "missing"
+    # no run of these fakes has a passed_60 checkpoint: every ok run never passed 60
+    assert rows["S3"][6] == f"{len(s3)} of {len(s3)} → {len(s3)} of {len(s3)}"
+    assert rows["C6"][6].endswith("→ —")
+    n = before_after_numbers(t.data)
+    assert n["cells"] == 3 and n["complete"] == 1
+    assert n["class_cells"] == 1  # C2 is not complete at the wider width: not compared
+    assert (n["by_class_before"], n["by_class_after"]) == (0, 1)
+    assert (n["agree_before"], n["agree_after"]) == (0, 1)
+    assert n["ok_after"] == len(s3) + 1 and n["never_60_after"] == len(s3) + 1
+    assert "1 of 3 cells are complete" in t.note
+    every = get_report("table2_before_after")(P, root=tmp_path).data  # every model
+    assert [d for d in every if d["model"] == "negative_mamba"] == t.data
+    assert "tanh_rnn" not in {d["model"] for d in every}

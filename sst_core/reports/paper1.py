@@ -181,8 +181,13 @@ def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
     return f"{ours} / {theirs} {MARK[agree]}".rstrip(), agree
 
 
-def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
-    cfgs = paper1.table2_grid(P, models=models)
+def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = False) -> Table:
+    """Table 2 from the stored runs of its grid: per model, group and depth the best m_p
+    over the grid beside the paper's. ``wide``: the grid of the recompute at
+    ``P.track_d_model_wide`` (:func:`sst_core.experiments.paper1.table2_wide_grid`), whose
+    RNN-family cells are the same runs."""
+    grid = paper1.table2_wide_grid if wide else paper1.table2_grid
+    cfgs = grid(P, models=models)
     summary, ids = summarise(cfgs, root)
     depths = P.track_depths
     cols = ["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
@@ -216,8 +221,10 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             f"Cells: ours / paper's m_p (largest length with token accuracy >= 90%; 'fail' = "
             f"below 90% at 60), best over the grid; [min–max over seeds] where they differ; "
             f"✓ agree, ≈ one evaluated length apart, ✗ differ, — not reported.")
-    return Table("Table 2: longest length tracked (m_p), trained up to length 60", cols, rows,
-                 note, ids, data)
+    title = "Table 2: longest length tracked (m_p), trained up to length 60"
+    if wide:
+        title += f", the Mamba, AUSSM and attention families at d_model {P.track_d_model_wide}"
+    return Table(title, cols, rows, note, ids, data)
 
 
 def table3(P: Profile, root=None) -> Table:
@@ -371,6 +378,93 @@ def table2_spread(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
             "'k never 60': k of the runs never passed the training length (their curriculum "
             "stopped short of 60). Table 2 shows the best of the same runs.")
     return Table("Table 2's cells over their whole grid", cols, rows, note, ids, data)
+
+
+def widened_models(models=paper1.TABLE2_MODELS) -> list[str]:
+    """The models of ``models`` the recompute at the wider d_model changes: every one with
+    a residual stream (:func:`sst_core.experiments.paper1.widened`; the RNN family has
+    none, its width is its d_state)."""
+    from sst_core.models.registry import REGISTRY
+
+    return [m for m in models if REGISTRY[m].family != "rnn"]
+
+
+def _ok_runs(d: dict[str, Any]) -> int:
+    return d["n_runs"] - d["n_failed"]
+
+
+def _shown(d: dict[str, Any]) -> str:
+    """A cell of :func:`table2`'s ``data`` as the before-and-after table shows it: m_p with
+    the seeds' range and the mark against the paper's, and the runs stored so far while the
+    cell's grid is incomplete."""
+    text = shown_text(d["status"], d["m_p"], d["m_p_seeds"])
+    if d["status"] not in ("missing", "diverged"):
+        text = f"{text} {MARK[d['agreement']]}".rstrip()
+    if d["n_missing"] and d["n_runs"]:
+        text += f" ({d['n_runs']} of {d['n_runs'] + d['n_missing']} runs)"
+    return text
+
+
+def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+    """Table 2's cells of the models the wider d_model changes (:func:`widened_models`),
+    before (``P.track_d_model``) and after (``P.track_d_model_wide``) with one grid and
+    protocol otherwise: per cell the paper's m_p, ours at each width with its mark, and
+    how many of the cell's ok runs never passed length 60. ``data`` per cell: ``before``
+    and ``after`` (:func:`table2`'s data), ``complete`` (the wide cell has every run)."""
+    models = widened_models(models)
+    before = table2(P, root, models)
+    after = {(d["model"], d["group"], d["n_layers"]): d
+             for d in table2(P, root, models, wide=True).data}
+    narrow, wide = P.track_d_model, P.track_d_model_wide
+    cols = ["model", "group", "layers", "paper", f"d_model {narrow}", f"d_model {wide}",
+            "never passed 60"]
+    rows, data = [], []
+    for b in before.data:
+        a = after[(b["model"], b["group"], b["n_layers"])]
+        never = " → ".join(f"{d['never_60']} of {_ok_runs(d)}" if _ok_runs(d) else "—"
+                           for d in (b, a))
+        rows.append([label_name(b["model"]), b["group"], b["n_layers"],
+                     fmt(b["paper"]) if b["paper_reported"] else "—", _shown(b), _shown(a),
+                     never])
+        data.append({"model": b["model"], "group": b["group"], "n_layers": b["n_layers"],
+                     "paper": b["paper"], "paper_reported": b["paper_reported"],
+                     "before": b, "after": a,
+                     "complete": a["n_runs"] > 0 and not a["n_missing"]})
+    n = before_after_numbers(data)
+    note = (f"The same grid and protocol at d_model {narrow} (before) and {wide} (after), "
+            "for the models with a residual stream; the RNN family has none, and its runs "
+            "are the same at both. Cells: best m_p over the grid [lowest–highest over the "
+            "best setting's seeds], ✓ agrees with the paper's, ≈ one evaluated length apart, "
+            "✗ differs; (k of n runs) while a cell's grid is incomplete. Never passed 60: of "
+            "a cell's ok runs, those whose curriculum never passed the training length. "
+            f"Of the {n['class_cells']} cells the paper reports and that are complete at "
+            "both widths, agreeing by class "
+            f"({' / '.join(M_P_CLASSES)}): {n['by_class_before']} before, "
+            f"{n['by_class_after']} after; exactly: {n['agree_before']} before, "
+            f"{n['agree_after']} after. {n['complete']} of {n['cells']} cells are complete "
+            f"at d_model {wide}.")
+    ids = list(dict.fromkeys(before.records + table2(P, root, models, wide=True).records))
+    return Table(f"Table 2 before and after: d_model {narrow} and {wide}", cols, rows, note,
+                 ids, data)
+
+
+def before_after_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """:func:`table2_before_after`'s ``data`` in counts: the ``cells``, those ``complete``
+    at the wider d_model, and of the ``class_cells`` (reported by the paper, complete at
+    both widths) those agreeing by class and exactly before and after; the runs that never
+    passed 60 before and after (``never_60_before``, ``never_60_after``) over the ok runs
+    (``ok_before``, ``ok_after``). A comparison counts complete cells only: a cell with
+    part of its grid has not yet had its best run."""
+    both = [d for d in data if d["paper_reported"] and d["complete"]
+            and d["before"]["n_runs"] and not d["before"]["n_missing"]]
+    out = {"cells": len(data), "complete": sum(d["complete"] for d in data),
+           "class_cells": len(both)}
+    for when in ("before", "after"):
+        out[f"by_class_{when}"] = sum(bool(d[when]["class_agreement"]) for d in both)
+        out[f"agree_{when}"] = sum(d[when]["agreement"] == "agree" for d in both)
+        out[f"never_60_{when}"] = sum(d[when]["never_60"] for d in data)
+        out[f"ok_{when}"] = sum(_ok_runs(d[when]) for d in data)
+    return out
 
 
 DIVERGED = "diverged"  # a run of best_of_k's draw that gave no m_p (ranks below a failure)
@@ -1007,13 +1101,21 @@ def table2_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
     (``close``); ``by_class`` of the ``class_cells`` computed (:func:`agreement_counts`);
     the state-dependent cells with runs (``state_dependent``) and those that reach 1000
     (``state_dependent_1000``); the affine cells on S3 with runs (``affine_s3``) and those
-    that reach 1000 (``affine_s3_1000``)."""
+    that reach 1000 (``affine_s3_1000``); and of those cells, the ones the paper reports
+    (``paper_state_dependent``, ``paper_affine_s3``) and how many reach 1000 in its table
+    (``paper_state_dependent_1000``, ``paper_affine_s3_1000``)."""
     reported = [d for d in data if d["paper_reported"] and d["n_runs"]]
     counts = agreement_counts(data)
     state_dep = [d for d in data if not expected_affine(d["model"]) and d["n_runs"]]
     affine_s3 = [d for d in data
                  if expected_affine(d["model"]) and d["group"] == "S3" and d["n_runs"]]
+    paper_sd = [d for d in state_dep if d["paper_reported"]]
+    paper_s3 = [d for d in affine_s3 if d["paper_reported"]]
     return {"cells": len(reported), "agree": sum(d["agreement"] == "agree" for d in reported),
+            "paper_state_dependent": len(paper_sd),
+            "paper_state_dependent_1000": sum(d["paper"] == 1000 for d in paper_sd),
+            "paper_affine_s3": len(paper_s3),
+            "paper_affine_s3_1000": sum(d["paper"] == 1000 for d in paper_s3),
             "close": sum(d["agreement"] == "close" for d in reported),
             "by_class": counts["by_class"], "class_cells": counts["reported"],
             "state_dependent": len(state_dep),
