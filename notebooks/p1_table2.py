@@ -139,9 +139,13 @@ plt.close("all")
 # {glue:text}`t2_by_class:d` of the {glue:text}`t2_class_cells:d` computed cells agree. The
 # state-dependent models reach 1000 in {glue:text}`t2_state_dependent_1000:d` of their
 # {glue:text}`t2_state_dependent:d` cells; on $S_3$, {glue:text}`t2_affine_s3_1000:d` of
-# the {glue:text}`t2_affine_s3:d` affine cells do ({numref}`fig-t2-accuracy`). The paper's
-# pattern: no affine model reaches 1000 on $S_3$, both state-dependent models do
-# everywhere; on $C_2$ several affine models reach 1000 by *neutral oscillation*
+# the {glue:text}`t2_affine_s3:d` affine cells do ({numref}`fig-t2-accuracy`). In the
+# paper's table, the state-dependent models reach 1000 in
+# {glue:text}`t2_paper_state_dependent_1000:d` of the
+# {glue:text}`t2_paper_state_dependent:d` cells it reports, and on $S_3$
+# {glue:text}`t2_paper_affine_s3_1000:d` of the {glue:text}`t2_paper_affine_s3:d` affine
+# cells it reports does (the Token-gated RNN with two layers); on $C_2$ several affine
+# models reach 1000 by *neutral oscillation*
 # ($F_a(h) = -h + c_0 + c_1$ swaps the two centroids without contracting anything), which
 # needs a negative eigenvalue: Mamba's transitions lie in $(0, 1)$ and cannot do it,
 # Negative Mamba's lie in $(-1, 1)$ and can.

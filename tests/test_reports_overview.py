@@ -106,20 +106,30 @@ def test_the_table_rows_count_what_tables_2_and_3_show(tmp_path, P, monkeypatch)
 
 
 def test_the_pattern_of_table_2_holds_cell_by_cell():
-    def cell(model, group, m_p, status="ok"):
-        return {"model": model, "group": group, "m_p": m_p, "status": status}
+    """A cell of the pattern holds where it reaches 1000 exactly when the paper's does: the
+    paper's own affine cell at 1000 on S3 counts against an affine cell of ours below it,
+    and cells the paper does not report, off S3 for the affine models, or without runs
+    are not judged."""
+    def cell(model, group, m_p, paper, status="ok"):
+        return {"model": model, "group": group, "m_p": m_p, "status": status,
+                "paper": paper, "paper_reported": paper != "-"}
 
-    data = [cell("tanh_rnn", "C2", 1000), cell("state_gated_rnn", "S3", 1000),
-            cell("mamba", "S3", None, "fail"), cell("negative_mamba", "S3", 500),
-            cell("mamba", "C2", 1000),  # an affine cell off S3 is not judged
-            cell("aussm", "S3", None, "missing")]  # nor is a cell without runs
+    data = [cell("tanh_rnn", "C2", 1000, 1000), cell("state_gated_rnn", "S3", 1000, 1000),
+            cell("mamba", "S3", None, None, "fail"), cell("negative_mamba", "S3", 500, 200),
+            cell("mamba", "C2", 1000, None),  # an affine cell off S3 is not judged
+            cell("aussm", "S3", None, None, "missing"),  # nor is a cell without runs
+            cell("simple_aussm", "S3", 1000, "-")]  # nor one the paper does not report
     c = ov.table2_pattern(data)
-    assert c == {"sd": 2, "sd_1000": 2, "affine_s3": 2, "affine_below": 2, "holds": 4,
-                 "fails": 0}
-    worse = ov.table2_pattern(data + [cell("tanh_rnn", "C6", 900),
-                                      cell("linear_rnn", "S3", 1000)])
-    assert (worse["holds"], worse["fails"]) == (4, 2)
+    assert c == {"sd": 2, "sd_1000": 2, "paper_sd_1000": 2, "affine_s3": 2,
+                 "affine_s3_1000": 0, "paper_affine_s3_1000": 0, "holds": 4, "fails": 0}
+    worse = ov.table2_pattern(data + [cell("tanh_rnn", "C6", 900, 1000),
+                                      cell("linear_rnn", "S3", 1000, None),
+                                      cell("token_gated_rnn", "S3", 800, 1000)])
+    assert (worse["holds"], worse["fails"]) == (4, 3)
+    assert (worse["affine_s3_1000"], worse["paper_affine_s3_1000"]) == (1, 1)
     assert ov.verdict_of_claim(worse["holds"], 0, worse["fails"]) == "differs"
+    both = ov.table2_pattern(data + [cell("token_gated_rnn", "S3", 1000, 1000)])
+    assert (both["holds"], both["fails"]) == (5, 0)
 
 
 def test_a_chapter_without_headline_results_adds_no_row(tmp_path, P):
@@ -173,3 +183,26 @@ def test_a_report_several_results_read_is_computed_once():
     first = ov.report_once("lra_claims", make, "P", None, tables)
     assert ov.report_once("lra_claims", make, "P", None, tables) is first
     assert calls == [("P", None)] and tables == {"lra_claims": first}
+
+
+def test_an_lra_claims_paper_column_gives_the_rule_on_the_papers_own_rows(monkeypatch):
+    """Claims 1 and 2: the paper's column names the tasks the paper draws the claim from
+    and the claim rule's verdicts on its own rows (``paper_claims``); claims the paper's
+    tables cannot judge (3, 4) say only that it is claimed."""
+    import sst_core.reports.lra as lra
+
+    counts = {k: {"holds": 0, "tie": 0, "fails": 0, lra.UNDETERMINED: 0, "judged": 0}
+              for k in lra.LRA_CLAIMS}
+    monkeypatch.setattr(lra, "lra_claims", lambda P, root=None: lra.Table("", [], [], data=[]))
+    monkeypatch.setattr(lra, "claim_counts", lambda data: counts)
+    own = [d["frozen_as_good"] for d in lra.paper_claims().data]
+    paper = RESULTS["lra_frozen_as_good"][3](None, None, {})[0]
+    assert paper.startswith("claimed (from Retrieval, Path-X); the same rule on its own rows")
+    assert paper.endswith(f"holds on {own.count('holds')}, ties on {own.count('tie')}, "
+                          f"fails on {own.count('fails')} of {len(own)} tasks")
+    assert own.count("fails") >= 1  # its own ListOps row (see the LRA chapter)
+    two = [d["unstructured_worse"] for d in lra.paper_claims().data
+           if d["unstructured_worse"] is not None]
+    assert RESULTS["lra_unstructured_worse"][3](None, None, {})[0].endswith(
+        f"of {len(two)} tasks")
+    assert RESULTS["lra_memory_not_extended"][3](None, None, {})[0] == "claimed"
