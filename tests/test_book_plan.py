@@ -35,7 +35,8 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     monkeypatch.setattr(plan, "is_stale_record", one_stale)
     p = plan.chapter_plan("p1_table3", "smoke")
     assert (p.profile, p.why, p.total, p.stored, p.missing, p.stale) == \
-        ("smoke", "the book was built with profile `smoke`", len(grid), len(grid) - 2, 2, 1)
+        ("smoke", "this chapter was run with profile `smoke`", len(grid), len(grid) - 2, 2,
+         1)
     assert p.estimate_s == pytest.approx(20.0)
     assert "2 missing, 1 stale: about 20 s to compute; the stale ones about 10 s more " \
         "with --retry-stale" in p.line()
@@ -46,6 +47,18 @@ def test_counts_and_estimate_from_the_stored_runs_of_the_sweep(root, monkeypatch
     assert p.cpu_clocked == p.stored
     assert (f"its process CPU time ({2 * p.stored} of the {2 * p.stored} stored runs read"
             in twice)
+
+
+def test_a_chapter_run_with_the_profile_best_chose_gives_bests_reason(root, monkeypatch):
+    """The runner executes a chapter of a ``best`` build with the profile best resolved
+    to: its plan then gives best's reason, never a profile for the whole book."""
+    from sst_core.book import params
+
+    monkeypatch.setattr(params, "best_profile",
+                        lambda nb: ("standard", "best available: all 3 records"))
+    assert plan.chapter_plan("p1_table3", "standard").why == "best available: all 3 records"
+    assert plan.chapter_plan("p1_table3", "quick").why == \
+        "this chapter was run with profile `quick`"
 
 
 def test_no_stored_run_means_no_estimate_and_best_says_why(root):

@@ -385,7 +385,12 @@ def collect(notebook: str, profile: str, root: Path | None = None,
     if profile == book_params.BEST:
         name, why = book_params.best_profile(notebook)
     else:
-        name, why = profile, f"the book was built with profile `{profile}`"
+        # a chapter the runner resolved from ``best`` is executed with that profile's
+        # name: say best's reason where it is the same profile, so no page claims a
+        # profile for the whole book
+        best, best_why = book_params.best_profile(notebook)
+        name, why = profile, (best_why if best == profile
+                              else f"this chapter was run with profile `{profile}`")
     root = root or results_dir()
     costs = CostTable() if costs is None else costs
     P = get_profile(name)
