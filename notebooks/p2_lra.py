@@ -119,7 +119,7 @@ for name, value in {
 plt.close("all")
 
 # %% [markdown]
-# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, in standard errors (SE), and the verdict of the claim rule below (holds beyond two SE, fails beyond two SE the other way, tie within). A cell that lacks runs says how many it holds.
+# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, in standard errors (SE), and the verdict of this one comparison alone (holds beyond two SE, fails beyond two SE the other way, tie within; as a part of claim 1, failing needs more, below). A cell that lacks runs says how many it holds.
 # :name: tab-lra-main
 # ```{glue:md} lra_main
 # :format: myst

@@ -206,3 +206,27 @@ def test_an_lra_claims_paper_column_gives_the_rule_on_the_papers_own_rows(monkey
     assert RESULTS["lra_unstructured_worse"][3](None, None, {})[0].endswith(
         f"of {len(two)} tasks")
     assert RESULTS["lra_memory_not_extended"][3](None, None, {})[0] == "claimed"
+
+
+def test_the_dead_memory_row_gives_its_control_beside_its_verdict(monkeypatch):
+    """The delayed-recall row: the verdict reads the two dead-memory parts; the row also
+    says in how many cells with memory at the start the model learned (the control), so a
+    reader sees when being at chance is not only a matter of memory."""
+    import sst_core.reports.lra as lra
+    from sst_core.reports import Table
+
+    def claim(name, holds, n, failing=()):
+        return {"kind": "claim", "claim": name, "holds": holds, "n_cells": n,
+                "failing": [list(f) for f in failing]}
+
+    data = [claim("dead_memory_stays_at_chance", True, 5),
+            claim("dead_memory_is_not_learned", True, 5),
+            claim("live_memory_is_used", False, 26, [("step", False, 100),
+                                                     ("step", True, 100)])]
+    monkeypatch.setattr(lra, "memory_horizon", lambda P, root=None: Table("", [], [], data=data))
+    paper, ours, verdict, values = RESULTS["dead_memory"][3](None, None, {})
+    assert ours == ("holds in 5 of 5 cells; the control, memory present at the start, "
+                    "learns in 24 of 26 cells")
+    assert verdict == "agrees" and values["control_cells"] == 26
+    data[2] = claim("live_memory_is_used", None, 0)  # no cell with memory: no control
+    assert RESULTS["dead_memory"][3](None, None, {})[1] == "holds in 5 of 5 cells"

@@ -232,9 +232,17 @@ def _dead_memory(P: Profile, root, tables: dict[str, Table]
     holds = sum(p["holds"] for p in judged)
     ours = (f"holds in {cells - len(failing)} of {cells} cells" if judged
             else "no cell starts without memory")
+    # the control: cells with memory at init should learn; where some do not, being at
+    # chance is no evidence that it is the missing memory that keeps a cell there
+    live = claims.get("live_memory_is_used")
+    live_cells = live["n_cells"] if live and live["holds"] is not None else 0
+    if live_cells:
+        ours += (f"; the control, memory present at the start, learns in "
+                 f"{live_cells - len(live['failing'])} of {live_cells} cells")
     return ("holds (a theorem and a worked example)", ours,
             verdict_of_claim(holds, 0, len(judged) - holds),
-            {p["claim"]: p["holds"] for p in parts} | {"cells": cells})
+            {p["claim"]: p["holds"] for p in parts} | {"cells": cells,
+                                                       "control_cells": live_cells})
 
 
 # result -> (what, the chapter it is read from, the link's text, how its row is read)
