@@ -119,7 +119,7 @@ for name, value in {
 plt.close("all")
 
 # %% [markdown]
-# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, in standard errors (SE), and the verdict of this one comparison alone (holds beyond two SE, fails beyond two SE the other way, tie within; as a part of claim 1, failing needs more, below). A cell that lacks runs says how many it holds.
+# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, its z (the rule below), and the verdict of this one comparison alone (holds beyond z = 2, fails beyond z = 2 the other way, tie within; as a part of claim 1, failing needs more, below). A cell that lacks runs says how many it holds.
 # :name: tab-lra-main
 # ```{glue:md} lra_main
 # :format: myst
@@ -142,18 +142,21 @@ plt.close("all")
 #
 # The claims compare means over seeds, and seeds differ: a rule that counts a frozen model
 # 0.002 below a learned one as a failure refutes a claim on noise. So one rule judges every
-# part of every claim against the standard error (SE) of the difference of the two means
-# over seeds: a part *holds* when the claimed direction holds by more than two SE, *fails*
-# when it is reversed by more than its claim's threshold, and is a *tie* in between. A claim
-# holds when all its parts hold and fails when one fails. For a claim of one part the
-# threshold is two SE. A claim of many parts gives noise many chances to reverse one of
-# them, so the level of two SE is shared among its parts (Bonferroni): a part of claim 1
-# ({glue:text}`lra_parts_claim1:d` parts) fails only beyond
-# {glue:text}`lra_fail_ses_claim1:.2f` SE, a part of claim 2
-# ({glue:text}`lra_parts_claim2:d` parts) beyond {glue:text}`lra_fail_ses_claim2:.2f` SE.
+# part of every claim by a test against the noise of the seeds. A difference of two means
+# over its standard error is Welch's $t$; a ratio of two spreads (squared) is $F$. With
+# six seeds, or three, these are far from normal, so each is put on the normal scale
+# through its exact distribution for normal seeds: its $z$ has the same tail probability
+# under the standard normal. A part *holds* when its $z$ lies beyond 2 on the claimed side
+# (a one-sided level of 2.3%), *fails* when it lies beyond its claim's threshold on the
+# other side, and is a *tie* in between. A claim holds when all its parts hold and fails
+# when one fails. For a claim of one part the threshold is 2. A claim of many parts gives
+# noise many chances to reverse one of them, so the level of $z$ = 2 is shared among its
+# parts (Bonferroni): a part of claim 1 ({glue:text}`lra_parts_claim1:d` parts) fails only
+# beyond {glue:text}`lra_fail_ses_claim1:.2f`, a part of claim 2
+# ({glue:text}`lra_parts_claim2:d` parts) beyond {glue:text}`lra_fail_ses_claim2:.2f`.
 # Holding needs no such sharing, since every part must hold. Claim 1's parts, per spectrum:
-# the frozen mean above the learned one, and the frozen runs no wider over seeds (the log of
-# the ratio of standard deviations, judged the same way). Claim 2's: S4D-Inv's mean above each unstructured
+# the frozen mean above the learned one, and the frozen runs no wider over seeds (the
+# ratio of the standard deviations, by its $F$). Claim 2's: S4D-Inv's mean above each unstructured
 # spectrum's (random, real axis, step), learned and frozen, and its gap to the closest of
 # them larger frozen. Claim 3's, per spectrum: the learned runs' memory growth below a
 # limit; claim 4's, per S4D-Inv and S4D-Lin: fewer epochs to converge frozen than learned
@@ -166,10 +169,10 @@ plt.close("all")
 # {glue:text}`lra_verdict_unstructured_worse_listops` and
 # {glue:text}`lra_verdict_unstructured_worse_digits`. A tie is no
 # evidence against a claim, only none for it: the difference lies within the noise of our
-# seeds. {numref}`tab-lra-claims` gives every part in SE, so a reader can apply another
+# seeds. {numref}`tab-lra-claims` gives every part's $z$, so a reader can apply another
 # threshold.
 #
-# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples where the profile has such a data probe, and each claim's verdict; in brackets each part: for claims 1 and 2 the difference in SE ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference in SE, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; —: runs missing.
+# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples where the profile has such a data probe, and each claim's verdict; in brackets each part: for claims 1 and 2 the part's $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference's $z$, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; —: runs missing.
 # :name: tab-lra-claims
 # ```{glue:md} lra_claims
 # :format: myst
@@ -194,7 +197,7 @@ plt.close("all")
 # On the rows it does not cite the same rule can disagree with the paper: on its own ListOps
 # row, claim 1 {glue:text}`lra_paper_c1_listops` ({numref}`tab-lra-paper-claims`).
 #
-# ````{table} The claim rule on the paper's own main table (claim 1) and ablation (claim 2): each part of a claim in standard errors ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen), and the verdict; "(cited)" where the paper draws the claim from the task.
+# ````{table} The claim rule on the paper's own main table (claim 1) and ablation (claim 2): each part of a claim as its $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen), and the verdict; "(cited)" where the paper draws the claim from the task.
 # :name: tab-lra-paper-claims
 # ```{glue:md} lra_paper_claims
 # :format: myst

@@ -137,8 +137,9 @@ def test_tables_from_constructed_records(store):
     from dataclasses import replace
 
     P = replace(PROFILES["smoke"], lra_seeds=(0, 1))
-    # S4D-Inv: frozen 0.10 above learned, seeds 0.02 apart on both sides (+7.1 SE: holds);
-    # S4D-Lin: frozen 0.01 below, its seeds 0.2 apart (-0.1 SE: a tie, not a failure)
+    # S4D-Inv: frozen 0.10 above learned, seeds 0.02 apart on both sides (Welch t +7.1 with
+    # 2 degrees of freedom, z +2.3: holds); S4D-Lin: frozen 0.01 below, its seeds 0.2
+    # apart (z -0.1: a tie, not a failure)
     accs = {(False, "inv"): (0.60, 0.62), (True, "inv"): (0.70, 0.72),
             (False, "lin"): (0.50, 0.52), (True, "lin"): (0.40, 0.60)}
     for cfg in paper2.lra_main_grid(P, tasks=("listops",)):
@@ -147,7 +148,7 @@ def test_tables_from_constructed_records(store):
     t = lra_reports.lra_main(P)
     row = next(r for r in t.rows if r[0].startswith("listops"))
     assert row[1] == "0.620 / 0.600 (0.594 / 0.589)" and row[3].startswith("0.720 / 0.700")
-    assert row[-1] == "S4D-Inv: +0.100 (+7.1 SE), holds; S4D-Lin: -0.010 (-0.1 SE), tie"
+    assert row[-1] == "S4D-Inv: +0.100 (z +2.3), holds; S4D-Lin: -0.010 (z -0.1), tie"
     cell = next(d for d in t.data if d["task"] == "listops" and d["init"] == "inv" and d["frozen"])
     assert cell["accuracies"] == [0.7, 0.72] and cell["paper_max_min"] == [0.585, 0.570]
     assert cell["frozen_minus_learned"]["verdict"] == "holds"
@@ -363,21 +364,22 @@ def test_the_claims_report_on_constructed_records(store):
     assert spread["diff"] == pytest.approx(math.log(10)) and spread["verdict"] == "holds"
     more = d["unstructured_parts"][-1]  # the gap to the closest: real, 0.15 learned, 0.36 frozen
     assert more["init"] == "real / real" and more["diff"] == pytest.approx(0.36 - 0.15)
-    assert t.rows[0][5].startswith("holds (S4D-Inv accuracy +")
+    assert t.rows[0][5].startswith("holds (S4D-Inv accuracy z +")
     # claim 3 per spectrum, every one's learned runs growing by 1.55 / 1.5 < 1.1
     assert [p["init"] for p in d["memory_parts"]] == ["inv", "lin", "random", "real", "step"]
     assert all(p["growth"] == pytest.approx(1.55 / 1.5) and p["verdict"] == "holds"
                for p in d["memory_parts"])
     assert d["memory_not_extended"] == "holds"
-    # claim 4 per spectrum: epochs (4, 5, 4) learned against (2, 2, 3) frozen, +4.2 SE
+    # claim 4 per spectrum: epochs (4, 5, 4) learned against (2, 2, 3) frozen, t +4.2
+    # with 4 degrees of freedom: z +2.5
     conv = d["convergence_parts"]
     assert [(p["init"], p["learned"], p["frozen"]) for p in conv] == [
         ("inv", pytest.approx(13 / 3), pytest.approx(7 / 3)),
         ("lin", pytest.approx(13 / 3), pytest.approx(7 / 3))]
     assert conv[0]["se"] == pytest.approx((2 * (1 / 3) / 3) ** 0.5)
     assert d["frozen_converges_faster"] == "holds"
-    assert t.rows[0][8] == ("holds (S4D-Inv 2.3 vs 4.3 epochs, +4.2 SE; "
-                            "S4D-Lin 2.3 vs 4.3 epochs, +4.2 SE)")
+    assert t.rows[0][8] == ("holds (S4D-Inv 2.3 vs 4.3 epochs, z +2.5; "
+                            "S4D-Lin 2.3 vs 4.3 epochs, z +2.5)")
     other = next(x for x in t.data if x["task"] != "listops")
     assert other["frozen_as_good"] is None and other["chance"] is None
     assert other["frozen_parts"] == [] and other["unstructured_parts"] == []
@@ -792,7 +794,11 @@ def test_claims_three_and_four_by_the_claim_rule_on_constructed_ties_reversals_a
     assert verdict(grow) is None
     del by["lin"]
     assert lra_reports.combine([p["verdict"] for p in by.values()]) == "fails"
-    assert verdict(lra_reports.claim3_parts({"inv": [1.0, 1.0], "real": [1.0, 1.02]})) == "holds"
+    # two runs 0.02 apart are t = 9 below the limit, but with one degree of freedom that
+    # is z 1.8, a tie; a third run makes it z 2.9
+    assert verdict(lra_reports.claim3_parts({"inv": [1.0, 1.0], "real": [1.0, 1.02]})) == "tie"
+    assert verdict(lra_reports.claim3_parts({"inv": [1.0, 1.0],
+                                             "real": [1.0, 1.02, 1.01]})) == "holds"
     assert lra_reports.claim3_parts({}) == []
 
 
@@ -914,8 +920,8 @@ def test_the_figures_draw_the_tables_runs_not_the_probes(store):
 
 
 def test_a_claim_of_many_parts_fails_only_beyond_the_shared_threshold():
-    """One part of k fails a claim only beyond fail_ses(k) SE, the two-SE level shared
-    among the parts (Bonferroni); holding still needs every part beyond 2 SE."""
+    """One part of k fails a claim only beyond z = fail_ses(k), the level of z = 2 shared
+    among the parts (Bonferroni); holding still needs every part's z beyond 2."""
     from statistics import NormalDist
 
     assert lra_reports.fail_ses(1) == pytest.approx(lra_reports.CLAIM_SES)
@@ -933,7 +939,7 @@ def test_a_claim_of_many_parts_fails_only_beyond_the_shared_threshold():
         return {"part": "accuracy", "diff": z * 0.01, "se": 0.01, "z": z,
                 "verdict": lra_reports.judge(z * 0.01, 0.01)}
 
-    seven = [part(3.0)] * 6 + [part(-2.05)]  # alone, -2.05 SE fails; one of seven, a tie
+    seven = [part(3.0)] * 6 + [part(-2.05)]  # alone, z -2.05 fails; one of seven, a tie
     assert part(-2.05)["verdict"] == "fails"
     judged = lra_reports.family(seven)
     assert [p["verdict"] for p in judged] == ["holds"] * 6 + ["tie"]
@@ -941,7 +947,7 @@ def test_a_claim_of_many_parts_fails_only_beyond_the_shared_threshold():
     assert lra_reports.combine([p["verdict"] for p in judged]) == "tie"
     reversed_ = lra_reports.family([part(3.0)] * 6 + [part(-2.8)])
     assert lra_reports.combine([p["verdict"] for p in reversed_]) == "fails"
-    # holding is not shared: a part at +2.1 SE holds in a claim of any size
+    # holding is not shared: a part at z +2.1 holds in a claim of any size
     assert [p["verdict"] for p in lra_reports.family([part(2.1)] * 7)] == ["holds"] * 7
     # parts judged by sign, unjudged or undetermined keep their verdicts and do not count
     by_sign = {"part": "spread", "diff": None, "se": 0.0, "z": None, "verdict": "fails"}
@@ -950,3 +956,52 @@ def test_a_claim_of_many_parts_fails_only_beyond_the_shared_threshold():
     mixed = lra_reports.family([by_sign, open_, part(-2.05)])
     assert [p["verdict"] for p in mixed] == ["fails", lra_reports.UNDETERMINED, "fails"]
     assert mixed[2]["fail_ses"] == pytest.approx(2.0)
+
+
+def test_a_part_is_judged_on_the_normal_scale_of_its_exact_small_sample_test():
+    """A few seeds carry less evidence than a normal reading of their t says: a part's z is
+    its Welch t (means) or F (spreads) mapped through its exact distribution to the normal
+    scale, and the rule's levels (2, Bonferroni) apply to that z."""
+    from scipy import stats
+
+    # the mapping: symmetric, the identity for many degrees of freedom, smaller for few
+    assert lra_reports.t_scale(2.0, 1e7) == pytest.approx(2.0, abs=1e-4)
+    assert lra_reports.t_scale(-2.5, 5) == pytest.approx(-lra_reports.t_scale(2.5, 5))
+    assert lra_reports.t_scale(2.5, 5) == pytest.approx(
+        stats.norm.isf(stats.t.sf(2.5, 5)))
+    assert 1.5 < lra_reports.t_scale(2.5, 5) < 2.0
+    assert lra_reports.t_scale(40.0, 3) == pytest.approx(stats.norm.isf(stats.t.sf(40, 3)))
+    assert lra_reports.normal_scale(0.5, 0.5) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="tail"):
+        lra_reports.normal_scale(1.5, -0.5)
+    # Welch's degrees of freedom: equal cells give 2 (n - 1); a fixed limit gives n - 1
+    a = {"n": 6, "mean": 0.8, "sd": 0.02}
+    assert lra_reports.welch_df(a, {**a, "mean": 0.7}) == pytest.approx(10.0)
+    assert lra_reports.welch_df({"n": 1, "mean": 1.1, "sd": 0.0}, a) == pytest.approx(5.0)
+    with pytest.raises(ValueError, match="spread"):
+        lra_reports.welch_df({"n": 1, "mean": 1.1, "sd": 0.0}, {"n": 1, "mean": 1, "sd": 0.0})
+
+    # the same t = 2.5 holds with 30 seeds a side and ties with 3
+    def cells(n):
+        sd = 0.05
+        se = (2 * sd ** 2 / n) ** 0.5
+        return ({"n": n, "mean": 0.8 + 2.5 * se, "sd": sd}, {"n": n, "mean": 0.8, "sd": sd})
+
+    many, few = (lra_reports.mean_part(*cells(n), "accuracy") for n in (30, 3))
+    assert many["t"] == pytest.approx(2.5) and few["t"] == pytest.approx(2.5)
+    assert many["verdict"] == "holds" and few["verdict"] == "tie"
+    assert few["df"] == pytest.approx(4.0) and few["z"] == pytest.approx(
+        lra_reports.t_scale(2.5, 4.0))
+    # spreads by the exact F: six seeds a side, the frozen runs 3.6 times wider. A normal
+    # reading of ln(ratio) gives -2.86; F(5, 5) gives a one-sided p of 0.0063, z -2.49:
+    # alone it fails (beyond 2), as one of four parts it is a tie (2.53 needed)
+    narrow, wide = {"n": 6, "mean": 0.8, "sd": 0.01}, {"n": 6, "mean": 0.8, "sd": 0.036}
+    part = lra_reports.spread_part(wide, narrow, "spread")  # claimed: frozen (wide) no wider
+    ratio = (0.01 / 0.036) ** 2
+    assert part["z"] == pytest.approx(stats.norm.ppf(stats.f.cdf(ratio, 5, 5)))
+    assert part["diff"] / part["se"] == pytest.approx(-2.86, abs=0.01)
+    assert -2.53 < part["z"] < -2.0 and part["verdict"] == "fails"
+    other = {"part": "accuracy", "diff": 0.0, "se": 0.01, "z": 0.0, "verdict": "tie"}
+    judged = lra_reports.family([part, other, other, other])
+    assert judged[0]["verdict"] == "tie" and judged[0]["fail_ses"] == pytest.approx(
+        lra_reports.fail_ses(4))

@@ -56,7 +56,7 @@ def lra_main(P: Profile, root=None) -> Table:
     acc, ids, status = collect(cfgs, root)
     combos = [(i, f) for f in (False, True) for i in paper2.LRA_MAIN_INITS]
     cols = ["task (stands for)"] + [f"{_mode(f)} {INIT_NAMES[i]}: ours (paper)" for i, f in combos] \
-        + ["frozen − learned, mean (SE)"]
+        + ["frozen − learned, mean (z)"]
     rows, data = [], []
     for task in P.lra_tasks:
         published = paper_values.LRA_COUNTERPART.get(task)
@@ -75,7 +75,7 @@ def lra_main(P: Profile, root=None) -> Table:
             part = (mean_part(seed_stats(frozen), seed_stats(learned), "accuracy")
                     if learned and frozen else None)
             if part is not None and part["verdict"] is not None:
-                z = f"{part['z']:+.1f} SE" if part["z"] is not None else "by sign"
+                z = f"z {part['z']:+.1f}" if part["z"] is not None else "by sign"
                 verdict.append(f"{INIT_NAMES[init]}: {part['diff']:+.3f} ({z}), {part['verdict']}")
             for d in data:  # the frozen cell carries its comparison with the learned one
                 if (d["task"], d["init"], d["frozen"]) == (task, init, True):
@@ -338,8 +338,8 @@ def _data_probe(records: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 # -- the claim rule: a claimed direction judged against the noise of seeds ----------------
 
-# "holds": the difference the claim predicts lies beyond this many standard errors on the
-# claimed side; "fails": beyond them on the other side; "tie": within them
+# "holds": the z of the difference the claim predicts (judge, normal_scale) lies beyond this
+# on the claimed side; "fails": beyond it on the other side; "tie": within
 CLAIM_SES = 2.0
 VERDICTS = ("holds", "tie", "fails")
 # a claim about when runs converge, on runs that had not converged when training ended
@@ -369,24 +369,61 @@ def range_stats(high: float, low: float, n: int = paper_values.LRA_SEEDS) -> dic
     return {"n": n, "mean": (high + low) / 2, "sd": (high - low) / RANGE_TO_SD[n]}
 
 
-def judge(diff: float, se: float, fail_ses: float = CLAIM_SES) -> str:
+def judge(diff: float, se: float, fail_ses: float = CLAIM_SES, z: float | None = None
+          ) -> str:
     """The claim rule on a difference the claim predicts positive, with its standard
-    error: ``holds`` beyond :data:`CLAIM_SES` standard errors above 0, ``fails`` beyond
-    ``fail_ses`` of them below (a part of a claim of several: :func:`fail_ses`), ``tie``
-    within (``se`` 0: by the sign alone, 0 a tie)."""
+    error: ``holds`` where its z (``z``, else ``diff / se``) lies beyond :data:`CLAIM_SES`
+    above 0, ``fails`` beyond ``fail_ses`` below (a part of a claim of several:
+    :func:`fail_ses`), ``tie`` within (``se`` 0: by the sign alone, 0 a tie). A part's z
+    is its test statistic on the normal scale (:func:`normal_scale`), so that the levels
+    mean the same for a few seeds as for many."""
     if se < 0:
         raise ValueError(f"a standard error cannot be negative, got {se}")
     if fail_ses < CLAIM_SES:
         raise ValueError(f"fail_ses must be at least CLAIM_SES = {CLAIM_SES:g}, got {fail_ses}")
     if se == 0:
         return "holds" if diff > 0 else "fails" if diff < 0 else "tie"
-    return "holds" if diff > CLAIM_SES * se else "fails" if diff < -fail_ses * se else "tie"
+    z = diff / se if z is None else z
+    return "holds" if z > CLAIM_SES else "fails" if z < -fail_ses else "tie"
+
+
+def normal_scale(lower: float, upper: float) -> float:
+    """The z of a test statistic whose null distribution puts ``lower`` below it and
+    ``upper`` above it (``lower + upper`` = 1): the standard normal quantile with the same
+    tail, taken from the smaller tail so that far tails keep their precision."""
+    from statistics import NormalDist
+
+    if not (0 <= lower <= 1 and 0 <= upper <= 1):
+        raise ValueError(f"tail probabilities must lie in [0, 1], got {lower}, {upper}")
+    tiny = 1e-300  # inv_cdf needs (0, 1)
+    if upper < lower:
+        return -NormalDist().inv_cdf(max(upper, tiny))
+    return NormalDist().inv_cdf(max(lower, tiny))
+
+
+def welch_df(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Welch-Satterthwaite degrees of freedom of the difference of two cells' means
+    (:func:`seed_stats`); a cell of one value with no spread (a fixed limit) adds nothing."""
+    terms = [(c["sd"] ** 2 / c["n"], c["n"] - 1) for c in (a, b) if c["sd"]]
+    if not terms:
+        raise ValueError("neither cell has a spread: no degrees of freedom")
+    if any(n < 1 for _, n in terms):
+        raise ValueError("a cell with a spread needs at least two values")
+    return sum(v for v, _ in terms) ** 2 / sum(v ** 2 / n for v, n in terms)
+
+
+def t_scale(t: float, df: float) -> float:
+    """A Student t statistic with ``df`` degrees of freedom on the normal scale
+    (:func:`normal_scale`)."""
+    from scipy import stats
+
+    return normal_scale(float(stats.t.cdf(t, df)), float(stats.t.sf(t, df)))
 
 
 def fail_ses(parts: int) -> float:
-    """How many standard errors one of a claim's ``parts`` parts must lie on the wrong
+    """How far (a z, :func:`judge`) one of a claim's ``parts`` parts must lie on the wrong
     side for the claim to fail: the level of :data:`CLAIM_SES` for one comparison
-    (two-sided, 4.6% for 2 SE) shared among the parts (Bonferroni), so that a claim of
+    (two-sided, 4.6% for z = 2) shared among the parts (Bonferroni), so that a claim of
     many parts is not refuted by one part's noise more often than a claim of one. 2.0
     for one part, 2.53 for four, 2.72 for seven. A claim *holds* only when every part
     holds at :data:`CLAIM_SES` (each part a test at that level: no sharing needed)."""
@@ -399,8 +436,14 @@ def fail_ses(parts: int) -> float:
 
 
 # how the notes name the failing threshold of a claim's parts (fail_ses)
-FAMILY_TEXT = (f"{CLAIM_SES:g} SE shared among the claim's k parts (Bonferroni: "
-               + ", ".join(f"{fail_ses(k):.2f} SE for k = {k}" for k in (2, 4, 5, 7)) + ")")
+FAMILY_TEXT = (f"the level of z = {CLAIM_SES:g} shared among the claim's k parts "
+               "(Bonferroni: " + ", ".join(f"z = {fail_ses(k):.2f} for k = {k}"
+                                           for k in (2, 4, 5, 7)) + ")")
+# how the notes say what a part's z is
+Z_TEXT = ("a part's z is its test statistic on the normal scale, through its exact "
+          "distribution for normal seeds: a difference of means over its standard error is "
+          "Welch's t, a ratio of spreads squared is F; with a few seeds a larger t or F is "
+          "needed for the same z")
 
 
 def family(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -413,7 +456,7 @@ def family(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if not judged:
         return parts
     limit = fail_ses(len(judged))
-    return [{**p, "fail_ses": limit, "verdict": judge(p["diff"], p["se"], limit)}
+    return [{**p, "fail_ses": limit, "verdict": judge(p["diff"], p["se"], limit, p.get("z"))}
             if any(p is q for q in judged) else p for p in parts]
 
 
@@ -432,14 +475,20 @@ def combine(verdicts: list[str | None]) -> str | None:
 
 def mean_part(better: dict[str, Any], worse: dict[str, Any], what: str) -> dict[str, Any]:
     """A part of a claim: ``better``'s mean above ``worse``'s (:func:`seed_stats`), the
-    difference, its standard error ``sqrt(sd_1^2 / n_1 + sd_2^2 / n_2)`` and the verdict
-    (:func:`judge`; None without two seeds on each side)."""
+    difference, its standard error ``sqrt(sd_1^2 / n_1 + sd_2^2 / n_2)``, Welch's t
+    (``diff / se``) with its degrees of freedom (:func:`welch_df`), its z on the normal
+    scale (:func:`t_scale`: a few seeds need a larger t for the same level) and the
+    verdict (:func:`judge`; None without two seeds on each side)."""
     if better["sd"] is None or worse["sd"] is None:
         return {"part": what, "diff": None, "se": None, "z": None, "verdict": None}
     diff = better["mean"] - worse["mean"]
     se = (better["sd"] ** 2 / better["n"] + worse["sd"] ** 2 / worse["n"]) ** 0.5
-    return {"part": what, "diff": diff, "se": se, "z": diff / se if se else None,
-            "verdict": judge(diff, se)}
+    if not se:
+        return {"part": what, "diff": diff, "se": se, "z": None, "verdict": judge(diff, se)}
+    df = welch_df(better, worse)
+    z = t_scale(diff / se, df)
+    return {"part": what, "diff": diff, "se": se, "t": diff / se, "df": df, "z": z,
+            "verdict": judge(diff, se, z=z)}
 
 
 def spread_part(narrower: dict[str, Any], wider: dict[str, Any], what: str) -> dict[str, Any]:
@@ -455,9 +504,16 @@ def spread_part(narrower: dict[str, Any], wider: dict[str, Any], what: str) -> d
     if a == 0 or b == 0:
         return {"part": what, "diff": None, "se": 0.0, "z": None,
                 "verdict": judge(b - a, 0.0)}
+    from scipy import stats
+
     diff = math.log(b / a)
     se = (1 / (2 * (narrower["n"] - 1)) + 1 / (2 * (wider["n"] - 1))) ** 0.5
-    return {"part": what, "diff": diff, "se": se, "z": diff / se, "verdict": judge(diff, se)}
+    # exact for normal seeds: (sd_wider / sd_narrower)^2 is F(n_w - 1, n_n - 1) when the
+    # spreads are equal
+    ratio, dfs = (b / a) ** 2, (wider["n"] - 1, narrower["n"] - 1)
+    z = normal_scale(float(stats.f.cdf(ratio, *dfs)), float(stats.f.sf(ratio, *dfs)))
+    return {"part": what, "diff": diff, "se": se, "df": dfs, "z": z,
+            "verdict": judge(diff, se, z=z)}
 
 
 def claim1_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str, Any]]:
@@ -491,7 +547,11 @@ def claim2_parts(stats: dict[tuple[str, bool], dict[str, Any]]) -> list[dict[str
            for f in (False, True)}
     diff = gap[True]["diff"] - gap[False]["diff"]
     se = (gap[True]["se"] ** 2 + gap[False]["se"] ** 2) ** 0.5
-    more = {"diff": diff, "se": se, "z": diff / se if se else None, "verdict": judge(diff, se)}
+    # the fewer degrees of freedom of the two gaps: the cautious reading of a sum of two
+    # Welch differences
+    dfs = [g["df"] for g in gap.values() if g.get("df")]
+    z = (t_scale(diff / se, min(dfs)) if se and dfs else diff / se if se else None)
+    more = {"diff": diff, "se": se, "z": z, "verdict": judge(diff, se, z=z)}
     return family(out + [{"init": f"{gap[False]['init']} / {gap[True]['init']}", "frozen": None,
                           "part": "gap larger frozen", **more}])
 
@@ -552,10 +612,11 @@ def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, A
 
 
 def _z(p: dict[str, Any]) -> str:
-    """A part's difference in standard errors, or its verdict where it has none."""
+    """A part's z (its test statistic on the normal scale), or its verdict where it has
+    none."""
     if p["z"] is None:
         return "—" if p["verdict"] is None else p["verdict"]
-    return f"{p['z']:+.1f} SE"
+    return f"z {p['z']:+.1f}"
 
 
 def _claim3_text(parts: list[dict[str, Any]]) -> str:
@@ -567,7 +628,7 @@ def _claim3_text(parts: list[dict[str, Any]]) -> str:
 
 def _claim4_text(parts: list[dict[str, Any]]) -> str:
     """Claim 4's parts as its cell shows them: per spectrum the mean epochs to converge,
-    frozen vs learned, in standard errors, or how many runs had not converged."""
+    frozen vs learned, and its z, or how many runs had not converged."""
     def one(p: dict[str, Any]) -> str:
         if p["verdict"] == UNDETERMINED:
             return (f"{INIT_NAMES[p['init']]}: {p['not_converged']} of {p['runs']} runs "
@@ -580,7 +641,7 @@ def _claim4_text(parts: list[dict[str, Any]]) -> str:
 
 
 def _parts_text(parts: list[dict[str, Any]]) -> str:
-    """A claim's parts as its cell shows them: each part's difference in standard errors."""
+    """A claim's parts as its cell shows them: each part's z."""
     return "; ".join(f"{INIT_NAMES.get(p['init'], p['init'] or 'unstructured')}"
                      + ("" if p.get("frozen") is None else f" {_mode(p['frozen'])}")
                      + f" {p['part']} {_z(p)}" for p in parts)
@@ -593,8 +654,8 @@ def paper_claims(P: Profile | None = None, root=None) -> Table:
     (:func:`range_stats`); ``cited``: the paper draws the claim from this task
     (``paper_values.LRA_CLAIM_TASKS``). ``P`` and ``root`` are not read (the paper's
     numbers are the same under every profile)."""
-    cols = ["task", "claim 1: frozen ≥ learned, no wider (parts in SE)", "claim 1",
-            "claim 2: unstructured worse, most when frozen (parts in SE)", "claim 2"]
+    cols = ["task", "claim 1: frozen ≥ learned, no wider (parts as z)", "claim 1",
+            "claim 2: unstructured worse, most when frozen (parts as z)", "claim 2"]
     rows, data = [], []
     for task in paper_values.LRA_TASK_NAMES:
         main = {(i, f): range_stats(*paper_values.LRA_MAIN[(task, i, f)])
@@ -609,16 +670,17 @@ def paper_claims(P: Profile | None = None, root=None) -> Table:
                      (c2 or "—") + (" (cited)" if cited.get("unstructured_worse") else "")])
         data.append({"task": task, "frozen_as_good": c1, "frozen_parts": p1,
                      "unstructured_worse": c2, "unstructured_parts": p2, "cited": cited})
-    note = ("The claim rule on the paper's own numbers. A part of a claim holds when the "
-            f"difference it predicts lies beyond {CLAIM_SES:g} standard errors (SE) on the "
-            f"claimed side, fails beyond {FAMILY_TEXT} on the other, and is a tie within; a "
-            "claim holds when all its parts hold and fails when one fails. The paper gives "
+    note = ("The claim rule on the paper's own numbers. A part of a claim holds when its z "
+            f"lies beyond {CLAIM_SES:g} on the claimed side, fails beyond {FAMILY_TEXT} on "
+            f"the other, and is a tie within ({Z_TEXT}); a claim holds when all its parts "
+            "hold and fails when one fails. The paper gives "
             f"max / min over {paper_values.LRA_SEEDS} seeds: a cell's mean is taken as the "
             f"midrange and its standard deviation as range / d_2 = range / "
             f"{RANGE_TO_SD[paper_values.LRA_SEEDS]} (the expected range of "
-            f"{paper_values.LRA_SEEDS} normal draws). Accuracy parts: difference of means, SE "
-            "sqrt(sd_1^2/n_1 + sd_2^2/n_2). Spread parts: ln of the ratio of standard "
-            "deviations (learned over frozen), SE sqrt(1/(2(n_1-1)) + 1/(2(n_2-1))). Claim 2's "
+            f"{paper_values.LRA_SEEDS} normal draws). Accuracy parts: difference of means, "
+            "standard error sqrt(sd_1^2/n_1 + sd_2^2/n_2), Welch's degrees of freedom. Spread "
+            "parts: the squared ratio of standard deviations (learned over frozen), "
+            "F(n_1 - 1, n_2 - 1). Claim 2's "
             "last part: the gap of S4D-Inv to the best unstructured spectrum (learned / "
             "frozen) larger frozen. (cited): the paper draws the claim from this task "
             "(reference 12.3).")
@@ -825,8 +887,8 @@ def lra_claims(P: Profile, root=None) -> Table:
             "(standard deviation) no wider; (2) S4D-Inv's mean above the random, real-axis "
             "and step spectra's, learned and frozen, and its gap to the closest of them "
             "larger frozen. Claims 1 and 2 allow for the noise of seeds: a part holds when "
-            f"the difference it predicts lies beyond {CLAIM_SES:g} standard errors (SE, from "
-            "the seeds' spread; in brackets, each part in SE) on the claimed side, fails "
+            f"its z lies beyond {CLAIM_SES:g} on the claimed side (in brackets, each part's "
+            f"z; {Z_TEXT}), fails "
             f"beyond {FAMILY_TEXT} on the other side and is a tie within (`sst report "
             "paper_claims`: the same rule on the paper's own rows); a claim holds when all "
             "its parts hold and fails when one fails. (3) per spectrum, the mean growth of "
@@ -1110,8 +1172,8 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     of the ablation; each claim's verdict per task (``lra_verdict_<claim>_<task>``, "not
     judged" where it is not); the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`);
     the claim rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows;
-    per claim, its number of parts and the standard errors one of them must lie on the wrong
-    side to fail it (:data:`CLAIM_PARTS`, :func:`fail_ses`);
+    per claim, its number of parts and the z beyond which one of them must lie on the
+    wrong side to fail it (:data:`CLAIM_PARTS`, :func:`fail_ses`);
     per spectrum, the median growth of the summed supremum memory function over the
     learned runs of ``records`` that belong to the main table or the ablation
     (:func:`mf_growth_ratios`, :func:`grid_runs`; ``lra_mf_gain_<init>``, nan without
