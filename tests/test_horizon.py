@@ -123,6 +123,10 @@ def test_report_from_constructed_records(store):
     items = lra_reports.horizon_items(P, t, lra_reports.memory_horizon_noise(P))
     assert (items["hz_grown_spectrum"], items["hz_grown_tau"], items["hz_grown_before"],
             items["hz_grown_after"]) == ("S4D-Inv", 4, 0.5, 0.75)
+    # between "gone" and "present" (M 0.05 at the start): the tau = 16 cells of S4D-Inv,
+    # the real axis and step in both modes (S4D-Lin's are missing, random's memory is
+    # gone, and tau = 4's M of 0.5 counts as present); at 0.3 all are within the band
+    assert items["hz_between"] == 6 and items["hz_between_at_chance"] == 6
     cells = {(d["init"], d["frozen"], d["tau"]): d for d in t.data if d["kind"] == "cell"}
     rnd = cells[("random", False, 16)]
     assert rnd["status"] == "ok" and rnd["accuracies"] == [0.13, 0.12] and rnd["at_chance"]

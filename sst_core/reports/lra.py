@@ -1221,8 +1221,9 @@ def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
     chance and the "at chance" bound (:func:`chance_band`), the "memory gone" and "memory
     present" thresholds, the noise levels (:data:`sst_core.experiments.paper2.MEMORY_NOISE`,
     as text), the cells with exact memory present that stay at chance and those of them
-    whose memory read with noise is absent at every level (:func:`live_but_at_chance`), and
-    the scale of the runs (``hz_N``, ``hz_H``, ``hz_steps``, ``hz_batch``, ``hz_n_test``,
+    whose memory read with noise is absent at every level (:func:`live_but_at_chance`), the
+    cells with memory between the two thresholds at the start (``hz_between``) and those of
+    them at chance (``hz_between_at_chance``), and the scale of the runs (``hz_N``, ``hz_H``, ``hz_steps``, ``hz_batch``, ``hz_n_test``,
     ``hz_seeds``)."""
     cfg = paper2.memory_horizon_grid(P)[0]
     stuck = live_but_at_chance(noise.data)
@@ -1231,7 +1232,12 @@ def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
              and c["mf_before"] is not None and c["mf_after"] is not None
              and c["mf_after"] > c["mf_before"]]
     most = max(grown, key=lambda c: c["mf_after"] - c["mf_before"], default=None)
+    # cells with some memory at the start, below "present": how many are at chance too
+    between = [c for c in horizon.data if c["kind"] == "cell" and c["mf_before"] is not None
+               and c.get("at_chance") is not None and MF_ZERO <= c["mf_before"] < MF_LIVE]
     return {"hz_table": accuracy.grid(), "hz_table_mf": memory.grid(),
+            "hz_between": len(between),
+            "hz_between_at_chance": sum(bool(c["at_chance"]) for c in between),
             "hz_claims": horizon_claims_table(horizon.data).grid(),
             "hz_grown_spectrum": None if most is None else INIT_NAMES[most["init"]],
             "hz_grown_tau": None if most is None else most["tau"],
