@@ -398,6 +398,8 @@ def test_disagreements_are_the_class_and_the_exact_ones_with_their_evidence(tmp_
         d for d in t.data if d["model"] == "negative_mamba")["reasons"]  # fail -> 100
     row = t.rows[[r[0] for r in t.rows].index("Negative Mamba on C6, L1")]
     assert row[t.columns.index("width: m_p by d_model")] == f"{P.track_d_model}: fail, 128*: 100"
+    never = row[[i for i, c in enumerate(t.columns) if c.startswith("never passed 60")][0]]
+    assert "step cap: " in never and "max_steps" not in never  # the reader's words
     assert "marked * is the pilots'" in t.note
 
 

@@ -1008,11 +1008,15 @@ def cell_evidence(m_p: int | None, paper: int | None, runs: Sequence[dict[str, A
             "grid": grid_evidence(grid, paper)}
 
 
+# how a run ended (its record's ``stopped_as``) in a table's words
+STOP_NAMES = {"max_steps": "step cap", "budget": "budget", "plateau": "plateau"}
+
+
 def _evidence_cells(rules: dict[str, dict[str, Any]]) -> list[str]:
     """The measurement columns of a row of :func:`table2_disagreements`."""
     n6, w, s, n, g = (rules[k] for k in EVIDENCE_RULES)
     at = ", ".join(f"{fmt(k) if k is not None else '—'}: {v}" for k, v in n6["final_train_length"])
-    why = ", ".join(f"{k}: {v}" for k, v in n6["stopped_as"])
+    why = ", ".join(f"{STOP_NAMES.get(k, k)}: {v}" for k, v in n6["stopped_as"])
     return [f"{n6['never']} of {n6['n']}" + (f" (at {at}; {why})" if n6["never"] else ""),
             ", ".join(f"{d}{'*' if d in w.get('pilot', ()) else ''}: {fmt(v)}"
                       for d, v in w["m_p"]) if w["covered"] else "not covered",
@@ -1089,8 +1093,8 @@ def table2_disagreements(P: Profile, root=None) -> Table:
             "the value does, and how many evaluated lengths apart ('fail' one below 60). "
             "A reason is named only where its measurement says so: never passed 60, at least "
             f"{NEVER_60_SHARE:.0%} of the cell's runs never passed length 60 in training (the "
-            "cell below the paper's; where their curricula stopped and why: step cap "
-            "max_steps or budget); width, the width ablation (one layer, "
+            "cell below the paper's; where their curricula stopped and why: the step cap "
+            "or the budget); width, the width ablation (one layer, "
             f"{', '.join(map(str, P.width_d_models))}; a width marked * is the pilots' "
             "(`sst report pilots_60`: the cell's first state size, schedule and learning "
             "rate, every seed), the only width measurement of a two-layer cell) moves m_p "
