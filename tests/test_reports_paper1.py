@@ -868,18 +868,31 @@ def test_m_p_read_from_final_position_accuracy(tmp_path, P):
                    "final_by_class": 0}
 
 
-def test_seeds_below_puts_a_cells_range_on_a_line_of_its_own(tmp_path, P):
+def test_narrow_cells_write_an_agreement_once_and_the_range_below(tmp_path, P):
     from sst_core.reports.paper1 import LINE_BREAK
 
-    grid = paper1.table2_grid(P, models=("tanh_rnn",), groups=("S3",))
+    models = ("tanh_rnn", "mamba")
+    grid = paper1.table2_grid(P, models=models, groups=("S3", "C2"))
     for cfg in grid:
-        cached_run(cfg, fake(1000 if cfg.seed == 0 else 200), root=tmp_path)
-    inline = table2(P, root=tmp_path, models=("tanh_rnn",))
-    below = table2(P, root=tmp_path, models=("tanh_rnn",), seeds_below=True)
-    s3 = inline.columns.index("S3 L1")
-    assert inline.rows[0][s3] == "1000 [200–1000] / 1000 ✓"
-    assert below.rows[0][s3] == f"1000 / 1000 ✓{LINE_BREAK}[200–1000]"
-    assert below.data == inline.data
+        if cfg.model == "tanh_rnn":
+            m_p = (1000 if cfg.seed == 0 else 200) if cfg.group == "S3" else 500
+        else:
+            m_p = None if cfg.group == "S3" else (60 if cfg.seed == 0 else None)
+        cached_run(cfg, fake(m_p), root=tmp_path)
+    inline = table2(P, root=tmp_path, models=models)
+    narrow = table2(P, root=tmp_path, models=models, narrow=True)
+    assert inline.rows[0][inline.columns.index("S3 L1")] == "1000 [200–1000] / 1000 ✓"
+    # the class is a bold row over its models, not a column
+    assert narrow.columns == [c for c in inline.columns if c != "class"]
+    assert [r[0] for r in narrow.rows] == ["**state-dependent**", "tanh RNN", "**affine**",
+                                           "Mamba"]
+    assert set(narrow.rows[0][1:]) == {""}
+    col = {c: narrow.columns.index(f"{c} L1") for c in ("S3", "C2")}
+    assert narrow.rows[1][col["S3"]] == f"1000\u00a0✓{LINE_BREAK}[200–1000]"
+    assert narrow.rows[1][col["C2"]] == "500 / 1000\u00a0✗"  # not agreeing: both values
+    assert narrow.rows[3][col["S3"]] == "fail\u00a0✓"  # both fail
+    assert narrow.rows[3][col["C2"]] == f"60 / fail\u00a0≈{LINE_BREAK}[fail–60]"
+    assert narrow.data == inline.data
 
 
 def test_the_architectures_of_table2_are_every_model_with_its_size(P):

@@ -176,36 +176,43 @@ def best_runs(records) -> list[dict[str, Any]]:
                                                   run_label(r["config"]))).values())
 
 
-# what :func:`_cell_text` puts between a cell's values and its range over seeds with
-# ``seeds_below``: a line break, which a page's table renders and a terminal shows as is
+# what :func:`_cell_text` puts between a cell's values and its range over seeds when
+# ``narrow``: a line break, which a page's table renders and a terminal shows as is
 LINE_BREAK = "<br>"
 
 
-def _cell_text(s: dict, paper: Any, lengths, seeds_below: bool = False) -> tuple[str, str]:
-    """A Table 2 or 3 cell: ``ours [seed range] / paper's mark``, or with ``seeds_below``
-    ``ours / paper's mark``, a line break and the seed range (a narrower column)."""
+def _cell_text(s: dict, paper: Any, lengths, narrow: bool = False) -> tuple[str, str]:
+    """A Table 2 or 3 cell: ``ours [seed range] / paper's mark``. ``narrow`` (a page's
+    narrow columns): an exact agreement shows the value once (``1000 ✓``: ✓ says the
+    paper's is the same), and the seed range goes on a line of its own."""
     if s["m_p"] == "no runs":
         return f"{cell_status(s)} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
     agree = agreement(s["m_p"], paper, lengths)
     spread = seed_range(s["m_p_seeds"])
-    ours = fmt(s["m_p"]) + ("" if seeds_below else spread)
+    ours = fmt(s["m_p"]) + ("" if narrow else spread)
     if s.get("missing"):  # a cell whose grid is not complete yet says so
         done = s.get("ok", 0) + s.get("failed", 0)
         ours += f" ({done} of {done + s['missing']} runs)"
     theirs = fmt(paper) if paper != "missing" else "—"
-    text = f"{ours} / {theirs} {MARK[agree]}".rstrip()
-    if seeds_below and spread:
+    if narrow:  # the mark kept on its value's line (a no-break space)
+        text = (f"{ours}\u00a0{MARK[agree]}" if agree == "agree" else
+                f"{ours} / {theirs}\u00a0{MARK[agree]}".rstrip())
+    else:
+        text = f"{ours} / {theirs} {MARK[agree]}".rstrip()
+    if narrow and spread:
         text += LINE_BREAK + spread.strip()
     return text, agree
 
 
 def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = False,
-           seeds_below: bool = False) -> Table:
+           narrow: bool = False) -> Table:
     """Table 2 from the stored runs of its grid: per model, group and depth the best m_p
     over the grid beside the paper's. ``wide``: the grid of the recompute at
     ``P.track_d_model_wide`` (:func:`sst_core.experiments.paper1.table2_wide_grid`), whose
-    RNN-family cells are the same runs. ``seeds_below``: each cell's range over seeds on a
-    line of its own (:data:`LINE_BREAK`), for a page's narrow columns. ``data`` has per
+    RNN-family cells are the same runs. ``narrow``: for a page's narrow columns, the model
+    class as a bold row over its models instead of a column, and cells of
+    :func:`_cell_text`'s narrow form (an exact agreement written once, the range over seeds
+    on a line of its own). ``data`` has per
     cell, besides its values, ``never_60`` (its ok runs whose curriculum never passed 60)
     and ``n_ok``."""
     grid = paper1.table2_wide_grid if wide else paper1.table2_grid
@@ -221,7 +228,7 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
                 s = summary.get((m, g, d), {"m_p": "no runs", "m_p_seeds": [], "ok": 0,
                                             "failed": 0, "missing": 0, "best_cell": None})
                 paper = paper_values.TABLE2.get((m, g, d), "missing")
-                text, agree = _cell_text(s, paper, P.track_eval_lengths, seeds_below)
+                text, agree = _cell_text(s, paper, P.track_eval_lengths, narrow)
                 row.append(text)
                 data.append({"model": m, "group": g, "n_layers": d, "status": cell_status(s),
                              "m_p": None if s["m_p"] == "no runs" else s["m_p"],
@@ -236,6 +243,15 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
                              "class_agreement": paper != "missing" and s["m_p"] != "no runs"
                              and m_p_class(s["m_p"]) == m_p_class(paper)})
         rows.append(row)
+    if narrow:  # the class as a bold row over its models instead of a column
+        cols = cols[:1] + cols[2:]
+        grouped: list[list[Any]] = []
+        for row in rows:
+            if not grouped or row[1] != last:
+                last = row[1]
+                grouped.append([f"**{last}**"] + [""] * (len(cols) - 1))
+            grouped.append(row[:1] + row[2:])
+        rows = grouped
     counts = agreement_counts(data)
     note = (f"Agreement with the paper over its {counts['reported']} reported cells computed "
             f"here: {counts['exact']} exactly, {counts['by_class']} by class "
