@@ -137,7 +137,7 @@ for name, value in {
 plt.close("all")
 
 # %% [markdown]
-# ````{table} Ours beside the paper's Table 2: the longest length tracked ($m_p$, token accuracy at least 90%; *fail*: below 90% at 60) by each model on $C_2$, $C_6$ and $S_3$ with one and two layers, trained up to length 60. Each cell reads ours / the paper's, ours the best run of its grid, and below it [lowest–highest] over the seeds of that run's setting where they differ; ✓ agrees (the value is shown once), ≈ one evaluated length apart, ✗ differs, — not reported. The paper's values are its Table 2 as the secondary review and summary report it; reading its ✗ as *fail* (below 90% already at 60) is our interpretation.
+# ````{table} Ours beside the paper's Table 2: the longest length tracked ($m_p$, token accuracy at least 90%; *fail*: below 90% at 60) by each model (under its class, in bold) on $C_2$, $C_6$ and $S_3$ with one and two layers, trained up to length 60. Each cell reads ours / the paper's, ours the best run of its grid, and below it [lowest–highest] over the seeds of that run's setting where they differ; ✓ agrees (the value is shown once), ≈ one evaluated length apart, ✗ differs, — not reported. The paper's values are its Table 2 as the secondary review and summary report it; reading its ✗ as *fail* (below 90% already at 60) is our interpretation.
 # :name: tab-table2
 # ```{glue:md} t2_table
 # :format: myst

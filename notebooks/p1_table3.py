@@ -70,8 +70,9 @@ P = params.from_notebook("p1_table3", globals())  # fails here on a typo or a wr
 # {glue:text}`t3_per_row:d` runs, every combination of the hidden widths
 # {glue:text}`t3_widths`, the learning-rate schedules {glue:text}`t3_schedules`, the
 # learning rates {glue:text}`t3_lrs` and {glue:text}`t3_seeds:d` seeds, against the paper's
-# {glue:text}`t3_paper_runs:d` (its grid as the secondary review reports it). The experiment
-# is one call:
+# {glue:text}`t3_paper_runs:d` (the grid per cell the secondary review reports for the
+# paper's experiments; that each row of its Table 3 has one is our reading). The
+# experiment is one call:
 
 # %%
 records = runs.run_all(paper1.table3_grid(P), desc="Table 3",
