@@ -309,7 +309,7 @@ for name, value in rp.retrain_numbers(noise.data).items():
     glue(f"t2_again_{name}", value, display=False)
 
 # %% [markdown]
-# ````{table} How far one run's $m_p$ moves when the same code trains the same config again (same seed, words and settings, one torch thread), per group and architecture with runs trained again: how many kept their stopping step, the share of them whose $m_p$ stayed, moved one evaluated length or further (fail counts as one below the shortest), the largest move; and, as the yardstick, the same shares over every pair of stored runs of one architecture and setting that differ only in the seed (initialisation and words).
+# ````{table} How far one run's $m_p$ moves when the same code trains the same run again (same seed, words and settings, one thread), per group and architecture with runs trained again: how many kept their stopping step, the share of them whose $m_p$ stayed, moved one evaluated length or further (fail counts as one below the shortest), the largest move; and, as the yardstick, the same shares over every pair of stored runs of one architecture and setting that differ only in the seed (initialisation and words).
 # :name: tab-retrain
 # ```{glue:md} t2_noise_table
 # :format: myst
