@@ -18,12 +18,12 @@
 # g_t = x_1 \cdot x_2 \cdots x_t, \qquad g_t = g_{t-1}\cdot x_t,\quad g_0 = e .
 # $$
 #
-# The state $g_t$ is one of $|G|$ symbols, and every token moves it deterministically, so a
-# model that tracks the state for 60 tokens has learned a finite automaton that should work
-# for any length. Whether it *does* at length 1000 is the subject of Paper 1. This chapter
-# builds the task: the groups as multiplication tables (`sst_core.groups`), the words
-# and their running products (`sst_core.tasks.tracking`), and one measurement that
-# shows why $S_3$ is harder than $C_6$.
+# The state $g_t$ is one of $|G|$ symbols, and every token moves it deterministically. The
+# naive expectation is that a model that tracks the state for 60 tokens has learned this
+# finite automaton and will track it at any length; whether it *does* at length 1000 is
+# the subject of Paper 1. This chapter builds the task: the groups as multiplication
+# tables, the words and their running products, and one measurement that shows why $S_3$
+# is harder than $C_6$.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -49,7 +49,7 @@ P = params.from_notebook("p1_groups", globals())  # fails here on a typo or a wr
 # %% [markdown]
 # ## Groups as multiplication tables
 #
-# `sst_core.groups.get_group` builds $C_n$ (cyclic), $D_n$ (dihedral), $S_n$
+# `get_group` builds $C_n$ (cyclic), $D_n$ (dihedral), $S_n$
 # (symmetric), $A_n$ (alternating) and direct products such as `C2xS3`. A group is its
 # *Cayley table*: `table[a, b]` is the index of $a\cdot b$, and index 0 is the identity.
 # Permutations are composed right to left, $(a\cdot b)(i) = a(b(i))$: apply $b$ first. This
@@ -86,7 +86,7 @@ S3.elements[sr], S3.elements[rs]  # s·r and r·s
 # %% [markdown]
 # ## Words and their running products
 #
-# `sst_core.tasks.tracking.sample` draws words whose tokens are group element indices,
+# `sample` draws words whose tokens are group element indices,
 # uniformly from a vocabulary, and returns the running product at every position. The
 # vocabulary `"generators"` is the identity plus the generators (so parity is not a fixed
 # input); `"all"` is every element. Here is one $S_3$ word:
@@ -116,8 +116,7 @@ glue("gr_word", word_table(S3, tokens[0], states[0]).grid(), display=False)
 # state changes. We also follow the distribution of $g_t$: how many tokens it takes for the
 # state to become uniform, that is, to forget where it started. At this book's scale each
 # group and vocabulary is {glue:text}`gr_n_words:d` words of length
-# {glue:text}`gr_word_length:d`; each is one run of `sst_core.experiments`, stored and
-# read back when the page is built again.
+# {glue:text}`gr_word_length:d`.
 
 # %%
 records = [runs.run(cfg) for cfg in paper1.order_sensitivity_grid(P)]
@@ -155,7 +154,7 @@ for name, value in {"gr_table": measured.grid(), "s3_sr": S3.elements[sr],
 # generators as tokens (right panel), $C_6$ is a lazy random walk on a 6-cycle and mixes
 # slowly, while $S_3$ mixes within a few tokens; with every element as tokens (left panel),
 # one token already makes the state uniform. {numref}`fig-state-distribution` shows the
-# distributions over the generators after two tokens. A model therefore cannot guess the
+# distribution of the state after two tokens, with the generators as tokens. A model therefore cannot guess the
 # state of a long word from its length: it has to track it.
 
 # %% tags=["remove-input"]
@@ -203,9 +202,8 @@ display(widgets.VBox([t_slider, view]))
 # %% [markdown]
 # ## What the later chapters build on this
 #
-# - The training loop samples fresh words every step with
-#   `sst_core.tasks.tracking.sample` and scores the prediction of $g_t$ at every
-#   position.
+# - The training loop samples fresh words every step with `sample` and scores the
+#   prediction of $g_t$ at every position.
 # - The diagnostics group hidden states by the oracle state $g_t$ to form the centroids
 #   $c_g$ and the symbolic subspace $U$ (see {doc}`../book/notation`).
 # - A *state-preserving* word, one whose product is the identity (such as $s^2$ or $r^3$ in
@@ -214,4 +212,8 @@ display(widgets.VBox([t_slider, view]))
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p1_groups", P)
+how_made("p1_groups", P, regenerate=(
+    f"Regenerate: `sst notebooks run --profile {P.name} --only p1_groups`; "
+    f"`sst status --profile {P.name}` counts its records. Code: the groups in "
+    "`sst_core.groups`, the words in `sst_core.tasks.tracking`, the measurement "
+    "in `sst_core.experiments.paper1`."))

@@ -197,6 +197,35 @@ def test_series_styles_differ_for_every_model_phi_and_depth():
     assert plots.series_style({"model": "my_rnn"}, ["my_rnn"]) == other
 
 
+def test_no_series_is_drawn_in_the_guides_grey(drawn):
+    """Every palette colour is a colour, not a grey (the guides' colour): the 90% and
+    training-length lines of the accuracy figures cannot be read as a series."""
+    guide = matplotlib.colors.to_rgb(plots.GUIDE_COLOUR)
+    assert guide[0] == guide[1] == guide[2]  # the guides are grey
+    for colour in plots.PALETTE:
+        hsv = matplotlib.colors.rgb_to_hsv(matplotlib.colors.to_rgb(colour))
+        assert hsv[1] > 0.3, f"{colour} is nearly grey (saturation {hsv[1]:.2f})"
+    fig = drawn["accuracy, Table 2"]
+    for ax in fig.axes:
+        guides = [line for line in ax.get_lines() if line.get_label().startswith("_")]
+        drawn_colours = {matplotlib.colors.to_hex(line.get_color())
+                         for line in ax.get_lines() if not line.get_label().startswith("_")}
+        assert matplotlib.colors.to_hex(plots.GUIDE_COLOUR) not in drawn_colours
+        assert all(matplotlib.colors.to_hex(line.get_color()) ==
+                   matplotlib.colors.to_hex(plots.GUIDE_COLOUR) for line in guides)
+
+
+def test_the_state_distribution_has_a_tick_at_every_state_and_none_between():
+    records = [{"config": {"group": g, "tokens": "generators"},
+                "metrics": {"state_freq": np.full((3, n), 1 / n).tolist()}}
+               for g, n in (("C2", 2), ("S3", 6))]
+    fig = plots.fig_state_distribution(records, 2)
+    for ax, n in zip(fig.axes, (2, 6)):
+        assert list(ax.get_xticks()) == list(range(n))
+        assert [t.get_text() for t in ax.get_xticklabels()] == [str(i) for i in range(n)]
+    plt.close(fig)
+
+
 def test_every_registered_model_and_phi_has_a_papers_name():
     assert set(names.MODEL_NAMES) == set(REGISTRY)
     assert set(names.PHI_NAMES) == set(PHIS)

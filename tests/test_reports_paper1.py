@@ -141,6 +141,9 @@ def test_the_checkpoint_report_counts_how_m_p_moves(tmp_path, P):
     assert (sd["passing_60"], sd["rose"], sd["stayed"], sd["fell"], sd["criterion_met"]) == (2, 1, 1, 0, 1)
     assert (aff["runs"], aff["passing_60"], aff["fell"], aff["criterion_met"]) == (2, 1, 1, 1)
     assert aff["median_m_p"] == {"passed_60": 500, "heldout": 300, "end": 200}
+    # the medians compare the same runs: tanh's second run has no held-out checkpoint and
+    # drops out of all three (over every run that has each, passed 60 would read 100)
+    assert sd["median_m_p"] == {"passed_60": 60, "heldout": 200, "end": 1000}
     json.loads(t.to_json())
 
 
@@ -395,6 +398,8 @@ def test_disagreements_are_the_class_and_the_exact_ones_with_their_evidence(tmp_
         d for d in t.data if d["model"] == "negative_mamba")["reasons"]  # fail -> 100
     row = t.rows[[r[0] for r in t.rows].index("Negative Mamba on C6, L1")]
     assert row[t.columns.index("width: m_p by d_model")] == f"{P.track_d_model}: fail, 128*: 100"
+    never = row[[i for i, c in enumerate(t.columns) if c.startswith("never passed 60")][0]]
+    assert "step cap: " in never and "max_steps" not in never  # the reader's words
     assert "marked * is the pilots'" in t.note
 
 
@@ -704,19 +709,21 @@ def test_the_table2_chapters_numbers_count_the_reports_data():
     from sst_core.reports.paper1 import (disagreement_numbers, pair_names, retrain_numbers,
                                          runs_needed_numbers, table2_numbers)
 
-    def cell(model, group, m_p, paper, agreement, n_runs=3, status="ok"):
+    def cell(model, group, m_p, paper, agreement, n_runs=3, status="ok", never_60=0):
         return {"model": model, "group": group, "m_p": m_p, "paper": paper,
                 "paper_reported": paper != "missing", "n_runs": n_runs, "status": status,
-                "agreement": agreement}
+                "agreement": agreement, "n_ok": n_runs, "never_60": never_60}
 
     data = [cell("tanh_rnn", "S3", 1000, 1000, "agree"),
             cell("tanh_rnn", "C2", 900, 1000, "close"),
             cell("mamba", "S3", 1000, None, "differ"),  # affine on S3 at 1000
-            cell("mamba", "C2", None, None, "agree"),
+            cell("mamba", "C2", None, None, "agree", never_60=3),  # no run learned 60
+            cell("mamba", "C6", None, None, "agree", never_60=2),  # one run did
             cell("linear_attention", "S3", 100, "missing", "not reported"),  # affine, S3
             cell("aussm", "S3", None, 100, "no runs", n_runs=0, status="no runs")]
     assert table2_numbers(data) == {
-        "cells": 4, "agree": 2, "close": 1, "by_class": 3, "class_cells": 4,
+        "cells": 5, "agree": 3, "close": 1, "by_class": 4, "class_cells": 5,
+        "fail_agree": 2, "fail_never_60": 1,
         "state_dependent": 2, "state_dependent_1000": 1, "affine_s3": 2, "affine_s3_1000": 1,
         # the paper's own: both state-dependent cells at 1000; the affine S3 cell it
         # reports (Mamba) fails
@@ -758,6 +765,134 @@ def test_the_table2_chapters_numbers_count_the_reports_data():
 
     assert pair_names(["aussm C2", "mamba3 C6"]) == "AUSSM on C2; Mamba-3 on C6"
     assert pair_names([]) == "none"
+
+
+def test_table3_numbers_say_whether_the_failing_rows_learned_the_training_length():
+    from sst_core.reports.paper1 import table3_numbers
+
+    def row(phi, status, m_p, agreement, never_60, longest, acc, n_ok=3):
+        return {"phi": phi, "status": status, "m_p": m_p, "agreement": agreement,
+                "n_runs": n_ok, "n_ok": n_ok, "never_60": never_60,
+                "longest_trained": longest, "acc_60": acc}
+
+    data = [row("tanh", "ok", 1000, "agree", 0, 60, [0.99, 1.0, 1.0]),
+            row("identity", "fail", None, "agree", 3, 2, [0.19, 0.2, 0.21]),
+            row("sphere", "fail", None, "agree", 2, 60, [0.18, 0.5, 0.85]),  # one learned
+            {**row("min", "missing", None, "no runs", 0, None, [], n_ok=0), "n_runs": 0}]
+    out = table3_numbers(data)
+    assert out == {"rows": 3, "agree": 3, "fail_rows": 2, "fail_never_60": 1,
+                   "fail_longest": 60, "fail_acc_lo": 0.18, "fail_acc_hi": 0.85,
+                   "uniform_guess": 1 / 6}
+    assert table3_numbers(data[:1])["fail_longest"] is None
+
+
+def test_table3_data_keeps_how_far_each_rows_runs_got(tmp_path, P):
+    def run(m_p, passed, longest, acc):
+        def fn(cfg):
+            return {"m_p": m_p, "final_train_length": longest,
+                    "eval": {"60": {"token": acc, "final": acc, "sequence": 0.0}},
+                    "checkpoints": {"passed_60": {"step": 9, "m_p": m_p} if passed else None,
+                                    "heldout": None, "end": {"step": 10, "m_p": m_p}}}
+        return fn
+
+    for i, cfg in enumerate(paper1.table3_grid(P)):
+        if cfg.phi == "tanh":
+            cached_run(cfg, run(1000, True, 60, 1.0), root=tmp_path)
+        elif cfg.phi == "sphere":
+            cached_run(cfg, run(None, False, 2 + 2 * (i % 2), (0.2, 0.25)[i % 2]),
+                       root=tmp_path)
+    data = {d["phi"]: d for d in table3(P, root=tmp_path).data}
+    n = sum(c.phi == "sphere" for c in paper1.table3_grid(P))
+    assert (data["sphere"]["n_ok"], data["sphere"]["never_60"]) == (n, n)
+    assert data["sphere"]["longest_trained"] == 4
+    assert sorted(set(data["sphere"]["acc_60"])) == [0.2, 0.25]
+    assert (data["tanh"]["never_60"], data["tanh"]["longest_trained"]) == (0, 60)
+    assert data["relu"]["n_ok"] == 0 and data["relu"]["longest_trained"] is None
+
+
+def test_the_protocol_table_sets_ours_beside_the_papers(P):
+    from sst_core.reports.paper1 import table2_protocol
+
+    t = table2_protocol(P)
+    by = {d["item"]: d for d in t.data}
+    cfg = paper1.table2_grid(P)[0]
+    assert by["d_model"]["ours"] == {"d_model": P.track_d_model}
+    assert by["d_model"]["paper"] == {"d_model": paper_values.TABLE2_D_MODEL}
+    assert by["words per step (batch)"]["ours"] == {"batch": cfg.batch}
+    assert by["step cap"]["ours"] == {"max_steps": cfg.max_steps}
+    assert by["step cap"]["paper"] == {"max_steps": None}
+    assert by["learning rates"]["ours"] == {"lrs": tuple(P.track_lrs)}
+    assert by["runs per cell"]["ours"]["runs_per_cell"] == (
+        len(P.track_d_states) * len(P.track_schedules) * len(P.track_lrs)
+        * len(P.track_seeds))
+    assert by["runs per cell"]["paper"] == {"runs_per_cell": paper_values.TABLE2_RUNS_PER_CELL}
+    rows = {r[0]: r[1:] for r in t.rows}
+    assert rows["step cap"] == [str(cfg.max_steps), "—"]  # the paper does not say
+    assert rows["curriculum gate"] == [f"{cfg.curriculum_threshold:.0%}", "95%"]
+    assert rows["learning rates"][1] == "0.0001, 0.0005, 0.001"
+    assert rows["learning-rate schedules"] == [", ".join(P.track_schedules), "3, unnamed"]
+    with pytest.raises(ValueError, match="empty"):
+        table2_protocol(P, models=())
+
+
+def test_m_p_read_from_final_position_accuracy(tmp_path, P):
+    from sst_core.reports.paper1 import final_position_m_p, table2_final_reading
+
+    def run(token, final):
+        def fn(cfg):
+            ev = {str(L): {"token": t, "final": f, "sequence": 0.0}
+                  for L, t, f in zip((60, 100, 200), token, final)}
+            return {"m_p": max((L for L, t in zip((60, 100, 200), token) if t >= 0.9),
+                               default=None) if token[0] >= 0.9 else None, "eval": ev}
+        return fn
+
+    rec = {"config": {"pass_threshold": 0.9},
+           "metrics": {"eval": {"60": {"final": 0.95}, "100": {"final": 0.8},
+                                "200": {"final": 0.91}}}}
+    assert final_position_m_p(rec) == 200  # the paper's wording: any length that passes
+    rec["metrics"]["eval"]["60"]["final"] = 0.5
+    assert final_position_m_p(rec) is None
+
+    models = ("tanh_rnn", "mamba")
+    grid = paper1.table2_grid(P, models=models, groups=("S3",))
+    # tanh: token passes to 200, final to 100 (lower); mamba: token fails, final at 60
+    # (higher) in one run; the paper: tanh 1000, mamba fail
+    for cfg in grid:
+        if cfg.model == "tanh_rnn":
+            cached_run(cfg, run((1.0, 0.95, 0.92), (0.99, 0.91, 0.5)), root=tmp_path)
+        elif cfg.seed == P.track_seeds[0] and cfg.lr == P.track_lrs[0]:
+            cached_run(cfg, run((0.5, 0.3, 0.2), (0.93, 0.3, 0.2)), root=tmp_path)
+    out = table2_final_reading(P, root=tmp_path, models=models)
+    assert out == {"cells": 2, "same": 0, "lower": 1, "higher": 1, "reported": 2,
+                   "token_exact": 1, "token_by_class": 1, "final_exact": 0,
+                   "final_by_class": 0}
+
+
+def test_narrow_cells_write_an_agreement_once_and_the_range_below(tmp_path, P):
+    from sst_core.reports.paper1 import LINE_BREAK
+
+    models = ("tanh_rnn", "mamba")
+    grid = paper1.table2_grid(P, models=models, groups=("S3", "C2"))
+    for cfg in grid:
+        if cfg.model == "tanh_rnn":
+            m_p = (1000 if cfg.seed == 0 else 200) if cfg.group == "S3" else 500
+        else:
+            m_p = None if cfg.group == "S3" else (60 if cfg.seed == 0 else None)
+        cached_run(cfg, fake(m_p), root=tmp_path)
+    inline = table2(P, root=tmp_path, models=models)
+    narrow = table2(P, root=tmp_path, models=models, narrow=True)
+    assert inline.rows[0][inline.columns.index("S3 L1")] == "1000 [200–1000] / 1000 ✓"
+    # the class is a bold row over its models, not a column
+    assert narrow.columns == [c for c in inline.columns if c != "class"]
+    assert [r[0] for r in narrow.rows] == ["**state-dependent**", "tanh RNN", "**affine**",
+                                           "Mamba"]
+    assert set(narrow.rows[0][1:]) == {""}
+    col = {c: narrow.columns.index(f"{c} L1") for c in ("S3", "C2")}
+    assert narrow.rows[1][col["S3"]] == f"1000\u00a0✓{LINE_BREAK}[200–1000]"
+    assert narrow.rows[1][col["C2"]] == "500 / 1000\u00a0✗"  # not agreeing: both values
+    assert narrow.rows[3][col["S3"]] == "fail\u00a0✓"  # both fail
+    assert narrow.rows[3][col["C2"]] == f"60 / fail\u00a0≈{LINE_BREAK}[fail–60]"
+    assert narrow.data == inline.data
 
 
 def test_the_architectures_of_table2_are_every_model_with_its_size(P):

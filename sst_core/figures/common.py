@@ -64,8 +64,11 @@ def for_readers(draw: Callable[..., plt.Figure]) -> Callable[..., plt.Figure]:
 # (in the registry's order, Table 2's first) and each phi of Table 3 has an index i; its
 # colour is PALETTE[i % 10], its marker the (i // 10)-th pair of MARKERS, the first for one
 # layer and the second for two. So no two (model or phi, depth) share colour and marker.
+# matplotlib's tab10, its grey replaced by navy: grey is the colour of the guides
+# (GUIDE_COLOUR), which no series may share.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#7f7f7f", "#bcbd22", "#17becf")
+           "#000080", "#bcbd22", "#17becf")
+GUIDE_COLOUR = "0.35"  # the 90% and training-length lines of the accuracy figures
 MARKERS = (("o", "^"), ("s", "v"), ("D", "<"), ("P", ">"))
 SERIES = tuple(MODEL_NAMES) + tuple(f"phi:{p}" for p in PHI_NAMES)
 
@@ -175,13 +178,15 @@ def fig_mixing(records: Sequence[dict[str, Any]]) -> plt.Figure:
 
 @for_readers
 def fig_state_distribution(records: Sequence[dict[str, Any]], t: int) -> plt.Figure:
-    """Distribution of the state g_t after t tokens, one panel per record."""
+    """Distribution of the state g_t after t tokens, one panel per record; a tick at every
+    state index (the states are discrete)."""
     fig, axes = plt.subplots(1, len(records), figsize=(2.6 * len(records), 2.8), squeeze=False,
                              sharey=True, layout="constrained")
     for ax, r in zip(axes[0], records):
         freq = np.asarray(r["metrics"]["state_freq"])  # (L, n_g)
         t_eff = min(max(t, 1), freq.shape[0])
         ax.bar(range(freq.shape[1]), freq[t_eff - 1])
+        ax.set_xticks(range(freq.shape[1]))
         ax.axhline(1 / freq.shape[1], color="k", lw=0.8, ls="--")
         ax.set_title(f"{r['config']['group']} ({r['config']['tokens']}), t = {t_eff}")
         ax.set_xlabel("state index g")
@@ -233,8 +238,8 @@ def _accuracy_lines(ax: plt.Axes, records: Sequence[dict[str, Any]],
                           label=label, **series_style(r["config"], others))
         order = series_index(series_key(r["config"]), others)
         handles.setdefault((f"{order:04d}", r["config"].get("n_layers", 1), label), line)
-    ax.axhline(0.9, color="0.35", lw=0.9)
-    ax.axvline(60, color="0.35", lw=0.8, ls=":")
+    ax.axhline(0.9, color=GUIDE_COLOUR, lw=0.9)
+    ax.axvline(60, color=GUIDE_COLOUR, lw=0.8, ls=":")
     ax.set_ylim(0, 1.02)
     return handles
 
@@ -245,7 +250,8 @@ GUIDES = ("90% accuracy", "training length 60")
 def _guide_handles() -> list[Any]:
     from matplotlib.lines import Line2D
 
-    return [Line2D([], [], color="0.35", lw=0.9), Line2D([], [], color="0.35", lw=0.8, ls=":")]
+    return [Line2D([], [], color=GUIDE_COLOUR, lw=0.9),
+            Line2D([], [], color=GUIDE_COLOUR, lw=0.8, ls=":")]
 
 
 @for_readers
@@ -347,7 +353,7 @@ def _accuracy_rows(mine: list[dict[str, Any]], groups: Sequence[str],
     pairs = {MARKERS[series_index(k, others) // len(PALETTE) % len(MARKERS)]
              for k in {series_key(r["config"]) for r in mine}}
     marks = next(iter(pairs)) if len(pairs) == 1 else ("", "")
-    legend = [(Line2D([], [], color="0.35", lw=1.3, ls=ls, marker=m, ms=4), name)
+    legend = [(Line2D([], [], color=GUIDE_COLOUR, lw=1.3, ls=ls, marker=m, ms=4), name)
               for name, ls, m, shown in (("one layer", "-", marks[0], 1 in depths),
                                          ("two layers" if max(depths) == 2 else
                                           "more layers", "--", marks[1], max(depths) > 1))

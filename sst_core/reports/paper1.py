@@ -7,6 +7,7 @@ Agreement: ``agree`` (same value, or both fail), ``close`` (one evaluated length
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Sequence
 
 from sst_core.experiments import paper1
@@ -99,7 +100,10 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
     The best run of a cell is :func:`sst_core.reports.select.best_per_cell`'s; the seed
     spread is over the seeds of its grid point (d_state, lr, schedule); ``m_p_grid`` is
     every ok run's m_p, ascending (failures first); ``never_60`` counts the ok runs whose
-    curriculum never passed the training length (no ``passed_60`` checkpoint)."""
+    curriculum never passed the training length (no ``passed_60`` checkpoint);
+    ``longest_trained`` is the longest curriculum length any ok run trained at and
+    ``acc_60`` every ok run's token accuracy on held-out words of length 60 (where it was
+    evaluated), in the grid's order."""
     ok, ids, status = group_records(cfgs, lambda c: (c.phi or c.model, c.group, c.n_layers), root)
     records = [rec for runs in ok.values() for _, rec in runs]
     best = best_per_cell(records, _key)
@@ -113,10 +117,13 @@ def summarise(cfgs, root=None) -> tuple[dict, list[str]]:
         else:
             best_cell, seeds, m_p = None, [], "no runs"
         grid = sorted((rec["metrics"]["m_p"] for _, rec in ok.get(key, [])), key=_rank)
-        never = sum(not (rec["metrics"].get("checkpoints") or {}).get("passed_60")
-                    for _, rec in ok.get(key, []))
+        mets = [rec["metrics"] for _, rec in ok.get(key, [])]
+        never = sum(not (m.get("checkpoints") or {}).get("passed_60") for m in mets)
+        trained = [m["final_train_length"] for m in mets if m.get("final_train_length")]
+        acc_60 = [m["eval"]["60"]["token"] for m in mets if "60" in (m.get("eval") or {})]
         out[key] = {"m_p": m_p, "m_p_seeds": seeds, "best_cell": best_cell, "m_p_grid": grid,
-                    "never_60": never, **st}
+                    "never_60": never, "longest_trained": max(trained, default=None),
+                    "acc_60": acc_60, **st}
     return out, ids
 
 
@@ -169,23 +176,45 @@ def best_runs(records) -> list[dict[str, Any]]:
                                                   run_label(r["config"]))).values())
 
 
-def _cell_text(s: dict, paper: Any, lengths) -> tuple[str, str]:
+# what :func:`_cell_text` puts between a cell's values and its range over seeds when
+# ``narrow``: a line break, which a page's table renders and a terminal shows as is
+LINE_BREAK = "<br>"
+
+
+def _cell_text(s: dict, paper: Any, lengths, narrow: bool = False) -> tuple[str, str]:
+    """A Table 2 or 3 cell: ``ours [seed range] / paper's mark``. ``narrow`` (a page's
+    narrow columns): an exact agreement shows the value once (``1000 ✓``: ✓ says the
+    paper's is the same), and the seed range goes on a line of its own."""
     if s["m_p"] == "no runs":
         return f"{cell_status(s)} / {fmt(paper) if paper != 'missing' else '—'}", "no runs"
     agree = agreement(s["m_p"], paper, lengths)
-    ours = fmt(s["m_p"]) + seed_range(s["m_p_seeds"])
+    spread = seed_range(s["m_p_seeds"])
+    ours = fmt(s["m_p"]) + ("" if narrow else spread)
     if s.get("missing"):  # a cell whose grid is not complete yet says so
         done = s.get("ok", 0) + s.get("failed", 0)
         ours += f" ({done} of {done + s['missing']} runs)"
     theirs = fmt(paper) if paper != "missing" else "—"
-    return f"{ours} / {theirs} {MARK[agree]}".rstrip(), agree
+    if narrow:  # the mark kept on its value's line (a no-break space)
+        text = (f"{ours}\u00a0{MARK[agree]}" if agree == "agree" else
+                f"{ours} / {theirs}\u00a0{MARK[agree]}".rstrip())
+    else:
+        text = f"{ours} / {theirs} {MARK[agree]}".rstrip()
+    if narrow and spread:
+        text += LINE_BREAK + spread.strip()
+    return text, agree
 
 
-def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = False) -> Table:
+def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = False,
+           narrow: bool = False) -> Table:
     """Table 2 from the stored runs of its grid: per model, group and depth the best m_p
     over the grid beside the paper's. ``wide``: the grid of the recompute at
     ``P.track_d_model_wide`` (:func:`sst_core.experiments.paper1.table2_wide_grid`), whose
-    RNN-family cells are the same runs."""
+    RNN-family cells are the same runs. ``narrow``: for a page's narrow columns, the model
+    class as a bold row over its models instead of a column, and cells of
+    :func:`_cell_text`'s narrow form (an exact agreement written once, the range over seeds
+    on a line of its own). ``data`` has per
+    cell, besides its values, ``never_60`` (its ok runs whose curriculum never passed 60)
+    and ``n_ok``."""
     grid = paper1.table2_wide_grid if wide else paper1.table2_grid
     cfgs = grid(P, models=models)
     summary, ids = summarise(cfgs, root)
@@ -199,13 +228,13 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
                 s = summary.get((m, g, d), {"m_p": "no runs", "m_p_seeds": [], "ok": 0,
                                             "failed": 0, "missing": 0, "best_cell": None})
                 paper = paper_values.TABLE2.get((m, g, d), "missing")
-                text, agree = _cell_text(s, paper, P.track_eval_lengths)
+                text, agree = _cell_text(s, paper, P.track_eval_lengths, narrow)
                 row.append(text)
                 data.append({"model": m, "group": g, "n_layers": d, "status": cell_status(s),
                              "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                              "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
                              "n_failed": s["failed"], "n_missing": s["missing"],
-                             "best_cell": dict(zip(("d_state", "lr", "schedule"),
+                             "n_ok": s["ok"], "best_cell": dict(zip(("d_state", "lr", "schedule"),
                                                    s["best_cell"])) if s["best_cell"] else None,
                              "grid": grid_spread(s.get("m_p_grid", [])),
                              "never_60": s.get("never_60", 0),
@@ -214,6 +243,15 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
                              "class_agreement": paper != "missing" and s["m_p"] != "no runs"
                              and m_p_class(s["m_p"]) == m_p_class(paper)})
         rows.append(row)
+    if narrow:  # the class as a bold row over its models instead of a column
+        cols = cols[:1] + cols[2:]
+        grouped: list[list[Any]] = []
+        for row in rows:
+            if not grouped or row[1] != last:
+                last = row[1]
+                grouped.append([f"**{last}**"] + [""] * (len(cols) - 1))
+            grouped.append(row[:1] + row[2:])
+        rows = grouped
     counts = agreement_counts(data)
     note = (f"Agreement with the paper over its {counts['reported']} reported cells computed "
             f"here: {counts['exact']} exactly, {counts['by_class']} by class "
@@ -228,6 +266,11 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
 
 
 def table3(P: Profile, root=None) -> Table:
+    """Table 3 from the stored runs of its grid: per phi the best m_p on S3 with one layer
+    beside the paper's. ``data`` has per row, besides its values, ``n_ok``, ``never_60``
+    (ok runs whose curriculum never passed 60), ``longest_trained`` (the longest
+    curriculum length any ok run trained at) and ``acc_60`` (every ok run's token
+    accuracy at 60)."""
     from sst_core.models.registry import PHIS
 
     summary, ids = summarise(paper1.table3_grid(P), root)
@@ -247,6 +290,9 @@ def table3(P: Profile, root=None) -> Table:
         data.append({"phi": phi, "status": cell_status(s),
                      "m_p": None if s["m_p"] == "no runs" else s["m_p"],
                      "m_p_seeds": s["m_p_seeds"], "n_runs": s["ok"] + s["failed"],
+                     "n_ok": s["ok"], "never_60": s.get("never_60", 0),
+                     "longest_trained": s.get("longest_trained"),
+                     "acc_60": s.get("acc_60", []),
                      "paper": None if paper == "missing" else paper,
                      "paper_reported": paper != "missing", "agreement": agree})
     note = ("h = φ(W_h h + W_x e(x) + b) on S3 with one layer; best m_p over the grid; "
@@ -255,12 +301,116 @@ def table3(P: Profile, root=None) -> Table:
     return Table("Table 3: the nonlinearity decides, not the family", cols, rows, note, ids, data)
 
 
+def table2_protocol(P: Profile, models=paper1.TABLE2_MODELS) -> Table:
+    """Our Table 2 protocol beside the paper's as far as it is known
+    (:data:`sst_core.spec.paper_values.TABLE2_PROTOCOL`; "—" where its sources do not say):
+    ours from the first config of Table 2's grid (every run shares these settings) and the
+    profile's grid axes. ``data``: one entry per row, ``item``, ``ours`` and ``paper``
+    typed (None: not said)."""
+    grid = paper1.table2_grid(P, models=models)
+    if not grid:
+        raise ValueError(f"table2_protocol: Table 2's grid under profile {P.name!r} with "
+                         f"models {list(models)} is empty")
+    cfg, paper = grid[0], paper_values.TABLE2_PROTOCOL
+    per_cell = max(Counter((c.model, c.group, c.n_layers) for c in grid).values())
+
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x:.0%}"
+
+    def num(x: Any) -> str:
+        if x is None:
+            return "—"
+        return ", ".join(f"{v:g}" for v in x) if isinstance(x, tuple) else f"{x:g}"
+
+    ours = {"d_model": P.track_d_model, "batch": cfg.batch, "weight_decay": cfg.weight_decay,
+            "curriculum_start": cfg.curriculum_start, "curriculum_max": cfg.curriculum_max,
+            "curriculum_threshold": cfg.curriculum_threshold,
+            "curriculum_patience": cfg.curriculum_patience,
+            "steps_per_epoch": cfg.steps_per_epoch, "max_steps": cfg.max_steps,
+            "eval_samples": cfg.eval_samples, "d_states": tuple(P.track_d_states),
+            "post_steps": cfg.post_steps, "lrs": tuple(P.track_lrs),
+            "schedules": tuple(P.track_schedules),
+            "seeds": len(P.track_seeds), "runs_per_cell": per_cell}
+    rows_spec = [  # (row, keys, how a side shows them)
+        ("d_model", ("d_model",), lambda v: num(v["d_model"])),
+        ("words per step (batch)", ("batch",), lambda v: num(v["batch"])),
+        ("AdamW weight decay", ("weight_decay",), lambda v: num(v["weight_decay"])),
+        ("curriculum lengths", ("curriculum_start", "curriculum_max"),
+         lambda v: f"{num(v['curriculum_start'])} doubling to {num(v['curriculum_max'])}"),
+        ("curriculum gate", ("curriculum_threshold",),
+         lambda v: pct(v["curriculum_threshold"])),
+        ("epochs at the gate", ("curriculum_patience",),
+         lambda v: num(v["curriculum_patience"])),
+        ("steps per epoch", ("steps_per_epoch",), lambda v: num(v["steps_per_epoch"])),
+        ("step cap", ("max_steps",), lambda v: num(v["max_steps"])),
+        ("steps after passing 60, at most", ("post_steps",), lambda v: num(v["post_steps"])),
+        ("held-out words per length", ("eval_samples",), lambda v: num(v["eval_samples"])),
+        ("state sizes (SSMs' N)", ("d_states",), lambda v: num(v["d_states"])),
+        ("learning rates", ("lrs",), lambda v: num(v["lrs"])),
+        ("learning-rate schedules", ("schedules",),
+         lambda v: (", ".join(v["schedules"]) if isinstance(v["schedules"], tuple)
+                    else f"{v['schedules']}, unnamed")),
+        ("seeds", ("seeds",), lambda v: num(v["seeds"])),
+        ("runs per cell", ("runs_per_cell",), lambda v: num(v["runs_per_cell"]))]
+    rows, data = [], []
+    for name, keys, show in rows_spec:
+        rows.append([name, show(ours), show(paper)])
+        data.append({"item": name, "ours": {k: ours[k] for k in keys},
+                     "paper": {k: paper[k] for k in keys}})
+    note = (f"Ours: profile {P.name}; the paper's: "
+            f"{paper_values.SOURCES['TABLE2_PROTOCOL']}; — where it does not say. Our RNNs "
+            f"use their own widths ({num(tuple(P.track_rnn_widths))}) as the state size.")
+    return Table("Table 2's protocol, ours and the paper's", ["", "ours", "the paper's"],
+                 rows, note, [], data)
+
+
+def final_position_m_p(record: dict[str, Any]) -> int | None:
+    """A run's m_p read from final-position accuracy (the prediction at the last token of
+    each held-out word) instead of token accuracy (the mean over every position): the
+    largest evaluated length where it is at least the run's pass threshold, at the same
+    checkpoint as the record's m_p."""
+    from sst_core.training.tracking import max_passing_length
+
+    ev = record["metrics"]["eval"]
+    return max_passing_length({int(L): v["final"] for L, v in ev.items()},
+                              record["config"]["pass_threshold"])
+
+
+def table2_final_reading(P: Profile, root=None, models=paper1.TABLE2_MODELS
+                         ) -> dict[str, int]:
+    """Table 2 read from final-position accuracy (:func:`final_position_m_p`): per cell the
+    best such m_p over its grid, against the table's best (token accuracy). Counts over
+    the ``cells`` with ok runs: the best is the ``same``, ``lower`` or ``higher``; over the
+    ``reported`` cells the paper reports: how many agree with it ``exact``-ly and
+    ``by_class`` (:func:`m_p_class`) with each reading (``token_*``, ``final_*``)."""
+    cfgs = paper1.table2_grid(P, models=models)
+    ok, _, _ = group_records(cfgs, lambda c: (c.model, c.group, c.n_layers), root)
+    out = dict.fromkeys(("cells", "same", "lower", "higher", "reported", "token_exact",
+                         "token_by_class", "final_exact", "final_by_class"), 0)
+    for key, runs in ok.items():
+        if not runs:
+            continue
+        token = max((rec["metrics"]["m_p"] for _, rec in runs), key=_rank)
+        final = max((final_position_m_p(rec) for _, rec in runs), key=_rank)
+        out["cells"] += 1
+        out["same" if final == token else
+            "lower" if _rank(final) < _rank(token) else "higher"] += 1
+        if key in paper_values.TABLE2:
+            paper = paper_values.TABLE2[key]
+            out["reported"] += 1
+            for name, m_p in (("token", token), ("final", final)):
+                out[f"{name}_exact"] += m_p == paper
+                out[f"{name}_by_class"] += m_p_class(m_p) == m_p_class(paper)
+    return out
+
+
 def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
     """How m_p moves with the stopping point: every Table 2 run's m_p when the curriculum
     first passes 60, at the held-out criterion and at the end of the budget
     (:mod:`sst_core.training.protocol`), counted per class of model and per model: runs
-    whose m_p rose, stayed or fell from ``passed_60`` to ``end``. A row of a class has
-    ``model`` None."""
+    whose m_p rose, stayed or fell from ``passed_60`` to ``end``, and the median m_p at each
+    checkpoint over the same runs: those with all three (the runs that met the criterion;
+    a run without one drops out of every median). A row of a class has ``model`` None."""
     cfgs = paper1.table2_grid(P, models=models)
     ok, ids, _ = group_records(cfgs, lambda c: c.model, root)
     cols = ["class / model", "runs passing 60", "m_p rose", "stayed", "fell",
@@ -276,8 +426,8 @@ def table2_checkpoints(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Ta
             a, b = _rank(cp["passed_60"]["m_p"]), _rank(cp["end"]["m_p"])
             moves["rose" if b > a else "fell" if b < a else "stayed"] += 1
             met += cp["heldout"] is not None
-            for k in at:
-                if cp.get(k):
+            if all(cp.get(k) for k in at):  # the medians compare the same runs
+                for k in at:
                     at[k].append(_rank(cp[k]["m_p"]))
         med = {k: (sorted(v)[len(v) // 2] if v else None) for k, v in at.items()}
         row = [len(passing), moves["rose"], moves["stayed"], moves["fell"], met,
@@ -874,11 +1024,15 @@ def cell_evidence(m_p: int | None, paper: int | None, runs: Sequence[dict[str, A
             "grid": grid_evidence(grid, paper)}
 
 
+# how a run ended (its record's ``stopped_as``) in a table's words
+STOP_NAMES = {"max_steps": "step cap", "budget": "budget", "plateau": "plateau"}
+
+
 def _evidence_cells(rules: dict[str, dict[str, Any]]) -> list[str]:
     """The measurement columns of a row of :func:`table2_disagreements`."""
     n6, w, s, n, g = (rules[k] for k in EVIDENCE_RULES)
     at = ", ".join(f"{fmt(k) if k is not None else '—'}: {v}" for k, v in n6["final_train_length"])
-    why = ", ".join(f"{k}: {v}" for k, v in n6["stopped_as"])
+    why = ", ".join(f"{STOP_NAMES.get(k, k)}: {v}" for k, v in n6["stopped_as"])
     return [f"{n6['never']} of {n6['n']}" + (f" (at {at}; {why})" if n6["never"] else ""),
             ", ".join(f"{d}{'*' if d in w.get('pilot', ()) else ''}: {fmt(v)}"
                       for d, v in w["m_p"]) if w["covered"] else "not covered",
@@ -955,8 +1109,8 @@ def table2_disagreements(P: Profile, root=None) -> Table:
             "the value does, and how many evaluated lengths apart ('fail' one below 60). "
             "A reason is named only where its measurement says so: never passed 60, at least "
             f"{NEVER_60_SHARE:.0%} of the cell's runs never passed length 60 in training (the "
-            "cell below the paper's; where their curricula stopped and why: step cap "
-            "max_steps or budget); width, the width ablation (one layer, "
+            "cell below the paper's; where their curricula stopped and why: the step cap "
+            "or the budget); width, the width ablation (one layer, "
             f"{', '.join(map(str, P.width_d_models))}; a width marked * is the pilots' "
             "(`sst report pilots_60`: the cell's first state size, schedule and learning "
             "rate, every seed), the only width measurement of a two-layer cell) moves m_p "
@@ -1103,7 +1257,9 @@ def table2_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
     (``state_dependent_1000``); the affine cells on S3 with runs (``affine_s3``) and those
     that reach 1000 (``affine_s3_1000``); and of those cells, the ones the paper reports
     (``paper_state_dependent``, ``paper_affine_s3``) and how many reach 1000 in its table
-    (``paper_state_dependent_1000``, ``paper_affine_s3_1000``)."""
+    (``paper_state_dependent_1000``, ``paper_affine_s3_1000``); the cells that agree
+    because both fail (``fail_agree``) and of them those none of whose ok runs passed 60
+    (``fail_never_60``: a failure to learn the training length)."""
     reported = [d for d in data if d["paper_reported"] and d["n_runs"]]
     counts = agreement_counts(data)
     state_dep = [d for d in data if not expected_affine(d["model"]) and d["n_runs"]]
@@ -1111,7 +1267,11 @@ def table2_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
                  if expected_affine(d["model"]) and d["group"] == "S3" and d["n_runs"]]
     paper_sd = [d for d in state_dep if d["paper_reported"]]
     paper_s3 = [d for d in affine_s3 if d["paper_reported"]]
-    return {"cells": len(reported), "agree": sum(d["agreement"] == "agree" for d in reported),
+    fail_agree = [d for d in reported if d["agreement"] == "agree" and d["m_p"] is None]
+    return {"cells": len(reported),
+            "fail_agree": len(fail_agree),
+            "fail_never_60": sum(0 < d.get("n_ok", 0) == d.get("never_60", 0)
+                                 for d in fail_agree), "agree": sum(d["agreement"] == "agree" for d in reported),
             "paper_state_dependent": len(paper_sd),
             "paper_state_dependent_1000": sum(d["paper"] == 1000 for d in paper_sd),
             "paper_affine_s3": len(paper_s3),
@@ -1122,6 +1282,27 @@ def table2_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
             "state_dependent_1000": sum(d["m_p"] == 1000 for d in state_dep),
             "affine_s3": len(affine_s3),
             "affine_s3_1000": sum(d["m_p"] == 1000 for d in affine_s3)}
+
+
+def table3_numbers(data: Sequence[dict[str, Any]], group: str = "S3") -> dict[str, Any]:
+    """Table 3 (:func:`table3`'s ``data``) in numbers: the ``rows`` with runs and those that
+    ``agree``; the rows whose best run fails (``fail_rows``), of them those none of whose
+    ok runs passed 60 (``fail_never_60``), the longest curriculum length any of their runs
+    trained at (``fail_longest``, None without one) and the lowest and highest token
+    accuracy at 60 over their runs (``fail_acc_lo``, ``fail_acc_hi``); and the accuracy
+    of a uniform guess over ``group``'s states (``uniform_guess``)."""
+    from sst_core.groups import get_group
+
+    rows = [d for d in data if d["n_runs"]]
+    fails = [d for d in rows if d["status"] == "fail"]
+    acc = [a for d in fails for a in d.get("acc_60", [])]
+    longest = [d["longest_trained"] for d in fails if d.get("longest_trained")]
+    return {"rows": len(rows), "agree": sum(d["agreement"] == "agree" for d in rows),
+            "fail_rows": len(fails),
+            "fail_never_60": sum(0 < d.get("n_ok", 0) == d.get("never_60", 0) for d in fails),
+            "fail_longest": max(longest, default=None),
+            "fail_acc_lo": min(acc, default=None), "fail_acc_hi": max(acc, default=None),
+            "uniform_guess": 1 / get_group(group).order}
 
 
 def disagreement_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:

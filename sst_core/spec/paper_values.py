@@ -32,6 +32,16 @@ for _model, _rows in _T2.items():
 # learning rates x 3 schedulers x 3 seeds per cell.
 TABLE2_D_MODEL = 698
 TABLE2_RUNS_PER_CELL = 81
+# The rest of that protocol (reference 6.4), named as TrackingConfig's fields and the
+# profile's grid axes (sst_core.reports.paper1.table2_protocol); None where the sources do
+# not say. The three schedulers are unnamed: only their number is known.
+TABLE2_PROTOCOL: dict[str, object] = {
+    "d_model": TABLE2_D_MODEL, "batch": 256, "weight_decay": 0.01,
+    "curriculum_start": 2, "curriculum_max": 60, "curriculum_threshold": 0.95,
+    "curriculum_patience": 5, "steps_per_epoch": None, "max_steps": None, "post_steps": None,
+    "eval_samples": None, "d_states": (32, 64, 128), "lrs": (1e-4, 5e-4, 1e-3),
+    "schedules": 3, "seeds": 3, "runs_per_cell": TABLE2_RUNS_PER_CELL,
+}
 
 # Paper 1, Table 3: m_p on S3 with one layer, h = phi(W_h h + W_x e(x) + b). Source: Summary.
 TABLE3: dict[str, int | None] = {
@@ -101,6 +111,8 @@ SOURCES = {
     "TABLE3": "arXiv 2605.07755 Table 3, via the secondary Summary (reference 8.2)",
     "TABLE2_D_MODEL": "arXiv 2605.07755 Appendix C ('parameter-budget matched'), reference 6.4",
     "TABLE2_RUNS_PER_CELL": "arXiv 2605.07755 Appendix C, Table 4 (grouping presumed), reference 6.4",
+    "TABLE2_PROTOCOL": "arXiv 2605.07755's training recipe and Appendix C, Table 4, via the "
+                       "secondary Review (reference 6.4, unverified)",
     "FIGURE2_MODES": "arXiv 2605.07755 Figure 2 and its text, via the reference's results "
                      "table and failure-mode table",
     "FIGURE4": "arXiv 2605.07755 Figure 4 and its text, via the reference's results table",
