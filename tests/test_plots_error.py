@@ -176,3 +176,49 @@ def test_the_theory_figures_draw_their_small_examples():
     curve, threshold, predicted = drift.axes[0].get_lines()
     assert list(threshold.get_ydata()) == [1.0, 1.0] and list(predicted.get_xdata()) == [24.5, 24.5]
     plt.close("all")
+
+
+def test_figure2_titles_carry_the_modes_the_report_gives():
+    recs = [record("mamba", True), record("tanh_rnn", False, m_p=300, T_cross=None)]
+    fig = plots_error.fig_q_trajectories(recs, modes=["climb", "none"])
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["Mamba: climb", "tanh RNN: none"]
+    assert plots_error.fig_q_trajectories(recs).axes[0].get_title() == "Mamba"
+    with pytest.raises(ValueError, match="one each"):
+        plots_error.fig_q_trajectories(recs, modes=["climb"])
+    plt.close("all")
+
+
+def test_figure1_draws_the_state_dependent_models_on_top_and_thicker():
+    recs = [record("tanh_rnn", False), record("mamba", True)]
+    ax = plots_error.fig_recovery(recs).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    sd, af = lines["tanh RNN"], lines["Mamba"]
+    assert sd.get_zorder() > af.get_zorder() and sd.get_linewidth() > af.get_linewidth()
+    assert sd.get_linestyle() == "-" and af.get_linestyle() == "--"
+    plt.close("all")
+
+
+def test_figure4_spreads_m_p_sideways_and_reads_q_on_a_log_axis():
+    recs = [record("mamba", True, m_p=200, T_cross=100 + i) for i in range(20)]
+    stats = {"r": 0.5, "n": 20, "q_median": 0.4, "q_lo": 0.3, "q_hi": 0.5}
+    fig = plots_error.fig_tcross_vs_mp(recs, stats)
+    ax, bx = fig.axes[:2]
+    x = ax.collections[0].get_offsets()[:, 0]  # (20,) m_p after the shift
+    assert np.all(x >= 200 / (1 + plots_error.MP_JITTER) - 1e-9)
+    assert np.all(x <= 200 * (1 + plots_error.MP_JITTER) + 1e-9)
+    assert len(set(np.round(x, 6))) == 20  # no two points on one spot
+    assert np.array_equal(x, plots_error.fig_tcross_vs_mp(recs, stats).axes[0]
+                          .collections[0].get_offsets()[:, 0])  # the same every build
+    assert bx.get_xscale() == "log"
+    bad = [record("mamba", True, m_p=200, T_cross=100)]
+    bad[0]["metrics"]["q_at_m_p"] = 0.0
+    with pytest.raises(ValueError, match="q at m_p must be > 0"):
+        plots_error.fig_tcross_vs_mp(bad, stats)
+    plt.close("all")
+
+
+def test_corollary1_drift_figure_labels_its_axes():
+    fig = plots_error.fig_corollary1_drift(np.linspace(0, 2, 30), 1.0, 15.0)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "t" and "e_U" in ax.get_ylabel()
+    plt.close("all")
