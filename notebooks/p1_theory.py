@@ -269,7 +269,7 @@ for name, value in {
         **{f"th1_cor_{k}": v for k, v in
            reports.corollary1_numbers(cor_table.data).items()},
         "th1_cor_from": reports.COROLLARY1_FROM,
-        "th1_d_model": P.track_d_model, "th1_words": P.diag_samples,
+        "th1_d_model": P.track_d_model,
         "th1_n_words": P.diag_n_preserving}.items():
     glue(name, value, display=False)
 
@@ -295,8 +295,8 @@ for name, value in {
 # identity on $U$ does not keep the state through $s$. A state-dependent model can have
 # both a small return residual and a gain below one. Linear attention's transition is the
 # identity by construction, so its deviation is exactly zero whatever it learned. With one
-# layer its $\dim U$ is {glue:text}`th1_linear_attention_dim_U:d`, below $|G| - 1 = 5$: its state is the
-# sum of one vector per token read (the transition is the identity and the layer's input
+# layer its $\dim U$ is {glue:text}`th1_linear_attention_dim_U:d`, below $|G| - 1 = 5$:
+# its state is the sum of one vector per token read (the transition is the identity and the layer's input
 # is the token's embedding alone), so it depends only on how many times each of the three
 # tokens occurs; at a fixed $t$ those counts have two degrees of freedom, the states lie in
 # a plane, and so do the centroids. The same makes a one-layer linear attention blind to

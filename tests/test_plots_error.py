@@ -105,9 +105,14 @@ def test_figure3_table_compares_q_U_with_q_U_perp_with_and_without_the_readout()
         assert a["times_q_U_below_identity"] == (later.size, later.size)
         assert b["t"] == 60 and b["q_U_below_identity"] is None
         assert b["times_q_U_below_identity"] is None and table.rows[1][-1] == "—"
-        readout, identity = table.split(2, 8)
+        # q_U >= q_U_perp from t = 50 on through W_out (the first stored time >= 50);
+        # without the readout never
+        assert a["overtaken_from"] == int(later[later >= 50][0])
+        assert a["overtaken_from_identity"] is None and b["overtaken_from_identity"] is None
+        readout, identity = table.split(2, 9)
         assert identity.columns[:2] == ["model", "t"] and "W = I" in identity.columns[2]
-        assert readout.rows[0][-1] == f"{a['times_q_U_below'][0]} of {later.size}"
+        assert readout.rows[0][-2] == f"{a['times_q_U_below'][0]} of {later.size}"
+        assert readout.rows[0][-1] == str(a["overtaken_from"])
 
 
 def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
@@ -222,3 +227,15 @@ def test_corollary1_drift_figure_labels_its_axes():
     ax = fig.axes[0]
     assert ax.get_xlabel() == "t" and "e_U" in ax.get_ylabel()
     plt.close("all")
+
+
+def test_overtaken_from_reads_when_q_U_stays_above_q_U_perp():
+    def m(qu, qp):
+        return {"q_U": [0.0] + qu, "q_U_perp": [0.0] + qp}  # t = 1: zero spread
+
+    assert ec.overtaken_from(m([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])) == 2  # from the start
+    assert ec.overtaken_from(m([0.5, 2.0, 0.5, 2.0], [1.0] * 4)) == 5  # for good at t = 5
+    assert ec.overtaken_from(m([2.0, 0.5], [1.0, 1.0])) is None  # below at the end
+    assert ec.overtaken_from(m([1.0], [1.0])) == 2  # equal counts as not below
+    assert ec.overtaken_from({"q_U": [0.0, 1.0]}) is None  # no curve outside U
+    assert ec.overtaken_from(m([2.0], [1.0]), "_identity") is None

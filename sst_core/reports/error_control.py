@@ -118,6 +118,26 @@ def times_q_U_below(metrics: dict[str, Any], suffix: str = "") -> tuple[int, int
     return int(np.sum(qu[later] < qp[later])), int(np.sum(later))
 
 
+def overtaken_from(metrics: dict[str, Any], suffix: str = "") -> int | None:
+    """The stored time from which the spread inside U stays at or above the spread outside
+    it (``q_U{suffix} >= q_U_perp{suffix}`` at that and every later stored time ``t >= 2``;
+    suffix as in :func:`times_q_U_below`): 2 where it is so from the start; None where
+    q_U is below at the last stored time, or the record lacks the curves."""
+    from sst_core.store.codec import stored_curve
+
+    ku, kp = f"q_U{suffix}", f"q_U_perp{suffix}"
+    if ku not in metrics or kp not in metrics:
+        return None
+    t, qu = stored_curve(metrics, ku)  # (n_t,) each
+    qp = np.asarray(stored_curve(metrics, kp)[1], dtype=float)
+    later = np.asarray(t) >= 2
+    t, below = np.asarray(t)[later], (np.asarray(qu, dtype=float) < qp)[later]
+    if below.size == 0 or below[-1]:
+        return None
+    hit = np.flatnonzero(below)
+    return int(t[0] if hit.size == 0 else t[hit[-1] + 1])
+
+
 def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the diagnostics chapter reads off Figures 1 and 2 for the best run per model
     (:func:`best_per_model`): ``recovery_sd_max`` and ``recovery_affine_min``, the largest
@@ -297,11 +317,13 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
     comparing the two says little about decoding), and at how many stored times q_U is
     below q_U_perp (:func:`times_q_U_below`); then q_U and q_U_perp without the readout
     (``W = I``, the bottom row of Figure 3), the same comparison at m_p and over the stored
-    times. ``split(2, 8)`` gives the two views as two tables."""
+    times, and from which stored time q_U stays at or above q_U_perp
+    (:func:`overtaken_from`). ``split(2, 9)`` gives the two views as two tables."""
     at = split_at_m_p(records)
     cols = ["model", "t", "q", "q_U", "q_U⊥", "q_U below q_U⊥", "both above q",
-            "times with q_U below q_U⊥", "q_U (W = I)", "q_U⊥ (W = I)",
-            "q_U below q_U⊥ (W = I)", "times with q_U below q_U⊥ (W = I)"]
+            "times with q_U below q_U⊥", "q_U ≥ q_U⊥ from t", "q_U (W = I)",
+            "q_U⊥ (W = I)", "q_U below q_U⊥ (W = I)", "times with q_U below q_U⊥ (W = I)",
+            "q_U ≥ q_U⊥ from t (W = I)"]
 
     def count(c: tuple[int, int] | None) -> str:
         return "—" if c is None else f"{c[0]} of {c[1]}"
@@ -316,18 +338,23 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
                    if "q_U_identity" in a and "q_U_perp_identity" in a else None)
         times = times_q_U_below(r["metrics"])
         times_i = times_q_U_below(r["metrics"], "_identity")
+        over, over_i = overtaken_from(r["metrics"]), overtaken_from(r["metrics"], "_identity")
         rows.append([label_name(architecture(r)), a["t"], format_value(a["q"]),
                      format_value(a["q_U"]), format_value(a["q_U_perp"]),
                      "yes" if below else "no", "yes" if both else "no", count(times),
-                     format_value(a.get("q_U_identity")),
+                     format_value(over), format_value(a.get("q_U_identity")),
                      format_value(a.get("q_U_perp_identity")),
-                     "—" if below_i is None else ("yes" if below_i else "no"), count(times_i)])
+                     "—" if below_i is None else ("yes" if below_i else "no"), count(times_i),
+                     format_value(over_i)])
         data.append({"model": model, "is_affine": r["metrics"]["is_affine"], **a,
                      "q_U_below": below, "both_above_q": both, "times_q_U_below": times,
-                     "q_U_below_identity": below_i, "times_q_U_below_identity": times_i})
+                     "q_U_below_identity": below_i, "times_q_U_below_identity": times_i,
+                     "overtaken_from": over, "overtaken_from_identity": over_i})
     note = ("At t = m_p (at the training length 60 for a model that fails there; at most the "
             "rollout), through W_out and without it (W = I); times: the stored times t >= 2 "
-            "at which q_U < q_U_perp, of all stored times t >= 2.")
+            "at which q_U < q_U_perp, of all stored times t >= 2; from t: the stored time "
+            "from which q_U >= q_U_perp to the end of the rollout ('—': q_U is below at "
+            "the end).")
     return Table("Figure 3's ratios at m_p", cols, rows, note, [r["run_id"] for r in records],
                  data)
 
