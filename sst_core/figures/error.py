@@ -130,7 +130,7 @@ def fig_q_split(records: Sequence[dict[str, Any]]) -> plt.Figure:
                 ax.axvline(m["m_p"], color="k", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(textwrap.fill(_label(r), 18) + f"\n{what}", fontsize="medium")
+            ax.set_title(textwrap.fill(_label(r), 16) + f"\n{what}", fontsize="medium")
             ax.set_xlabel("t")
         axes[0][j].set_ylabel("q_U, q_U_perp" if j == 0 else "")
     key = [(Line2D([], [], color="C3", lw=1.3), "$q_U$ (inside U)"),
@@ -204,7 +204,7 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
     bx.axvline(PAPER["q_median"], color="k", lw=1.0, ls="--",
                label=f"paper: {PAPER['q_median']} [{PAPER['q_lo']}, {PAPER['q_hi']}]")
     bx.axvspan(PAPER["q_lo"], PAPER["q_hi"], facecolor="none", edgecolor="k", hatch="//",
-               lw=0.0, alpha=0.5, label="paper's 95%")
+               lw=0.0, alpha=0.5, zorder=3, label="paper's 95%")
     bx.set_xlabel("q at m_p")
     bx.set_ylabel("runs")
     bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
