@@ -146,9 +146,9 @@ plt.close("all")
 # %% [markdown]
 # At this book's scale {glue:text}`dg_runs:d` trained models are analysed
 # ($d_{\text{model}}$ = {glue:text}`dg_d_model:d`; the statistics over
-# {glue:text}`dg_samples:d` test words of length {glue:text}`dg_rollout:d`); the grid has
-# {glue:text}`dg_runs_failed:d` more, a run that did not finish training (its loss diverged):
-# {glue:text}`dg_runs_failed_models`. The hidden
+# {glue:text}`dg_samples:,d` test words of length {glue:text}`dg_rollout:,d`). The grid
+# holds {glue:text}`dg_runs_failed:d` more ({glue:text}`dg_runs_failed_models`) whose
+# training diverged; it is not analysed. The hidden
 # states of {glue:text}`dg_overflow_n:d` of these models overflow within the rollout, at the
 # times {numref}`tab-overflow` gives; from then on their $R$, $M$ and $q$ are undefined. The
 # figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does;
@@ -202,8 +202,8 @@ plt.close("all")
 # **Verdict.** Two of the paper's three claims reproduce: in a random direction no
 # state-dependent model keeps more than {glue:text}`dg_rec_sd_random_max:.2g` of the initial
 # error, and the token-gated RNN amplifies an error along $U$ to
-# {glue:text}`dg_rec_amplifier_U_lo:.2g` to {glue:text}`dg_rec_amplifier_U_hi:.2g` times its
-# size. The third does not: the affine models are not neutral along $U$.
+# {glue:text}`dg_rec_amplifier_U_lo:,.0f` to {glue:text}`dg_rec_amplifier_U_hi:,.0f` times
+# its size. The third does not: the affine models are not neutral along $U$.
 # {glue:text}`dg_rec_affine_below:d` of the {glue:text}`dg_rec_affine_n:d` affine models end
 # with less than half of the initial error inside $U$, shrunk by a factor of
 # {glue:text}`dg_rec_factor_lo:.2g` to {glue:text}`dg_rec_factor_hi:.3g`
@@ -221,7 +221,7 @@ plt.close("all")
 # high from the start, "$q(0)$ already at or above the threshold") and **climb** (Negative
 # Mamba, token-gated RNN: $q$ starts low, grows roughly linearly as drift accumulates in $U$
 # and crosses at $T_{\text{cross}}$). We label each curve of {numref}`fig-q-trajectories` by
-# that wording, with a rule fixed before reading the curves: the start is
+# that wording, with a rule taken from the wording alone: the start is
 # $t$ = {glue:text}`dg_modes_start_t:d`, since $q(1) = 0$ for every model (after one token
 # the state is a function of that token alone); a curve *saturates* when
 # $q(2) \ge \tau = 1/2$, *climbs* when it starts below and crosses later, and has no mode
@@ -425,7 +425,7 @@ plt.close("all")
 # ```
 # ````
 #
-# ````{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on 1,024 test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ their records store; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
+# ````{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on 1,024 test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ measured for Figure 4; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
 # :name: tab-spread-tail
 # ```{glue:md} dg_tail_table
 # :format: myst

@@ -308,7 +308,7 @@ for name, value in {
 # What the table shows: Theorem 1 assumes a word that returns each centroid to itself, and
 # no trained model here does so exactly: the smallest $\lVert F_s(h) - h\rVert$ in the
 # table is {glue:text}`th1_residual_min:.3g`. That column is in each model's own state
-# units, and the records keep no distance between the state centroids to scale it by, so
+# units, and no distance between the state centroids was measured to scale it by, so
 # it is not compared across models. The table therefore measures how far each trained
 # model is from the theorem's setting rather than testing the theorem, which the
 # constructed maps above test exactly. Of the {glue:text}`th1_aff_n:d` affine rows,
@@ -341,8 +341,7 @@ for name, value in {
 # measured crossing are both defined for {glue:text}`th1_cor_compared:d` (the others cross
 # too early for a fit), and the prediction is {glue:text}`th1_cor_ratio_lo:.2f` to
 # {glue:text}`th1_cor_ratio_hi:.2f` times the crossing measured: a constant drift measured
-# before the crossing gets the order of magnitude of $T_{\text{cross}}$ at best, not its
-# value. Of the climbing models that pass the training length
+# before the crossing does not predict the crossing time more closely than that. Of the climbing models that pass the training length
 # ({glue:text}`th1_cor_with_m_p:d`), the crossing comes before $m_p$ in
 # {glue:text}`th1_cor_before:d`, as the paper's reading of $T_{\text{cross}}$ as an early
 # warning has it ({doc}`p1_diagnostics` tests it on every run).
