@@ -363,42 +363,105 @@ def test_reports_build_from_an_empty_store(store):
         ec.diagnostic_records(P, which="bogus")
 
 
-def test_corollary1_shows_predictions_for_the_climb_mode_only(monkeypatch):
+def _mode_record(model, q, T_cross, m_p=None, n_layers=1, t_train=60):
+    """A diagnostics record with the curve q (index i: t = i + 1) and its crossing."""
+    return {"status": "ok", "run_id": f"{model}{n_layers}",
+            "config": {"tau": 0.5, "run": {"model": model, "n_layers": n_layers,
+                                           "curriculum_max": t_train}},
+            "metrics": {"is_affine": True, "m_p": m_p, "T_cross": T_cross, "q": q,
+                        "failure_mode": "saturation"}}  # the stored field: never read
+
+
+def test_start_mode_follows_the_papers_wording_from_the_stored_curve():
+    """Saturation: q at t = 2 (q(1) is 0 by construction) already >= tau; climb: it starts
+    below and crosses later, early or late; none: it never crosses. The record's own
+    failure_mode field (a crossing within the training length) is not read."""
+    sat = _mode_record("linear_rnn", [0.0, 0.6, 0.4, 0.7], T_cross=2)
+    fast = _mode_record("mamba", [0.0, 0.03, 0.6, 2.0], T_cross=3)
+    late = _mode_record("token_gated_rnn", [0.0] + [0.01] * 98 + [0.5], T_cross=100,
+                        m_p=200)
+    never = _mode_record("tanh_rnn", [0.0, 0.1, 0.2, 0.3], T_cross=None, m_p=1000)
+    assert ec.start_mode(sat) == {"mode": "saturation", "q_start": 0.6,
+                                  "crosses_in_training": True}
+    assert ec.start_mode(fast) == {"mode": "climb", "q_start": 0.03,
+                                   "crosses_in_training": True}
+    assert ec.start_mode(late)["mode"] == "climb"
+    assert ec.start_mode(late)["crosses_in_training"] is False  # 100 > 60
+    assert ec.start_mode(never) == {"mode": "none", "q_start": 0.1,
+                                    "crosses_in_training": None}
+    # exactly tau at the start saturates; a start that is not finite (an overflow) is no
+    # start: the crossing alone decides
+    assert ec.start_mode(_mode_record("m", [0.0, 0.5], T_cross=2))["mode"] == "saturation"
+    lost = _mode_record("m", [0.0, float("nan"), 0.7], T_cross=3)
+    assert ec.start_mode(lost) == {"mode": "climb", "q_start": None,
+                                   "crosses_in_training": True}
+
+
+def test_corollary1_fits_before_the_crossing_and_predicts_for_the_climb_mode_only(
+        monkeypatch):
+    """The drift is fitted over 10 <= t < min(60, T_cross) only; a prediction is shown for
+    a climbing q only (the paper's wording, start_mode)."""
     import sst_core.analysis.error_control as analysis
 
-    def record(model, mode, T_cross):
-        return {"status": "ok", "run_id": model,
-                "config": {"tau": 0.5, "run": {"model": model, "n_layers": 1}},
-                "metrics": {"is_affine": True, "m_p": 100 if mode == "climb" else None,
-                            "T_cross": T_cross, "failure_mode": mode}}
+    records = [_mode_record("aussm", [0.0, 0.01, 0.02], 80, m_p=100),
+               _mode_record("mamba", [0.0, 0.9, 1.0], 4),  # saturated from the start
+               _mode_record("mamba3", [0.0, 0.01, 0.02], 100, m_p=None),
+               _mode_record("negative_mamba", [0.0, 0.01, 0.02], 40, m_p=60)]
+    windows = {}
 
-    records = [record("aussm", "climb", 80), record("mamba", "saturation", 4),
-               record("mamba3", "climb", 100)]
+    def predict(m, window, tau):
+        windows[m["T_cross"]] = window
+        return {"drift": 0.1, "T_pred": 2.0 * m["T_cross"]}
+
     monkeypatch.setattr(ec, "diagnostic_records", lambda P, root=None, which="s3": records)
-    monkeypatch.setattr(analysis, "corollary1_prediction",
-                        lambda m, tau: {"drift": 0.1, "T_pred": 2.0 * m["T_cross"]})
+    monkeypatch.setattr(analysis, "corollary1_prediction", predict)
     t = ec.corollary1_table(PROFILES["smoke"])
+    assert windows == {80: (10, 59), 4: (10, 3), 100: (10, 59), 40: (10, 39)}
     shown = {row[0]: row for row in t.rows}
-    assert shown["Mamba"][3] == shown["Mamba"][5] == "—"  # saturated: nothing predicted
-    assert shown["AUSSM"][3] == "160" and shown["AUSSM"][5] == "2"
-    # AUSSM crosses at 80 before its m_p 100; Mamba-3 at 100, not before
-    assert ec.corollary1_numbers(t.data) == {"climb": 2, "compared": 2, "before": 1,
-                                             "ratio_lo": 2.0, "ratio_hi": 2.0}
+    assert shown["Mamba"][1] == "saturation"
+    assert shown["Mamba"][4] == shown["Mamba"][6] == "—"  # saturated: nothing predicted
+    assert shown["AUSSM"][1] == "climb" and shown["AUSSM"][2] == "10–59"
+    assert shown["AUSSM"][4] == "160" and shown["AUSSM"][6] == "2"
+    # AUSSM crosses at 80 before its m_p 100, Negative Mamba at 40 before 60; Mamba-3 fails
+    assert ec.corollary1_numbers(t.data) == {"climb": 3, "compared": 3, "with_m_p": 2,
+                                             "before": 2, "ratio_lo": 2.0, "ratio_hi": 2.0}
     none = ec.corollary1_numbers([d for d in t.data if d["failure_mode"] != "climb"])
     assert none["compared"] == 0 and none["ratio_lo"] != none["ratio_lo"]  # NaN
 
 
 def test_figure2_modes_compares_each_plotted_model_with_the_papers_mode():
-    def run(mode):
-        return {"metrics": {"failure_mode": mode}}
+    """Our mode is read from the curve (start_mode), never from the stored field."""
+    start_low = [0.0, 0.03, 0.6]  # climbs, crossing at 3
+    start_high = [0.0, 0.8, 0.9]  # saturated from the start
+    best = {"mamba": _mode_record("mamba", start_high, 2),
+            "mamba L2": _mode_record("mamba", start_low, 3, n_layers=2),
+            "negative_mamba": _mode_record("negative_mamba", start_low, 3),
+            "negative_mamba L2": _mode_record("negative_mamba", start_high, 2, n_layers=2),
+            "aussm": _mode_record("aussm", start_high, 2),  # no mode named: not compared
+            "tanh_rnn": _mode_record("tanh_rnn", [0.0, 0.1], None)}
+    assert ec.figure2_modes(best) == {
+        "compared": 4, "agree": 2,
+        "differ": "Mamba, 2 layers: climb / saturation; "
+                  "Negative Mamba, 2 layers: saturation / climb"}
+    assert ec.figure2_modes({"mamba3": _mode_record("mamba3", start_high, 2)})["differ"] \
+        == "none"
 
-    best = {"mamba": run("saturation"), "mamba L2": run("saturation"),
-            "negative_mamba": run("saturation"), "negative_mamba L2": run("climb"),
-            "aussm": run("climb"),  # a mode the paper does not name: not compared
-            "tanh_rnn": run("none")}
-    assert ec.figure2_modes(best) == {"compared": 4, "agree": 3,
-                                      "differ": "Negative Mamba: saturation / climb"}
-    assert ec.figure2_modes({"mamba3": run("saturation")})["differ"] == "none"
+
+def test_mode_numbers_count_the_affine_modes_and_read_the_papers_saturated_models():
+    best = {"linear_rnn": _mode_record("linear_rnn", [0.0, 30.0], 2),
+            "mamba": _mode_record("mamba", [0.0, 0.04, 0.7], 3),
+            "mamba3 L2": _mode_record("mamba3", [0.0, 0.1, 0.2, 0.3, 0.6], 5, n_layers=2),
+            "token_gated_rnn": _mode_record("token_gated_rnn", [0.0, 0.01], 93, m_p=500),
+            "tanh_rnn": {**_mode_record("tanh_rnn", [0.0, 0.1], None, m_p=1000)}}
+    best["tanh_rnn"]["metrics"]["is_affine"] = False  # not counted
+    out = ec.mode_numbers(best)
+    assert out == {"start_t": 2, "affine_n": 4, "saturation": 1,
+                   "saturation_models": "Linear RNN", "climb": 3, "climb_in_training": 2,
+                   "climb_in_training_fail": 2, "paper_saturation_n": 2,
+                   "paper_saturation_q_start_max": 0.1, "paper_saturation_T_lo": 3,
+                   "paper_saturation_T_hi": 5}
+    empty = ec.mode_numbers({})
+    assert empty["affine_n"] == 0 and empty["paper_saturation_T_lo"] is None
 
 
 def _best_record(model, affine, m_p, T_cross, recovery_U):
@@ -420,6 +483,97 @@ def test_figures12_numbers_read_recovery_and_crossing_by_class():
     empty = ec.figures12_numbers({})
     assert empty == {"recovery_sd_max": None, "recovery_affine_min": None, "before": 0,
                      "before_n": 0}
+
+
+PROTOCOL = {"n_perturb": 128, "t0": 30, "eps": 0.01, "perturb_steps": 200, "t_ref": 60}
+
+
+def _recovery_record(model, affine, random, U, n_layers=1, **config):
+    return {"status": "ok", "run_id": f"{model}{n_layers}",
+            "config": {**PROTOCOL, **config, "run": {"model": model, "n_layers": n_layers}},
+            "metrics": {"is_affine": affine, "recovery": {"random": [1.0, random],
+                                                          "U": [1.0, U]}}}
+
+
+def test_recovery_numbers_give_the_protocol_and_the_affine_contraction_along_U():
+    best = {"tanh_rnn": _recovery_record("tanh_rnn", False, 1e-9, 1e-3),
+            "state_gated_rnn": _recovery_record("state_gated_rnn", False, 1e-12, 1e-6),
+            "mamba": _recovery_record("mamba", True, 0.02, 0.01),  # shrunk 100 times
+            "mamba3": _recovery_record("mamba3", True, 0.3, 0.25),  # 4 times
+            "aussm": _recovery_record("aussm", True, 1.0, 0.5),  # not below a half
+            "token_gated_rnn": _recovery_record("token_gated_rnn", True, 10.0, 300.0),
+            "token_gated_rnn L2": _recovery_record("token_gated_rnn", True, 5.0, 40.0, 2)}
+    out = ec.recovery_numbers(best)
+    assert out == {**PROTOCOL, "sd_random_max": 1e-9, "amplifier_U_lo": 40.0,
+                   "amplifier_U_hi": 300.0, "affine_n": 5, "affine_below": 2, "below": 0.5,
+                   "factor_lo": pytest.approx(4.0), "factor_hi": pytest.approx(100.0)}
+    with pytest.raises(ValueError, match="differ in their protocol"):
+        ec.recovery_numbers({**best, "x": _recovery_record("x", True, 1, 1, t0=20)})
+    assert ec.recovery_numbers({})["factor_lo"] is None
+
+
+def test_figure3_records_take_each_models_best_run_over_depths_that_passes_60():
+    def rec(model, n_layers, m_p, seed=0):
+        return {"status": "ok", "run_id": f"{model}{n_layers}{seed}",
+                "config": {"run": {"model": model, "n_layers": n_layers, "seed": seed}},
+                "metrics": {"m_p": m_p}}
+
+    records = [rec("negative_mamba", 1, None), rec("negative_mamba", 2, 100),
+               rec("token_gated_rnn", 1, 500), rec("token_gated_rnn", 2, 800),
+               rec("tanh_rnn", 1, 1000), rec("tanh_rnn", 2, 1000),  # a tie: the first
+               rec("state_gated_rnn", 1, None), rec("state_gated_rnn", 2, None),  # none
+               rec("mamba", 1, 300)]  # not one of the paper's four
+    got = [r["run_id"] for r in ec.figure3_records(records)]
+    assert got == ["negative_mamba20", "token_gated_rnn20", "tanh_rnn10"]
+    assert [r["run_id"] for r in ec.figure3_records(records, ("mamba",))] == ["mamba10"]
+
+
+def test_analysed_counts_count_training_runs_once_and_name_the_failed():
+    def rec(model, seed, status, analysis_seed=0):
+        return {"status": status, "config": {"seed": analysis_seed,
+                                             "run": {"model": model, "n_layers": 1,
+                                                     "seed": seed}}}
+
+    records = [rec("tanh_rnn", 0, "ok"), rec("tanh_rnn", 0, "ok", analysis_seed=1),
+               rec("tanh_rnn", 1, "ok"), rec("state_gated_rnn", 0, "failed")]
+    assert ec.analysed_counts(records) == {"analysed": 2, "failed": 1,
+                                           "failed_models": "State-gated RNN"}
+    assert ec.analysed_counts([])["failed_models"] == "none"
+
+
+def test_p_text_keeps_small_p_values_on_one_line():
+    assert ec.p_text(2.1e-25) == "2.1×10⁻²⁵"
+    assert ec.p_text(6.2e-05) == "6.2×10⁻⁵"
+    assert ec.p_text(0.0031) == "0.0031" and ec.p_text(0.068) == "0.068"
+    assert ec.p_text(None) == "—" and ec.p_text(0.0) == "0"
+    assert "-" not in ec.p_text(1e-300)
+
+
+def test_theorem1_numbers_compare_each_statistic_within_its_class():
+    def row(model, affine, dev, gain, res, m_p=None, dim_U=5, t0=30):
+        return {"model": model, "is_affine": affine, "m_p": m_p, "t0": t0, "n_perturb": 128,
+                "dim_U": dim_U, "deviation": dev, "gain": gain, "return_residual": res}
+
+    data = [row("tanh_rnn", False, 1.0, 0.1, 5.0, 1000),
+            row("state_gated_rnn", False, 3.0, 1.9, 20.0, 1000),
+            row("linear_attention", True, 0.0, 1.0, 130.0, dim_U=2),
+            row("mamba", True, 1.0, 0.4, 80.0), row("aussm L2", True, 2.0, 0.8, 500.0, 100)]
+    out = ec.theorem1_numbers(data)
+    assert out == {"aff_n": 3, "aff_dev_median": 1.0, "aff_gain_lo": 0.4, "aff_gain_hi": 1.0,
+                   "aff_contract": 2, "sd_n": 2, "sd_dev_median": 2.0, "sd_gain_lo": 0.1,
+                   "sd_gain_hi": 1.9, "sd_contract": 1, "aff_fail": 2, "residual_min": 5.0,
+                   "t0": 30, "n_perturb": 128, "linear_attention_dim_U": 2}
+    with pytest.raises(ValueError, match="differ in t0"):
+        ec.theorem1_numbers(data + [row("x", True, 1.0, 1.0, 1.0, t0=20)])
+
+
+def test_figure4_architectures_once_per_estimate():
+    data = [{"estimate": "mean", "n_layers": None, "architectures": {"aussm L2": 3,
+                                                                     "token_gated_rnn": 2}},
+            {"estimate": "mean", "n_layers": 1, "architectures": {"token_gated_rnn": 2}},
+            {"estimate": "median", "n_layers": None, "architectures": {}}]
+    assert ec.figure4_architectures(data) == {
+        "mean": "AUSSM, 2 layers: 3; Token-gated RNN: 2", "median": "—"}
 
 
 def test_spread_ratio_per_architecture_and_for_the_model_against_the_rest():

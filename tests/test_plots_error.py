@@ -105,9 +105,14 @@ def test_figure3_table_compares_q_U_with_q_U_perp_with_and_without_the_readout()
         assert a["times_q_U_below_identity"] == (later.size, later.size)
         assert b["t"] == 60 and b["q_U_below_identity"] is None
         assert b["times_q_U_below_identity"] is None and table.rows[1][-1] == "—"
-        readout, identity = table.split(2, 8)
+        # q_U >= q_U_perp from t = 50 on through W_out (the first stored time >= 50);
+        # without the readout never
+        assert a["overtaken_from"] == int(later[later >= 50][0])
+        assert a["overtaken_from_identity"] is None and b["overtaken_from_identity"] is None
+        readout, identity = table.split(2, 9)
         assert identity.columns[:2] == ["model", "t"] and "W = I" in identity.columns[2]
-        assert readout.rows[0][-1] == f"{a['times_q_U_below'][0]} of {later.size}"
+        assert readout.rows[0][-2] == f"{a['times_q_U_below'][0]} of {later.size}"
+        assert readout.rows[0][-1] == str(a["overtaken_from"])
 
 
 def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
@@ -176,3 +181,61 @@ def test_the_theory_figures_draw_their_small_examples():
     curve, threshold, predicted = drift.axes[0].get_lines()
     assert list(threshold.get_ydata()) == [1.0, 1.0] and list(predicted.get_xdata()) == [24.5, 24.5]
     plt.close("all")
+
+
+def test_figure2_titles_carry_the_modes_the_report_gives():
+    recs = [record("mamba", True), record("tanh_rnn", False, m_p=300, T_cross=None)]
+    fig = plots_error.fig_q_trajectories(recs, modes=["climb", "none"])
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["Mamba: climb", "tanh RNN: none"]
+    assert plots_error.fig_q_trajectories(recs).axes[0].get_title() == "Mamba"
+    with pytest.raises(ValueError, match="one each"):
+        plots_error.fig_q_trajectories(recs, modes=["climb"])
+    plt.close("all")
+
+
+def test_figure1_draws_the_state_dependent_models_on_top_and_thicker():
+    recs = [record("tanh_rnn", False), record("mamba", True)]
+    ax = plots_error.fig_recovery(recs).axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    sd, af = lines["tanh RNN"], lines["Mamba"]
+    assert sd.get_zorder() > af.get_zorder() and sd.get_linewidth() > af.get_linewidth()
+    assert sd.get_linestyle() == "-" and af.get_linestyle() == "--"
+    plt.close("all")
+
+
+def test_figure4_spreads_m_p_sideways_and_reads_q_on_a_log_axis():
+    recs = [record("mamba", True, m_p=200, T_cross=100 + i) for i in range(20)]
+    stats = {"r": 0.5, "n": 20, "q_median": 0.4, "q_lo": 0.3, "q_hi": 0.5}
+    fig = plots_error.fig_tcross_vs_mp(recs, stats)
+    ax, bx = fig.axes[:2]
+    x = ax.collections[0].get_offsets()[:, 0]  # (20,) m_p after the shift
+    assert np.all(x >= 200 / (1 + plots_error.MP_JITTER) - 1e-9)
+    assert np.all(x <= 200 * (1 + plots_error.MP_JITTER) + 1e-9)
+    assert len(set(np.round(x, 6))) == 20  # no two points on one spot
+    assert np.array_equal(x, plots_error.fig_tcross_vs_mp(recs, stats).axes[0]
+                          .collections[0].get_offsets()[:, 0])  # the same every build
+    assert bx.get_xscale() == "log"
+    bad = [record("mamba", True, m_p=200, T_cross=100)]
+    bad[0]["metrics"]["q_at_m_p"] = 0.0
+    with pytest.raises(ValueError, match="q at m_p must be > 0"):
+        plots_error.fig_tcross_vs_mp(bad, stats)
+    plt.close("all")
+
+
+def test_corollary1_drift_figure_labels_its_axes():
+    fig = plots_error.fig_corollary1_drift(np.linspace(0, 2, 30), 1.0, 15.0)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "t" and "e_U" in ax.get_ylabel()
+    plt.close("all")
+
+
+def test_overtaken_from_reads_when_q_U_stays_above_q_U_perp():
+    def m(qu, qp):
+        return {"q_U": [0.0] + qu, "q_U_perp": [0.0] + qp}  # t = 1: zero spread
+
+    assert ec.overtaken_from(m([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])) == 2  # from the start
+    assert ec.overtaken_from(m([0.5, 2.0, 0.5, 2.0], [1.0] * 4)) == 5  # for good at t = 5
+    assert ec.overtaken_from(m([2.0, 0.5], [1.0, 1.0])) is None  # below at the end
+    assert ec.overtaken_from(m([1.0], [1.0])) == 2  # equal counts as not below
+    assert ec.overtaken_from({"q_U": [0.0, 1.0]}) is None  # no curve outside U
+    assert ec.overtaken_from(m([2.0], [1.0]), "_identity") is None

@@ -30,7 +30,8 @@ def _label(r: dict[str, Any]) -> str:
 @for_readers
 def fig_recovery(records: Sequence[dict[str, Any]]) -> plt.Figure:
     """Figure 1: ||e_t|| / ||e_0|| after a perturbation of the recurrent state at t0; the
-    legend below both panels."""
+    legend below both panels. Affine models dashed and thin, state-dependent ones solid,
+    thicker and drawn last (on top), in the legend's order of ``records``."""
     fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 3.2 + 0.2 * -(-len(records) // 3)),
                              sharey=True, layout="constrained")
     others = unknown_series([r["config"]["run"] for r in records])
@@ -38,9 +39,11 @@ def fig_recovery(records: Sequence[dict[str, Any]]) -> plt.Figure:
         for r in records:
             y = decode_floats(r["metrics"]["recovery"][direction])
             style = series_style(r["config"]["run"], others)
-            style["ls"] = "--" if r["metrics"]["is_affine"] else "-"
-            ax.plot(np.arange(y.size), y, label=_label(r), lw=1.4, ms=4,
-                    markevery=max(1, y.size // 6), **style)
+            affine = r["metrics"]["is_affine"]
+            style["ls"] = "--" if affine else "-"
+            ax.plot(np.arange(y.size), y, label=_label(r), lw=1.1 if affine else 2.4,
+                    ms=4 if affine else 5, markevery=max(1, y.size // 6),
+                    zorder=2 if affine else 3, **style)
         ax.set_yscale("log")
         ax.axhline(1.0, color="k", lw=0.8, ls=":")
         ax.set_xlabel("steps after the perturbation")
@@ -54,17 +57,22 @@ def fig_recovery(records: Sequence[dict[str, Any]]) -> plt.Figure:
 
 
 @for_readers
-def fig_q_trajectories(records: Sequence[dict[str, Any]], tau: float = 0.5) -> plt.Figure:
+def fig_q_trajectories(records: Sequence[dict[str, Any]], tau: float = 0.5,
+                       modes: Sequence[str] | None = None) -> plt.Figure:
     """Figure 2: q(t) up to the rollout length, with T_cross (dot) and m_p (triangle); the
-    legend, for every panel, below them."""
+    legend, for every panel, below them. ``modes``: each record's failure mode for its
+    panel's title (the report's, :func:`sst_core.reports.error_control.start_mode`); None:
+    the model's name alone."""
     from matplotlib.lines import Line2D
 
     n = len(records)
+    if modes is not None and len(modes) != n:
+        raise ValueError(f"modes has {len(modes)} entries for {n} records; give one each")
     cols = min(n, 3) or 1
     rows = max(1, -(-n // cols))
     fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, 2.3 * rows + 0.9),
                              squeeze=False, sharey=True, layout="constrained")
-    for ax, r in zip(axes.flat, records):
+    for i, (ax, r) in enumerate(zip(axes.flat, records)):
         m = r["metrics"]
         t, q = stored_curve(m, "q")
         # q(1) = 0 for every model (one token fixes the state): start at t = 2
@@ -78,7 +86,7 @@ def fig_q_trajectories(records: Sequence[dict[str, Any]], tau: float = 0.5) -> p
             ax.plot([m["m_p"]], [curve_value(t, q, m["m_p"])], "v", color="k")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{_label(r)}: {m['failure_mode']}")
+        ax.set_title(_label(r) if modes is None else f"{_label(r)}: {modes[i]}")
         ax.set_xlabel("t")
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
@@ -122,7 +130,7 @@ def fig_q_split(records: Sequence[dict[str, Any]]) -> plt.Figure:
                 ax.axvline(m["m_p"], color="k", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(f"{_label(r)}\n{what}")
+            ax.set_title(textwrap.fill(_label(r), 16) + f"\n{what}", fontsize="medium")
             ax.set_xlabel("t")
         axes[0][j].set_ylabel("q_U, q_U_perp" if j == 0 else "")
     key = [(Line2D([], [], color="C3", lw=1.3), "$q_U$ (inside U)"),
@@ -133,23 +141,35 @@ def fig_q_split(records: Sequence[dict[str, Any]]) -> plt.Figure:
     return fig
 
 
+# Figure 4's m_p takes only the evaluated lengths: each point is moved sideways by a
+# factor drawn uniformly in [1 / (1 + MP_JITTER), 1 + MP_JITTER] (seeded, so the figure is
+# the same at every build) so that runs at one m_p do not hide each other
+MP_JITTER = 0.06
+
+
 @for_readers
 def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
                      group: str = "S3") -> plt.Figure:
     """Figure 4: log T_cross against log m_p over the selected affine runs on ``group``
-    (the paper's: S3), and q at m_p; the legend of the scatter below the panels."""
+    (the paper's: S3), each m_p spread sideways by :data:`MP_JITTER`; and the distribution
+    of q at m_p on a log axis beside the paper's median and interval; the legend of the
+    scatter below the panels."""
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.4), layout="constrained")
     others = unknown_series([r["config"]["run"] for r in records])
     def order(r: dict[str, Any]) -> tuple[int, int]:
         return (series_index(series_key(r["config"]["run"]), others),
                 int(r["config"]["run"].get("n_layers", 1)))
 
+    rng = np.random.default_rng(0)
+    jitter = np.exp(rng.uniform(-1, 1, len(records)) * np.log1p(MP_JITTER))  # (n,)
+    shift = {id(r): f for r, f in zip(records, jitter)}
     for label in sorted({_label(r) for r in records},
                         key=lambda lab: min(order(r) for r in records if _label(r) == lab)):
         sel = [r for r in records if _label(r) == label]
         style = series_style(sel[0]["config"]["run"], others)
-        ax.scatter([r["metrics"]["m_p"] for r in sel], [r["metrics"]["T_cross"] for r in sel],
-                   s=18, color=style["color"], marker=style["marker"], label=label)
+        ax.scatter([r["metrics"]["m_p"] * shift[id(r)] for r in sel],
+                   [r["metrics"]["T_cross"] for r in sel], s=18, alpha=0.75,
+                   color=style["color"], marker=style["marker"], label=label)
     if records:
         lo = min(min(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)
         hi = max(max(r["metrics"]["m_p"], r["metrics"]["T_cross"]) for r in records)
@@ -169,13 +189,22 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
         ax.text(0.5, 0.5, "no run qualifies", ha="center", va="center",
                 transform=ax.transAxes)
     q_at = [r["metrics"]["q_at_m_p"] for r in records if r["metrics"]["q_at_m_p"] is not None]
+    if any(v <= 0 for v in q_at):
+        raise ValueError("q at m_p must be > 0 for the log axis; got "
+                         f"{min(q_at)!r}")
     if q_at:
-        bx.hist(q_at, bins=min(20, max(5, len(q_at))), color="C0", alpha=0.7)
+        lo = min(min(q_at), PAPER["q_lo"]) / 1.2
+        hi = max(max(q_at), PAPER["q_hi"]) * 1.2
+        bins = np.geomspace(lo, hi, min(30, max(6, len(q_at))) + 1)  # (n_bins + 1,)
+        bx.hist(q_at, bins=bins, color="C0", alpha=0.7)
+        bx.set_xscale("log")
     if stats.get("q_median") is not None:
         bx.axvline(stats["q_median"], color="C3", lw=1.2, label=f"ours: median {stats['q_median']:.2f}")
         bx.axvspan(stats["q_lo"], stats["q_hi"], color="C3", alpha=0.15, label="bootstrap 95%")
     bx.axvline(PAPER["q_median"], color="k", lw=1.0, ls="--",
                label=f"paper: {PAPER['q_median']} [{PAPER['q_lo']}, {PAPER['q_hi']}]")
+    bx.axvspan(PAPER["q_lo"], PAPER["q_hi"], facecolor="none", edgecolor="k", hatch="//",
+               lw=0.0, alpha=0.5, zorder=3, label="paper's 95%")
     bx.set_xlabel("q at m_p")
     bx.set_ylabel("runs")
     bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
@@ -210,9 +239,10 @@ def fig_corollary1_drift(err: Sequence[float], threshold: float, T_pred: float) 
     """Corollary 1 simulated: the U-error ``err`` (one value per step) against the threshold
     tau M it crosses, and the crossing time ``T_pred`` the closed form predicts."""
     fig, ax = plt.subplots(figsize=(5.2, 3.4), layout="constrained")
-    ax.plot(np.asarray(err, dtype=float), label=r"$\|e_U(t)\|$ (simulated)")
+    ax.plot(np.asarray(err, dtype=float), label=r"$\|e_U(t)\|$ (simulated, $W = I$)")
     ax.axhline(threshold, color="k", ls="--", lw=0.8, label=r"$\tau M$")
     ax.axvline(T_pred, color="C3", lw=0.8, label=f"predicted crossing, t = {T_pred:.1f}")
     ax.set_xlabel("t")
+    ax.set_ylabel(r"$\|e_U(t)\|$")
     ax.legend(loc="upper left", frameon=False)
     return fig

@@ -118,6 +118,26 @@ def times_q_U_below(metrics: dict[str, Any], suffix: str = "") -> tuple[int, int
     return int(np.sum(qu[later] < qp[later])), int(np.sum(later))
 
 
+def overtaken_from(metrics: dict[str, Any], suffix: str = "") -> int | None:
+    """The stored time from which the spread inside U stays at or above the spread outside
+    it (``q_U{suffix} >= q_U_perp{suffix}`` at that and every later stored time ``t >= 2``;
+    suffix as in :func:`times_q_U_below`): 2 where it is so from the start; None where
+    q_U is below at the last stored time, or the record lacks the curves."""
+    from sst_core.store.codec import stored_curve
+
+    ku, kp = f"q_U{suffix}", f"q_U_perp{suffix}"
+    if ku not in metrics or kp not in metrics:
+        return None
+    t, qu = stored_curve(metrics, ku)  # (n_t,) each
+    qp = np.asarray(stored_curve(metrics, kp)[1], dtype=float)
+    later = np.asarray(t) >= 2
+    t, below = np.asarray(t)[later], (np.asarray(qu, dtype=float) < qp)[later]
+    if below.size == 0 or below[-1]:
+        return None
+    hit = np.flatnonzero(below)
+    return int(t[0] if hit.size == 0 else t[hit[-1] + 1])
+
+
 def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the diagnostics chapter reads off Figures 1 and 2 for the best run per model
     (:func:`best_per_model`): ``recovery_sd_max`` and ``recovery_affine_min``, the largest
@@ -136,20 +156,158 @@ def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "before": sum(m["T_cross"] <= m["m_p"] for m in passed), "before_n": len(passed)}
 
 
+# the paper's failure modes (section 3.5 of the reference): saturation, "q(0) = R(0)/M(0) is
+# already at or above the threshold"; climb, q starts low and crosses later. q(1) is 0 for
+# every model (after one token the state is a function of that token alone), so "the start"
+# is t = 2, the first position at which a class can have any spread
+START_T = 2
+
+
+def start_mode(record: dict[str, Any]) -> dict[str, Any]:
+    """The failure mode of a diagnostics record by the paper's wording, read from its stored
+    q curve: ``"saturation"`` when q at t = :data:`START_T` is already at or above the
+    record's tau; ``"climb"`` when it starts below tau and crosses later (the record's
+    T_cross, read at every t); ``"none"`` when q never reaches tau within the rollout. The
+    rule does not test that the climb is linear. Returns ``{"mode", "q_start",
+    "crosses_in_training"}``, the last whether T_cross is at most the training length
+    (None without a crossing): the rule the records' own ``failure_mode`` field applies,
+    which is not the paper's."""
+    from sst_core.store.codec import curve_value, stored_curve
+
+    m, tau = record["metrics"], record["config"]["tau"]
+    q_start = curve_value(*stored_curve(m, "q"), START_T)
+    q_start = q_start if np.isfinite(q_start) else None  # not stored, or overflowed
+    T = m["T_cross"]
+    if q_start is not None and q_start >= tau:
+        mode = "saturation"
+    else:
+        mode = "none" if T is None else "climb"
+    t_train = run_config(record)["curriculum_max"]
+    return {"mode": mode, "q_start": q_start,
+            "crosses_in_training": None if T is None else T <= t_train}
+
+
 def figure2_modes(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The failure modes of the best run per model (:func:`best_per_model`, both depths)
-    against the ones the paper names in its Figure 2
+    """The failure modes (:func:`start_mode`) of the best run per model
+    (:func:`best_per_model`, both depths) against the ones the paper names in its Figure 2
     (:data:`sst_core.spec.paper_values.FIGURE2_MODES`): of the ``compared`` runs of those
     models, how many have the paper's mode (``agree``), and the others' names and modes,
-    ours / the paper's (``differ``: "Negative Mamba: saturation / climb"; "none" where all
-    agree)."""
+    ours / the paper's (``differ``: "Mamba: climb / saturation"; "none" where all agree)."""
     modes = paper_values.FIGURE2_MODES
-    rows = [(label, r["metrics"]["failure_mode"], modes[label.partition(" ")[0]])
+    rows = [(label, start_mode(r)["mode"], modes[label.partition(" ")[0]])
             for label, r in sorted(best.items()) if label.partition(" ")[0] in modes]
     differ = [f"{label_name(label)}: {ours} / {paper}" for label, ours, paper in rows
               if ours != paper]
     return {"compared": len(rows), "agree": len(rows) - len(differ),
             "differ": "; ".join(differ) or "none"}
+
+
+def mode_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the chapter reads off the failure modes (:func:`start_mode`) of the best run per
+    affine model (:func:`best_per_model`): ``start_t`` (the time the rule reads), how many
+    of the ``affine_n`` runs start saturated (``saturation``, their names
+    ``saturation_models``) and how many climb (``climb``; ``climb_in_training`` of those
+    cross within the training length, and ``climb_in_training_fail`` of these fail there,
+    m_p None); and for the runs of the models the paper calls
+    saturated (``paper_saturation_n``), the largest q at the start
+    (``paper_saturation_q_start_max``) and their earliest and latest crossing
+    (``paper_saturation_T_lo``, ``_T_hi``; None without such a run)."""
+    affine = {k: (r, start_mode(r)) for k, r in sorted(best.items())
+              if r["metrics"]["is_affine"]}
+    sat = [k for k, (_, s) in affine.items() if s["mode"] == "saturation"]
+    climb = [s for _, s in affine.values() if s["mode"] == "climb"]
+    named = [(r, s) for k, (r, s) in affine.items()
+             if paper_values.FIGURE2_MODES.get(k.partition(" ")[0]) == "saturation"]
+    T = [r["metrics"]["T_cross"] for r, _ in named if r["metrics"]["T_cross"] is not None]
+    q0 = [s["q_start"] for _, s in named if s["q_start"] is not None]
+    return {"start_t": START_T, "affine_n": len(affine), "saturation": len(sat),
+            "saturation_models": "; ".join(label_name(k) for k in sat) or "none",
+            "climb": len(climb),
+            "climb_in_training": sum(bool(s["crosses_in_training"]) for s in climb),
+            "climb_in_training_fail": sum(bool(s["crosses_in_training"])
+                                          and r["metrics"]["m_p"] is None
+                                          for r, s in affine.values()
+                                          if s["mode"] == "climb"),
+            "paper_saturation_n": len(named),
+            "paper_saturation_q_start_max": max(q0, default=None),
+            "paper_saturation_T_lo": min(T, default=None),
+            "paper_saturation_T_hi": max(T, default=None)}
+
+
+def figure3_records(records: list[dict[str, Any]],
+                    models: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """Figure 3's runs: for each of ``models`` (default
+    :data:`sst_core.experiments.paper1.FIGURE3_MODELS`, the paper's four), its best run over
+    both depths by the rule of :func:`sst_core.reports.select.best_per_cell` (the largest
+    m_p first), kept only when it passes the training length (an m_p): the paper reads
+    q_U against q_U_perp near m_p. In the order of ``models``."""
+    from sst_core.experiments.paper1 import FIGURE3_MODELS
+
+    best = best_per_cell(records, lambda r: run_config(r)["model"])
+    return [best[k] for k in (models or FIGURE3_MODELS)
+            if k in best and best[k]["metrics"]["m_p"] is not None]
+
+
+def recovery_numbers(best: dict[str, dict[str, Any]], below: float = 0.5,
+                     amplifier: str = "token_gated_rnn") -> dict[str, Any]:
+    """Figure 1's protocol and what it shows, from the best run per model
+    (:func:`best_per_model`): the protocol as the records store it (``n_perturb`` words,
+    perturbed after ``t0`` tokens by ``eps`` times the state's norm and followed
+    ``perturb_steps`` steps; ``t_ref``, the time of the readout space's U; ValueError where
+    the records disagree); the largest error left in a random direction by a
+    state-dependent model (``sd_random_max``); the smallest and largest error left along
+    U by the runs of ``amplifier`` (``amplifier_U_lo``, ``_hi``); of the affine models, how
+    many end with an error along U below ``below`` of the initial one (``affine_below``,
+    of ``affine_n``), and the smallest and largest factor by which those shrink it
+    (``factor_lo``, ``factor_hi``: 1 / the error left). None where there is no such run."""
+    keys = ("n_perturb", "t0", "eps", "perturb_steps", "t_ref")
+    protocol = {tuple(r["config"][k] for k in keys) for r in best.values()}
+    if len(protocol) > 1:
+        raise ValueError(f"Figure 1's records differ in their protocol {keys}: {protocol}")
+
+    def last(r: dict[str, Any], direction: str) -> float | None:
+        return r["metrics"]["recovery"][direction][-1]
+
+    final = [v for r in best.values() if r["metrics"]["is_affine"]
+             if (v := last(r, "U")) is not None]
+    shrunk = [1 / v for v in final if v < below]
+    sd = [v for r in best.values() if not r["metrics"]["is_affine"]
+          if (v := last(r, "random")) is not None]
+    amp = [v for k, r in best.items() if k.partition(" ")[0] == amplifier
+           if (v := last(r, "U")) is not None]
+    return {**dict(zip(keys, next(iter(protocol), (None,) * len(keys)))),
+            "sd_random_max": max(sd, default=None),
+            "amplifier_U_lo": min(amp, default=None), "amplifier_U_hi": max(amp, default=None),
+            "affine_n": len(final), "affine_below": len(shrunk), "below": below,
+            "factor_lo": min(shrunk, default=None), "factor_hi": max(shrunk, default=None)}
+
+
+def analysed_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many trained runs the diagnostics ``records`` analyse: distinct training runs
+    with an ``ok`` record (``analysed``), and those whose record failed (``failed``, with
+    their architectures, ``failed_models``, as the papers name them)."""
+    import json
+
+    ok, bad = {}, {}
+    for r in records:
+        key = json.dumps(run_config(r), sort_keys=True, default=str)
+        (ok if r["status"] == "ok" else bad)[key] = r
+    bad = {k: r for k, r in bad.items() if k not in ok}
+    return {"analysed": len(ok), "failed": len(bad),
+            "failed_models": "; ".join(sorted(label_name(architecture(r))
+                                              for r in bad.values())) or "none"}
+
+
+def p_text(p: float | None) -> str:
+    """A p-value as a table shows it, on one line: ``0.0031``, ``2.1×10⁻²⁵`` below 10⁻³
+    (no hyphen for a browser to break at); a dash for None."""
+    if p is None:
+        return "—"
+    if p >= 1e-3 or p == 0:
+        return f"{p:.2g}"
+    mant, exp = f"{p:.1e}".split("e")
+    sup = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+    return f"{mant}×10{str(int(exp)).translate(sup)}"
 
 
 def figure3_table(records: list[dict[str, Any]]) -> Table:
@@ -159,11 +317,13 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
     comparing the two says little about decoding), and at how many stored times q_U is
     below q_U_perp (:func:`times_q_U_below`); then q_U and q_U_perp without the readout
     (``W = I``, the bottom row of Figure 3), the same comparison at m_p and over the stored
-    times. ``split(2, 8)`` gives the two views as two tables."""
+    times, and from which stored time q_U stays at or above q_U_perp
+    (:func:`overtaken_from`). ``split(2, 9)`` gives the two views as two tables."""
     at = split_at_m_p(records)
     cols = ["model", "t", "q", "q_U", "q_U⊥", "q_U below q_U⊥", "both above q",
-            "times with q_U below q_U⊥", "q_U (W = I)", "q_U⊥ (W = I)",
-            "q_U below q_U⊥ (W = I)", "times with q_U below q_U⊥ (W = I)"]
+            "times with q_U below q_U⊥", "q_U ≥ q_U⊥ from t", "q_U (W = I)",
+            "q_U⊥ (W = I)", "q_U below q_U⊥ (W = I)", "times with q_U below q_U⊥ (W = I)",
+            "q_U ≥ q_U⊥ from t (W = I)"]
 
     def count(c: tuple[int, int] | None) -> str:
         return "—" if c is None else f"{c[0]} of {c[1]}"
@@ -178,18 +338,23 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
                    if "q_U_identity" in a and "q_U_perp_identity" in a else None)
         times = times_q_U_below(r["metrics"])
         times_i = times_q_U_below(r["metrics"], "_identity")
+        over, over_i = overtaken_from(r["metrics"]), overtaken_from(r["metrics"], "_identity")
         rows.append([label_name(architecture(r)), a["t"], format_value(a["q"]),
                      format_value(a["q_U"]), format_value(a["q_U_perp"]),
                      "yes" if below else "no", "yes" if both else "no", count(times),
-                     format_value(a.get("q_U_identity")),
+                     format_value(over), format_value(a.get("q_U_identity")),
                      format_value(a.get("q_U_perp_identity")),
-                     "—" if below_i is None else ("yes" if below_i else "no"), count(times_i)])
+                     "—" if below_i is None else ("yes" if below_i else "no"), count(times_i),
+                     format_value(over_i)])
         data.append({"model": model, "is_affine": r["metrics"]["is_affine"], **a,
                      "q_U_below": below, "both_above_q": both, "times_q_U_below": times,
-                     "q_U_below_identity": below_i, "times_q_U_below_identity": times_i})
+                     "q_U_below_identity": below_i, "times_q_U_below_identity": times_i,
+                     "overtaken_from": over, "overtaken_from_identity": over_i})
     note = ("At t = m_p (at the training length 60 for a model that fails there; at most the "
             "rollout), through W_out and without it (W = I); times: the stored times t >= 2 "
-            "at which q_U < q_U_perp, of all stored times t >= 2.")
+            "at which q_U < q_U_perp, of all stored times t >= 2; from t: the stored time "
+            "from which q_U >= q_U_perp to the end of the rollout ('—': q_U is below at "
+            "the end).")
     return Table("Figure 3's ratios at m_p", cols, rows, note, [r["run_id"] for r in records],
                  data)
 
@@ -207,6 +372,7 @@ def theorem1_table(P: Profile, root=None) -> Table:
                      format_value(t1["deviation"]), format_value(t1.get("deviation_U")), format_value(t1["gain"]),
                      format_value(t1["return_residual"])])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
+                     "t0": r["config"]["t0"], "n_perturb": r["config"]["n_perturb"],
                      **{k: t1.get(k) for k in ("dim_U", "deviation", "deviation_U", "gain",
                                                "amplification", "return_residual")}})
         ids.append(r["run_id"])
@@ -219,31 +385,73 @@ def theorem1_table(P: Profile, root=None) -> Table:
     return Table("Theorem 1 on trained models: the return map on U", cols, rows, note, ids, data)
 
 
+def theorem1_numbers(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the theory chapter reads off :func:`theorem1_table`'s ``data``, each statistic
+    per class (``aff_``: affine, ``sd_``: state-dependent): the number of rows (``n``), the
+    median of ``||(J - I) Q||`` (``dev_median``), the lowest and highest ``||Q^T J Q||``
+    (``gain_lo``, ``gain_hi``) and how many rows have it below 1 (``contract``); the
+    affine rows that fail at length 60 (``aff_fail``); the smallest return residual
+    ``||F_s(h) - h||`` of any row (``residual_min``); ``t0`` and ``n_perturb`` (the time U
+    is taken at and the words its centroids come from; ValueError where rows disagree);
+    and ``dim U`` of the one-layer linear attention (``linear_attention_dim_U``). NaN or
+    None where there is no such row."""
+    nan = float("nan")
+    out: dict[str, Any] = {}
+    for prefix, cls in (("aff", True), ("sd", False)):
+        rows = [d for d in data if d["is_affine"] == cls]
+        dev = [d["deviation"] for d in rows if d["deviation"] is not None]
+        gain = [d["gain"] for d in rows if d["gain"] is not None]
+        out.update({f"{prefix}_n": len(rows),
+                    f"{prefix}_dev_median": float(np.median(dev)) if dev else nan,
+                    f"{prefix}_gain_lo": min(gain, default=nan),
+                    f"{prefix}_gain_hi": max(gain, default=nan),
+                    f"{prefix}_contract": sum(g < 1 for g in gain)})
+    out["aff_fail"] = sum(d["is_affine"] and d["m_p"] is None for d in data)
+    out["residual_min"] = min((d["return_residual"] for d in data
+                               if d["return_residual"] is not None), default=nan)
+    for key in ("t0", "n_perturb"):
+        values = {d[key] for d in data}
+        if len(values) > 1:
+            raise ValueError(f"Theorem 1's rows differ in {key}: {sorted(values)}")
+        out[key] = next(iter(values), None)
+    out["linear_attention_dim_U"] = next((d["dim_U"] for d in data
+                                          if d["model"] == "linear_attention"), None)
+    return out
+
+
 def diagnostics_table(P: Profile, root=None) -> Table:
+    """The crossings, q at m_p, the failure mode from the start (:func:`start_mode`) beside
+    the paper's, and the perturbation left after the last recovery step, for the best S3
+    run of each model (:func:`best_per_model`). ``split(1, 6)`` gives the crossings and the
+    rest as two tables."""
     best = best_per_model(diagnostic_records(P, root, "s3"))
     cols = ["model", "class", "m_p", "T_cross (q >= 1/2)", "T_cross (q >= 1)",
-            "T_cross (sqrt conv.)", "q at m_p", "mode",
-            f"recovery after {recovery_steps(P)} steps (random / U)"]
+            "T_cross (sqrt conv.)", "q at m_p", f"q at t = {START_T}", "mode",
+            "paper's mode", f"recovery after {recovery_steps(P)} steps (random / U)"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
         m = r["metrics"]
         rec = {k: next((v for v in reversed(m["recovery"][k]) if v is not None), None)
                for k in ("random", "U")}
+        start = start_mode(r)
+        paper = paper_values.FIGURE2_MODES.get(label.partition(" ")[0])
         rows.append([label_name(label), "affine" if m["is_affine"] else "state-dependent",
-                     m["m_p"] if m["m_p"] else "fail", format_value(m["T_cross"]), format_value(m["T_cross_1"]),
-                     format_value(m["T_cross_sqrt"]), format_value(m["q_at_m_p"]), m["failure_mode"],
+                     m["m_p"] if m["m_p"] else "fail", format_value(m["T_cross"]),
+                     format_value(m["T_cross_1"]), format_value(m["T_cross_sqrt"]),
+                     format_value(m["q_at_m_p"]), format_value(start["q_start"]),
+                     start["mode"], paper or "—",
                      f"{format_value(rec['random'], '.2g')} / {format_value(rec['U'], '.2g')}"])
         data.append({"model": label, "is_affine": m["is_affine"], "m_p": m["m_p"],
                      "T_cross": m["T_cross"], "T_cross_1": m["T_cross_1"],
                      "T_cross_sqrt": m["T_cross_sqrt"], "q_at_m_p": m["q_at_m_p"],
-                     "failure_mode": m["failure_mode"], "recovery_final": rec})
+                     **start, "paper_mode": paper, "recovery_final": rec})
         ids.append(r["run_id"])
     note = ("q = R/M with squared norms (the paper's definition); 'sqrt conv.' is sqrt(R)/sqrt(M), "
-            "for which q < 1/2 is the exact nearest-centroid guarantee. T_cross is a length (the "
-            "number of tokens read); '—' = q stays below the threshold up to the rollout. Modes: "
-            "saturation (q crosses 1/2 within the training length 60), climb (crosses later), "
-            "none (never). "
-            "Best S3 run per model.")
+            "for which 1/2 is the nearest-centroid bound on the mean spread (not on every "
+            "word). T_cross is a length (the number of tokens read); '—' = q stays below the "
+            f"threshold up to the rollout. Modes, from the paper's wording: saturation (q at "
+            f"t = {START_T}, the first position with any spread, already >= 1/2), climb "
+            "(starts below 1/2, crosses later), none (never crosses). Best S3 run per model.")
     return Table("Error-control diagnostics of the trained S3 trackers", cols, rows, note, ids, data)
 
 
@@ -341,7 +549,7 @@ def figure4_table(P: Profile, root=None) -> Table:
             ["Pearson r of log T_cross vs log m_p", format_value(s["r"]), f"{PAPER_FIGURE4['r']}"],
             ["its bootstrap 95% interval", "—" if s["r_lo"] is None else
              f"[{s['r_lo']:.2f}, {s['r_hi']:.2f}]", "—"],
-            ["p-value", format_value(s["p"], ".2g"), f"{PAPER_FIGURE4['p']:.2g}"],
+            ["p-value", p_text(s["p"]), p_text(PAPER_FIGURE4["p"])],
             ["median q at m_p", format_value(s["q_median"]), f"{PAPER_FIGURE4['q_median']}"],
             ["bootstrap 95% interval", "—" if s["q_lo"] is None else f"[{s['q_lo']:.2f}, {s['q_hi']:.2f}]",
              f"[{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"],
@@ -360,7 +568,7 @@ def figure4_table(P: Profile, root=None) -> Table:
             "tail of far-out words does not dominate.")
     counts = architecture_counts(selected)
     rows.append(["selected runs per architecture",
-                 "; ".join(f"{label_name(k)}: {v}" for k, v in counts.items()) or "—", "—"])
+                 architecture_text(counts), "—"])
     cells = figure4_growth_cells(P, root)
     growth = {"seeds": list(P.fig4_growth_seeds), "rule": FIGURE4_GROWTH_RULE,
               "cells": [f"{m}" + (f" L{d}" if d > 1 else "") for m, d in cells],
@@ -504,7 +712,7 @@ def figure4_within_table(P: Profile, root=None) -> Table:
                      d["n"],
                      len(d["m_p_values"]) if d["kind"] == "architecture" else "—",
                      format_value(d.get("T_cross_median")), format_value(d.get("m_p_median")),
-                     format_value(d["r"]), format_value(d["p"], ".2g")])
+                     format_value(d["r"]), p_text(d["p"])])
     note = ("Figure 4's correlation over all selected runs can come from differences between "
             "architectures alone (each architecture a cluster of runs at its own T_cross and "
             "m_p). Within architectures: each run's log T_cross and log m_p minus its "
@@ -545,46 +753,69 @@ def resample_spread(selected: list[dict[str, Any]], resampled: list[dict[str, An
     return out
 
 
+COROLLARY1_FROM = 10  # the first t of Corollary 1's fit
+
+
+def corollary1_window(record: dict[str, Any]) -> tuple[int, int]:
+    """The times Corollary 1's drift is fitted over, for a diagnostics record:
+    ``COROLLARY1_FROM <= t < min(training length, T_cross)``, so the prediction uses only
+    what a run shows before it crosses and within the length it was trained at."""
+    end = run_config(record)["curriculum_max"]
+    T = record["metrics"]["T_cross"]
+    return COROLLARY1_FROM, (end if T is None else min(end, T)) - 1
+
+
 def corollary1_table(P: Profile, root=None) -> Table:
+    """Corollary 1 on the best affine S3 run of each model: the drift fitted before the
+    crossing and within the training length (:func:`corollary1_window`), the crossing it
+    predicts against the one measured, for the models whose q climbs (:func:`start_mode`)."""
     from sst_core.analysis.error_control import corollary1_prediction
 
     best = best_per_model(diagnostic_records(P, root, "s3"))
-    cols = ["model", "mode", "drift ‖W_out η̄‖ per step", "T_cross predicted",
-            "T_cross measured", "predicted / measured", "m_p"]
+    cols = ["model", "mode", "fitted over t", "drift ‖W_out η̄‖ per step",
+            "T_cross predicted", "T_cross measured", "predicted / measured", "m_p"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items()):
         m = r["metrics"]
         if not m["is_affine"]:
             continue
-        pred = corollary1_prediction(m, tau=r["config"]["tau"])
-        ratio = (pred["T_pred"] / m["T_cross"]
-                 if pred["T_pred"] is not None and m["T_cross"] is not None else None)
-        # a prediction is shown for the climb mode only: a saturated model crossed first
-        climb = m["failure_mode"] == "climb"
-        rows.append([label_name(label), m["failure_mode"], format_value(pred["drift"]),
-                     format_value(pred["T_pred"] if climb else None, ".4g"),
-                     format_value(m["T_cross"]), format_value(ratio if climb else None),
+        mode = start_mode(r)["mode"]
+        window = corollary1_window(r)
+        pred = corollary1_prediction(m, window=window, tau=r["config"]["tau"])
+        # a prediction is shown for the climb mode only: a saturated model starts crossed
+        climb = mode == "climb"
+        T_pred = pred["T_pred"] if climb else None
+        ratio = (T_pred / m["T_cross"]
+                 if T_pred is not None and m["T_cross"] is not None else None)
+        rows.append([label_name(label), mode,
+                     f"{window[0]}–{window[1]}" if pred["drift"] is not None else "—",
+                     format_value(pred["drift"]), format_value(T_pred, ".4g"),
+                     format_value(m["T_cross"]), format_value(ratio),
                      m["m_p"] if m["m_p"] else "fail"])
-        data.append({"model": label, "failure_mode": m["failure_mode"], **pred,
-                     "T_cross": m["T_cross"], "ratio": ratio, "m_p": m["m_p"]})
+        data.append({"model": label, "failure_mode": mode, **pred, "window": list(window),
+                     "T_pred": T_pred, "T_cross": m["T_cross"], "ratio": ratio,
+                     "m_p": m["m_p"]})
         ids.append(r["run_id"])
     note = ("Corollary 1 with a constant drift: sqrt(R_U(t)) = a + t ||W_out eta_bar||, fitted "
-            "by least squares over t in [10, 120]; q crosses tau = 1/2 at (sqrt(tau M) - a) / "
-            "||W_out eta_bar||. Meaningful for the 'climb' mode only: a saturated model has "
-            f"crossed before any drift, and its prediction is not shown. {DRIFT_NOTE} "
-            "Best affine S3 run per model.")
+            f"by least squares at the stored times {COROLLARY1_FROM} <= t < min(60, T_cross) "
+            "(before the crossing, within the training length; '—' where fewer than three "
+            "such times exist); q crosses tau = 1/2 at (sqrt(tau M) - a) / ||W_out eta_bar||. "
+            "Shown for the 'climb' mode only: a saturated model starts above the threshold. "
+            f"{DRIFT_NOTE} Best affine S3 run per model.")
     return Table("Corollary 1: predicted against measured crossing time", cols, rows, note, ids, data)
 
 
 def corollary1_numbers(data: list[dict[str, Any]]) -> dict[str, Any]:
     """What the chapter says of :func:`corollary1_table`'s ``data``: how many rows are in
     the climb mode (``climb``), of those how many have a prediction and a measured crossing
-    (``compared``), and the lowest and highest predicted / measured ratio among them
+    (``compared``), the lowest and highest predicted / measured ratio among them
     (``ratio_lo``, ``ratio_hi``; NaN where none is compared), and of the climb rows how many
-    cross before their m_p (``before``)."""
+    pass the training length (``with_m_p``) and how many cross before their m_p
+    (``before``)."""
     climb = [d for d in data if d["failure_mode"] == "climb"]
     ratios = [d["ratio"] for d in climb if d["ratio"] is not None]
     return {"climb": len(climb), "compared": len(ratios),
+            "with_m_p": sum(d["m_p"] is not None for d in climb),
             "before": sum(d["T_cross"] is not None and d["m_p"] is not None
                           and d["T_cross"] < d["m_p"] for d in climb),
             "ratio_lo": min(ratios, default=float("nan")),
@@ -745,20 +976,17 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
     the paper's numbers."""
     rows_data = figure4_both_ways(diagnostic_records(P, root, "figure4"))
     cols = ["spread R", "depth", "n", "r (log T_cross, log m_p) [95%]", "p",
-            "median q at m_p [95%]", "runs per architecture"]
+            "median q at m_p [95%]"]
     rows = []
     for d in rows_data:
         rows.append(["mean over words (the paper's)" if d["estimate"] == "mean" else
                      "median over words", "both" if d["n_layers"] is None else
                      f"{d['n_layers']} layer{'s' if d['n_layers'] > 1 else ''}", d["n"],
-                     with_interval(d["r"], d["r_lo"], d["r_hi"]), format_value(d["p"], ".2g"),
-                     with_interval(d["q_median"], d["q_lo"], d["q_hi"], 2),
-                     "; ".join(f"{label_name(k)}: {v}" for k, v in d["architectures"].items())
-                     or "—"])
+                     with_interval(d["r"], d["r_lo"], d["r_hi"]), p_text(d["p"]),
+                     with_interval(d["q_median"], d["q_lo"], d["q_hi"], 2)])
     rows.append(["the paper", "both", PAPER_FIGURE4["n"], f"{PAPER_FIGURE4['r']}",
-                 f"{PAPER_FIGURE4['p']:.2g}",
-                 f"{PAPER_FIGURE4['q_median']} [{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]",
-                 "—"])
+                 p_text(PAPER_FIGURE4["p"]),
+                 f"{PAPER_FIGURE4['q_median']} [{PAPER_FIGURE4['q_lo']}, {PAPER_FIGURE4['q_hi']}]"])
     note = ("Figure 4 read with two estimates of a class's spread R in q = R / M: the mean "
             "squared distance of its words' states to their centroid (the paper's definition) "
             "and the median (q_median). Each selects the affine S3 runs that pass length 60 "
@@ -771,6 +999,20 @@ def figure4_both_ways_table(P: Profile, root=None) -> Table:
     return Table("Figure 4 with the mean and the median spread, pooled and per depth", cols,
                  rows, note, ids, [{k: v for k, v in d.items() if k != "run_ids"}
                                    for d in rows_data])
+
+
+def architecture_text(counts: dict[str, int]) -> str:
+    """Runs per architecture as a table cell or the prose shows them: "AUSSM, 2 layers: 33;
+    Token-gated RNN: 48" (a dash for none)."""
+    return "; ".join(f"{label_name(k)}: {v}" for k, v in counts.items()) or "—"
+
+
+def figure4_architectures(data: list[dict[str, Any]]) -> dict[str, str]:
+    """The selected runs per architecture of :func:`figure4_both_ways_table`'s ``data``,
+    once per estimate of the spread (its pooled row; the rows per depth are its parts):
+    ``{"mean": ..., "median": ...}`` (:func:`architecture_text`)."""
+    return {d["estimate"]: architecture_text(d["architectures"]) for d in data
+            if d["n_layers"] is None}
 
 
 def figure4_before_after(P: Profile, root=None) -> Table:
@@ -960,6 +1202,18 @@ def spread_tail_summary(table: Table) -> Table:
 # -- Theorem 1's SymPy checks as tables (sst_core.theory.error_control) --------------------
 # the (dimension d, number of states) of the concrete instances the theory chapter solves
 THEOREM1_SIZES = ((2, 2), (3, 3), (3, 4), (4, 3), (5, 6), (5, 3))
+
+
+def corollary1_symbol_names() -> dict[Any, str]:
+    """LaTeX for the symbols of :func:`sst_core.theory.error_control.derive_corollary1`
+    whose code names a reader should not meet (``e0_W``, ``eta_W``, ...), for
+    ``sympy.latex(expr, symbol_names=...)``."""
+    from sst_core.theory import error_control as th
+
+    return {th.e0: r"e_U(0)", th.eta_bar: r"\bar\eta",
+            th.e0_W: r"\lVert W_{\text{out}}\, e_U(0)\rVert",
+            th.eta_W: r"\lVert W_{\text{out}}\, \bar\eta\rVert",
+            th.M_sq: r"M_{\text{sq}}"}
 
 
 def theorem1_steps_table(derivation: dict[str, Any]) -> Table:
