@@ -302,3 +302,78 @@ def worked_example_table(gd: list[dict[str, Any]]) -> Table:
     return Table(f"Readout learning, teacher at delay {tau0}",
                  ["quantity"] + [INIT_NAMES[k] for k in inits], rows,
                  records=[by[k]["run_id"] for k in inits], data=data)
+
+
+# How a learned-versus-frozen comparison reads, by the claim rule's verdict on "frozen
+# above learned" (sst_core.reports.lra.judge): beyond two SE either way, or within.
+ORDERING = {"holds": "frozen higher", "fails": "learned higher", "tie": "tie"}
+
+
+def ablation_orderings(data: list[dict[str, Any]],
+                       counterpart: dict[str, str | None] | None = None,
+                       published: dict[tuple[str, str, bool], tuple[float, float]] | None = None
+                       ) -> Table:
+    """The LRA ablation read as the memory function's prediction asks: per task that has a
+    counterpart in the paper's ablation and per spectrum, is the frozen mean over seeds
+    above the learned one, below it, or within two standard errors (:data:`ORDERING`), in
+    our runs and in the paper's, and is the ordering the same. ``data``: the rows of
+    :func:`sst_core.reports.lra.lra_ablation` (``task``, ``init``, ``frozen``,
+    ``accuracies``); the paper's cells (max / min over its seeds) become a mean and
+    standard deviation by :func:`sst_core.reports.lra.range_stats`. A spectrum without two
+    seeds on each side of ours has no ordering (None) and is not compared. ``counterpart``
+    and ``published`` default to ``paper_values.LRA_COUNTERPART`` and ``LRA_ABLATION``."""
+    from sst_core.reports.lra import mean_part, range_stats, seed_stats
+    from sst_core.spec import paper_values
+
+    counterpart = paper_values.LRA_COUNTERPART if counterpart is None else counterpart
+    published = paper_values.LRA_ABLATION if published is None else published
+    acc = {(d["task"], d["init"], d["frozen"]): d["accuracies"] for d in data}
+    tasks = list(dict.fromkeys(d["task"] for d in data))
+    inits = list(dict.fromkeys(d["init"] for d in data))
+    tasks = [t for t in tasks if any((counterpart.get(t), i, f) in published
+                                     for i in inits for f in (False, True))]
+    cols, rows, out = ["eigenvalues"], {i: [INIT_NAMES[i]] for i in inits}, []
+    for task in tasks:
+        paper_task = counterpart[task]
+        cols += [f"{task}: frozen − learned, ours (SE)",
+                 f"{paper_task}: paper's (SE)", "same ordering"]
+        for init in inits:
+            ours = mean_part(seed_stats(acc.get((task, init, True), [])),
+                             seed_stats(acc.get((task, init, False), [])), "ours")
+            cells = [published.get((paper_task, init, f)) for f in (True, False)]
+            paper = (mean_part(*(range_stats(*c) for c in cells), "paper")
+                     if None not in cells else {"diff": None, "z": None, "verdict": None})
+            a, b = ORDERING.get(ours["verdict"]), ORDERING.get(paper["verdict"])
+            same = None if a is None or b is None else a == b
+            rows[init] += [f"{a} ({ours['z']:+.1f})" if a else "—",
+                           f"{b} ({paper['z']:+.1f})" if b else "—",
+                           "—" if same is None else "yes" if same else "no"]
+            out.append({"task": task, "paper_task": paper_task, "init": init,
+                        "ours_diff": ours["diff"], "ours_z": ours["z"], "ours": a,
+                        "paper_diff": paper["diff"], "paper_z": paper["z"], "paper": b,
+                        "same": same})
+    return Table("The ablation's learned against frozen, ours and the paper's", cols,
+                 [rows[i] for i in inits],
+                 "Per spectrum: the frozen mean over seeds minus the learned one, in standard "
+                 "errors, read as frozen higher / learned higher beyond 2 SE, tie within.",
+                 data=out)
+
+
+def ablation_ordering_items(table: Table) -> dict[str, Any]:
+    """What the LRA chapter glues from :func:`ablation_orderings`: its grid
+    (``lra_abl_order``) and per task ``t``: the spectra compared (``lra_abl_compared_t``),
+    how many have the paper's ordering (``lra_abl_same_t``) and how many not
+    (``lra_abl_differ_t``, of which ``lra_abl_differ_ties_t`` are a tie in ours), and the
+    names of those that do and do not (``lra_abl_same_names_t``,
+    ``lra_abl_differ_names_t``, "none" for none)."""
+    out: dict[str, Any] = {"lra_abl_order": table.grid()}
+    for task in dict.fromkeys(d["task"] for d in table.data):
+        rows = [d for d in table.data if d["task"] == task and d["same"] is not None]
+        same = [INIT_NAMES[d["init"]] for d in rows if d["same"]]
+        differ = [INIT_NAMES[d["init"]] for d in rows if not d["same"]]
+        ties = sum(1 for d in rows if not d["same"] and d["ours"] == ORDERING["tie"])
+        out.update({f"lra_abl_compared_{task}": len(rows), f"lra_abl_same_{task}": len(same),
+                    f"lra_abl_differ_{task}": len(differ), f"lra_abl_differ_ties_{task}": ties,
+                    f"lra_abl_same_names_{task}": ", ".join(same) or "none",
+                    f"lra_abl_differ_names_{task}": ", ".join(differ) or "none"})
+    return out

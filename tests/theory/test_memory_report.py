@@ -157,3 +157,45 @@ def test_chapter_numbers_and_tables_from_records(tiny):
     explained = 1 - by["inv"]["pop_loss"][-1] / by["inv"]["pop_loss"][0]
     assert inv["share explained, expected loss"] == explained
     assert sorted(table.records) == sorted(r["run_id"] for r in gd)
+
+
+def test_ablation_orderings_on_constructed_rows():
+    """Per spectrum, frozen against learned in SE, ours and the paper's, and whether the
+    orderings agree: each ordering fires exactly when its difference is beyond 2 SE."""
+    from sst_core.reports.memory import ablation_ordering_items, ablation_orderings
+
+    def rows(task, init, learned, frozen):
+        return [{"task": task, "init": init, "frozen": False, "accuracies": learned},
+                {"task": task, "init": init, "frozen": True, "accuracies": frozen}]
+
+    data = (rows("digits", "random", [0.80, 0.82, 0.81], [0.60, 0.62, 0.61])  # learned up
+            + rows("digits", "real", [0.80, 0.82, 0.81], [0.81, 0.80, 0.82])  # tie (0 SE)
+            + rows("digits", "inv", [0.80, 0.81, 0.82], [0.90, 0.91, 0.92])  # frozen up
+            + rows("digits", "step", [0.80], [0.90])  # one seed: no ordering
+            + rows("listops", "inv", [0.4, 0.5], [0.6, 0.7]))  # no counterpart: left out
+    published = {("Image", "random", False): (0.82, 0.81), ("Image", "random", True): (0.70, 0.69),
+                 ("Image", "real", False): (0.78, 0.76), ("Image", "real", True): (0.68, 0.63),
+                 ("Image", "inv", False): (0.86, 0.85), ("Image", "inv", True): (0.88, 0.87),
+                 ("Image", "step", False): (0.78, 0.77), ("Image", "step", True): (0.74, 0.73)}
+    t = ablation_orderings(data, {"digits": "Image", "listops": None}, published)
+    by = {d["init"]: d for d in t.data}
+    assert {d["task"] for d in t.data} == {"digits"}
+    assert (by["random"]["ours"], by["random"]["paper"], by["random"]["same"]) == \
+        ("learned higher", "learned higher", True)
+    assert (by["real"]["ours"], by["real"]["paper"], by["real"]["same"]) == \
+        ("tie", "learned higher", False)
+    assert by["real"]["ours_diff"] == pytest.approx(0.0, abs=1e-12)
+    assert (by["inv"]["ours"], by["inv"]["paper"], by["inv"]["same"]) == \
+        ("frozen higher", "frozen higher", True)
+    assert by["inv"]["ours_z"] > 2 and by["random"]["ours_z"] < -2
+    assert by["step"]["ours"] is None and by["step"]["same"] is None
+    # the paper's cell: midrange 0.875 vs 0.855, sd 0.01 / d_2(6) on each side
+    se = (2 * (0.01 / 2.534) ** 2 / 6) ** 0.5
+    assert by["inv"]["paper_z"] == pytest.approx(0.02 / se)
+    assert [r[0] for r in t.rows] == [INIT_NAMES[k] for k in ("random", "real", "inv", "step")]
+    assert t.rows[3][1:] == ["—", f"learned higher ({-0.04 / se:+.1f})", "—"]
+    items = ablation_ordering_items(t)
+    assert (items["lra_abl_compared_digits"], items["lra_abl_same_digits"]) == (3, 2)
+    assert items["lra_abl_same_names_digits"] == "random (ours), S4D-Inv"
+    assert items["lra_abl_differ_names_digits"] == "linear (S4D-Real)"
+    assert (items["lra_abl_differ_digits"], items["lra_abl_differ_ties_digits"]) == (1, 1)
