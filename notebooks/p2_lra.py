@@ -414,13 +414,20 @@ plt.close("all")
 # distinct modes as the window has delays has $M[\tau] = 1$ at every delay, however
 # ill-conditioned its Vandermonde basis (condition numbers of $10^{45}$ and beyond for real
 # spectra at $N = 64$); no float32 model, and no readout trained for a thousand steps, reads
-# memory held that weakly. So we read the same initial spectra with noise: $M_\delta[\tau]
-# = w_\tau^H (G + \sigma^2 I)^{-1} w_\tau$, the variance of the token at delay $\tau$ that
-# the best linear readout recovers when the state carries white noise of variance $\sigma^2
-# = \delta$ times the mean state variance (`memory_function_noisy`; $G$ the state's Gram
-# matrix over the window, each mode driven through its $\bar B$). It tends to $M[\tau]$ as
-# $\delta \to 0$. The filter it applies to each eigenvalue $\lambda$ of $G$, $\lambda /
-# (\lambda + \sigma^2)$, is ridge regression's, and gradient descent on the readout stopped
+# memory held that weakly. So we read the same initial spectra with noise:
+#
+# $$
+# M_\delta[\tau] = v_\tau^H (G + \sigma^2 I)^{-1} v_\tau,\qquad
+# G = \sum_{k < L} v_k v_k^H ,
+# $$
+#
+# with $v_\tau$ the memory chapter's Vandermonde column, the state's response to the token
+# at delay $\tau$ (here each mode scaled by its $\bar B$), and $G$ the state's Gram matrix
+# over the window. It is the share of the variance of the token at delay $\tau$ that the
+# best linear readout $w$ recovers when the state carries white noise of variance $\sigma^2
+# = \delta$ times the mean state variance, and it tends to $M[\tau]$ as $\delta \to 0$.
+# The filter it applies to each eigenvalue $\lambda$ of $G$, $\lambda / (\lambda +
+# \sigma^2)$, is ridge regression's, and gradient descent on the readout stopped
 # after about $1 / (\eta \sigma^2)$ steps applies nearly the same one, so $M_\delta$ also
 # models the memory that a finite training budget can use. The levels are $\delta$ =
 # {glue:text}`nz_levels`, from about float32's rounding of a sum to 1% of the signal; all
