@@ -54,16 +54,16 @@ plt.close("all")
 # runs three tasks that are generated (or ship inside an installed package) and follow the
 # LRA rules ({numref}`fig-lra-examples`): **ListOps**, nested MIN, MAX, MED and SM (sum mod
 # 10) expressions over digits with LRA's sampler, classified by their value; **Pathfinder**,
-# 32 x 32 images at LRA's {glue:text}`lra_pf_difficulty` setting, read pixel by pixel: are
-# the two markers on one contour? (where a profile's budget cannot hold its full grid, it
-# runs as a *probe*, learned S4D-Inv only, to see whether the task is learned at all); and
+# 32 x 32 images at LRA's {glue:text}`lra_pf_difficulty` setting (LRA's benchmark and the
+# paper use its hard one, with longer contours), read pixel by pixel: are the two markers
+# on one contour? (where our compute cannot hold the full grid of runs, Pathfinder runs as
+# a *probe*, learned S4D-Inv only, to see whether the task is learned at all); and
 # **digits**, scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels, enlarged to
 # {glue:text}`lra_image_side` x {glue:text}`lra_image_side` so that a sequence is as long as
 # a small image's) read pixel by pixel, standing in for sequential CIFAR; its training set is
 # the part of the 1,797 images that the split leaves for training. The scale is far below
-# the paper's ({numref}`tab-lra-scale`); the `lra_*`
-# tasks of `sst_core.tasks.lra` read the real LRA files instead (`sst lra --task lra_listops
-# --data-dir DIR`).
+# the paper's ({numref}`tab-lra-scale`). The same code also reads the real LRA files, where
+# they can be downloaded (see the end of the chapter).
 #
 # ```{glue:figure} lra_examples
 # :name: "fig-lra-examples"
@@ -71,7 +71,7 @@ plt.close("all")
 # The generated tasks: a ListOps expression and its value, Pathfinder images whose markers are joined by a contour or not, and digits read pixel by pixel.
 # ```
 #
-# ````{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task (the probe: learned S4D-Inv only). Delayed recall, below, has its own scale.
+# ````{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task (the probe: learned S4D-Inv only). Our Pathfinder images are at LRA's {glue:text}`lra_pf_difficulty` setting; LRA's benchmark and the paper use its hard setting. Delayed recall, below, has its own scale.
 # :name: tab-lra-scale
 # ```{glue:md} lra_scale
 # :format: myst
@@ -84,7 +84,8 @@ plt.close("all")
 # (the paper's choice), its kernel computed from a Vandermonde product and applied by FFT
 # convolution, a skip term $D$, GELU and a GLU output projection; a mean-pool (or last
 # position, for Pathfinder) decoder classifies. The eigenvalues $\Lambda$ and steps $\Delta$ get
-# their own optimizer group (learning rate `ssm_lr`, no weight decay), as in `state-spaces/s4`.
+# their own optimizer group (their own learning rate, no weight decay), as in the S4
+# authors' code.
 # **Frozen** means $\Lambda$ and $\Delta$ are buffers: they keep their initial values and no
 # optimizer sees them.
 
@@ -380,7 +381,7 @@ plt.close("all")
 # {glue:text}`hz_mf_zero:g` (less than 1% of the target's variance recoverable from any one
 # channel's state, for every seed) as *memory gone*. Memory counts as *present* from
 # $M[\tau] \ge$ {glue:text}`hz_mf_live:g` (signal as strong as noise for a linear readout),
-# one threshold for every cell, set after a first `quick` probe in which cells with
+# one threshold for every cell, set after a first small probe in which cells with
 # $M[\tau]$ of 0.1 to 0.25 stayed near chance within the step budget (between the two
 # thresholds the training budget limits the runs as much as memory does).
 # {numref}`tab-hz-claims` checks the claim and its controls on every cell of {numref}`tab-hz`
@@ -464,4 +465,8 @@ plt.close("all")
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p2_lra", P)
+how_made("p2_lra", P, regenerate=(
+    f"Regenerate: `sst notebooks run --profile {P.name} --only p2_lra`; "
+    f"`sst status --profile {P.name}` counts its records. The `lra_*` tasks of "
+    "`sst_core.tasks.lra` read the real LRA files instead of the generated "
+    "stand-ins: `sst lra --task lra_listops --data-dir DIR`."))
