@@ -185,8 +185,26 @@ def chapter_numbers(P: Profile, curves: list[dict[str, Any]], gd: list[dict[str,
     out.update(rank_lin=by[("lin", 0.01)]["rank"], rank_real=by[("real", 0.01)]["rank"],
                cap_err=max(abs(m["capacity"] - m["rank"]) for m in by.values()))
     alias = mf.spectrum("lin", REFERENCE_N, 0.1)  # aliasing at the reference's size
+    gaps = np.abs(alias[:, None] - alias[None, :])  # (N, N)
+    merged = gaps[(gaps > 0) & (gaps <= mf.DEFAULT_TOL)]
     out.update(rank_lin_alias=mf.vandermonde_rank(alias, P.mem_T),
-               cap_lin_alias=mf.memory_capacity(alias, P.mem_T))
+               cap_lin_alias=mf.memory_capacity(alias, P.mem_T), alias_N=REFERENCE_N,
+               alias_gap=float(merged.max()) if merged.size else 0.0,
+               merge_tol=mf.DEFAULT_TOL)
+    # the step spectrum at dt = 0.1: its stored eigenvalues that ZOH puts on the real axis
+    # (each then counts once in the rank, not as a pair)
+    stored = mf.spectrum("step", P.mem_N, 0.1)[:P.mem_N // 2]  # (N/2,)
+    real_n = np.flatnonzero(np.abs(stored.imag) <= mf.DEFAULT_TOL / 2)
+    out.update(rank_step_alias=by[("step", 0.1)]["rank"], step_real_count=len(real_n),
+               step_real_n=", ".join(str(n) for n in real_n))
+    # the memory function depends on the window: S4D-Inv's M[10] at dt = 0.001 at this
+    # page's T and at the reference's
+    ref_inv = next((d for d in reference_comparison(P, root).data
+                    if (d["init"], d["dt"]) == ("inv", 0.001) and d["ours"]), None)
+    out.update(inv_m10_0001=dict(zip(by[("inv", 0.001)]["delay"],
+                                     by[("inv", 0.001)]["memory"]))[10],
+               ref_inv_m10_0001=float("nan") if ref_inv is None
+               else ref_inv["ours"][ref_inv["delays"].index(10)])
     # accuracy: float64 SVD against memory_function on S4D-Lin at dt = 0.001, and against a
     # direct 100-digit evaluation; the time at the reference's size, from its records
     mu_lin = mf.spectrum("lin", P.mem_N, 0.001)
@@ -376,4 +394,36 @@ def ablation_ordering_items(table: Table) -> dict[str, Any]:
                     f"lra_abl_differ_{task}": len(differ), f"lra_abl_differ_ties_{task}": ties,
                     f"lra_abl_same_names_{task}": ", ".join(same) or "none",
                     f"lra_abl_differ_names_{task}": ", ".join(differ) or "none"})
+    return out
+
+
+def gradient_sample_error(cfg: Any, sizes: list[int], repeats: int = 9) -> list[dict[str, Any]]:
+    """How far the readout gradient on a simulated sample lies from the white-noise
+    formula (:func:`sst_core.theory.memory.readout_gradient`) at the start of the worked
+    example ``cfg`` (a ``ReadoutGDConfig``: theta = 0, teacher at ``cfg.teacher_delay``),
+    for samples of each length in ``sizes``: the root mean square over ``repeats``
+    samples (seeds ``cfg.seed + 1000 k``) of ``||g_sample - g_formula|| / ||g_formula||``. The sample's
+    gradient is that of its mean squared error, ``-2 h^T y / n`` at theta = 0 (what
+    autograd computes on it). Sampling noise shrinks it like ``1 / sqrt(n)``."""
+    from sst_core.theory import memory as mf
+
+    if not sizes or any(int(n) < 1 for n in sizes) or repeats < 1:
+        raise ValueError(f"sizes={sizes!r} must be lengths >= 1 and repeats={repeats} >= 1")
+    mu = mf.spectrum(cfg.init, cfg.N, cfg.dt, seed=cfg.seed)  # (N,)
+    T, tau0 = cfg.T, cfg.teacher_delay
+    alpha = np.zeros(T)  # (T,)
+    alpha[tau0] = 1.0
+    V = mf.vandermonde(mu, T, real=True)  # (N, T)
+    g_formula = mf.readout_gradient(np.zeros(V.shape[0]), alpha, mu)  # (N,)
+    out = []
+    for n in sizes:
+        errs = []
+        for k in range(repeats):
+            u = np.random.default_rng(cfg.seed + 1000 * k).standard_normal(int(n) + T - 1)
+            h = mf.simulate_states(V.T, u)[T - 1:]  # (n, N)
+            y = u[np.arange(T - 1, u.size) - tau0]  # (n,)
+            g = -2.0 * h.T @ y / int(n)  # (N,)
+            errs.append(float(np.linalg.norm(g - g_formula) / np.linalg.norm(g_formula)))
+        out.append({"n": int(n), "rel_error": float(np.sqrt(np.mean(np.square(errs)))),
+                    "repeats": repeats})
     return out

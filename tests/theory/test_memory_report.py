@@ -127,6 +127,15 @@ def test_chapter_numbers_and_tables_from_records(tiny):
     assert n["cap_err"] < 1e-9
     alias = mf.spectrum("lin", configs.REFERENCE_N, 0.1)
     assert n["rank_lin_alias"] == mf.vandermonde_rank(alias, 200) < configs.REFERENCE_N - 1
+    assert 0 < n["alias_gap"] <= n["merge_tol"] == mf.DEFAULT_TOL  # merged, not equal
+    # step at dt = 0.1 (N = 4): mu_0 is real, so it counts once: rank N - 1
+    assert (n["step_real_count"], n["step_real_n"], n["rank_step_alias"]) == (1, "0", 3)
+    # M[10] of S4D-Inv at dt = 0.001 in this page's window and in the reference's
+    at = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
+    assert n["inv_m10_0001"] == dict(zip(at[("inv", 0.001)]["delay"],
+                                         at[("inv", 0.001)]["memory"]))[10]
+    ref = next(d for d in reference_comparison(P).data if (d["init"], d["dt"]) == ("inv", 0.001))
+    assert n["ref_inv_m10_0001"] == ref["ours"][ref["delays"].index(10)]
     assert n["attn_m"] == pytest.approx(1 / 200) and n["attn_cap"] == pytest.approx(1)
     assert n["sim_same"] == simulation_check(sim)["sim_same"]
     assert n["legs_m10"] == legs["M_legs"][0]
@@ -199,3 +208,19 @@ def test_ablation_orderings_on_constructed_rows():
     assert items["lra_abl_same_names_digits"] == "random (ours), S4D-Inv"
     assert items["lra_abl_differ_names_digits"] == "linear (S4D-Real)"
     assert (items["lra_abl_differ_digits"], items["lra_abl_differ_ties_digits"]) == (1, 1)
+
+
+def test_gradient_sample_error_shrinks_like_one_over_root_n():
+    """The sample gradient's distance from the white-noise formula, at theta = 0, falls by
+    about sqrt(100) = 10 when the sample is 100 times longer; bad sizes are refused."""
+    from types import SimpleNamespace
+
+    from sst_core.reports.memory import gradient_sample_error
+
+    cfg = SimpleNamespace(init="inv", N=4, dt=0.05, T=32, teacher_delay=5, seed=0)
+    small, large = gradient_sample_error(cfg, [1_000, 100_000], repeats=20)
+    assert (small["n"], large["n"], large["repeats"]) == (1_000, 100_000, 20)
+    assert 5 < small["rel_error"] / large["rel_error"] < 20
+    assert large["rel_error"] < 0.05
+    with pytest.raises(ValueError, match="sizes"):
+        gradient_sample_error(cfg, [0])
