@@ -32,11 +32,11 @@
 #
 # ## Two label-free labellings
 #
-# `sst_core.analysis.diagnostics.label_free_states` replaces $g_t$ in $R$ and $M$ by one of
+# The label-free diagnostics replace $g_t$ in $R$ and $M$ by one of
 #
 # - **decoded**: the model's own prediction $\hat g_t = \arg\max (W_{\text{out}} h_t + b)$;
 # - **clusters**: $k$-means with $|G|$ clusters of the read-out states $W_{\text{out}} h_t$,
-#   at each time on its own (`kmeans_per_time`, $k$-means++ seeding, best of three).
+#   at each time on its own ($k$-means++ seeding, best of three).
 #
 # Both have a built-in bias, because the labels are made *from* the states: $k$-means
 # minimises exactly the within-class spread $R$, so at its optimum its $R$ is never larger
