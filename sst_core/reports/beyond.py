@@ -472,6 +472,31 @@ def spectra(P: Profile, root=None) -> Table:
                  note, [r["run_id"] for r in recs], data)
 
 
+def theorem1_counts(data: list[dict[str, Any]]) -> Table:
+    """Theorem 1's signature in the return maps of the affine models of :func:`spectra`
+    (its ``data``): of those that pass the training length and of those that fail at it,
+    how many have at least ``dim U`` eigenvalues within 0.01 of 1 (the median over words,
+    ``return_near_one``), and which do not (their names, for the text). Theorem 1 puts
+    ``dim U`` eigenvalues at 1 for an affine model whose return maps fix the centroids."""
+    rows, out = [], []
+    for label, passes in (("pass the training length", True), ("fail at the training length",
+                                                                False)):
+        group = [d for d in data if d["is_affine"] and (d["m_p"] is not None) is passes]
+        at_one = [d for d in group if d["return_near_one"] >= d["dim_U"]]
+        without = [d for d in group if d["return_near_one"] < d["dim_U"]]
+        rows.append([label, len(group), len(at_one),
+                     ", ".join(model_name(d["model"]) for d in without) or "—"])
+        out.append({"passes": passes, "models": len(group), "at_one": len(at_one),
+                    "without": [{"model": d["model"], "m_p": d["m_p"],
+                                 "near_one": d["return_near_one"], "dim_U": d["dim_U"]}
+                                for d in without]})
+    return Table("Theorem 1's eigenvalues at 1 in the affine trackers' return maps",
+                 ["affine models that", "models", "with ≥ dim U eigenvalues near 1",
+                  "the others"], rows,
+                 "Near 1: within 0.01, the median over state-preserving words of the number "
+                 "of such eigenvalues.", data=out)
+
+
 SPECTRA_PREDICTORS = {
     "A(x) spectral radius": lambda m: _token_summary(m)["radius"],
     "A(x) share near the unit circle": lambda m: _token_summary(m)["near_unit"],
