@@ -71,12 +71,12 @@ plt.close("all")
 # The generated tasks: a ListOps expression and its value, Pathfinder images whose markers are joined by a contour or not, and digits read pixel by pixel.
 # ```
 #
-# ````{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task (the probe: learned S4D-Inv only). Our Pathfinder images are at LRA's {glue:text}`lra_pf_difficulty` setting; LRA's benchmark and the paper use its hard setting. Delayed recall, below, has its own scale.
+# :::{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task (the probe: learned S4D-Inv only). Our Pathfinder images are at LRA's {glue:text}`lra_pf_difficulty` setting; LRA's benchmark and the paper use its hard setting. Delayed recall, below, has its own scale.
 # :name: tab-lra-scale
 # ```{glue:md} lra_scale
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ## The model and what freezing removes
 #

@@ -219,12 +219,12 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # five initialisations, at three steps $\Delta$.
 # ```
 #
-# ````{table} The memory function $M[\tau]$ of the five initialisations at three delays and three steps $\Delta$, with the capacity (the sum of $M$ over all $T$ delays) and the rank of $V$, at $N=$ {glue:text}`N` and a window of $T=$ {glue:text}`T` delays. $N$ counts both members of each conjugate pair, so a real eigenvalue stored as one member counts once in the rank (S4D-Lin: $N-1$, S4D-Real: $N/2$). The random spectrum is uniform in the unit disk at every $\Delta$, so its rows do not depend on $\Delta$.
+# :::{table} The memory function $M[\tau]$ of the five initialisations at three delays and three steps $\Delta$, with the capacity (the sum of $M$ over all $T$ delays) and the rank of $V$, at $N=$ {glue:text}`N` and a window of $T=$ {glue:text}`T` delays. $N$ counts both members of each conjugate pair, so a real eigenvalue stored as one member counts once in the rank (S4D-Lin: $N-1$, S4D-Real: $N/2$). The random spectrum is uniform in the unit disk at every $\Delta$, so its rows do not depend on $\Delta$.
 # :name: tab-mem-memory
 # ```{glue:md} tab_memory
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The rise at the right end of the curves at small $\Delta$ is the edge of the window: the
 # oldest of the $T$ inputs held has no older input to be confused with, so slowly decaying
@@ -261,12 +261,12 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # {glue:text}`inv_m10_0001:.3f` at $T=$ {glue:text}`T` ({numref}`tab-mem-memory`) and
 # {glue:text}`ref_inv_m10_0001:.3f` at $T=$ {glue:text}`ref_T` here.
 #
-# ````{table} Our memory function at the reference's size ($N=$ {glue:text}`ref_N`, $T=$ {glue:text}`ref_T`) beside the reference values in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
+# :::{table} Our memory function at the reference's size ($N=$ {glue:text}`ref_N`, $T=$ {glue:text}`ref_T`) beside the reference values in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
 # :name: tab-mem-reference
 # ```{glue:md} tab_reference
 # :format: myst
 # ```
-# ````
+# :::
 # `````
 #
 # ## The readout gradient sees the teacher through the projection
