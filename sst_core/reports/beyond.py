@@ -210,13 +210,20 @@ def label_free_records(P: Profile, root=None) -> list[dict[str, Any]]:
 def label_free_examples(records: list[dict[str, Any]], n: int = 6) -> list[dict[str, Any]]:
     """The trackers whose q(t) the chapter draws: one run per (group, model), its first in
     the grid's order (:func:`sst_core.reports.select.best_per_cell` with no score), sorted by
-    group, affine models first, then by model; the first ``n``."""
+    group, affine models first, then by model; ``n`` of them, half (rounded down) from those
+    that pass the training length (``m_p`` not None) and half from those that fail, in
+    that order, a side with too few filled from the other."""
     def model(r: dict[str, Any]) -> str:
         return r["config"]["run"]["model"]
 
     first = best_per_cell(records, lambda r: (r["metrics"]["group"], model(r)), score=None)
-    return sorted(first.values(), key=lambda r: (r["metrics"]["group"],
-                                                 not r["metrics"]["is_affine"], model(r)))[:n]
+    ordered = sorted(first.values(), key=lambda r: (r["metrics"]["group"],
+                                                    not r["metrics"]["is_affine"], model(r)))
+    passing = [r for r in ordered if r["metrics"]["m_p"] is not None]
+    failing = [r for r in ordered if r["metrics"]["m_p"] is None]
+    k = min(len(passing), max(n // 2, n - len(failing)))
+    chosen = {id(r) for r in passing[:k] + failing[:n - k]}
+    return [r for r in ordered if id(r) in chosen]
 
 
 def label_free(P: Profile, root=None) -> Table:
