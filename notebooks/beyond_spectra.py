@@ -191,7 +191,7 @@ glue("tab_predictors", pred.grid(), display=False)
 # ```
 # :::
 #
-# Of the models that pass, {glue:text}`n_exceptions:d` lack the eigenvalues at 1:
+# Passing without those eigenvalues ({glue:text}`n_exceptions:d` of the models that pass):
 # {glue:text}`exc_model` reaches $m_p$ = {glue:text}`exc_mp` with
 # {glue:text}`exc_near` of them (against $\dim U$ = {glue:text}`exc_dim_U`). This does not
 # contradict Theorem 1, which is about return maps that fix the centroids: passing the
