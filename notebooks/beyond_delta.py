@@ -31,9 +31,11 @@
 # that fails at 60 the test has next to no power, since any crossing before twice the
 # training length counts as a hit. The theorem's dichotomy is not between diagonal and
 # non-diagonal transitions but between no drift and some drift ({numref}`tab-dl-exact`).
-# The diagnostics also miss for a state-dependent model whose $q$ crosses early, for an
-# affine one whose return map is exactly the identity on $U$, for DeltaProduct with 3 steps
-# ({ref}`sec-dl-misses`), and for a perturbed exact tracker ({numref}`tab-dl-exact`).
+# The diagnostics miss for a state-dependent model whose $q$ crosses early, for an affine
+# one whose return map is exactly the identity on $U$ ({ref}`sec-dl-misses`), and for a
+# perturbed exact tracker ({numref}`tab-dl-exact`); for DeltaProduct with 3 steps the
+# measured $T_{\text{cross}}$ predicts $m_p$, but Corollary 1's crossing time, from the
+# drift, does not.
 #
 # At this book's scale: the grid of the other "Beyond" chapters, {glue:text}`per_cell:d` runs
 # per cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`
@@ -53,7 +55,8 @@
 # (DeltaNet, $\beta \in [0, 2]$: transition eigenvalues in $[-1, 1]$), and DeltaProduct
 # taking $n_h$ such steps per token ($n_h = 2$, and a variant with 3). The transition depends
 # on the token only, so all four are affine in the paper's sense (the tests check it
-# numerically). torch's `nn.GRU` and `nn.LSTM` join them as registry models.
+# numerically). PyTorch's GRU and LSTM are trained and diagnosed beside them, like every
+# other model of the book.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -100,8 +103,7 @@ P = params.from_notebook("beyond_delta", globals())  # fails here on a typo or a
 # 3. An orthogonal $g$ is the product of exactly $\operatorname{rank}(g - I)$ reflections
 #    and no fewer (Cartan–Dieudonné), so an element of order above 2 needs at least two.
 #
-# SymPy derives the first two for a symbolic $k$ (`tests/theory/test_householder.py` checks
-# them against their numeric twins):
+# SymPy derives the first two for a symbolic $k$ (and numeric twins check them):
 
 # %%
 hh = householder.derive_householder(3)  # a symbolic k in R^3
@@ -113,7 +115,7 @@ householder.derive_transposition(3, 0, 1)["holds"]
 
 # %% [markdown]
 # Applied to the generator tokens of the book's groups, in the orthogonal representation
-# `tracking_representation` builds (the sign for $C_2$, a rotation for $C_6$, the standard
+# we use for each (the sign for $C_2$, a rotation for $C_6$, the standard
 # representation for $S_3$, the rotations of the icosahedron for $A_5$, whose standard
 # representation would need four reflections for a 5-cycle), this says in advance which
 # model *can* track which group exactly with one layer ({numref}`tab-dl-predictions`).
@@ -215,8 +217,8 @@ plt.close("all")
 #
 # Recovery is measured {glue:text}`rec_steps:d` steps after the perturbation
 # ({numref}`tab-dl-drift`, {numref}`fig-dl-recovery`). Do Theorem 1 and Corollary 1 predict
-# $m_p$? By a rule fixed before looking
-# (`sst_core.reports.beyond.crossing_predicts`), the measured $T_{\text{cross}}$ predicts
+# $m_p$? By a rule fixed before looking (the caption of {numref}`tab-dl-theory`), the
+# measured $T_{\text{cross}}$ predicts
 # $m_p$ for {glue:text}`measured_hh` Householder models that pass the training length, and
 # Corollary 1's crossing time for {glue:text}`corollary_hh` of those whose drift could be
 # fitted ({numref}`tab-dl-theory`, with the diagonal affine models beside them). The
@@ -232,8 +234,9 @@ plt.close("all")
 # ```
 # :::
 #
-# The Householder models that extrapolate sit at the top right of {numref}`fig-dl-figure4`,
-# with both singular values of the return map near 1 and a small drift: the neutral trackers
+# The Householder models that extrapolate sit at the top right of {numref}`fig-dl-figure4`
+# (a late crossing and a large $m_p$), with both singular values of the return map near 1
+# ({numref}`tab-dl-lens`) and a small drift ({numref}`tab-dl-drift`): the neutral trackers
 # Theorem 1 allows. Singular values well below 1 on $U$ would have contradicted its premise
 # (the return maps would not fix the centroids; {numref}`tab-dl-lens` measures it directly).
 #
@@ -273,8 +276,8 @@ plt.close("all")
 # out["T_cross"], out["failure_mode"], out["theorem1"]["gain"]
 # ```
 #
-# It runs the same core as `diagnose(cfg)`, which made every diagnostics record of the book.
-# We hand it the exact tracker of the theory (`householder.permutation_tracker`), exactly and
+# It runs the same core as the diagnostics of every other chapter. We hand it the exact
+# tracker of the theory (one product of reflections per token), exactly and
 # with a small fixed rotation of each token's transition, the kind of imperfection training
 # leaves ({numref}`tab-dl-exact`), and torch's GRU and LSTM trained above as plain modules:
 
@@ -320,7 +323,7 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: the entry point's numerical check.
+# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: whether the step passes the numerical check of affinity.
 # :name: tab-dl-exact
 # ```{glue:md} tab_exact
 # :format: myst
@@ -341,7 +344,7 @@ for name, value in {
 # that rate, for a reason we have not measured.
 #
 # ::::{dropdown} The same check on torch's GRU and LSTM
-# The public entry point and the registry's diagnostics give the same crossing time for
+# The public entry point and the book's own diagnostics give the same crossing time for
 # {glue:text}`torch_same` runs, and the largest difference between their $q(t)$, relative
 # to its largest value, is {glue:text}`torch_qdiff` (0: the two curves are identical;
 # {numref}`tab-dl-torch`). For a state-dependent recurrence Theorem 1 does
@@ -349,7 +352,7 @@ for name, value in {
 # theory allows such models, and the mechanism by which the paper's state-dependent models
 # extrapolate.
 #
-# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as a registry model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
+# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as the book's model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
 # :name: tab-dl-torch
 # ```{glue:md} tab_torch
 # :format: myst

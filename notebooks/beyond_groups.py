@@ -233,10 +233,13 @@ plt.close(fig)
 # the training length (otherwise there is no $m_p$ to predict), and their $q(t)$ must cross
 # $1/2$ within the rollout. On $A_5$ few affine runs pass 60, so the handful that qualify
 # ({numref}`fig-hg-f4-a5`) give a correlation that is no evidence either way: the question
-# stays open at this scale, and the paper profile's sweep (`sst sweep figure4_a5 --profile
-# paper`) is what would settle it.
+# stays open at this scale, and the same sweep at the paper's scale (its command is in the
+# block below) is what would settle it.
 
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("beyond_groups", P)
+how_made("beyond_groups", P, regenerate=(
+    f"Regenerate: `sst notebooks run --profile {P.name} --only beyond_groups`; "
+    f"`sst status --profile {P.name}` counts its records. The Figure 4 sweep on "
+    "A5 at the paper's scale: `sst sweep figure4_a5 --profile paper`."))

@@ -161,10 +161,10 @@ for name, fig in figures.items():
 #
 # ## What it costs
 #
-# The benchmark (`make bench`, rows `semi_affine_train_s3` and `semi_affine_eval_L1000`)
-# times one training step at the quick profile's $S_3$ sizes and a forward pass at length
-# 1000, the semi-affine Negative Mamba beside the affine one in one run; the times are those
-# of the newest stored benchmark record with these rows, on its hardware. The benchmark runs
+# The benchmark times one training step on $S_3$ at small sizes (the table gives them) and
+# a forward pass at length 1000, the semi-affine Negative Mamba beside the affine one in
+# one run; the times are those of the newest stored benchmark record with these rows, on
+# its hardware (the block below names them). The benchmark runs
 # at $d_{\text{model}}$ = {glue:text}`bench_d_model`, not at the
 # $d_{\text{model}}$ = {glue:text}`d_model:d` the chapter trains at: the ratio is the
 # benchmark's width's, and how it changes with the width is not measured here.
@@ -185,4 +185,7 @@ for name, fig in figures.items():
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("beyond_semi_affine", P)
+how_made("beyond_semi_affine", P, regenerate=(
+    f"Regenerate: `sst notebooks run --profile {P.name} --only beyond_semi_affine`; "
+    f"`sst status --profile {P.name}` counts its records. The cost table reads the "
+    "benchmark rows `semi_affine_train_s3` and `semi_affine_eval_L1000` (`make bench`)."))

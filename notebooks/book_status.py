@@ -12,11 +12,10 @@
 # Every number in this book comes from a run record under `results/`. This page, generated
 # from those records when the book was built, says for each chapter which profile it shows
 # (with `best`: the largest profile whose records cover the whole chapter, so that nothing
-# is retrained), how many runs and how much compute stand behind it, how many of those
-# records are stale (made by an older version of their experiment; `sst sweep E
-# --retry-stale` computes them again), when its records were made, and how far a larger
-# profile's sweep of it has got, or that it is complete where the book was built at a
-# smaller profile than `best` would choose. `sst book --plan` prints the same before a build, with the compute the
+# is retrained), how many of the runs it reads are stored and how much compute stands
+# behind them, when its records were made, and how far a larger profile's sweep of it has
+# got, or that it is complete where the book was built at a smaller profile than `best`
+# would choose. `sst book --plan` prints the same before a build, with the compute the
 # missing runs would need.
 
 # %% tags=["parameters", "remove-cell"]
@@ -47,7 +46,7 @@ display(Markdown("\n".join(f"- {chapter_link(p.notebook, titles)}: {p.why}"
 # ## Sweeps the chapters do not read yet
 #
 # Some sweeps are staged: no chapter reads their records until every run is stored, and
-# then a chapter moves to them. The table says how far each has got at the larger profiles
+# then a chapter moves to them. The table says how far each has got at the profile it names
 # (runs stored, of which failed, still missing, and the compute they took), and the compute
 # the missing runs would take, priced from the stored runs most like them.
 

@@ -64,8 +64,8 @@ from sst_core.theory import memory_sym as ms
 # $\lambda_n$ of $A$ becomes $\mu_n = e^{\Delta\lambda_n}$. As in `state-spaces/s4`, the
 # state includes the current input, so $h_t=\sum_{\tau\ge0}\bar A^{\tau}\bar B\,u_{t-\tau}$;
 # the paper's $x_{k+1}=Ax_k+Bu_k$ only shifts the delay axis by one step. S4D keeps $A$
-# diagonal and complex and stores one member of each conjugate pair: `init_Lambda(kind, N)`
-# returns the $N/2$ stored eigenvalues, `with_conjugates` all $N$ of the real state
+# diagonal and complex and stores one member of each conjugate pair: $N/2$ stored
+# eigenvalues, which with their conjugates are the $N$ eigenvalues of the real state
 # ({numref}`tab-mem-inits`).
 #
 # ```{table} The five initialisations: the stored eigenvalues $\lambda_n$, $n=0,\dots,N/2-1$.
@@ -173,13 +173,16 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # (the last two columns of {numref}`tab-mem-memory`). One consequence is easy to miss:
 # **aliasing lowers the rank**. Under ZOH, S4D-Lin's $\mu_n=e^{\Delta(-1/2+i\pi n)}$
 # coincides with $\mu_{n'}$ or $\bar\mu_{n'}$ whenever $\Delta\pi(n\mp n')$ is a multiple of
-# $2\pi$; at $\Delta=0.1$ that is $n\mp n'=20$, and S4D-Lin with $N=64$ has only
-# {glue:text}`rank_lin_alias` distinct eigenvalues, so its capacity is
-# {glue:text}`cap_lin_alias:.6f`. A reference computation made independently before this
-# code took the float64 rank there for an artefact ("numerical rank 20 at $\Delta=0.1$
-# (true 63)"); the float64 rank is the true one: the coinciding eigenvalues differ by
-# rounding only (about $10^{-15}$), and `distinct_eigenvalues` merges eigenvalues closer
-# than $10^{-12}$.
+# $2\pi$; at $\Delta=0.1$ that is $n\mp n'=20$, and S4D-Lin with $N=$
+# {glue:text}`alias_N` has only {glue:text}`rank_lin_alias` distinct eigenvalues, so its
+# capacity is {glue:text}`cap_lin_alias:.6f`. This rank is not a rounding artefact: the
+# eigenvalues that coincide in exact arithmetic differ in float64 by at most
+# {glue:text}`alias_gap:.0e`, and we count eigenvalues closer than
+# {glue:text}`merge_tol:.0e` as one. The step spectrum loses rank at $\Delta=0.1$ another
+# way (rank {glue:text}`rank_step_alias` in {numref}`tab-mem-memory`): its angle
+# $\Delta\pi n$ is a multiple of $\pi$ for $n=$ {glue:text}`step_real_n`, so ZOH puts
+# those {glue:text}`step_real_count` stored eigenvalues on the real axis, where each is its
+# own conjugate and counts once.
 #
 # $VV^H$ is badly conditioned for most of these spectra. On S4D-Lin at $\Delta=0.001$ the
 # float64 SVD route (leverage scores of $V^H$) finds rank {glue:text}`svd_rank` and differs
@@ -216,12 +219,12 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # five initialisations, at three steps $\Delta$.
 # ```
 #
-# ````{table} The memory function $M[\tau]$ of the five initialisations at three delays and three steps $\Delta$, with the capacity (the sum of $M$ over all $T$ delays) and the rank of $V$, at the $N$ and $T$ of this page. $N$ counts both members of each conjugate pair, so a real eigenvalue stored as one member counts once in the rank (S4D-Lin: $N-1$, S4D-Real: $N/2$); n/a: a delay beyond $T-1$. The random spectrum is uniform in the unit disk at every $\Delta$, so its rows do not depend on $\Delta$.
+# :::{table} The memory function $M[\tau]$ of the five initialisations at three delays and three steps $\Delta$, with the capacity (the sum of $M$ over all $T$ delays) and the rank of $V$, at $N=$ {glue:text}`N` and a window of $T=$ {glue:text}`T` delays. $N$ counts both members of each conjugate pair, so a real eigenvalue stored as one member counts once in the rank (S4D-Lin: $N-1$, S4D-Real: $N/2$). The random spectrum is uniform in the unit disk at every $\Delta$, so its rows do not depend on $\Delta$.
 # :name: tab-mem-memory
 # ```{glue:md} tab_memory
 # :format: myst
 # ```
-# ````
+# :::
 #
 # The rise at the right end of the curves at small $\Delta$ is the edge of the window: the
 # oldest of the $T$ inputs held has no older input to be confused with, so slowly decaying
@@ -253,13 +256,17 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # Reference values computed independently with NumPy and mpmath before this code existed, at $N=$ {glue:text}`ref_N` and $T=$ {glue:text}`ref_T`: predictions to
 # reproduce, not numbers from the paper. The largest
 # difference from them, {glue:text}`ref_table_diff:.4f`, is the size of their rounding.
+# The memory function depends on the window: with more delays sharing the same capacity,
+# each holds less, so S4D-Inv's $M[10]$ at $\Delta=0.001$ is
+# {glue:text}`inv_m10_0001:.3f` at $T=$ {glue:text}`T` ({numref}`tab-mem-memory`) and
+# {glue:text}`ref_inv_m10_0001:.3f` at $T=$ {glue:text}`ref_T` here.
 #
-# ````{table} Our memory function at the reference's size ($N$ and $T$ as in the text above) beside the reference values in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
+# :::{table} Our memory function at the reference's size ($N=$ {glue:text}`ref_N`, $T=$ {glue:text}`ref_T`) beside the reference values in parentheses, rounded there to three decimals or one significant digit, so that differences up to about 0.0005 are rounding; the last column is the largest absolute difference of the row.
 # :name: tab-mem-reference
 # ```{glue:md} tab_reference
 # :format: myst
 # ```
-# ````
+# :::
 # `````
 #
 # ## The readout gradient sees the teacher through the projection
@@ -285,21 +292,26 @@ gd = [experiments_runs.run(c) for c in paper2.readout_gd_grid(P)]
 # The teacher enters the gradient only as $(P\alpha)_\tau=\sum_{\tau'}P_{\tau\tau'}\alpha_{\tau'}$.
 # A teacher at a single delay $\tau_0$ ($\alpha=e_{\tau_0}$) arrives as the column
 # $P_{\cdot,\tau_0}$, and the weight it keeps on its own delay is $P_{\tau_0\tau_0}=M[\tau_0]$.
-# Because $VP=V$ the gradient is also $2\sigma^2BV(BV^\top\theta-\alpha)$ (how
-# `readout_gradient` evaluates it, with no inverse); the projection form makes explicit which
+# Because $VP=V$ the gradient is also $2\sigma^2BV(BV^\top\theta-\alpha)$ (the form our
+# code evaluates, with no inverse); the projection form makes explicit which
 # part of $\alpha$ the model can act on. Torch autograd on a simulated sample agrees with the
 # gradient from the sample's own moments, and differs from the white-noise formula by
 # {glue:text}`grad_rel:.2f` (relative, {numref}`tab-mem-checks`): sampling noise, since the
 # formula replaces $\hat U^\top\hat U/n$ by $\sigma^2 I$ and a state decaying as slowly as
 # this one ($|\mu|\approx e^{-0.0015}$ per step) holds few independent samples in
-# {glue:text}`n_sim` steps. The test suite checks that the difference shrinks like $1/\sqrt n$.
+# {glue:text}`n_sim` steps. The difference shrinks like $1/\sqrt n$: on samples of
+# $n=$ {glue:text}`grad_n0`, {glue:text}`grad_n1` and {glue:text}`grad_n2` steps the
+# gradient at $\theta=0$ differs from the formula by {glue:text}`grad_err0:.2f`,
+# {glue:text}`grad_err1:.2f` and {glue:text}`grad_err2:.3f` (root mean square over
+# {glue:text}`grad_repeats` samples each).
 #
 # ## The worked example: a teacher at delay 500
 #
 # The paper's example, as the summary reports it, has $N=4$, $T=1024$ and a teacher
 # $y_t=u_{t-500}$: with a random spectrum the memory vanishes beyond $\tau\approx40$ and the
 # gradient carries no information about the teacher, while with S4D-Inv $M[500]\approx0.003$
-# is small but nonzero. The paper does not give $\Delta$; we use $\Delta=0.003$ (inside S4's
+# is small but nonzero. We use the paper's sizes, $N=$ {glue:text}`gd_N` and $T=$
+# {glue:text}`gd_T`. The paper does not give $\Delta$; we use $\Delta=0.003$ (inside S4's
 # default range), where S4D-Inv has the paper's value. Gradient descent starts at $\theta=0$
 # with step $1/\lambda_{\max}$ of the Hessian, on the expected loss and on a simulated sample.
 #
@@ -348,6 +360,12 @@ legs = mf.legs_comparison(P.mem_N, P.mem_T, dt=0.01, taus=(10, 100))
 # %% tags=["remove-input"]
 numbers = {**report.chapter_numbers(P, curves, gd, sim, legs),
            "mf_sym_diff": float(np.max(np.abs(sym_vals - num_vals)))}
+gd_inv = next(c for c in paper2.readout_gd_grid(P) if c.init == "inv")
+sizes = [gd_inv.n_samples // 10, gd_inv.n_samples, 10 * gd_inv.n_samples]
+for k, d in enumerate(report.gradient_sample_error(gd_inv, sizes)):
+    numbers.update({f"grad_n{k}": f"{d['n']:,}", f"grad_err{k}": d["rel_error"],
+                    "grad_repeats": d["repeats"]})
+numbers.update(gd_N=gd_inv.N, gd_T=gd_inv.T)
 by_dt = {(r["config"]["init"], r["config"]["dt"]): r for r in curves}
 for name, value in {
         **numbers,
@@ -397,7 +415,7 @@ plt.close("all")
 # initialised with the HiPPO-LegS matrix {cite}`gu2020hippo` does **not** share its memory
 # function with S4D-Inv. The LegS matrix is lower triangular, so its eigenvalues are its
 # diagonal: real, from {glue:text}`legs_min:.0f` to {glue:text}`legs_max:.0f` (largest
-# imaginary part {glue:text}`legs_imag:.0e`), the S4D-Real spectrum with $N$ distinct
+# imaginary part {glue:text}`legs_imag:.2g`), the S4D-Real spectrum with $N$ distinct
 # eigenvalues instead of $N/2$. S4D-LegS and S4D-Inv use instead the spectrum
 # $-\tfrac12+i\omega_n$ of its *normal part* $A+PP^\top$ (largest $\omega$:
 # {glue:text}`legs_omega_max:.1f` for LegS, {glue:text}`inv_omega_max:.1f` for the S4D-Inv
@@ -461,7 +479,8 @@ plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)
 #   matches it to simulation accuracy. Only for matched spectra: HiPPO-LegS is not S4D-Inv.
 # - **Capacity** $=\operatorname{rank}V\le N$ at finite $T$; S4D-Lin has rank
 #   {glue:text}`rank_lin`, S4D-Real {glue:text}`rank_real`, and aliasing lowers S4D-Lin's to
-#   {glue:text}`rank_lin_alias` at $\Delta=0.1$, which the reference computation took for a float64 artefact.
+#   {glue:text}`rank_lin_alias` at $\Delta=0.1$, that of the step spectrum to
+#   {glue:text}`rank_step_alias`.
 # - **Gradient** (claim 2): derived, matches autograd; the paper's example reproduces: no
 #   learning at delay 500 with a random spectrum ($M[500]=$ {glue:text}`gd_random_M500:.1e`),
 #   slow learning up to $M[500]=$ {glue:text}`gd_inv_M500:.4f` with S4D-Inv. That value is

@@ -735,3 +735,21 @@ def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
         "the rounds disagree on which is faster")
     assert report.sweep_throughput([small]) is None  # the tests' size is no measurement
 
+
+
+def test_the_goals_beside_the_time_targets_are_counted():
+    """Peak memory and bandwidth are goals that the targets figure (time ratios) does not
+    show: the chapter counts them from the entries that carry them."""
+    from sst_core.reports import bench as report
+
+    record = {"entries": [
+        {"name": "k1", "memory_status": "meets"}, {"name": "k2", "memory_status": "misses"},
+        {"name": "s1", "bandwidth_share": report.BANDWIDTH_GOAL},
+        {"name": "s2", "bandwidth_share": report.BANDWIDTH_GOAL / 2},
+        {"name": "s3", "bandwidth_share": 0.1}, {"name": "plain"}]}
+    assert report.side_goals(record) == {"memory_met": 1, "memory_goals": 2,
+                                         "bandwidth_met": 1, "bandwidth_goals": 3}
+    assert report.side_goals({"entries": []}) == {"memory_met": 0, "memory_goals": 0,
+                                                  "bandwidth_met": 0, "bandwidth_goals": 0}
+    empty = report.chapter_items([], [])
+    assert empty["bench_memory_goals"] == "n/a" and empty["bench_bandwidth_goal"] == "40%"

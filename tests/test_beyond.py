@@ -396,3 +396,41 @@ def test_the_beyond_grid_is_a_stated_subset_of_table2s():
     assert beyond.figure4_runs_on(P, "S3") == figure4_runs(P)
     assert len(beyond.figure4_runs_on(P, "A5")) < len(figure4_runs(P))
     assert {c.run for c in beyond.spectra_grid(P)} <= set(beyond.analysed_runs(P, "S3"))
+
+
+def test_theorem1_counts_split_the_affine_trackers_by_passing():
+    """Of the affine models that pass and that fail, how many have dim U eigenvalues near 1
+    (the median over words), and which do not; state-dependent models are left out."""
+    def row(model, affine, m_p, near, dim_u=5):
+        return {"model": model, "is_affine": affine, "m_p": m_p, "return_near_one": near,
+                "dim_U": dim_u}
+
+    data = [row("token_gated_rnn", True, 300, 0), row("deltaproduct", True, 1000, 5),
+            row("mamba", True, None, 0.5), row("linear_attention", True, None, 528, 2),
+            row("tanh_rnn", False, 1000, 0)]
+    t = rb.theorem1_counts(data)
+    passing, failing = t.data
+    assert (passing["passes"], passing["models"], passing["at_one"]) == (True, 2, 1)
+    assert passing["without"] == [{"model": "token_gated_rnn", "m_p": 300, "near_one": 0,
+                                   "dim_U": 5}]
+    assert (failing["passes"], failing["models"], failing["at_one"]) == (False, 2, 1)
+    assert [d["model"] for d in failing["without"]] == ["mamba"]
+    assert t.rows[0][3] == "Token-gated RNN" and t.rows[1][3] == "Mamba"
+    assert rb.theorem1_counts([row("tanh_rnn", False, 1000, 0)]).rows[0][1:] == [0, 0, "—"]
+
+
+def test_the_constant_baseline_predicts_the_others_median():
+    """Leave-one-out: each tracker's m_p predicted as the median of the others', snapped
+    down to the evaluated lengths, scored as |log2(pred / m_p)|."""
+    lengths = (60, 100, 200, 500, 1000)
+    out = rb.constant_warning([100, 100, 200, 1000], lengths)
+    # others' medians: 200, 200, 100, 100 (the snapped mean of 100 and 200 is 100)
+    assert [d["loo"] for d in out["per_model"]] == [200.0, 200.0, 100.0, 100.0]
+    assert (out["method"], out["fit"], out["n"], out["raw"]) == ("none", "constant", 4, None)
+    import numpy as np
+    err = np.abs(np.log2(np.array([200, 200, 100, 100]) / np.array([100, 100, 200, 1000])))
+    assert out["loo"]["median_log2_error"] == pytest.approx(float(np.median(err)))
+    assert out["loo"]["within_2x"] == pytest.approx(0.75)
+    assert rb.constant_warning([300], lengths)["loo"] is None
+    with pytest.raises(ValueError, match="lengths"):
+        rb.constant_warning([100, 200], ())

@@ -234,6 +234,15 @@ def test_every_registered_model_and_phi_has_a_papers_name():
     assert names.run_name({"model": "rnn_phi", "phi": "groupsort2"}) == "GroupSort"
 
 
+def test_the_papers_spectra_carry_no_ours():
+    """Where the paper's own numbers are shown, its random and step spectra are its own."""
+    assert names.PAPER_INIT_NAMES["random"] == "random"
+    assert names.PAPER_INIT_NAMES["step"] == "step"
+    assert names.PAPER_INIT_NAMES["inv"] == names.INIT_NAMES["inv"] == "S4D-Inv"
+    assert set(names.PAPER_INIT_NAMES) == set(names.INIT_NAMES)
+    assert not any("(ours)" in v for v in names.PAPER_INIT_NAMES.values())
+
+
 def test_the_q_recovery_figure_gives_every_model_its_own_colour():
     """fig_q_recovery draws the delta chapter's twelve models, whose registry colours repeat
     (the palette has ten): a repeated colour is replaced, so no two lines share one, and a

@@ -172,6 +172,24 @@ def test_label_free_examples_one_per_group_and_model_affine_first():
     assert len(rb.label_free_examples(recs, n=2)) == 2
 
 
+
+def test_label_free_examples_draw_passing_and_failing_trackers():
+    """Half the panels from trackers that pass the training length, half from those that
+    fail, in the page's order; a side with too few is filled from the other."""
+    def lf(group, model, m_p):
+        r = rec(m_p or 60, model=model, group=group, seed=0)
+        return {**r, "config": {"run": r["config"]},
+                "metrics": {"group": group, "is_affine": True, "m_p": m_p}}
+    recs = [lf("A5", m, None) for m in ("a", "b", "c", "d")] + [lf("S3", "e", 300),
+                                                                 lf("S3", "f", 1000)]
+    got = [r["config"]["run"]["model"] for r in rb.label_free_examples(recs, n=4)]
+    assert got == ["a", "b", "e", "f"]
+    got = [r["config"]["run"]["model"] for r in rb.label_free_examples(recs, n=6)]
+    assert got == ["a", "b", "c", "d", "e", "f"]
+    only_failing = [r for r in recs if r["metrics"]["m_p"] is None]
+    assert len(rb.label_free_examples(only_failing, n=3)) == 3
+
+
 # -- figures draw what they are given ------------------------------------------------------------
 
 def test_accuracy_figure_draws_every_record_it_is_given():

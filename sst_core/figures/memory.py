@@ -144,10 +144,13 @@ def fig_legs(A_legs: np.ndarray, lambda_legs: np.ndarray, Lambda_inv: np.ndarray
     ax.set_title(f"LegS A, N = {A_legs.shape[0]}")
     ax2.scatter(lambda_legs.real, lambda_legs.imag, s=14, color=COLORS["real"],
                 label="LegS A: -1 to -N")
-    ax2.scatter(Lambda_legs_normal.real, Lambda_legs_normal.imag, s=30, marker="o",
-                facecolors="none", edgecolors="k", label="its normal part: S4D-LegS")
-    ax2.scatter(Lambda_inv.real, Lambda_inv.imag, s=10, marker="x", color=COLORS["inv"],
-                label="S4D-Inv")
+    # S4D-Inv approximates S4D-LegS, so its crosses sit inside LegS's rings: large rings
+    # underneath, bold crosses on top, so both stay visible where they coincide
+    ax2.scatter(Lambda_legs_normal.real, Lambda_legs_normal.imag, s=80, marker="o",
+                facecolors="none", edgecolors="k", linewidths=0.8, zorder=2,
+                label="its normal part: S4D-LegS")
+    ax2.scatter(Lambda_inv.real, Lambda_inv.imag, s=36, marker="x", color=COLORS["inv"],
+                linewidths=1.4, zorder=3, label="S4D-Inv")
     ax2.set_yscale("symlog", linthresh=1)
     ax2.set_xlabel("Re λ")
     ax2.set_ylabel("Im λ (one per pair)")
@@ -181,6 +184,10 @@ def fig_readout_gd(records: Sequence[Mapping[str, Any]]) -> plt.Figure:
         d = np.array(m["delay"])
         axes[2].plot(d, np.abs(m["column"]), color=color)
     tau0 = records[0]["config"]["teacher_delay"]
+    # the lower limit takes in the smallest value drawn (a forgetting spectrum's column is
+    # many orders of magnitude below machine precision), at least down to 1e-12
+    drawn = np.concatenate([np.abs(r["metrics"]["column"]) for r in records])
+    low = drawn[drawn > 0].min(initial=1e-12)
     axes[0].set_xscale("log")
     axes[0].set_xlabel("step")
     axes[0].set_ylabel("variance explained")
@@ -192,7 +199,7 @@ def fig_readout_gd(records: Sequence[Mapping[str, Any]]) -> plt.Figure:
     axes[1].set_title("‖θ‖ (dashed: ‖θ*‖)")
     axes[2].axvline(tau0, color="0.5", lw=0.8, ls="--")
     axes[2].set_yscale("log")
-    axes[2].set_ylim(1e-12, 2)
+    axes[2].set_ylim(10.0 ** np.floor(np.log10(low)), 2)
     axes[2].set_xlabel("delay τ")
     axes[2].set_ylabel(f"|P[τ, {tau0}]|")
     axes[2].set_title("the teacher in the gradient")

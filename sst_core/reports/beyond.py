@@ -210,13 +210,20 @@ def label_free_records(P: Profile, root=None) -> list[dict[str, Any]]:
 def label_free_examples(records: list[dict[str, Any]], n: int = 6) -> list[dict[str, Any]]:
     """The trackers whose q(t) the chapter draws: one run per (group, model), its first in
     the grid's order (:func:`sst_core.reports.select.best_per_cell` with no score), sorted by
-    group, affine models first, then by model; the first ``n``."""
+    group, affine models first, then by model; ``n`` of them, half (rounded down) from those
+    that pass the training length (``m_p`` not None) and half from those that fail, in
+    that order, a side with too few filled from the other."""
     def model(r: dict[str, Any]) -> str:
         return r["config"]["run"]["model"]
 
     first = best_per_cell(records, lambda r: (r["metrics"]["group"], model(r)), score=None)
-    return sorted(first.values(), key=lambda r: (r["metrics"]["group"],
-                                                 not r["metrics"]["is_affine"], model(r)))[:n]
+    ordered = sorted(first.values(), key=lambda r: (r["metrics"]["group"],
+                                                    not r["metrics"]["is_affine"], model(r)))
+    passing = [r for r in ordered if r["metrics"]["m_p"] is not None]
+    failing = [r for r in ordered if r["metrics"]["m_p"] is None]
+    k = min(len(passing), max(n // 2, n - len(failing)))
+    chosen = {id(r) for r in passing[:k] + failing[:n - k]}
+    return [r for r in ordered if id(r) in chosen]
 
 
 def label_free(P: Profile, root=None) -> Table:
@@ -253,24 +260,62 @@ def label_free_warning(P: Profile, root=None) -> Table:
     cols = ["labels", "fit", "models scored", "raw: median |log2 error|", "raw: within 2x",
             "calibrated (LOO): median |log2 error|", "calibrated: within 2x"]
     rows, data = [], []
+
+    def part(s, k):
+        return "—" if s is None else (f"{s[k]:.2f}" if k.startswith("median")
+                                      else f"{100 * s[k]:.0f}%")
     for method in LABELINGS:
         for fit in WARNING_FITS:
             e = warning_errors(ms, method, fit, P.track_eval_lengths)
-
-            def part(s, k):
-                return "—" if s is None else (f"{s[k]:.2f}" if k.startswith("median")
-                                              else f"{100 * s[k]:.0f}%")
             rows.append([method, fit, e["n"], part(e["raw"], "median_log2_error"),
                          part(e["raw"], "within_2x"), part(e["loo"], "median_log2_error"),
                          part(e["loo"], "within_2x")])
             data.append(e)
+    # the baseline: no warning at all, the median m_p of the other scored trackers
+    base = constant_warning([x["m_p"] for x in data[0].get("per_model", [])],
+                            P.track_eval_lengths)
+    rows.append(["none", "constant", base["n"], "—", "—",
+                 part(base["loo"], "median_log2_error"), part(base["loo"], "within_2x")])
+    data.append(base)
     note = ("Affine trackers (every group) that pass the training length. The warning sees "
             "positions 10..60 only and extrapolates q(t) to 1/2: 'drift' fits sqrt(R) = a + b t "
             "(Corollary 1), 'power' fits q = C t^alpha. Raw: m_p predicted as T_pred snapped down "
             "to the evaluated lengths; calibrated: log m_p regressed on log T_pred over the "
-            "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two.")
+            "other models (leave-one-out). Error |log2(pred / m_p)|: 1 = a factor of two. "
+            "none / constant: the baseline that reads no states, the median m_p of the other "
+            "scored trackers (leave-one-out), snapped the same way.")
     return Table("An online warning: m_p from lengths up to 60", cols, rows, note,
                  [r["run_id"] for r in recs], data)
+
+
+def constant_warning(m_p: Sequence[int], lengths: Sequence[int]) -> dict[str, Any]:
+    """The baseline the online warning must beat: predict each tracker's ``m_p`` as the
+    median ``m_p`` of the *other* trackers (leave-one-out), snapped down to the evaluated
+    ``lengths`` as :func:`~sst_core.analysis.label_free.warning_errors` snaps its
+    predictions, and scored the same way (``loo``: the median of ``|log2(pred / m_p)|``
+    and the share within a factor of two; None with fewer than two trackers). In the
+    shape of ``warning_errors``' result (``method`` "none", ``fit`` "constant", no
+    ``raw`` prediction)."""
+    L = np.array(sorted(lengths), dtype=float)
+    if not L.size:
+        raise ValueError("lengths must name at least one evaluated length")
+    y = np.asarray(m_p, dtype=float)  # (n,)
+    out: dict[str, Any] = {"method": "none", "fit": "constant", "n": int(y.size), "raw": None,
+                           "loo": None, "per_model": []}
+    if y.size < 2:
+        return out
+    pred = []
+    for i in range(y.size):
+        med = float(np.median(np.delete(y, i)))
+        below = L[L <= med]
+        pred.append(float(below[-1] if below.size else L[0]))
+    err = np.abs(np.log2(np.array(pred) / y))  # (n,)
+    out["loo"] = {"median_log2_error": float(np.median(err)),
+                  "within_2x": float((err <= 1).mean()), "exact": float((err == 0).mean()),
+                  "n": int(err.size)}
+    out["per_model"] = [{"T_pred": None, "m_p": int(m), "raw": None, "loo": p}
+                        for m, p in zip(y, pred)]
+    return out
 
 
 def warning_same_as(warning: Table, method: str, reference: str = "oracle"
@@ -470,6 +515,31 @@ def spectra(P: Profile, root=None) -> Table:
             "model.")
     return Table("Memory meets error control: spectra of the trained S3 trackers", cols, rows,
                  note, [r["run_id"] for r in recs], data)
+
+
+def theorem1_counts(data: list[dict[str, Any]]) -> Table:
+    """Theorem 1's signature in the return maps of the affine models of :func:`spectra`
+    (its ``data``): of those that pass the training length and of those that fail at it,
+    how many have at least ``dim U`` eigenvalues within 0.01 of 1 (the median over words,
+    ``return_near_one``), and which do not (their names, for the text). Theorem 1 puts
+    ``dim U`` eigenvalues at 1 for an affine model whose return maps fix the centroids."""
+    rows, out = [], []
+    for label, passes in (("pass the training length", True), ("fail at the training length",
+                                                                False)):
+        group = [d for d in data if d["is_affine"] and (d["m_p"] is not None) is passes]
+        at_one = [d for d in group if d["return_near_one"] >= d["dim_U"]]
+        without = [d for d in group if d["return_near_one"] < d["dim_U"]]
+        rows.append([label, len(group), len(at_one),
+                     ", ".join(model_name(d["model"]) for d in without) or "—"])
+        out.append({"passes": passes, "models": len(group), "at_one": len(at_one),
+                    "without": [{"model": d["model"], "m_p": d["m_p"],
+                                 "near_one": d["return_near_one"], "dim_U": d["dim_U"]}
+                                for d in without]})
+    return Table("Theorem 1's eigenvalues at 1 in the affine trackers' return maps",
+                 ["affine models that", "models", "with ≥ dim U eigenvalues near 1",
+                  "the others"], rows,
+                 "Near 1: within 0.01, the median over state-preserving words of the number "
+                 "of such eigenvalues.", data=out)
 
 
 SPECTRA_PREDICTORS = {

@@ -185,8 +185,26 @@ def chapter_numbers(P: Profile, curves: list[dict[str, Any]], gd: list[dict[str,
     out.update(rank_lin=by[("lin", 0.01)]["rank"], rank_real=by[("real", 0.01)]["rank"],
                cap_err=max(abs(m["capacity"] - m["rank"]) for m in by.values()))
     alias = mf.spectrum("lin", REFERENCE_N, 0.1)  # aliasing at the reference's size
+    gaps = np.abs(alias[:, None] - alias[None, :])  # (N, N)
+    merged = gaps[(gaps > 0) & (gaps <= mf.DEFAULT_TOL)]
     out.update(rank_lin_alias=mf.vandermonde_rank(alias, P.mem_T),
-               cap_lin_alias=mf.memory_capacity(alias, P.mem_T))
+               cap_lin_alias=mf.memory_capacity(alias, P.mem_T), alias_N=REFERENCE_N,
+               alias_gap=float(merged.max()) if merged.size else 0.0,
+               merge_tol=mf.DEFAULT_TOL)
+    # the step spectrum at dt = 0.1: its stored eigenvalues that ZOH puts on the real axis
+    # (each then counts once in the rank, not as a pair)
+    stored = mf.spectrum("step", P.mem_N, 0.1)[:P.mem_N // 2]  # (N/2,)
+    real_n = np.flatnonzero(np.abs(stored.imag) <= mf.DEFAULT_TOL / 2)
+    out.update(rank_step_alias=by[("step", 0.1)]["rank"], step_real_count=len(real_n),
+               step_real_n=", ".join(str(n) for n in real_n))
+    # the memory function depends on the window: S4D-Inv's M[10] at dt = 0.001 at this
+    # page's T and at the reference's
+    ref_inv = next((d for d in reference_comparison(P, root).data
+                    if (d["init"], d["dt"]) == ("inv", 0.001) and d["ours"]), None)
+    out.update(inv_m10_0001=dict(zip(by[("inv", 0.001)]["delay"],
+                                     by[("inv", 0.001)]["memory"]))[10],
+               ref_inv_m10_0001=float("nan") if ref_inv is None
+               else ref_inv["ours"][ref_inv["delays"].index(10)])
     # accuracy: float64 SVD against memory_function on S4D-Lin at dt = 0.001, and against a
     # direct 100-digit evaluation; the time at the reference's size, from its records
     mu_lin = mf.spectrum("lin", P.mem_N, 0.001)
@@ -302,3 +320,110 @@ def worked_example_table(gd: list[dict[str, Any]]) -> Table:
     return Table(f"Readout learning, teacher at delay {tau0}",
                  ["quantity"] + [INIT_NAMES[k] for k in inits], rows,
                  records=[by[k]["run_id"] for k in inits], data=data)
+
+
+# How a learned-versus-frozen comparison reads, by the claim rule's verdict on "frozen
+# above learned" (sst_core.reports.lra.judge): beyond two SE either way, or within.
+ORDERING = {"holds": "frozen higher", "fails": "learned higher", "tie": "tie"}
+
+
+def ablation_orderings(data: list[dict[str, Any]],
+                       counterpart: dict[str, str | None] | None = None,
+                       published: dict[tuple[str, str, bool], tuple[float, float]] | None = None
+                       ) -> Table:
+    """The LRA ablation read as the memory function's prediction asks: per task that has a
+    counterpart in the paper's ablation and per spectrum, is the frozen mean over seeds
+    above the learned one, below it, or within two standard errors (:data:`ORDERING`), in
+    our runs and in the paper's, and is the ordering the same. ``data``: the rows of
+    :func:`sst_core.reports.lra.lra_ablation` (``task``, ``init``, ``frozen``,
+    ``accuracies``); the paper's cells (max / min over its seeds) become a mean and
+    standard deviation by :func:`sst_core.reports.lra.range_stats`. A spectrum without two
+    seeds on each side of ours has no ordering (None) and is not compared. ``counterpart``
+    and ``published`` default to ``paper_values.LRA_COUNTERPART`` and ``LRA_ABLATION``."""
+    from sst_core.reports.lra import mean_part, range_stats, seed_stats
+    from sst_core.spec import paper_values
+
+    counterpart = paper_values.LRA_COUNTERPART if counterpart is None else counterpart
+    published = paper_values.LRA_ABLATION if published is None else published
+    acc = {(d["task"], d["init"], d["frozen"]): d["accuracies"] for d in data}
+    tasks = list(dict.fromkeys(d["task"] for d in data))
+    inits = list(dict.fromkeys(d["init"] for d in data))
+    tasks = [t for t in tasks if any((counterpart.get(t), i, f) in published
+                                     for i in inits for f in (False, True))]
+    cols, rows, out = ["eigenvalues"], {i: [INIT_NAMES[i]] for i in inits}, []
+    for task in tasks:
+        paper_task = counterpart[task]
+        cols += [f"{task}: frozen − learned, ours (SE)",
+                 f"{paper_task}: paper's (SE)", "same ordering"]
+        for init in inits:
+            ours = mean_part(seed_stats(acc.get((task, init, True), [])),
+                             seed_stats(acc.get((task, init, False), [])), "ours")
+            cells = [published.get((paper_task, init, f)) for f in (True, False)]
+            paper = (mean_part(*(range_stats(*c) for c in cells), "paper")
+                     if None not in cells else {"diff": None, "z": None, "verdict": None})
+            a, b = ORDERING.get(ours["verdict"]), ORDERING.get(paper["verdict"])
+            same = None if a is None or b is None else a == b
+            rows[init] += [f"{a} ({ours['z']:+.1f})" if a else "—",
+                           f"{b} ({paper['z']:+.1f})" if b else "—",
+                           "—" if same is None else "yes" if same else "no"]
+            out.append({"task": task, "paper_task": paper_task, "init": init,
+                        "ours_diff": ours["diff"], "ours_z": ours["z"], "ours": a,
+                        "paper_diff": paper["diff"], "paper_z": paper["z"], "paper": b,
+                        "same": same})
+    return Table("The ablation's learned against frozen, ours and the paper's", cols,
+                 [rows[i] for i in inits],
+                 "Per spectrum: the frozen mean over seeds minus the learned one, in standard "
+                 "errors, read as frozen higher / learned higher beyond 2 SE, tie within.",
+                 data=out)
+
+
+def ablation_ordering_items(table: Table) -> dict[str, Any]:
+    """What the LRA chapter glues from :func:`ablation_orderings`: its grid
+    (``lra_abl_order``) and per task ``t``: the spectra compared (``lra_abl_compared_t``),
+    how many have the paper's ordering (``lra_abl_same_t``) and how many not
+    (``lra_abl_differ_t``, of which ``lra_abl_differ_ties_t`` are a tie in ours), and the
+    names of those that do and do not (``lra_abl_same_names_t``,
+    ``lra_abl_differ_names_t``, "none" for none)."""
+    out: dict[str, Any] = {"lra_abl_order": table.grid()}
+    for task in dict.fromkeys(d["task"] for d in table.data):
+        rows = [d for d in table.data if d["task"] == task and d["same"] is not None]
+        same = [INIT_NAMES[d["init"]] for d in rows if d["same"]]
+        differ = [INIT_NAMES[d["init"]] for d in rows if not d["same"]]
+        ties = sum(1 for d in rows if not d["same"] and d["ours"] == ORDERING["tie"])
+        out.update({f"lra_abl_compared_{task}": len(rows), f"lra_abl_same_{task}": len(same),
+                    f"lra_abl_differ_{task}": len(differ), f"lra_abl_differ_ties_{task}": ties,
+                    f"lra_abl_same_names_{task}": ", ".join(same) or "none",
+                    f"lra_abl_differ_names_{task}": ", ".join(differ) or "none"})
+    return out
+
+
+def gradient_sample_error(cfg: Any, sizes: list[int], repeats: int = 9) -> list[dict[str, Any]]:
+    """How far the readout gradient on a simulated sample lies from the white-noise
+    formula (:func:`sst_core.theory.memory.readout_gradient`) at the start of the worked
+    example ``cfg`` (a ``ReadoutGDConfig``: theta = 0, teacher at ``cfg.teacher_delay``),
+    for samples of each length in ``sizes``: the root mean square over ``repeats``
+    samples (seeds ``cfg.seed + 1000 k``) of ``||g_sample - g_formula|| / ||g_formula||``. The sample's
+    gradient is that of its mean squared error, ``-2 h^T y / n`` at theta = 0 (what
+    autograd computes on it). Sampling noise shrinks it like ``1 / sqrt(n)``."""
+    from sst_core.theory import memory as mf
+
+    if not sizes or any(int(n) < 1 for n in sizes) or repeats < 1:
+        raise ValueError(f"sizes={sizes!r} must be lengths >= 1 and repeats={repeats} >= 1")
+    mu = mf.spectrum(cfg.init, cfg.N, cfg.dt, seed=cfg.seed)  # (N,)
+    T, tau0 = cfg.T, cfg.teacher_delay
+    alpha = np.zeros(T)  # (T,)
+    alpha[tau0] = 1.0
+    V = mf.vandermonde(mu, T, real=True)  # (N, T)
+    g_formula = mf.readout_gradient(np.zeros(V.shape[0]), alpha, mu)  # (N,)
+    out = []
+    for n in sizes:
+        errs = []
+        for k in range(repeats):
+            u = np.random.default_rng(cfg.seed + 1000 * k).standard_normal(int(n) + T - 1)
+            h = mf.simulate_states(V.T, u)[T - 1:]  # (n, N)
+            y = u[np.arange(T - 1, u.size) - tau0]  # (n,)
+            g = -2.0 * h.T @ y / int(n)  # (N,)
+            errs.append(float(np.linalg.norm(g - g_formula) / np.linalg.norm(g_formula)))
+        out.append({"n": int(n), "rel_error": float(np.sqrt(np.mean(np.square(errs)))),
+                    "repeats": repeats})
+    return out

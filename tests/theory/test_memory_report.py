@@ -127,6 +127,15 @@ def test_chapter_numbers_and_tables_from_records(tiny):
     assert n["cap_err"] < 1e-9
     alias = mf.spectrum("lin", configs.REFERENCE_N, 0.1)
     assert n["rank_lin_alias"] == mf.vandermonde_rank(alias, 200) < configs.REFERENCE_N - 1
+    assert 0 < n["alias_gap"] <= n["merge_tol"] == mf.DEFAULT_TOL  # merged, not equal
+    # step at dt = 0.1 (N = 4): mu_0 is real, so it counts once: rank N - 1
+    assert (n["step_real_count"], n["step_real_n"], n["rank_step_alias"]) == (1, "0", 3)
+    # M[10] of S4D-Inv at dt = 0.001 in this page's window and in the reference's
+    at = {(r["config"]["init"], r["config"]["dt"]): r["metrics"] for r in curves}
+    assert n["inv_m10_0001"] == dict(zip(at[("inv", 0.001)]["delay"],
+                                         at[("inv", 0.001)]["memory"]))[10]
+    ref = next(d for d in reference_comparison(P).data if (d["init"], d["dt"]) == ("inv", 0.001))
+    assert n["ref_inv_m10_0001"] == ref["ours"][ref["delays"].index(10)]
     assert n["attn_m"] == pytest.approx(1 / 200) and n["attn_cap"] == pytest.approx(1)
     assert n["sim_same"] == simulation_check(sim)["sim_same"]
     assert n["legs_m10"] == legs["M_legs"][0]
@@ -157,3 +166,61 @@ def test_chapter_numbers_and_tables_from_records(tiny):
     explained = 1 - by["inv"]["pop_loss"][-1] / by["inv"]["pop_loss"][0]
     assert inv["share explained, expected loss"] == explained
     assert sorted(table.records) == sorted(r["run_id"] for r in gd)
+
+
+def test_ablation_orderings_on_constructed_rows():
+    """Per spectrum, frozen against learned in SE, ours and the paper's, and whether the
+    orderings agree: each ordering fires exactly when its difference is beyond 2 SE."""
+    from sst_core.reports.memory import ablation_ordering_items, ablation_orderings
+
+    def rows(task, init, learned, frozen):
+        return [{"task": task, "init": init, "frozen": False, "accuracies": learned},
+                {"task": task, "init": init, "frozen": True, "accuracies": frozen}]
+
+    data = (rows("digits", "random", [0.80, 0.82, 0.81], [0.60, 0.62, 0.61])  # learned up
+            + rows("digits", "real", [0.80, 0.82, 0.81], [0.81, 0.80, 0.82])  # tie (0 SE)
+            + rows("digits", "inv", [0.80, 0.81, 0.82], [0.90, 0.91, 0.92])  # frozen up
+            + rows("digits", "step", [0.80], [0.90])  # one seed: no ordering
+            + rows("listops", "inv", [0.4, 0.5], [0.6, 0.7]))  # no counterpart: left out
+    published = {("Image", "random", False): (0.82, 0.81), ("Image", "random", True): (0.70, 0.69),
+                 ("Image", "real", False): (0.78, 0.76), ("Image", "real", True): (0.68, 0.63),
+                 ("Image", "inv", False): (0.86, 0.85), ("Image", "inv", True): (0.88, 0.87),
+                 ("Image", "step", False): (0.78, 0.77), ("Image", "step", True): (0.74, 0.73)}
+    t = ablation_orderings(data, {"digits": "Image", "listops": None}, published)
+    by = {d["init"]: d for d in t.data}
+    assert {d["task"] for d in t.data} == {"digits"}
+    assert (by["random"]["ours"], by["random"]["paper"], by["random"]["same"]) == \
+        ("learned higher", "learned higher", True)
+    assert (by["real"]["ours"], by["real"]["paper"], by["real"]["same"]) == \
+        ("tie", "learned higher", False)
+    assert by["real"]["ours_diff"] == pytest.approx(0.0, abs=1e-12)
+    assert (by["inv"]["ours"], by["inv"]["paper"], by["inv"]["same"]) == \
+        ("frozen higher", "frozen higher", True)
+    assert by["inv"]["ours_z"] > 2 and by["random"]["ours_z"] < -2
+    assert by["step"]["ours"] is None and by["step"]["same"] is None
+    # the paper's cell: midrange 0.875 vs 0.855, sd 0.01 / d_2(6) on each side
+    se = (2 * (0.01 / 2.534) ** 2 / 6) ** 0.5
+    assert by["inv"]["paper_z"] == pytest.approx(0.02 / se)
+    assert [r[0] for r in t.rows] == [INIT_NAMES[k] for k in ("random", "real", "inv", "step")]
+    assert t.rows[3][1:] == ["—", f"learned higher ({-0.04 / se:+.1f})", "—"]
+    items = ablation_ordering_items(t)
+    assert (items["lra_abl_compared_digits"], items["lra_abl_same_digits"]) == (3, 2)
+    assert items["lra_abl_same_names_digits"] == "random (ours), S4D-Inv"
+    assert items["lra_abl_differ_names_digits"] == "linear (S4D-Real)"
+    assert (items["lra_abl_differ_digits"], items["lra_abl_differ_ties_digits"]) == (1, 1)
+
+
+def test_gradient_sample_error_shrinks_like_one_over_root_n():
+    """The sample gradient's distance from the white-noise formula, at theta = 0, falls by
+    about sqrt(100) = 10 when the sample is 100 times longer; bad sizes are refused."""
+    from types import SimpleNamespace
+
+    from sst_core.reports.memory import gradient_sample_error
+
+    cfg = SimpleNamespace(init="inv", N=4, dt=0.05, T=32, teacher_delay=5, seed=0)
+    small, large = gradient_sample_error(cfg, [1_000, 100_000], repeats=20)
+    assert (small["n"], large["n"], large["repeats"]) == (1_000, 100_000, 20)
+    assert 5 < small["rel_error"] / large["rel_error"] < 20
+    assert large["rel_error"] < 0.05
+    with pytest.raises(ValueError, match="sizes"):
+        gradient_sample_error(cfg, [0])
