@@ -199,7 +199,7 @@ for name, value in {
 # seeds. {numref}`tab-lra-claims` gives every part's $z$, so a reader can apply another
 # threshold.
 #
-# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples where the profile has such a data probe, and each claim's verdict; in brackets each part: for claims 1 and 2 the part's $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference's $z$, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; —: runs missing.
+# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples (one seed, where this book trains one on that task), and each claim's verdict; in brackets each part: for claims 1 and 2 the part's $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference's $z$, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; —: runs missing.
 # :name: tab-lra-claims
 # ```{glue:md} lra_claims
 # :format: myst
@@ -275,7 +275,7 @@ for name, value in {
 #
 # The paper's claim rests on how each spectrum ranks learned against frozen, so
 # {numref}`tab-lra-abl-order` puts that ranking beside the paper's, by the claim rule: the
-# frozen mean minus the learned one in standard errors over seeds, a tie within two. On
+# frozen mean minus the learned one as its $z$ over seeds, a tie within 2. On
 # digits, the stand-in for Image, our ordering is the paper's for
 # {glue:text}`lra_abl_same_digits` of the {glue:text}`lra_abl_compared_digits` spectra
 # ({glue:text}`lra_abl_same_names_digits`) and differs for the others
@@ -283,11 +283,11 @@ for name, value in {
 # far below their learned ones on Image. Where our ordering differs, it is a tie in
 # {glue:text}`lra_abl_differ_ties_digits` of {glue:text}`lra_abl_differ_digits` spectra:
 # there learning the spectrum or freezing it changes nothing that our seeds can tell from
-# noise, where the paper finds a difference of many standard errors. Why is unexplained:
+# noise, where the paper's own seeds separate the two. Why is unexplained:
 # these runs do not separate the task, the model's size and the number of training
 # examples. ListOps has no row in the paper's ablation, so it is not compared.
 #
-# :::{table} Learned against frozen per spectrum, ours on digits beside the paper's on Image ({numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one in standard errors (the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond two SE and a tie within, and whether the two orderings are the same.
+# :::{table} Learned against frozen per spectrum, ours on digits beside the paper's on Image ({numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one as its $z$ (the claim rule's; the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond $z$ = 2 and a tie within, and whether the two orderings are the same.
 # :name: tab-lra-abl-order
 # ```{glue:md} lra_abl_order
 # :format: myst

@@ -823,6 +823,9 @@ def test_the_claim_rule_calls_the_papers_own_rows_consistent_where_it_draws_the_
     assert all(by[t]["unstructured_worse"] is not None
                for t in ("Retrieval", "Image", "Pathfinder", "Path-X"))
     assert get_report("paper_claims") is lra_reports.paper_claims
+    # the paper's spectra carry no mark of ours ("random (ours)") on its own rows
+    assert not any("(ours)" in str(cell) for row in t.rows for cell in row)
+    assert "random accuracy" in t.rows[2][3] or "random learned" in t.rows[2][3]
 
 
 def test_a_probe_task_is_judged_once_the_main_tables_grid_on_it_is_stored(store):

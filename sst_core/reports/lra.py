@@ -15,7 +15,7 @@ from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records, runs_note, stored_records
 from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
-from sst_core.spec.names import INIT_NAMES
+from sst_core.spec.names import INIT_NAMES, PAPER_INIT_NAMES
 from sst_core.spec.profiles import Profile
 
 
@@ -640,9 +640,10 @@ def _claim4_text(parts: list[dict[str, Any]]) -> str:
     return "; ".join(one(p) for p in parts)
 
 
-def _parts_text(parts: list[dict[str, Any]]) -> str:
-    """A claim's parts as its cell shows them: each part's z."""
-    return "; ".join(f"{INIT_NAMES.get(p['init'], p['init'] or 'unstructured')}"
+def _parts_text(parts: list[dict[str, Any]], names: dict[str, str] = INIT_NAMES) -> str:
+    """A claim's parts as its cell shows them: each part's z, the spectra named by
+    ``names`` (the paper's own rows: without our marks)."""
+    return "; ".join(f"{names.get(p['init'], p['init'] or 'unstructured')}"
                      + ("" if p.get("frozen") is None else f" {_mode(p['frozen'])}")
                      + f" {p['part']} {_z(p)}" for p in parts)
 
@@ -665,8 +666,9 @@ def paper_claims(P: Profile | None = None, root=None) -> Table:
         p1, p2 = claim1_parts(main), claim2_parts(abl)
         c1, c2 = combine([p["verdict"] for p in p1]), combine([p["verdict"] for p in p2])
         cited = {k: task in v for k, v in paper_values.LRA_CLAIM_TASKS.items()}
-        rows.append([task, _parts_text(p1), (c1 or "—") + (" (cited)" if cited.get(
-            "frozen_as_good") else ""), _parts_text(p2) or "not in the ablation",
+        rows.append([task, _parts_text(p1, PAPER_INIT_NAMES), (c1 or "—") + (
+            " (cited)" if cited.get("frozen_as_good") else ""),
+                     _parts_text(p2, PAPER_INIT_NAMES) or "not in the ablation",
                      (c2 or "—") + (" (cited)" if cited.get("unstructured_worse") else "")])
         data.append({"task": task, "frozen_as_good": c1, "frozen_parts": p1,
                      "unstructured_worse": c2, "unstructured_parts": p2, "cited": cited})

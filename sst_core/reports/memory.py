@@ -323,7 +323,7 @@ def worked_example_table(gd: list[dict[str, Any]]) -> Table:
 
 
 # How a learned-versus-frozen comparison reads, by the claim rule's verdict on "frozen
-# above learned" (sst_core.reports.lra.judge): beyond two SE either way, or within.
+# above learned" (sst_core.reports.lra.judge): z beyond 2 either way, or within.
 ORDERING = {"holds": "frozen higher", "fails": "learned higher", "tie": "tie"}
 
 
@@ -333,7 +333,8 @@ def ablation_orderings(data: list[dict[str, Any]],
                        ) -> Table:
     """The LRA ablation read as the memory function's prediction asks: per task that has a
     counterpart in the paper's ablation and per spectrum, is the frozen mean over seeds
-    above the learned one, below it, or within two standard errors (:data:`ORDERING`), in
+    above the learned one, below it, or within (its z, :func:`sst_core.reports.lra.judge`,
+    within 2; :data:`ORDERING`), in
     our runs and in the paper's, and is the ordering the same. ``data``: the rows of
     :func:`sst_core.reports.lra.lra_ablation` (``task``, ``init``, ``frozen``,
     ``accuracies``); the paper's cells (max / min over its seeds) become a mean and
@@ -353,8 +354,8 @@ def ablation_orderings(data: list[dict[str, Any]],
     cols, rows, out = ["eigenvalues"], {i: [INIT_NAMES[i]] for i in inits}, []
     for task in tasks:
         paper_task = counterpart[task]
-        cols += [f"{task}: frozen − learned, ours (SE)",
-                 f"{paper_task}: paper's (SE)", "same ordering"]
+        cols += [f"{task}: frozen − learned, ours (z)",
+                 f"{paper_task}: paper's (z)", "same ordering"]
         for init in inits:
             ours = mean_part(seed_stats(acc.get((task, init, True), [])),
                              seed_stats(acc.get((task, init, False), [])), "ours")
@@ -372,8 +373,9 @@ def ablation_orderings(data: list[dict[str, Any]],
                         "same": same})
     return Table("The ablation's learned against frozen, ours and the paper's", cols,
                  [rows[i] for i in inits],
-                 "Per spectrum: the frozen mean over seeds minus the learned one, in standard "
-                 "errors, read as frozen higher / learned higher beyond 2 SE, tie within.",
+                 "Per spectrum: the frozen mean over seeds minus the learned one as its z "
+                 "(Welch's t on the normal scale, as the claim rule reads it), read as frozen "
+                 "higher / learned higher beyond z = 2, tie within.",
                  data=out)
 
 

@@ -199,10 +199,14 @@ def test_ablation_orderings_on_constructed_rows():
     assert by["inv"]["ours_z"] > 2 and by["random"]["ours_z"] < -2
     assert by["step"]["ours"] is None and by["step"]["same"] is None
     # the paper's cell: midrange 0.875 vs 0.855, sd 0.01 / d_2(6) on each side
+    from sst_core.reports.lra import t_scale as lra_t_scale
+
     se = (2 * (0.01 / 2.534) ** 2 / 6) ** 0.5
-    assert by["inv"]["paper_z"] == pytest.approx(0.02 / se)
+    # (the claim rule's z: Welch's t on the normal scale, 10 degrees of freedom)
+    assert by["inv"]["paper_z"] == pytest.approx(lra_t_scale(0.02 / se, 10.0))
     assert [r[0] for r in t.rows] == [INIT_NAMES[k] for k in ("random", "real", "inv", "step")]
-    assert t.rows[3][1:] == ["—", f"learned higher ({-0.04 / se:+.1f})", "—"]
+    assert t.rows[3][1:] == ["—", f"learned higher ({lra_t_scale(-0.04 / se, 10.0):+.1f})",
+                             "—"]
     items = ablation_ordering_items(t)
     assert (items["lra_abl_compared_digits"], items["lra_abl_same_digits"]) == (3, 2)
     assert items["lra_abl_same_names_digits"] == "random (ours), S4D-Inv"
