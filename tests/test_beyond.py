@@ -160,8 +160,8 @@ def test_tables_without_records_say_missing(tmp_path, monkeypatch):
     assert all(cell == "missing" for row in dt.rows for cell in row[2:])
     assert {d["diagnostics"] for d in dt.data} == {"missing"}
     assert all(cell == "missing" for row in rb.delta_lens(P).rows for cell in row[1:])
-    assert all(row[2:] == ["missing"] * 6 for row in rb.exact_trackers(P).rows)
-    assert all(row[3:] == ["missing"] * 6 for row in rb.torch_module_check(P).rows)
+    assert all(row[2:] == ["missing"] * 5 for row in rb.exact_trackers(P).rows)
+    assert all(row[3:] == ["missing"] * 5 for row in rb.torch_module_check(P).rows)
     assert {v["reaches_longest"] for v in rb.delta_verdicts(P)} == {None}
     n = rb.delta_summary(P)  # the chapter's numbers: nothing measured, nothing counted
     assert n["dp_S3"] == n["dp_A5"] == {"status": "missing", "m_p": None}
@@ -197,10 +197,10 @@ def test_the_torch_module_check_tells_failed_from_missing(tmp_path, monkeypatch)
     plain = beyond.torch_module_grid(P)[0]
     registry = next(d for d in beyond.delta_diagnostics(P) if d.run == plain.run)
     store_record(plain, "failed", "RunFailed: loss became nan at step 3", {}, 0.1)
-    assert rb.torch_module_check(P).rows[0][3:] == ["missing"] * 6  # registry's not stored
+    assert rb.torch_module_check(P).rows[0][3:] == ["missing"] * 5  # registry's not stored
     store_record(registry, "failed", "RunFailed: loss became nan at step 3", {}, 0.1)
     t = rb.torch_module_check(P)
-    assert t.rows[0][3:] == ["failed"] * 6 and t.data[0]["status"] == "failed"
+    assert t.rows[0][3:] == ["failed"] * 5 and t.data[0]["status"] == "failed"
 
 
 def test_a_crossing_time_predicts_m_p_by_the_stated_rule():
@@ -286,8 +286,7 @@ def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path,
     assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
     assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
     row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
-    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes",
-                       "none"]
+    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
 
 
 def test_the_split_counts_failures_of_both_classes_and_names_each_best(tmp_path, monkeypatch):
