@@ -267,7 +267,9 @@ plt.close("all")
 #
 # `sst_core.analysis.any_model.diagnose_any` takes any one-step map, a torch module or a
 # plain callable `step(h, x)` with an initial state, plus a group, and returns $q(t)$,
-# $T_{\text{cross}}$, Theorem 1's check and the failure mode, with no registry entry:
+# $T_{\text{cross}}$, Theorem 1's check and a failure mode (by its own rule, whether $q$
+# crosses 1/2 within the training length; the diagnostics chapter reads the paper's
+# modes from $q$ at the start instead), with no registry entry:
 #
 # ```python
 # from sst_core.analysis.any_model import diagnose_any
