@@ -209,12 +209,12 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} The cells of {numref}`tab-table2` whose best $m_p$ is not the paper's: ours / the paper's, *class* where the $m_p$ class differs (fail / 60 / 100-600 / 700-1000) or *exact* where only the value does, how many evaluated lengths apart (fail counts as one below 60), the reasons the measurements support, and how many of the cell's runs never passed 60 (at which curriculum lengths they stopped, and why).
+# :::{table} The cells of {numref}`tab-table2` whose best $m_p$ is not the paper's: ours / the paper's, *class* where the $m_p$ class differs (fail / 60 / 100-600 / 700-1000) or *exact* where only the value does, how many evaluated lengths apart (fail counts as one below 60), the reasons the measurements support, and how many of the cell's runs never passed 60 (at which curriculum lengths they stopped, and why).
 # :name: tab-t2-differs
 # ```{glue:md} t2_differs_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ````{table} The measurements behind the reasons of the same cells: the best $m_p$ per $d_{\text{model}}$ of the width ablation (one layer) and, marked *, of the pilots below (their cells' first state size, schedule and learning rate), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group (how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
 # :name: tab-t2-evidence
@@ -407,26 +407,26 @@ for name, value in {
 # `````{admonition} The spread over each cell's grid, the agreement against the runs per cell, and the slices
 # :class: dropdown
 #
-# ````{table} The cells of {numref}`tab-table2` over their whole grid: the median $m_p$ [lowest–highest] over every run of the cell, and the number of runs (or "all n" where every run has the same $m_p$); fail lies below every length; "k never 60": k of the cell's runs never passed the training length.
+# :::{table} The cells of {numref}`tab-table2` over their whole grid: the median $m_p$ [lowest–highest] over every run of the cell, and the number of runs (or "all n" where every run has the same $m_p$); fail lies below every length; "k never 60": k of the cell's runs never passed the training length.
 # :name: tab-t2-spread
 # ```{glue:md} t2_spread_table
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} The expected agreement of {numref}`tab-table2` with the paper (exactly and by $m_p$ class) when each cell keeps $k$ of its runs drawn at random (every subset of $k$ equally likely), and the expected single-thread hours of those runs; the last row is the whole grid. A random subset is not a smaller grid, and nothing here says what more runs than the grid's would give.
+# :::{table} The expected agreement of {numref}`tab-table2` with the paper (exactly and by $m_p$ class) when each cell keeps $k$ of its runs drawn at random (every subset of $k$ equally likely), and the expected single-thread hours of those runs; the last row is the whole grid. A random subset is not a smaller grid, and nothing here says what more runs than the grid's would give.
 # :name: tab-t2-needed
 # ```{glue:md} t2_needed_table
 # :format: myst
 # ```
-# ````
+# :::
 #
-# ````{table} {numref}`tab-table2` on one value of one axis of its grid at a time (the state size is the SSMs' $N$ and the RNNs' width): the runs per cell kept, the cells that agree with the paper exactly and by $m_p$ class, and the single-thread hours of the runs kept.
+# :::{table} {numref}`tab-table2` on one value of one axis of its grid at a time (the state size is the SSMs' $N$ and the RNNs' width): the runs per cell kept, the cells that agree with the paper exactly and by $m_p$ class, and the single-thread hours of the runs kept.
 # :name: tab-t2-slices
 # ```{glue:md} t2_slices_table
 # :format: myst
 # ```
-# ````
+# :::
 # `````
 #
 # ## Where training stops
@@ -449,12 +449,12 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} Where training stops moves $m_p$: every run of the grid behind {numref}`tab-table2` whose curriculum passed 60, per model class (bold) and model: for how many $m_p$ rose, stayed or fell from passing 60 to the end of the budget, how many met the held-out criterion, and over those runs (the ones with all three checkpoints, so that each median reads the same runs) the median $m_p$ at each checkpoint.
+# :::{table} Where training stops moves $m_p$: every run of the grid behind {numref}`tab-table2` whose curriculum passed 60, per model class (bold) and model: for how many $m_p$ rose, stayed or fell from passing 60 to the end of the budget, how many met the held-out criterion, and over those runs (the ones with all three checkpoints, so that each median reads the same runs) the median $m_p$ at each checkpoint.
 # :name: tab-checkpoints
 # ```{glue:md} t2_moves_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # Of the affine runs that passed 60 ({glue:text}`t2_affin_passing_60:d`), $m_p$ rose by the
 # end of the budget in {glue:text}`t2_affin_rose:d` and fell in

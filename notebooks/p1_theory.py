@@ -330,12 +330,12 @@ for name, value in {
 # only means something for models whose $q$ climbs; a saturated model starts above the
 # threshold.
 #
-# ````{table} Corollary 1 on the best affine $S_3$ run of each model: its failure mode by the paper's wording (saturation: $q \ge 1/2$ already at $t = 2$, the first position with any spread; climb: it starts below and crosses later; see {doc}`p1_diagnostics`), the times the drift is fitted over (before the crossing and the training length), the fitted drift per step, the crossing time it predicts and the one measured, and $m_p$. —: fewer than three stored times before the crossing (no fit), a drift at or below 0 (the spread along $U$ does not grow there, and Corollary 1 predicts no crossing), or a saturated model (no prediction).
+# :::{table} Corollary 1 on the best affine $S_3$ run of each model: its failure mode by the paper's wording (saturation: $q \ge 1/2$ already at $t = 2$, the first position with any spread; climb: it starts below and crosses later; see {doc}`p1_diagnostics`), the times the drift is fitted over (before the crossing and the training length), the fitted drift per step, the crossing time it predicts and the one measured, and $m_p$. —: fewer than three stored times before the crossing (no fit), a drift at or below 0 (the spread along $U$ does not grow there, and Corollary 1 predicts no crossing), or a saturated model (no prediction).
 # :name: tab-corollary1
 # ```{glue:md} th1_cor_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # Of the {glue:text}`th1_cor_climb:d` models whose $q$ climbs, the prediction and the
 # measured crossing are both defined for {glue:text}`th1_cor_compared:d` (the others cross

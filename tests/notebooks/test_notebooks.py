@@ -36,6 +36,20 @@ def test_every_cell_marker_starts_a_cell(name):
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
+def test_no_backtick_fence_has_a_backtick_in_its_directive_line(name):
+    """CommonMark forbids a backtick in the info string of a backtick fence: a directive
+    opened with backticks whose caption holds a role ({numref}`x`, {glue:text}`y`) is no
+    directive at all, and its table and label vanish from the page. Such a directive is
+    opened with colons instead (``:::{table}``)."""
+    import re
+
+    source = (ROOT / "notebooks" / f"{name}.py").read_text()
+    bad = [line[:60] for line in source.splitlines()
+           if re.match(r"^# (`{3,})\{", line) and "`" in re.sub(r"^# `{3,}", "", line)]
+    assert not bad, f"{name}: a backtick fence with a backtick in its directive line: {bad}"
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_under_smoke(smoke_book, name):
     runs = {r.name: r for r in smoke_book.runs}
     assert smoke_book.error is None or name not in smoke_book.error, smoke_book.error
