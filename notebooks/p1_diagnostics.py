@@ -377,7 +377,8 @@ plt.close("all")
 # ```{glue:figure} dg_fig4
 # :name: "fig-figure4"
 #
-# Ours for the paper's Figure 4, with the paper's $q$: $T_{\text{cross}}$ against $m_p$ for
+# Ours for the paper's Figure 4, with $q$ as the paper defines it (the mean spread over
+# words): $T_{\text{cross}}$ against $m_p$ for
 # every selected affine $S_3$ run (left; the dotted line is $T_{\text{cross}} = m_p$).
 # $m_p$ takes only the evaluated lengths, so each point is moved sideways by a random
 # factor of at most {glue:text}`dg_jitter:.0f`% (the same at every build) to keep runs at

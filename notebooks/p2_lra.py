@@ -297,7 +297,7 @@ for name, value in {
 # ## Does training create memory? Does freezing converge faster?
 #
 # For each layer we compute the memory function of every channel from its eigenvalues and
-# step (`sst_core.theory.memory.memory_function`, ZOH) and take the largest value over the
+# step (exactly, after the zero-order-hold discretisation) and take the largest value over the
 # channels at each delay, the "supremum memory function" (our reading of the paper's
 # "Supremum MF"; its definition is not public), before and after training
 # ({numref}`fig-lra-sup-mf`).
