@@ -190,6 +190,20 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
+def mf_sums(records: list[dict[str, Any]], when: str) -> list[float]:
+    """Per learned-spectrum ``ok`` run of ``records`` whose memory was computable before
+    and after training: its supremum memory function summed over delays and layers,
+    ``when`` "before" or "after" training."""
+    import numpy as np
+
+    if when not in ("before", "after"):
+        raise ValueError(f"when must be 'before' or 'after', got {when!r}")
+    return [float(np.sum([np.sum(x) for x in r["metrics"][f"sup_mf_{when}"]]))
+            for r in records
+            if r["status"] == "ok" and not r["config"]["freeze_spectrum"]
+            and r["metrics"].get("sup_mf_before") and r["metrics"].get("sup_mf_after")]
+
+
 def mf_growth_ratios(records: list[dict[str, Any]]) -> list[float]:
     """Per learned-spectrum ``ok`` run of ``records``: its supremum memory function summed
     over delays and layers after training over the same sum at initialisation (claim 3 of
@@ -581,6 +595,30 @@ def claim3_parts(growth: dict[str, list[float]]) -> list[dict[str, Any]]:
     return family(out)
 
 
+def claim3_paper_parts(learned: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Claim 3 as the paper's evidence states it: each unstructured spectrum's memory after
+    training (the summed supremum memory function, :func:`mf_sums`, of its learned runs in
+    ``learned[init]``) below S4D-Inv's at initialisation (the mean over S4D-Inv's learned
+    runs before training; its spectrum is the same at every seed), by the claim rule
+    (:func:`mean_part`, S4D-Inv's value a cell without spread), one part per spectrum of
+    :data:`UNSTRUCTURED` with learned runs: ``after`` its runs' mean, ``inv_init`` the
+    bound. [] without S4D-Inv's runs."""
+    inv = mf_sums(learned.get("inv", []), "before")
+    if not inv:
+        return []
+    bound = sum(inv) / len(inv)
+    out = []
+    for i in UNSTRUCTURED:
+        after = mf_sums(learned.get(i, []), "after")
+        if after:
+            stats = seed_stats(after)
+            out.append({"init": i, "after": stats["mean"], "inv_init": bound,
+                        "runs": stats["n"],
+                        **mean_part({"n": 1, "mean": bound, "sd": 0.0}, stats,
+                                    "memory below S4D-Inv's at initialisation")})
+    return family(out)
+
+
 def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, Any]]:
     """Claim 4 (frozen models converge faster) in parts, for S4D-Inv and S4D-Lin:
     ``curves[(init, frozen)]`` the curves of a cell's runs; per spectrum the epochs to
@@ -843,16 +881,20 @@ def lra_claims(P: Profile, root=None) -> Table:
         p4 = claim4_parts({(i, f): [r["metrics"]["curves"] for r in recs.get((task, i, f), [])]
                            for i in paper2.LRA_MAIN_INITS for f in (False, True)})
         c3, c4 = combine([p["verdict"] for p in p3]), combine([p["verdict"] for p in p4])
+        # claim 3 as the paper's evidence reads (shown beside ours, not in the table)
+        p3p = claim3_paper_parts({i: recs.get((task, i, False), [])
+                                  for i in ("inv",) + UNSTRUCTURED})
+        c3p = combine([p["verdict"] for p in p3p])
         published = paper_values.LRA_COUNTERPART.get(task)
         verdicts = [(c1 or "—") + (f" ({_parts_text(p1)})" if p1 else ""),
                     (c2 or "—") + (f" ({_parts_text(p2)})" if p2 else ""),
                     (c3 or "—") + (f" ({_claim3_text(p3)})" if p3 else ""),
                     (c4 or "—") + (f" ({_claim4_text(p4)})" if p4 else "")]
         if learned is False:  # a claim about a task nothing learns says nothing
-            c1 = c2 = c3 = c4 = None
+            c1 = c2 = c3 = c4 = c3p = None
             verdicts = ["not judged: S4D-Inv at chance"] * 4
         if probe:
-            c1 = c2 = c3 = c4 = None
+            c1 = c2 = c3 = c4 = c3p = None
             verdicts = ["probe only (learned S4D-Inv)"] * 4
         rows.append([f"{task} ({published or '—'})" + (" [probe]" if probe else ""),
                      "—" if chance is None else f"{chance:.3f}",
@@ -867,6 +909,7 @@ def lra_claims(P: Profile, root=None) -> Table:
         data.append({"task": task, "stands_for": published, "chance": chance,
                      "learned_inv_best": best_inv, "margin": margin, "chance_band": band,
                      "above_chance": learned, "probe": probe,
+                     "memory_below_inv": c3p, "memory_below_inv_parts": p3p,
                      "frozen_as_good": c1, "frozen_parts": p1,
                      "unstructured_worse": c2, "unstructured_parts": p2,
                      "memory_not_extended": c3, "memory_parts": p3,
@@ -1190,7 +1233,19 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     for init in CLAIM3_INITS:
         growth = mf_growth_ratios([r for r in runs if r["config"]["init"] == init])
         gains[f"lra_mf_gain_{init}"] = float(np.median(growth)) if growth else float("nan")
-    return {"lra_scale": scale_table(P, root).grid(),
+    # claim 3 as the paper's evidence reads: per task its verdict, S4D-Inv's memory at
+    # initialisation and each unstructured spectrum's after training
+    below = {}
+    for d in claims.data:
+        t = d["task"]
+        below[f"lra_verdict_memory_below_inv_{t}"] = d["memory_below_inv"] or "not judged"
+        parts = {p["init"]: p for p in d["memory_below_inv_parts"]}
+        below[f"lra_c3p_inv_{t}"] = (next(iter(parts.values()))["inv_init"] if parts
+                                     else float("nan"))
+        for i in UNSTRUCTURED:
+            below[f"lra_c3p_{i}_{t}"] = parts[i]["after"] if i in parts else float("nan")
+    return {**below,
+            "lra_scale": scale_table(P, root).grid(),
             "lra_main": lra_main(P, root).grid(),
             "lra_claims": claims.transposed().grid(),
             "lra_claim_counts": claim_counts_table(claim_counts(claims.data)).grid(),
