@@ -331,10 +331,10 @@ for name, value in {
 # memory at initialisation sums to {glue:text}`lra_c3p_inv_digits:.0f`; after training,
 # random's sums to {glue:text}`lra_c3p_random_digits:.0f`, the real axis's to
 # {glue:text}`lra_c3p_real_digits:.0f` and step's to {glue:text}`lra_c3p_step_digits:.0f`.
-# So this reading turns on a different spectrum: the real axis grows in training but stays
-# below S4D-Inv, while step lies above it by this sum, though it hardly grows in training
-# ({numref}`tab-lra-claims`). The sum counts every delay of the window, and the paper's
-# measure of memory length is not public, so this is our reading of both.
+# This reading judges where each spectrum ends against where S4D-Inv starts, not how much
+# it grew ({numref}`tab-lra-claims` has the growth), so the two readings can fail on
+# different spectra. The sum counts every delay of the window, and the paper's measure of
+# memory length is not public, so this is our reading of both.
 #
 # The paper also reports that on Image, Retrieval and Path-X the frozen models' test loss
 # falls more steeply and plateaus earlier; {numref}`fig-lra-test-loss` shows our test loss
