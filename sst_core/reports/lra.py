@@ -207,20 +207,10 @@ def mf_sums(records: list[dict[str, Any]], when: str) -> list[float]:
 def mf_growth_ratios(records: list[dict[str, Any]]) -> list[float]:
     """Per learned-spectrum ``ok`` run of ``records``: its supremum memory function summed
     over delays and layers after training over the same sum at initialisation (claim 3 of
-    :func:`lra_claims`). Runs whose memory after training was not computable (``None``)
-    and runs with no memory at initialisation are left out."""
-    import numpy as np
-
-    out = []
-    for r in records:
-        m = r["metrics"]
-        if (r["status"] == "ok" and not r["config"]["freeze_spectrum"]
-                and m.get("sup_mf_before") and m.get("sup_mf_after")):
-            before = float(np.sum([np.sum(x) for x in m["sup_mf_before"]]))
-            after = float(np.sum([np.sum(x) for x in m["sup_mf_after"]]))
-            if before > 0:
-                out.append(after / before)
-    return out
+    :func:`lra_claims`; the sums of :func:`mf_sums`). Runs whose memory after training was
+    not computable (``None``) and runs with no memory at initialisation are left out."""
+    before, after = mf_sums(records, "before"), mf_sums(records, "after")
+    return [a / b for b, a in zip(before, after) if b > 0]
 
 
 # "overfits": the last epoch's test loss is this much (relative) above the run's smallest
