@@ -206,6 +206,15 @@ def test_an_lra_claims_paper_column_gives_the_rule_on_the_papers_own_rows(monkey
     assert RESULTS["lra_unstructured_worse"][3](None, None, {})[0].endswith(
         f"of {len(two)} tasks")
     assert RESULTS["lra_memory_not_extended"][3](None, None, {})[0] == "claimed"
+    # the paper's rows are judged once for both claims that read them
+    calls = []
+    real = lra.paper_claims
+    monkeypatch.setattr(lra, "paper_claims",
+                        lambda P=None, root=None: calls.append(1) or real(P, root))
+    tables = {}
+    for name in ("lra_frozen_as_good", "lra_unstructured_worse"):
+        RESULTS[name][3](None, None, tables)
+    assert len(calls) == 1 and "paper_claims" in tables
 
 
 def test_the_dead_memory_row_gives_its_control_beside_its_verdict(monkeypatch):

@@ -102,7 +102,8 @@ def cells_text(counts: dict[str, int], unit: str) -> str:
 def report_once(name: str, make: Callable[[Profile, Any], Table], P: Profile, root,
                 tables: dict[str, Table]) -> Table:
     """The report ``make(P, root)`` that several results read (``"table2"``: Table 2,
-    read by two; ``"lra_claims"``: the LRA claims, read by four): ``tables[name]`` where
+    read by two; ``"lra_claims"``: the LRA claims, read by four; ``"paper_claims"``: the
+    claim rule on the paper's rows, read by two): ``tables[name]`` where
     the caller or an earlier result computed it, else computed once and kept there."""
     if name not in tables:
         tables[name] = make(P, root)
@@ -204,7 +205,8 @@ def _lra_claim(key: str) -> Callable[[Profile, Any, dict], tuple[str, str, str |
         cited = LRA_CLAIM_TASKS.get(key)
         paper = "claimed" + (f" (from {', '.join(cited)})" if cited else "")
         # the same rule on the paper's own rows, where its tables hold the claim's parts
-        own = [d[key] for d in paper_claims().data if d.get(key) is not None]
+        own = [d[key] for d in report_once("paper_claims", paper_claims, P, root, tables).data
+               if d.get(key) is not None]
         if own:
             paper += (f"; the same rule on its own rows: holds on {own.count('holds')}, "
                       f"ties on {own.count('tie')}, fails on {own.count('fails')} of "

@@ -563,8 +563,8 @@ def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> T
     and ``after`` (:func:`table2`'s data), ``complete`` (the wide cell has every run)."""
     models = widened_models(models)
     before = table2(P, root, models)
-    after = {(d["model"], d["group"], d["n_layers"]): d
-             for d in table2(P, root, models, wide=True).data}
+    wide_table = table2(P, root, models, wide=True)
+    after = {(d["model"], d["group"], d["n_layers"]): d for d in wide_table.data}
     narrow, wide = P.track_d_model, P.track_d_model_wide
     cols = ["model", "group", "layers", "paper", f"d_model {narrow}", f"d_model {wide}",
             "never passed 60"]
@@ -593,7 +593,7 @@ def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> T
             f"{n['by_class_after']} after; exactly: {n['agree_before']} before, "
             f"{n['agree_after']} after. {n['complete']} of {n['cells']} cells are complete "
             f"at d_model {wide}.")
-    ids = list(dict.fromkeys(before.records + table2(P, root, models, wide=True).records))
+    ids = list(dict.fromkeys(before.records + wide_table.records))
     return Table(f"Table 2 before and after: d_model {narrow} and {wide}", cols, rows, note,
                  ids, data)
 
