@@ -239,7 +239,6 @@ plt.close(fig)
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("beyond_groups", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only beyond_groups`; "
-    f"`sst status --profile {P.name}` counts its records. The Figure 4 sweep on "
+how_made("beyond_groups", P, more=(
+    "The Figure 4 sweep on "
     "A5 at the paper's scale: `sst sweep figure4_a5 --profile paper`."))

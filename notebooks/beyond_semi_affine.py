@@ -185,7 +185,6 @@ for name, fig in figures.items():
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("beyond_semi_affine", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only beyond_semi_affine`; "
-    f"`sst status --profile {P.name}` counts its records. The cost table reads the "
+how_made("beyond_semi_affine", P, more=(
+    "The cost table reads the "
     "benchmark rows `semi_affine_train_s3` and `semi_affine_eval_L1000` (`make bench`)."))

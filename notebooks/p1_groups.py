@@ -212,8 +212,7 @@ display(widgets.VBox([t_slider, view]))
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p1_groups", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only p1_groups`; "
-    f"`sst status --profile {P.name}` counts its records. Code: the groups in "
+how_made("p1_groups", P, more=(
+    "Code: the groups in "
     "`sst_core.groups`, the words in `sst_core.tasks.tracking`, the measurement "
     "in `sst_core.experiments.paper1`."))

@@ -478,9 +478,8 @@ for name, value in {
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p1_table2", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only p1_table2`; "
-    f"`sst status --profile {P.name}` counts its records. The recompute at "
+how_made("p1_table2", P, more=(
+    "The recompute at "
     f"d_model {P.track_d_model_wide}: `sst sweep wide`. Code: the models in "
     "`sst_core.models` (`forward`, `step`, `is_affine`), training in "
     "`sst_core.training.tracking`, the stopping rule in "

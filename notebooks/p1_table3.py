@@ -129,7 +129,6 @@ plt.close("all")
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p1_table3", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only p1_table3`; "
-    f"`sst status --profile {P.name}` counts its records. Code: the operators in "
+how_made("p1_table3", P, more=(
+    "Code: the operators in "
     "`sst_core.models.cells`, the table in `sst_core.reports.paper1`."))

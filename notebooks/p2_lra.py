@@ -488,8 +488,7 @@ plt.close("all")
 # %% tags=["remove-input"]
 from sst_core.book.provenance import how_made
 
-how_made("p2_lra", P, regenerate=(
-    f"Regenerate: `sst notebooks run --profile {P.name} --only p2_lra`; "
-    f"`sst status --profile {P.name}` counts its records. The `lra_*` tasks of "
+how_made("p2_lra", P, more=(
+    "The `lra_*` tasks of "
     "`sst_core.tasks.lra` read the real LRA files instead of the generated "
     "stand-ins: `sst lra --task lra_listops --data-dir DIR`."))

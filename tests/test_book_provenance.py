@@ -63,3 +63,15 @@ def test_the_overview_block_sums_up_each_chapter_it_reads(tmp_path):
     assert f"| p2_memory | `smoke` | 0 of {memory.total} stored, 0 failed | 0 s | — |" in lines
     assert "--profile best --only overview" in md
     assert not [line for line in lines if line.startswith("| runs |")]  # no runs of its own
+
+
+def test_more_follows_the_usual_regenerate_line_once(tmp_path):
+    """A chapter's own commands and code pointers (``more``) come after the usual line,
+    which the block writes once (it is not repeated in the chapter's text)."""
+    made = how_made("p1_table3", "smoke", root=tmp_path, more="Code: `sst_core.models.cells`.")
+    md = made._repr_markdown_()
+    line = [ln for ln in md.splitlines() if ln.startswith("Regenerate:")]
+    assert line == ["Regenerate: `sst notebooks run --profile smoke --only p1_table3`; "
+                    "`sst status --profile smoke` counts its records. "
+                    "Code: `sst_core.models.cells`."]
+    assert md.count("sst notebooks run") == 1

@@ -70,7 +70,7 @@ def test_each_cell_and_variant_counts_what_its_runs_did(tmp_path, P):
     assert [u for u, _ in first] == [name] * len(VARIANT_NAMES)
     assert all(v.startswith(want) for (_, v), want in zip(first, VARIANT_NAMES.values()))
     # stopped at (the runs at 60 reached it), passed 60 / m_p >= 60, accuracy at 60
-    assert rows[(name, "Table 2's protocol")] == ["32 ×2", "0 / 0", "0.55 [0.50–0.60]"]
+    assert rows[(name, "our Table 2 runs")] == ["32 ×2", "0 / 0", "0.55 [0.50–0.60]"]
     assert rows[(name, "step cap x3")] == ["16 ×1, 60 ×1", "1 / 1", "0.69 [0.40–0.97]"]
     # a variant not all of whose runs are stored ok says so
     assert rows[(name, "no curriculum (1 of 2 runs; 1 failed)")] == ["60 ×1", "0 / 1",

@@ -53,6 +53,7 @@ class HowMade:
     # their provenance as a Markdown grid (one column per record shown), and how to make them
     measured: str | None = None
     regenerate: str | None = None
+    more: str | None = None  # after the usual regenerate line
 
     def rows(self) -> list[tuple[str, str]]:
         """(field, value) pairs of the block's table."""
@@ -92,21 +93,23 @@ class HowMade:
                 lines.append(f"| | {len(self.failed) - FAILED_SHOWN} more | |")
         lines += ["", self.regenerate or "Regenerate: `sst notebooks run --profile "
                   f"{self.profile} --only {self.notebook}`; `sst status --profile "
-                  f"{self.profile}` counts its records.", ":::"]
+                  f"{self.profile}` counts its records."
+                  + (f" {self.more}" if self.more else ""), ":::"]
         return "\n".join(lines)
 
 
 def how_made(notebook: str, P: Any, root: Path | None = None, *, measured: Any = None,
-             regenerate: str | None = None) -> HowMade:
+             regenerate: str | None = None, more: str | None = None) -> HowMade:
     """The provenance block of chapter ``notebook`` shown at profile ``P`` (a
     :class:`~sst_core.spec.profiles.Profile` or its name). A page built from stored
     measurements other than runs (the benchmark chapter) passes their provenance as
     ``measured`` (an object with a Markdown repr: a table's grid) and the commands that
     make them as ``regenerate`` (Markdown); the block then shows those instead of its runs
-    (it has none)."""
+    (it has none). ``more`` (Markdown) follows the usual regenerate line of a chapter
+    with runs: its other commands and where its code lives."""
     profile = get_profile(P) if isinstance(P, str) else P
     plan = chapter_plan(notebook, profile.name, root)
-    out = HowMade(notebook, profile.name, plan.why, regenerate=regenerate,
+    out = HowMade(notebook, profile.name, plan.why, regenerate=regenerate, more=more,
                   measured=None if measured is None else measured._repr_markdown_())
     seen: set[str] = set()
     for sweep in chapter_sweeps(notebook):

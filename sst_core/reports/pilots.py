@@ -19,7 +19,7 @@ from sst_core.spec.profiles import Profile
 
 # the base runs (Table 2's own) first, then the variants in paper1.PILOT_CHANGES' order
 BASE = "standard"
-VARIANT_NAMES = {BASE: "Table 2's protocol", "steps_x3": "step cap x3",
+VARIANT_NAMES = {BASE: "our Table 2 runs", "steps_x3": "step cap x3",
                  "gate_at_pass": "gate at 90%", "no_curriculum": "no curriculum",
                  "d_model_64": "d_model 64", "d_model_128": "d_model 128",
                  "lr_5e-4": "lr 5e-4", "lr_1e-4": "lr 1e-4"}
