@@ -184,9 +184,10 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # those {glue:text}`step_real_count` stored eigenvalues on the real axis, where each is its
 # own conjugate and counts once.
 #
-# $VV^H$ is badly conditioned for most of these spectra. On S4D-Lin at $\Delta=0.001$ the
-# float64 SVD route (leverage scores of $V^H$) finds rank {glue:text}`svd_rank` and differs
-# from `memory_function` by up to {glue:text}`svd_err:.1e` at this page's $N$ and $T$;
+# A plain float64 computation depends on how well conditioned $VV^H$ is. On S4D-Lin at
+# $\Delta=0.001$ the float64 SVD route (leverage scores of $V^H$) finds rank
+# {glue:text}`svd_rank` (the exact rank is {glue:text}`svd_rank_exact`) and differs from
+# `memory_function` by up to {glue:text}`svd_err:.1e` at this page's $N$ and $T$.
 # `memory_function` does not rely on float64 and never builds $V$:
 #
 # ````{admonition} How the memory function is computed accurately
@@ -231,9 +232,10 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # spectra remember it better than the ones just before it; with $|\mu|^T\ll1$ it disappears.
 # How long the memory lasts is set by $\Delta$ and the decay rates: at $\Delta=0.1$ most
 # spectra forget within tens of steps, at $\Delta=0.001$ the capacity spreads thinly over
-# thousands of delays. S4D-Inv puts a wide range of frequencies into one layer, so at
-# $\Delta=0.01$ it still holds $M[100]=$ {glue:text}`inv_m100:.3f`, against
-# {glue:text}`rand_m100:.3f` for the random spectrum of the same $N$. The total is always
+# thousands of delays. At $\Delta=0.01$ S4D-Inv holds $M[100]=$ {glue:text}`inv_m100:.3f`,
+# and the random spectrum of the same $N$, whose eigenvalues lie inside the unit disk
+# rather than near $\mu=1$ ({numref}`fig-mem-spectra`), {glue:text}`rand_m100:.3f`; the
+# other spectra are in {numref}`tab-mem-memory`. The total is always
 # $\operatorname{rank}V$: a model can only move its memory between delays, never create more.
 #
 # ````{table} How long the memory lasts: for each initialisation and step $\Delta$, the delay by which half / 90 % of the capacity is used (the memory function summed up to that delay), read on the stored grid of delays.
@@ -254,8 +256,8 @@ assert d_sum["idempotent"] and d_sum["gram_holds"]
 # :class: dropdown
 #
 # Reference values computed independently with NumPy and mpmath before this code existed, at $N=$ {glue:text}`ref_N` and $T=$ {glue:text}`ref_T`: predictions to
-# reproduce, not numbers from the paper. The largest
-# difference from them, {glue:text}`ref_table_diff:.4f`, is the size of their rounding.
+# reproduce, not numbers from the paper. The largest difference from them is
+# {glue:text}`ref_table_diff:.1e`; a value rounded to three decimals can be off by up to 5e-4.
 # The memory function depends on the window: with more delays sharing the same capacity,
 # each holds less, so S4D-Inv's $M[10]$ at $\Delta=0.001$ is
 # {glue:text}`inv_m10_0001:.3f` at $T=$ {glue:text}`T` ({numref}`tab-mem-memory`) and
@@ -491,7 +493,7 @@ plots_memory.live_explorer(P.mem_T, N=P.mem_N, seed=P.seed)
 #   $1/T$ at every delay ({glue:text}`attn_m:.6f` at $T=$ {glue:text}`T`) and capacity
 #   {glue:text}`attn_cap:.3f`.
 # - **Not shown here**: the Long Range Arena results and the claim that frozen-spectrum
-#   training reduces overfitting need trained deep models (later chapters). The theory here
+#   training reduces overfitting need trained deep models ({doc}`p2_lra`). The theory here
 #   assumes one linear layer, white-noise input and a squared loss, as the paper's does.
 
 # %% tags=["remove-input"]

@@ -290,7 +290,7 @@ def plotly_explorer(records: Sequence[Mapping[str, Any]], dts: Sequence[float]):
                                 {"title.text": f"Δ = {dt:g}"},
                                 trace_ids]))
     fig.update_layout(
-        sliders=[dict(active=0, currentvalue=dict(prefix="dt = "), pad=dict(t=40), steps=steps)],
+        sliders=[dict(active=0, currentvalue=dict(prefix="Δ = "), pad=dict(t=40), steps=steps)],
         title=dict(text=f"Δ = {first:g}", font=dict(size=13)),
         autosize=True, height=800, margin=dict(l=45, r=15, t=110, b=40),
         legend=dict(orientation="h", x=0, y=1.1, yanchor="bottom"))

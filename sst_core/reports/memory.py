@@ -214,7 +214,8 @@ def chapter_numbers(P: Profile, curves: list[dict[str, Any]], gd: list[dict[str,
     refs = [r for r in refs if r is not None and r["status"] == "ok"]
     diffs = [d["max_abs_diff"] for d in reference_comparison(P, root).data
              if d["max_abs_diff"] is not None]
-    out.update(svd_rank=rank_svd, svd_err=float(np.max(np.abs(M_svd - info["memory"]))),
+    out.update(svd_rank=rank_svd, svd_rank_exact=info["rank"],
+               svd_err=float(np.max(np.abs(M_svd - info["memory"]))),
                lin_dps=info["dps"],
                ref_err=mf.reference_error(("lin", "inv", "real"), P.mem_N, P.mem_T, 0.001),
                wall_max=max((r["metrics"]["memory_wall_s"] for r in refs), default=float("nan")),

@@ -123,6 +123,10 @@ def test_chapter_numbers_and_tables_from_records(tiny):
     n = chapter_numbers(P, curves, gd, sim, legs)
 
     assert (n["N"], n["T"], n["rank_lin"], n["rank_real"]) == (4, 200, 3, 2)
+    # the float64 SVD route's rank beside the exact one, on S4D-Lin at dt = 0.001
+    mu_lin = mf.spectrum("lin", P.mem_N, 0.001)
+    assert n["svd_rank_exact"] == mf.memory_function_info(mu_lin, P.mem_T)["rank"]
+    assert n["svd_rank"] == mf.memory_function_svd(mu_lin, P.mem_T)[1]
     assert n["cap_err"] == max(abs(r["metrics"]["capacity"] - r["metrics"]["rank"]) for r in curves)
     assert n["cap_err"] < 1e-9
     alias = mf.spectrum("lin", configs.REFERENCE_N, 0.1)
