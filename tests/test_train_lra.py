@@ -905,6 +905,35 @@ def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(
     by = {d["task"]: d["frozen_as_good"] for d in lra_reports.paper_claims(P).data}
     assert (items["lra_paper_c1_retrieval"], items["lra_paper_c1_pathx"],
             items["lra_paper_c1_listops"]) == (by["Retrieval"], by["Path-X"], by["ListOps"])
+    c2 = {d["task"]: d["unstructured_worse"] for d in lra_reports.paper_claims(P).data}
+    assert items["lra_paper_c2_retrieval"] == c2["Retrieval"]
+    # claim 3 per spectrum: nothing judged here, so no spectrum is named either way
+    assert (items["lra_c3_kept_names"], items["lra_c3_extended_names"]) == ("none", "none")
+
+
+def test_claim3_names_the_spectra_training_extended_and_those_it_kept(store):
+    """On a learned task, the spectra whose claim-3 part fails (memory grew beyond the
+    limit by the claim rule) are named as extended, those whose part holds as kept, and a
+    spectrum within the noise of the limit as neither."""
+    from sst_core.spec.names import INIT_NAMES
+
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_seeds=(0, 1),
+                            lra_ablation_seeds=(0, 1), lra_data_probe_tasks=())
+    growth = {"real": [1.80, 1.81], "step": [1.0, 1.3]}  # step: mean 1.15, a tie with 1.1
+
+    def fake(cfg):
+        after = growth.get(cfg.init, [1.0, 1.0])[cfg.seed]
+        return {"test_accuracy": 0.9, "chance_accuracy": 0.1, "task": {"n_test": 1000},
+                "sup_mf_before": [[1.0]],
+                "sup_mf_after": [[1.0 if cfg.freeze_spectrum else after]],
+                "curves": {"epoch": [1], "train_loss": [1.0], "test_loss": [1.0]}}
+
+    grid = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)))
+    items = lra_reports.chapter_items(P, [cached_run(c, fake) for c in grid])
+    assert items["lra_verdict_memory_not_extended_listops"] == "fails"
+    assert items["lra_c3_extended_names"] == INIT_NAMES["real"]
+    assert items["lra_c3_kept_names"] == ", ".join(
+        INIT_NAMES[i] for i in lra_reports.CLAIM3_INITS if i not in ("real", "step"))
 
 
 def test_the_figures_draw_the_tables_runs_not_the_probes(store):

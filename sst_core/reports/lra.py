@@ -1206,14 +1206,17 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     and the numbers its prose and captions cite: the seeds per cell of the main table and
     of the ablation; each claim's verdict per task (``lra_verdict_<claim>_<task>``, "not
     judged" where it is not); the paper's seeds per cell and d_2 for them (:data:`RANGE_TO_SD`);
-    the claim rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows;
+    the claim rule's verdict on claim 1 for the paper's Retrieval, Path-X and ListOps rows,
+    and on claim 2 for its ablation's Retrieval row;
     per claim, its number of parts and the z beyond which one of them must lie on the
     wrong side to fail it (:data:`CLAIM_PARTS`, :func:`fail_ses`);
     per spectrum, the median growth of the summed supremum memory function over the
     learned runs of ``records`` that belong to the main table or the ablation
     (:func:`mf_growth_ratios`, :func:`grid_runs`; ``lra_mf_gain_<init>``, nan without
     one) and claim 3's limit; claim 4's "converged" rule (:data:`LOSS_NEAR_MIN`,
-    :data:`LATE_EPOCHS`)."""
+    :data:`LATE_EPOCHS`); claim 3 per spectrum over the tasks judged, the spectra whose
+    part fails on some task (``lra_c3_extended_names``) and those whose part holds on every
+    one (``lra_c3_kept_names``), "none" for none."""
     import numpy as np
 
     claims, paper = lra_claims(P, root), paper_claims(P, root)
@@ -1234,6 +1237,15 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
                                      else float("nan"))
         for i in UNSTRUCTURED:
             below[f"lra_c3p_{i}_{t}"] = parts[i]["after"] if i in parts else float("nan")
+    # claim 3 per spectrum over the tasks judged: extended (its part fails on some task),
+    # kept (its part holds on every task), as names ("none" for none)
+    judged = [{p["init"]: p["verdict"] for p in d["memory_parts"]} for d in claims.data
+              if d["memory_not_extended"] is not None]
+    c3_inits = [i for i in CLAIM3_INITS if any(i in v for v in judged)]
+    extended = [i for i in c3_inits if any(v.get(i) == "fails" for v in judged)]
+    kept = [i for i in c3_inits if all(v.get(i) == "holds" for v in judged if i in v)]
+    below["lra_c3_extended_names"] = ", ".join(INIT_NAMES[i] for i in extended) or "none"
+    below["lra_c3_kept_names"] = ", ".join(INIT_NAMES[i] for i in kept) or "none"
     return {**below,
             "lra_scale": scale_table(P, root).grid(),
             "lra_main": lra_main(P, root).grid(),
@@ -1250,6 +1262,7 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
             "lra_d2": RANGE_TO_SD[paper_values.LRA_SEEDS],
             **{f"lra_paper_c1_{task.lower().replace('-', '')}":
                by_task[task]["frozen_as_good"] for task in ("Retrieval", "Path-X", "ListOps")},
+            "lra_paper_c2_retrieval": by_task["Retrieval"]["unstructured_worse"],
             **gains,
             "lra_mf_limit": MF_GROWTH_LIMIT,
             **{f"lra_parts_claim{n}": k for n, k in CLAIM_PARTS.items()},
