@@ -50,7 +50,7 @@ glue("d_model_wide", P2.track_d_model_wide, display=False)
 # ```
 # :::
 #
-# **The rule**, fixed before our numbers were looked at and applied by code
+# **The rule**, one for every row and applied by code
 # (`sst_core.reports.overview`). A result *agrees* when ours matches the paper's within
 # the precision of the comparison: the same $m_p$ in every cell of a table, the paper's
 # value inside our 95% interval, an identity to {glue:text}`identity_tol:.0e`, a claim
@@ -65,8 +65,7 @@ glue("d_model_wide", P2.track_d_model_wide, display=False)
 # Paper 1's Table 2 and Figure 4 here are those at $d_{\text{model}}$ =
 # {glue:text}`d_model:d`. The pilots of the Table 2 chapter made a wider model, at
 # {glue:text}`d_model_wide:d`, the protocol for the Mamba, AUSSM and attention
-# families; that recompute is under way, and until it is complete these rows stand as
-# they are, provisional.
+# families; until every run of that protocol is stored, these rows are provisional.
 #
 # Our runs are smaller than the papers' (each chapter states its scale), and several
 # details of the papers' experiments are not public; the chapters say which of our
