@@ -177,7 +177,7 @@ def figure4_groups(P: Profile, root=None) -> Table:
         ["affine runs analysed"] + [stats[g]["candidates"] for g in stats] + ["—"],
         ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
         + [PAPER_FIGURE4["n"]],
-        ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"]) for g in stats]
+        ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"], ".3f") for g in stats]
         + [PAPER_FIGURE4["r"]],
         ["p-value"] + [format_value(stats[g]["p"], ".2g") for g in stats] + [f"{PAPER_FIGURE4['p']:.2g}"],
         ["median q at m_p"] + [format_value(stats[g]["q_median"]) for g in stats]
