@@ -27,6 +27,10 @@
 # | diagonal affine scan $h_t = a_t h_{t-1} + b_t$ (Mamba family, AUSSM; real and complex), forward and backward, lengths 1000 and 4096 | a per-step loop that autograd differentiates | at most 0.5 on the CPU, 0.1 on CUDA; bandwidth at least 40% of the measured copy bandwidth |
 # | $K = 16$ small models that differ in seed and learning rate, one training step as one stacked computation | 16 ordinary training steps one after the other | at most 0.5 on the CPU, 0.1 on CUDA |
 # | S4D kernel and FFT convolution at lengths 1024 to 16384 | the published S4D kernel's formula | time, and peak memory at most 0.25 |
+# | selective scan (Mamba, Negative Mamba): the C loops, forward and backward | its own torch (chunked) path | at most 1/3 |
+# | selective scan: ours, forward and backward | public CPU implementations (mamba's `selective_scan_ref`, mamba.py's `pscan`) | at most 1 |
+# | S4D classifier (paper 2's LRA model): training step | the same model built as the standalone `s4d.py` and `example.py` | at most 0.5 |
+# | every Table 2 model's training step at $d_{model}$ = 64 | its flop or byte limit on this machine (below) | at most 5 |
 # :::
 #
 # The stacked training is `sst_core.training.stacked`: the $K$ models' weights are stacked along a
@@ -64,8 +68,8 @@ plt.close("all")
 #
 # The tables and figures below read the newest CPU benchmark, made on an
 # {glue:text}`machine_here` (the collapsed block at the end of the page says how). On a shared
-# machine repeated runs differ by up to about 30%, so a ratio within 1.3x of its target is
-# noise rather than a verdict. In every table the ratio is ours over the reference. Each row
+# machine repeated runs differ, by an amount this page does not measure, so a ratio close to
+# its target is no verdict either way. In every table the ratio is ours over the reference. Each row
 # is named by what it times and at which sizes: $L$ the length, $b$ the batch, $d$ or
 # $d_{model}$ the model's width, $N$ the state size, $H$ an S4D layer's channels, $E$
 # Mamba's expanded width, $K$ the number of models; the pointer held over a name shows the
@@ -99,22 +103,21 @@ plt.close("all")
 # ````
 #
 # **Reading the misses.** Stacking removes per-operation overhead (Python, dispatch, kernel
-# launches), not arithmetic or memory traffic, so it gains most where a sequential step is
-# mostly overhead, as for the dense RNNs at these small sizes. The Mamba family and AUSSM
-# spend more of theirs on elementwise work over tensors of shape (batch, length, channels,
-# state), which 16 stacked models do 16 times all the same. What moves them is less of that
-# work per model, which helps stacked and sequential runs alike: the fused selective scan
-# (`sst_core.ops.selective_scan`) never builds those tensors for Mamba; linear attention
-# trains through a blocked quadratic form that builds no state at all
+# launches), not arithmetic or memory traffic. The ceiling column measures what is left
+# *with these kernels*: one model on all {glue:text}`stack_K` x {glue:text}`stack_b`
+# sequences does the stack's arithmetic with one set of weights through the same kernels,
+# and took {glue:text}`stack_ceiling` of the sequential steps' time, above the stacking
+# target for {glue:text}`stack_above` of {glue:text}`stack_models` models: for those, the
+# stack's work done in one call already misses the target, stacked or not (a stacked step
+# can land a little on either side of its ceiling: the two are separate timings). Which
+# operations keep that one-model step from scaling is not measured here ({numref}`tab-bench-profile`
+# profiles single steps at other sizes). What lowers the work per model, stacked or
+# sequential: the fused selective scan (`sst_core.ops.selective_scan`) never builds the
+# (batch, length, channels, state) tensors for Mamba; linear attention trains through a
+# blocked quadratic form that builds no state at all
 # (`sst_core.models.attention.causal_linear_attention`); AUSSM's training skips assembling
-# its flat states. On a GPU, where a small model leaves most of the device idle, stacking is
-# where the large gains are expected.
-#
-# The ceiling column bounds what stacking can gain *with these kernels*: one model on all
-# {glue:text}`stack_K` x {glue:text}`stack_b` sequences does the stack's arithmetic with one
-# set of weights through the same kernels, and took {glue:text}`stack_ceiling` of the
-# sequential steps' time, above the stacking target for {glue:text}`stack_above` of
-# {glue:text}`stack_models` models. It is not a limit of the CPU: that one-model step ran at
+# its flat states. On a GPU, where a small model leaves most of the device idle, stacking may
+# gain more; only a CUDA benchmark (below) can show it. The ceiling is not a limit of the CPU: that one-model step ran at
 # {glue:text}`stack_gflops` GFLOP/s against a large matrix product's
 # {glue:text}`stack_peak` GFLOP/s on the same threads, so faster kernels would lower the
 # ceiling too.
@@ -125,8 +128,9 @@ plt.close("all")
 # one thread and the `standard` profile's sizes. The sweep reads them from the newest benchmark
 # of its device (`sst_core.sweep.stacking`): a model whose stacked step costs at least as
 # much per model as a sequential one trains one run at a time, the others stack (every
-# model stacks without one). The rows are per model and $d_{model}$: the recompute of
-# Table 2 at a larger width has rows of its own, timed alone (`sst bench --only`). By the
+# model stacks without one). The rows are per model and $d_{model}$: the wider runs of the
+# staged Table 2 sweep (the status page lists it) have rows of their own, timed alone
+# (`sst bench --only`) and not shown in a table here. By the
 # newest row of each, the sweep stacks {glue:text}`stack_yes` and trains
 # {glue:text}`stack_no` one run at a time.
 #
@@ -138,8 +142,9 @@ plt.close("all")
 # ````
 #
 # **What it changes for a whole sweep.** The sweep's two changes, stacking only where
-# those rows say it is faster and flushing denormal floats to zero in training (trained
-# weights produce them, and a CPU computes with them many times more slowly), were timed
+# those rows say it is faster and flushing denormal floats (numbers too small for the
+# normal floating-point form, which many CPUs compute with far more slowly) to zero in
+# training, were timed
 # together on a fixed sample of the `standard` Table 2 grid: every Table 2 model's cell on
 # $C_2$ with one layer and its smallest state size, with all of the cell's schedules,
 # learning rates and seeds ({glue:text}`sweep_runs` runs). `sst bench` computes the sample
@@ -151,8 +156,8 @@ plt.close("all")
 # ({numref}`tab-bench-sweep`); {glue:text}`sweep_verdict`. The sample is at $d_{model}$ =
 # {glue:text}`sweep_width`, where the rows above set apart only models whose stacked step
 # cost {glue:text}`sweep_alone_rows` of their sequential steps: training them alone could
-# save at most {glue:text}`sweep_alone_gain` of their steps' time. The rows at $d_{model}$ =
-# 128, where stacking costs more, are the recompute's, which this sample does not cover.
+# save at most {glue:text}`sweep_alone_gain` of their steps' time. The rows of the wider
+# staged sweep are not in this sample.
 # This measurement does not separate the effect of flushing denormals from that of the
 # stacking choice.
 #
@@ -269,22 +274,19 @@ plt.close("all")
 # all {glue:text}`machine_shared` rows the two share, the median ratio is
 # {glue:text}`machine_median`.
 #
-# :::{table} The same rows on two CPU models, the newest benchmark of each: their ratio, ms on the first and ms on the second, for the rows whose ratio lies outside {glue:text}`machine_spread`.
+# :::{table} The same rows on two CPU models, the newest benchmark of each: their ratio, ms on the first and ms on the second, for the rows whose ratio lies outside {glue:text}`machine_spread`; a step timed in two comparisons appears once for each timing.
 # :name: tab-bench-machines
 # ```{glue:md} bench_machines
 # :format: myst
 # ```
 # :::
 #
-# The two machines are an Intel Xeon with AVX-512 and an AMD EPYC with AVX2 only. Most rows
-# move together, by about the ratio of the two machines' speeds. The C selective scan of
+# Why particular rows move more than others between the two machines is not measured here.
+# One difference in how the code is built is known: the C selective scan of
 # `sst_core/ops/native_selective.c` (the Mamba and Negative Mamba rows, and the scan's own)
-# clamps its argument before the exp polynomial. With AVX-512's masked instructions gcc
-# vectorises such loops; with AVX2 only it kept much of them scalar unless it may assume
-# that comparisons raise no floating-point exception, and the first AMD benchmark showed
-# that scan several times slower than on the Xeon. The source now has a block compiled only
-# for targets without AVX-512 that gives gcc that permission (`#pragma GCC
-# optimize("no-trapping-math")`); the AMD benchmarks made since show its effect.
+# clamps its argument before the exp polynomial, and on targets without AVX-512 it is
+# compiled with `#pragma GCC optimize("no-trapping-math")`, which lets gcc vectorise that
+# clamp with AVX2 alone; these rows do not separate that flag's effect from the machines'.
 #
 # ## On CUDA
 #

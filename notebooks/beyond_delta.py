@@ -193,7 +193,7 @@ plt.close("all")
 # ```
 # :::
 #
-# :::{table} The same runs' recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$, and, for the affine models, Corollary 1: the drift, the slope of $\sqrt{R_U(t)} = a + t \lVert W_{\text{out}} \bar\eta \rVert$ fitted over $10 \le t \le 120$, and the crossing time it predicts (—: a drift at or below 0, nothing grows over the window, and no crossing is predicted).
+# :::{table} The same runs' recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$, and, for the affine models, Corollary 1: the drift, the slope of $\sqrt{R_U(t)} = a + t \lVert W_{\text{out}} \bar\eta \rVert$ fitted over $10 \le t \le 120$, and the crossing time it predicts (—: a drift at or below 0, nothing grows over the window, and no crossing is predicted; 1: the fitted line starts at or above the threshold, so the crossing is put at the first step).
 # :name: tab-dl-drift
 # ```{glue:md} tab_drift
 # :format: myst
@@ -212,7 +212,9 @@ plt.close("all")
 # :name: "fig-dl-figure4"
 #
 # The paper's Figure 4 with the Householder models in it: the qualifying runs of the affine
-# Figure 4 sweep in grey, the Householder models' $S_3$ runs in colour.
+# Figure 4 sweep in grey, the Householder models' $S_3$ runs in colour (those that pass the
+# training length and whose $q$ crosses $1/2$ within the rollout; a run whose $q$ never
+# crosses has no point).
 # ```
 #
 # Recovery is measured {glue:text}`rec_steps:d` steps after the perturbation
@@ -350,9 +352,9 @@ for name, value in {
 # {glue:text}`torch_same` runs, and the largest difference between their $q(t)$, relative
 # to its largest value, is {glue:text}`torch_qdiff` (0: the two curves are identical;
 # {numref}`tab-dl-torch`). For a state-dependent recurrence Theorem 1 does
-# not apply; a largest singular value of the return map below 1 on $U$ is the contraction the
-# theory allows such models, and the mechanism by which the paper's state-dependent models
-# extrapolate.
+# not apply: its return map may contract on $U$ (largest singular value below 1).
+# {numref}`tab-dl-lens` gives each model's largest singular value beside its $m_p$; whether
+# such a contraction is what lets a state-dependent model extrapolate is not measured here.
 #
 # :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as the book's model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
 # :name: tab-dl-torch

@@ -28,7 +28,8 @@
 # other trackers, within {glue:text}`const_factor` ({glue:text}`const_within` within a
 # factor of two; {numref}`tab-lf-warning`).
 #
-# At this book's scale: every tracker the book trains at $d_{\text{model}}$ =
+# At this book's scale: every tracker the book trains on the narrower grid of these chapters
+# (the harder-groups chapter lists it), at $d_{\text{model}}$ =
 # {glue:text}`d_model:d` and at most {glue:text}`max_steps:d` steps, diagnosed on
 # {glue:text}`samples:d` held-out words with a rollout of {glue:text}`rollout:d`.
 #
@@ -79,9 +80,10 @@ P = params.from_notebook("beyond_label_free", globals())  # fails here on a typo
 # %% [markdown]
 # ## Every stored tracker, three labellings
 #
-# Every trained tracker of the book: Table 2 ($C_2$, $C_6$, $S_3$), Table 3's nonlinearity
-# sweep, the harder groups of the previous chapter, and the affine Figure 4 sweeps on $S_3$
-# and $A_5$, each analysed with the three labellings:
+# Every trained tracker of the book on the narrower grid of these chapters (Table 2's and
+# Table 3's runs there, not their whole grids): Table 2 ($C_2$, $C_6$, $S_3$), Table 3's
+# nonlinearity sweep, the harder groups of the previous chapter, and the affine Figure 4
+# sweeps on $S_3$ and $A_5$, each analysed with the three labellings:
 
 # %% tags=["remove-output"]
 records = run_analyses(beyond.label_free_grid(P), "label-free q(t)",
@@ -126,7 +128,7 @@ for name, fig in figures.items():
     plt.close(fig)
 
 # %% [markdown]
-# :::{table} Label-free $q(t)$ against the oracle's (the true group states), per group and labelling, over every trained tracker: how often the crossing times agree (both never cross, or within the factor in the column's heading of each other), how often both cross, the correlation $r$ of $\log T_{\text{cross}}$ and the median $r$ of $\log q(t)$ over the rollout (finite values only). The last rows pool every group.
+# :::{table} Label-free $q(t)$ against the oracle's (the true group states), per group and labelling, over every trained tracker of the narrower grid: how often the crossing times agree (both never cross, or within the factor in the column's heading of each other), how often both cross, the correlation $r$ of $\log T_{\text{cross}}$ and the median $r$ of $\log q(t)$ over the rollout (finite values only). The last rows pool every group.
 # :name: tab-lf-agree
 # ```{glue:md} tab_agree
 # :format: myst

@@ -21,10 +21,11 @@
 # **What we find.** On $S_3$ the semi-affine Negative Mamba reaches $m_p$ =
 # {glue:text}`sa_neg`, against {glue:text}`neg` for the affine one; the semi-affine Mamba
 # {glue:text}`sa_mamba`, against {glue:text}`mamba` ({numref}`tab-sa`). The price is time:
-# {glue:text}`cost_lo`x to {glue:text}`cost_hi`x the affine model's on the benchmark's
-# hardware ({numref}`tab-sa-cost`), where the fused scan no longer applies.
+# {glue:text}`cost_lo` to {glue:text}`cost_hi` the affine model's time on the benchmark's
+# machine ({numref}`tab-sa-cost`).
 #
-# At this book's scale: the grid of the Table 2 chapter, {glue:text}`per_cell:d` runs per
+# At this book's scale: the narrower grid of these chapters (Table 2's learning rates and
+# seeds; the harder-groups chapter lists its sizes), {glue:text}`per_cell:d` runs per
 # cell at $d_{\text{model}}$ = {glue:text}`d_model:d`, at most {glue:text}`max_steps:d`
 # training steps.
 #
@@ -75,8 +76,8 @@ P = params.from_notebook("beyond_semi_affine", globals())  # fails here on a typ
 # %% [markdown]
 # ## Table 2's row, repaired
 #
-# The same grid and protocol as Table 2 (every group, depth, size, learning rate and seed of
-# this profile) for the two semi-affine models and their affine originals; then the
+# Table 2's protocol and groups on the narrower grid of these chapters (Table 2's learning
+# rates and seeds) for the two semi-affine models and their affine originals; then the
 # diagnostics of the $S_3$ runs: $T_{\text{cross}}$, recovery from a perturbation inside $U$,
 # and the return map of state-preserving words on $U$, $\lVert Q^\top J Q\rVert$, which
 # Theorem 1 pins at 1 for an affine model that tracks.
@@ -103,8 +104,9 @@ for key, model in (("sa_neg", "semi_affine_negative_mamba"), ("neg", "negative_m
     numbers[f"rec_{key}"] = "—" if rows[model].get("recovery_U") is None \
         else f"{rows[model]['recovery_U']:.2g}"
 ratios = [c["ratio"] for c in cost.data]
-numbers["cost_lo"] = f"{min(ratios):.1f}" if ratios else "—"
-numbers["cost_hi"] = f"{max(ratios):.1f}" if ratios else "—"
+numbers["cost_lo"] = f"{min(ratios):.1f}×" if ratios else "—"
+numbers["cost_hi"] = f"{max(ratios):.1f}×" if ratios else "—"
+numbers["bench_machine"] = ", ".join(sorted({c["machine"] for c in cost.data})) or "—"
 numbers["bench_d_model"] = ", ".join(sorted({str(c["sizes"]["d_model"]) for c in cost.data})) or "—"
 numbers["rank"] = rb.semi_affine_rank()
 for name, value in numbers.items():
@@ -123,7 +125,7 @@ for name, fig in figures.items():
     plt.close(fig)
 
 # %% [markdown]
-# :::{table} The semi-affine models (rank $r$ as in the text) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$, the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
+# :::{table} The semi-affine models (rank $r$ as in the text) beside their affine originals: $m_p$ with one layer on Table 2's groups, best over the grid (*fail*: below 90% at 60; *diverged*: every run of the cell diverged), and the $S_3$ diagnostics of the best run of each: $T_{\text{cross}}$ (—: $q$ stays below 1/2 up to the rollout), the recovery $\lVert e_t \rVert / \lVert e_0 \rVert$ after a perturbation inside $U$ (below 1: the error shrinks; the number of steps is in the text) and the norm of the return map on $U$, which Theorem 1 pins at 1 for an affine model that tracks.
 # :name: tab-sa
 # ```{glue:md} tab_sa
 # :format: myst
@@ -163,8 +165,8 @@ for name, fig in figures.items():
 #
 # The benchmark times one training step on $S_3$ at small sizes (the table gives them) and
 # a forward pass at length 1000, the semi-affine Negative Mamba beside the affine one in
-# one run; the times are those of the newest stored benchmark record with these rows, on
-# its hardware (the block below names them). The benchmark runs
+# one run; the times are those of the newest stored benchmark record with these rows, made
+# on {glue:text}`bench_machine`. The benchmark runs
 # at $d_{\text{model}}$ = {glue:text}`bench_d_model`, not at the
 # $d_{\text{model}}$ = {glue:text}`d_model:d` the chapter trains at: the ratio is the
 # benchmark's width's, and how it changes with the width is not measured here.
@@ -177,7 +179,7 @@ for name, fig in figures.items():
 # :::
 #
 # The arithmetic the correction adds is small ($2 r D$ multiply-adds per step against the
-# affine step's $\sim 3D$); the larger change is the loop: the affine model runs a fused scan,
+# affine step's $\sim 3D$); the other change is the loop: the affine model runs a fused scan,
 # the semi-affine one dispatches small matrix products once per token. This benchmark does not
 # separate the two; a fused kernel (or a chunked scan that treats the correction as a
 # low-rank perturbation) would show how much of the ratio the loop accounts for.

@@ -29,10 +29,12 @@
 # summary ({glue:text}`spectral_name`) has a rank correlation with $m_p$ of
 # {glue:text}`rho_spectral`, the paper's $T_{\text{cross}}$ one of {glue:text}`rho_tcross`
 # ({numref}`tab-sp-predictors`; $p$ = {glue:text}`p_spectral` and {glue:text}`p_tcross`):
-# too few runs for either to be evidence. The reason the
-# spectra cannot do better is structural, and the last section gives it.
+# too few runs for either to be evidence. The last section gives the papers' theory's
+# reason to expect the spectra to do no better; these runs do not test it.
 #
-# At this book's scale: the best $S_3$ run of each model of Table 2 at $d_{\text{model}}$ =
+# At this book's scale: the best $S_3$ run of each model of Table 2 on that narrower grid (so
+# a model's $m_p$ can differ from Table 2's, the best over its whole grid), at
+# $d_{\text{model}}$ =
 # {glue:text}`d_model:d`, trained for at most {glue:text}`max_steps:d` steps.
 #
 # ## What is measured
@@ -150,7 +152,7 @@ glue("tab_predictors", pred.grid(), display=False)
 # ```
 # :::
 #
-# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1 against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words: the first delay at which the largest memory function over channels drops below 1/2, median over words ({numref}`fig-sp-memory` gives that of the median over channels, a shorter one).
+# :::{table} Return maps of the same trackers: the Jacobian of a state-preserving word of length 6 from the states after a held-out word; its eigenvalues within 0.01 of 1, median over words (so a count can end in .5), against $\dim U$ (Theorem 1 puts at least $\dim U$ of them at 1 for an affine model that tracks), and its memory horizon in words: the first delay at which the largest memory function over channels drops below 1/2, median over words ({numref}`fig-sp-memory` gives that of the median over channels, a shorter one).
 # :name: tab-sp-return
 # ```{glue:md} tab_return
 # :format: myst
@@ -223,8 +225,8 @@ glue("tab_predictors", pred.grid(), display=False)
 # ($M = 1/T$ at every delay): it stores the *sum* of its inputs, not any one of them, and that
 # sum is what tracking keeps. The memory function therefore cannot tell a mode that carries
 # the group state from one that accumulates errors: both sit at 1, and Theorem 1 says they are
-# the same modes. What decides $m_p$ is how fast the error in those neutral directions grows
-# (the drift and noise of the inputs along $U$, Corollary 1), which is a property of the
+# the same modes. By Corollary 1, what decides $m_p$ is how fast the error in those neutral
+# directions grows (the drift and noise of the inputs along $U$), a property of the
 # *inputs* $b(x)$ and of the readout, not of the eigenvalues. The distinguishability ratio
 # measures exactly that growth, so one expects $T_{\text{cross}}$ to predict $m_p$ better than
 # any summary of the spectrum. On {glue:text}`n_pred:d` runs the measurement cannot confirm

@@ -9,14 +9,13 @@
 # %% [markdown]
 # # Status of this build
 #
-# Every number in this book comes from a run record under `results/`. This page, generated
-# from those records when the book was built, says for each chapter which profile it shows
-# (with `best`: the largest profile whose records cover the whole chapter, so that nothing
-# is retrained), how many of the runs it reads are stored and how much compute stands
-# behind them, when its records were made, and how far a larger profile's sweep of it has
-# got, or that it is complete where the book was built at a smaller profile than `best`
-# would choose. `sst book --plan` prints the same before a build, with the compute the
-# missing runs would need.
+# Every number in this book comes from a stored run record. This page, generated from those
+# records when the book was built, says for each chapter which profile (size of experiment)
+# its numbers come from: `quick` (about an hour of a laptop), `standard` (the papers'
+# protocol on a grid sized for a 2-core CPU) or `paper` (the published protocol, for a GPU).
+# The book shows each chapter at the largest profile whose runs are all stored, so that
+# building it retrains nothing ({numref}`tab-status-chapters`). `sst book --plan` prints the
+# same before a build, with the compute the missing runs would need.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, the one the book is built with (best: per chapter).
@@ -24,23 +23,26 @@ profile = "best"
 
 # %% tags=["remove-input", "full-width"]
 from IPython.display import Markdown, display
+from myst_nb import glue
 
 from sst_core.book import params
-from sst_core.book.plan import book_plan, chapter_link, status_markdown
+from sst_core.book.plan import book_plan, status_markdown
 from sst_core.book.runner import find_root, toc_titles
+from sst_core.reports import Grid
 
 params.from_notebook("book_status", globals())  # fails here on a typo or a wrong type
 titles = toc_titles(find_root())  # the chapters as the table of contents names them
 chapters = [n for n in titles if n != "book_status"]
 plans = book_plan(chapters, profile)
-display(Markdown(status_markdown(plans, titles)))
+glue("status_chapters", Grid(status_markdown(plans, titles)), display=False)
 
 # %% [markdown]
-# Why each chapter shows its profile:
-
-# %% tags=["remove-input"]
-display(Markdown("\n".join(f"- {chapter_link(p.notebook, titles)}: {p.why}"
-                           for p in plans if p.total)))
+# :::{table} Each chapter of this build: the profile it shows, how many of the runs it reads are stored, the single-thread compute behind them, when they were made (UTC), and a sweep of a larger profile that is under way or complete for it (—: none).
+# :name: tab-status-chapters
+# ```{glue:md} status_chapters
+# :format: myst
+# ```
+# :::
 
 # %% [markdown]
 # ## Sweeps the chapters do not read yet

@@ -357,13 +357,17 @@ def test_semi_affine_cost_reads_bench_entries():
                        {"name": "tanh_rnn_train_d64", "ratio": 1.0}]}
     out = rb.semi_affine_cost([rec])
     assert [o["name"] for o in out] == ["semi_affine_train_s3"] and out[0]["device"] == "cpu"
+    assert out[0]["machine"] == "cpu"  # no hardware block: the device names the machine
+    named = rb.semi_affine_cost([dict(rec, hardware={"cpu_model": "AMD EPYC"})])
+    assert named[0]["machine"] == "AMD EPYC"
     old = {"device": "gpu", "created_utc": "s", "git_commit": "b",
            "entries": [{"name": "semi_affine_eval_L1000", "ratio": 9.0}]}
     row = dict(name="semi_affine_train_s3", ours_s=0.04, anchor_s=0.01, ratio=4.0,
                sizes={"batch": 64, "rank": 8})
     t = rb.semi_affine_cost_table([old, dict(rec, entries=[row])])  # the newest record only
     assert t.rows == [["one training step (S3, length 60)", "0.0400", "0.0100", "4.00x",
-                       "batch 64, rank 8", "cpu"]] and t.data[0]["ratio"] == 4.0
+                       "batch 64, rank 8"]] and t.data[0]["ratio"] == 4.0
+    assert t.data[0]["machine"] == "cpu"
     assert rb.semi_affine_cost_table([]).rows == []
 
 

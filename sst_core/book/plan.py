@@ -616,7 +616,7 @@ def staged_markdown(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | No
     if not rows:
         return "No sweep that the chapters do not read yet has a run stored."
     lines = ["| sweep | what it computes | profile | runs | stored | failed | missing | "
-             "compute so far | missing, estimated |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+             "compute of the stored runs | missing, estimated |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     costs = {profile: price_table(profile, root) for profile in {p for p, _ in rows}}
     any_rough = False
     for profile, r in rows:

@@ -91,6 +91,7 @@ def fig_label_free_scatter(metrics: Sequence[dict[str, Any]]) -> plt.Figure:
     marker per group, blue for affine models and green for state-dependent ones; models
     that never cross sit on the frame's edge."""
     from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 4.2), sharex=True, sharey=True,
                              layout="constrained")
@@ -111,10 +112,10 @@ def fig_label_free_scatter(metrics: Sequence[dict[str, Any]]) -> plt.Figure:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("T_cross, true states")
-        ax.set_title(f"{method} labels")
+        ax.set_title(f"labels: {method}")
     axes[0].set_ylabel("T_cross, label-free (edge: never)")
     keys = ([Line2D([], [], ls="", marker=markers[g], color="0.3") for g in groups]
-            + [Line2D([], [], ls="", marker="s", color=c) for c in (_AFFINE, _STATE_DEPENDENT)])
+            + [Patch(color=c) for c in (_AFFINE, _STATE_DEPENDENT)])  # colour, not a marker
     fig.legend(keys, groups + ["affine", "state-dependent"], loc="outside lower center",
                ncol=min(8, len(keys)), frameon=False)
     fig.suptitle("Label-free against true crossing times")

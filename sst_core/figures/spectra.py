@@ -137,8 +137,7 @@ def fig_memory(records: Sequence[dict[str, Any]]) -> plt.Figure:
         for curve in rm["memory_median"]:
             bx.plot(d_words, decode_floats(curve), color=RETURN_COLOUR, lw=0.9, alpha=0.6)
         hz = [h for h in rm["horizon_median"] if h is not None]
-        bx.set_title(f"median ch.: {np.median(hz):g} word{'' if np.median(hz) == 1 else 's'}"
-                     if hz else "return maps")
+        bx.set_title(f"horizon {np.median(hz):g}" if hz else "return maps")  # in words
         for a, unit, top in ((ax, 1, delay.max(initial=1.0)), (bx, l_s, d_words.max(initial=1.0))):
             a.axhline(0.5, color="k", lw=0.8, ls=":")
             if m["m_p"] is not None:

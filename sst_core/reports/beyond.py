@@ -177,7 +177,7 @@ def figure4_groups(P: Profile, root=None) -> Table:
         ["affine runs analysed"] + [stats[g]["candidates"] for g in stats] + ["—"],
         ["runs selected (pass 60, q crosses 1/2)"] + [stats[g]["n"] for g in stats]
         + [PAPER_FIGURE4["n"]],
-        ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"]) for g in stats]
+        ["Pearson r of log T_cross vs log m_p"] + [format_value(stats[g]["r"], ".3f") for g in stats]
         + [PAPER_FIGURE4["r"]],
         ["p-value"] + [format_value(stats[g]["p"], ".2g") for g in stats] + [f"{PAPER_FIGURE4['p']:.2g}"],
         ["median q at m_p"] + [format_value(stats[g]["q_median"]) for g in stats]
@@ -395,8 +395,8 @@ def semi_affine(P: Profile, root=None) -> Table:
     cols = (["model", "class"] + [f"{g} L{d}" for g in paper1.TABLE2_GROUPS for d in depths]
             + ["S3 T_cross", "S3 recovery along U", "S3 ‖Qᵀ J Q‖"])
     note = ("Semi-affine: the (Negative) Mamba recurrence plus P tanh(Q h + c) with Q, P of rank "
-            f"{semi_affine_rank()} (sst_core.models.semi_affine); same protocol and grid as "
-            "Table 2. Recovery: "
+            f"{semi_affine_rank()} (sst_core.models.semi_affine); Table 2's protocol on the "
+            "narrower grid of the Beyond chapters. T_cross '—': q stays below 1/2. Recovery: "
             f"||e_t|| / ||e_0|| {paper1.recovery_steps(P)} steps after a perturbation inside U "
             "(below 1: the error shrinks); ||Q^T J Q||: the return map of state-preserving "
             "words on U (Theorem 1 forces 1 for an affine model that tracks). Best S3 run per "
@@ -424,13 +424,17 @@ def best_by_model(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def semi_affine_cost(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The benchmark rows that time the correction against the affine original."""
+    """The benchmark rows that time the correction against the affine original, each with
+    its record's device and ``machine`` (the CPU model, or the GPU's name; the device where
+    the record names neither)."""
     out = []
     for rec in records:
+        hw = rec.get("hardware", {})
+        machine = hw.get("cpu_model" if rec["device"] == "cpu" else "device_name") or rec["device"]
         for row in rec.get("entries", []):
             if str(row.get("name", "")).startswith("semi_affine"):
-                out.append({**row, "device": rec["device"], "created_utc": rec["created_utc"],
-                            "git_commit": rec["git_commit"]})
+                out.append({**row, "device": rec["device"], "machine": machine,
+                            "created_utc": rec["created_utc"], "git_commit": rec["git_commit"]})
     return out
 
 
@@ -440,15 +444,15 @@ COST_ROWS = {"semi_affine_train_s3": "one training step (S3, length 60)",
 
 def semi_affine_cost_table(records: list[dict[str, Any]]) -> Table:
     """:func:`semi_affine_cost` of the newest benchmark record that has the semi-affine rows,
-    as a table: per comparison the two times, their ratio, the sizes and the device (no
-    rows when no record has them)."""
+    as a table: per comparison the two times, their ratio and the sizes (no rows when no
+    record has them; the machine, one for the record, is in its data for the text)."""
     cost = semi_affine_cost(records)
     newest = max((c["created_utc"] for c in cost), default=None)
     data = [c for c in cost if c["created_utc"] == newest]
-    cols = ["comparison", "semi-affine (s)", "affine (s)", "ratio", "sizes", "device"]
+    cols = ["comparison", "semi-affine (s)", "affine (s)", "ratio", "sizes"]
     rows = [[COST_ROWS.get(c["name"], c["name"]), format_value(c["ours_s"], ".4f"),
              format_value(c["anchor_s"], ".4f"), f"{c['ratio']:.2f}x",
-             ", ".join(f"{k} {v}" for k, v in c["sizes"].items()), c["device"]] for c in data]
+             ", ".join(f"{k} {v}" for k, v in c["sizes"].items())] for c in data]
     note = ("Semi-affine Negative Mamba against the affine one, timed side by side in one "
             "benchmark run (sst bench, rows semi_affine_train_s3 and semi_affine_eval_L1000); "
             "a training step is forward, backward and AdamW.")

@@ -109,8 +109,10 @@ def test_the_status_page_runs_last_and_counts_the_chapters_records(smoke_book):
     assert select(ROOT, None)[-1] == STATUS_PAGE and STATUS_PAGE in NOTEBOOKS
     assert [r.name for r in smoke_book.runs][-1] == STATUS_PAGE
     nb = nbformat.read(smoke_book.root / "notebooks" / f"{STATUS_PAGE}.ipynb", as_version=4)
-    shown = "".join(o.get("data", {}).get("text/markdown", "") for c in nb.cells
-                    if c.cell_type == "code" for o in c.get("outputs", []))
+    shown = "".join(o.get("data", {}).get(key, "") for c in nb.cells
+                    if c.cell_type == "code" for o in c.get("outputs", [])
+                    for key in ("text/markdown",  # shown, or glued into a numbered table
+                                "application/papermill.record/text/markdown"))
     row = next(line for line in shown.splitlines()
                if line.startswith("| ") and "<p1_table2>`" in line.split("|")[1])
     stored, total = (int(x) for x in row.split("|")[3].split("/"))
