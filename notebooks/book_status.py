@@ -11,8 +11,9 @@
 #
 # Every number in this book comes from a stored run record. This page, generated from those
 # records when the book was built, says for each chapter which profile (size of experiment)
-# its numbers come from: `quick` (about an hour of a laptop), `standard` (the papers'
-# protocol on a grid sized for a 2-core CPU) or `paper` (the published protocol, for a GPU).
+# its numbers come from: `quick` (real but reduced runs for a laptop CPU), `standard` (the
+# papers' protocol on a grid sized for a 2-core CPU) or `paper` (the published protocol, for
+# a GPU).
 # The book shows each chapter at the largest profile whose runs are all stored, so that
 # building it retrains nothing ({numref}`tab-status-chapters`). `sst book --plan` prints the
 # same before a build, with the compute the missing runs would need.
