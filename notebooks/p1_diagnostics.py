@@ -35,7 +35,7 @@ from sst_core.book import params
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import error as plots_error
-from sst_core.models.cells import RADIUS
+from sst_core.models import cells as model_cells
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -373,7 +373,7 @@ for name, value in {
         "dg_f4_table": ec.figure4_table(P).grid(),
         "dg_within_table": ec.figure4_within_table(P).grid(),
         "dg_crossing_table": ec.crossing_table(P).grid(),
-        "dg_tail_words": ec.SPREAD_TAIL_WORDS, "dg_init_radius": RADIUS,
+        "dg_tail_words": ec.SPREAD_TAIL_WORDS, "dg_init_radius": model_cells.RADIUS,
         "dg_paper_runs": paper_values.TABLE2_RUNS_PER_CELL}.items():
     glue(name, value, display=False)
 plt.close("all")
