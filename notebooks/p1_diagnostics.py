@@ -97,7 +97,7 @@ with warnings.catch_warnings():
                                           desc="diagnostics, S3")
     records = experiments_runs.run_all(paper1.diagnostics_grid(P),
                                        desc="diagnostics")
-# the best S3 run of each model, as in Table 2
+# the best S3 run of each model, as in the Table 2 chapter
 best = ec.best_per_model(s3_records)
 
 # %% tags=["remove-input"]
