@@ -431,12 +431,12 @@ plt.close("all")
 # ```
 # ````
 #
-# ````{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on {glue:text}`dg_tail_words:,d` test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ measured for Figure 4; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
+# :::{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on {glue:text}`dg_tail_words:,d` test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ measured for Figure 4; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
 # :name: tab-spread-tail
 # ```{glue:md} dg_tail_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # Where the products of the transitions grow along a typical word (a growth rate above 0)
 # and some token's transition has a spectral radius above 1, training put it there: at
