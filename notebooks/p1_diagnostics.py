@@ -9,9 +9,10 @@
 # %% [markdown]
 # # Where affine trackers fail: the distinguishability ratio
 #
-# Table 2 says *which* models stop tracking $S_3$; this chapter measures *when* and *why*,
-# with the diagnostics of the error-control paper {cite}`chung2026errorcontrol` (its
-# Figures 1 to 4), computed from the trained weights of the Table 2 runs.
+# The paper's Table 2 ({doc}`its chapter <p1_table2>`) says *which* models stop tracking
+# $S_3$; this chapter measures *when* and *why*, with the diagnostics of the error-control
+# paper {cite}`chung2026errorcontrol` (its Figures 1 to 4), computed from the trained
+# weights of our runs of that table.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -34,6 +35,7 @@ from sst_core.book import params
 from sst_core.experiments import paper1
 from sst_core.experiments import runs as experiments_runs
 from sst_core.figures import error as plots_error
+from sst_core.models import cells as model_cells
 from sst_core.reports import error_control as ec
 from sst_core.spec import paper_values
 
@@ -77,8 +79,8 @@ P = params.from_notebook("p1_diagnostics", globals())  # fails here on a typo or
 # $t$ = {glue:text}`dg_rec_t0:d`, where the perturbation is applied, as in the theory
 # chapter's check of Theorem 1.
 #
-# The experiment is two calls: train the trackers (those of Table 2 on $S_3$ and the runs
-# that Figure 4 adds), then analyse each one's stored weights.
+# The experiment is two calls: train the trackers (those of the Table 2 chapter on $S_3$
+# and the runs that Figure 4 adds), then analyse each one's stored weights.
 
 # %%
 trained = paper1.s3_runs(P) + paper1.figure4_runs(P)
@@ -95,7 +97,7 @@ with warnings.catch_warnings():
                                           desc="diagnostics, S3")
     records = experiments_runs.run_all(paper1.diagnostics_grid(P),
                                        desc="diagnostics")
-# the best S3 run of each model, as in Table 2
+# the best S3 run of each model, as in the Table 2 chapter
 best = ec.best_per_model(s3_records)
 
 # %% tags=["remove-input"]
@@ -151,7 +153,7 @@ plt.close("all")
 # training diverged; it is not analysed. The hidden
 # states of {glue:text}`dg_overflow_n:d` of these models overflow within the rollout, at the
 # times {numref}`tab-overflow` gives; from then on their $R$, $M$ and $q$ are undefined. The
-# figures use the best $S_3$ run of each model (largest $m_p$), as Table 2 does;
+# figures use the best $S_3$ run of each model (largest $m_p$), as the Table 2 chapter does;
 # {numref}`tab-diagnostics` and {numref}`tab-diagnostics-modes` sum them up.
 #
 # ````{table} The runs whose hidden states overflow within the rollout, per model: how many, and the first stored time (every $t$ up to 32, then about 6% apart) at which the spread $R$ is no longer finite, earliest and latest over those runs.
@@ -232,7 +234,8 @@ plt.close("all")
 # :name: "fig-q-trajectories"
 #
 # Ours for the paper's Figure 2: the distinguishability ratio $q(t)$ of the best $S_3$ run of
-# each model (affine models first), with the unsquared ratio beside it, $T_{\text{cross}}$
+# each model (affine models first), with the unsquared ratio $\sqrt R/\sqrt M$ in the same
+# panel, $T_{\text{cross}}$
 # (red dot) and $m_p$ (black triangle); each panel is titled with its failure mode by the
 # rule of {numref}`tab-diagnostics-modes` ($q$ at $t = 2$ against $1/2$).
 # ```
@@ -242,7 +245,7 @@ plt.close("all")
 # mode for (both depths), {glue:text}`dg_paper_modes_agree:d` have the paper's mode; the
 # others, ours / the paper's: {glue:text}`dg_paper_modes_differ`. Mamba's and Mamba-3's
 # runs start low (their $q(2)$ is at most
-# {glue:text}`dg_modes_paper_saturation_q_start_max:.2g`) and cross within a few tokens,
+# {glue:text}`dg_modes_paper_saturation_q_start_max:.3g`) and cross within a few tokens,
 # at $t$ = {glue:text}`dg_modes_paper_saturation_T_lo:d` to
 # {glue:text}`dg_modes_paper_saturation_T_hi:d`: a steep climb rather than a start above
 # the threshold. Only {glue:text}`dg_modes_saturation:d` of the
@@ -268,8 +271,8 @@ plt.close("all")
 # $q_{U^\perp}$ near $m_p$: failure is spread moving into the symbolic directions, while the
 # tanh and state-gated RNN keep $q_U$ small. The paper reads the ratios near $m_p$, so the
 # figure shows, for each of these four models, its best run over both depths (the largest
-# $m_p$; a tie goes by Table 2's rule), and only a run that passes the training length 60.
-# The top row of {numref}`fig-q-split` follows the
+# $m_p$; a tie goes by the Table 2 chapter's rule), and only a run that passes the
+# training length 60. The top row of {numref}`fig-q-split` follows the
 # definition, through $W_{\text{out}}$, where the two parts of one residual can cancel: a
 # spread the readout ignores can have large parts in $U$ and in $U^\perp$ whose images are
 # opposite, so both ratios can exceed $q$ itself. The bottom row removes the readout
@@ -282,7 +285,7 @@ plt.close("all")
 # Ours for the paper's Figure 3: the spread inside $U$ ($q_U$) and outside it
 # ($q_{U^\perp}$) over time, read through the readout (top) and without it (bottom), for
 # the best run over both depths of each model the paper shows, among the runs that pass
-# the training length 60 (the largest $m_p$; ties by Table 2's rule); the dotted line is
+# the training length 60 (the largest $m_p$; ties by the Table 2 chapter's rule); the dotted line is
 # $m_p$.
 # ```
 #
@@ -325,8 +328,8 @@ plt.close("all")
 # Over many affine $S_3$ runs the paper finds $\log T_{\text{cross}}$ and $\log m_p$ strongly
 # correlated and $q$ at $m_p$ near 1: the practical decoding threshold is about 1, not the
 # $1/2$ of the bound. It does not say how its runs were chosen. Ours: every affine $S_3$ run
-# of Table 2's grid and of Figure 4's learning rates and seeds, at both depths, that passes
-# the training length ($m_p \ge 60$) and whose $q$ crosses $1/2$ within the rollout. Where
+# of the Table 2 chapter's grid and of Figure 4's learning rates and seeds, at both
+# depths, that passes the training length ($m_p \ge 60$) and whose $q$ crosses $1/2$ within the rollout. Where
 # the grid alone gives far fewer such runs than the paper's, every cell (model, depth) in
 # which some run passes 60 grows by the same extra seeds: the rule reads only whether a
 # cell's runs pass the training length, never their $T_{\text{cross}}$, $q$ or $r$.
@@ -369,7 +372,9 @@ for name, value in {
         "dg_tail_table": ec.spread_tail_summary(ec.spread_tail_table(P)).grid(),
         "dg_f4_table": ec.figure4_table(P).grid(),
         "dg_within_table": ec.figure4_within_table(P).grid(),
-        "dg_crossing_table": ec.crossing_table(P).grid()}.items():
+        "dg_crossing_table": ec.crossing_table(P).grid(),
+        "dg_tail_words": ec.SPREAD_TAIL_WORDS, "dg_init_radius": model_cells.RADIUS,
+        "dg_paper_runs": paper_values.TABLE2_RUNS_PER_CELL}.items():
     glue(name, value, display=False)
 plt.close("all")
 
@@ -426,22 +431,24 @@ plt.close("all")
 # ```
 # ````
 #
-# ````{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on 1,024 test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ measured for Figure 4; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
+# :::{table} The one-layer token-gated RNN trackers of Figure 4 at $t = m_p$, on {glue:text}`dg_tail_words:,d` test words each: median, lowest and highest over the trackers of the ratio $q / q_{\text{median}}$ measured for Figure 4; of the mean over the median of the per-word squared readout distance to the class centroid; of the share of its sum the farthest 1% of words carry; of $\exp(s^2/2)$, the ratio a log-normal spread with the measured standard deviation $s$ of the log would have; of the largest spectral radius of a token's transition $A(a)$; and of the growth rate per token of the products of the transitions along the words (the top Lyapunov exponent: above 0, the state grows exponentially). The last column counts the trackers above 1 and above 0.
 # :name: tab-spread-tail
 # ```{glue:md} dg_tail_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # Where the products of the transitions grow along a typical word (a growth rate above 0)
 # and some token's transition has a spectral radius above 1, training put it there: at
-# initialisation $W_h$ is 0.99 times an orthogonal matrix, so every $A(a)$ starts below
-# 0.99. The states then grow exponentially with the word's length, and a few words far out
+# initialisation $W_h$ is {glue:text}`dg_init_radius:g` times an orthogonal matrix, so
+# every $A(a)$ starts with a spectral radius below {glue:text}`dg_init_radius:g`. The
+# states then grow exponentially with the word's length, and a few words far out
 # carry much of the mean spread. A log-normal spread of the measured width accounts for part
 # of the ratio of mean to median; the runs with the largest ratios have a heavier tail still.
-# The heavy tail follows from our definition of the model, an affine recurrence whose learned
-# transitions may expand: a definition that bounds $A(a)$ would not have it, and whether the
-# paper's token-gated RNN does is not known.
+# The growth is allowed by our definition of the model, an affine recurrence whose learned
+# transitions may expand: a definition that bounded the spectral norm of every $A(a)$ by 1
+# would not let the states grow exponentially. Whether the paper's token-gated RNN can
+# expand, and whether a bounded one would lose the heavy tail, is not measured here.
 #
 # `````{admonition} How the runs were chosen, and how far a second word sample moves them
 # :class: dropdown
@@ -454,8 +461,8 @@ plt.close("all")
 # ````
 #
 # Our affine models are small, and many fail $S_3$ already at length 60 and so cannot enter
-# the figure; the paper's runs come from a grid of about a thousand at its larger width
-# (Table 2's chapter) and a selection rule it does not state.
+# the figure; the paper's runs come from a grid of {glue:text}`dg_paper_runs:d` runs per
+# cell at its larger width (the Table 2 chapter) and a selection rule it does not state.
 # `````
 #
 # `````{admonition} Within an architecture, or only between architectures?
@@ -509,8 +516,7 @@ plt.close("all")
 # the heavy tail: `sst_core.analysis.spread_tail`. The tables and the choices of runs:
 # `sst_core.reports.error_control` (`best_per_model`, `start_mode` for Figure 2's modes,
 # `figure3_records` for Figure 3's runs, `recovery_numbers`, `figure4_both_ways`); the
-# figures: `sst_core.figures.error`. Each record also stores a field `failure_mode`, made
-# by another rule (a crossing within the training length); this page does not use it.
+# figures: `sst_core.figures.error`.
 # ````
 
 # %% tags=["remove-input"]

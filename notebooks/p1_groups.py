@@ -115,8 +115,8 @@ glue("gr_word", word_table(S3, tokens[0], states[0]).grid(), display=False)
 # sampled words: swap two adjacent tokens at a random position and check whether the final
 # state changes. We also follow the distribution of $g_t$: how many tokens it takes for the
 # state to become uniform, that is, to forget where it started. At this book's scale each
-# group and vocabulary is {glue:text}`gr_n_words:d` words of length
-# {glue:text}`gr_word_length:d`.
+# group and vocabulary is {glue:text}`gr_n_words:,d` words of length
+# {glue:text}`gr_word_length:,d`.
 
 # %%
 records = [runs.run(cfg) for cfg in paper1.order_sensitivity_grid(P)]
@@ -153,9 +153,9 @@ for name, value in {"gr_table": measured.grid(), "s3_sr": S3.elements[sr],
 # {numref}`fig-mixing` shows how fast each state distribution becomes uniform. With the
 # generators as tokens (right panel), $C_6$ is a lazy random walk on a 6-cycle and mixes
 # slowly, while $S_3$ mixes within a few tokens; with every element as tokens (left panel),
-# one token already makes the state uniform. {numref}`fig-state-distribution` shows the
-# distribution of the state after two tokens, with the generators as tokens. A model therefore cannot guess the
-# state of a long word from its length: it has to track it.
+# one token already makes the state uniform. Once the state is uniform, a model cannot
+# guess it from the word's length: it has to track it. {numref}`fig-state-distribution`
+# shows the distribution of the state after two tokens, with the generators as tokens.
 
 # %% tags=["remove-input"]
 gen_records = [r for r in records if r["config"]["tokens"] == "generators"]

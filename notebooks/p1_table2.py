@@ -170,26 +170,28 @@ plt.close("all")
 # {glue:text}`t2_paper_state_dependent_1000:d` of the
 # {glue:text}`t2_paper_state_dependent:d` cells it reports, and on $S_3$
 # {glue:text}`t2_paper_affine_s3_1000:d` of the {glue:text}`t2_paper_affine_s3:d` affine
-# cells it reports does (the Token-gated RNN with two layers). On $C_2$ several affine
-# models reach 1000; the paper explains this by *neutral oscillation*
+# cells it reports does (the Token-gated RNN with two layers). In the paper's table several
+# affine models reach 1000 on $C_2$; the paper explains this by *neutral oscillation*
 # ($F_a(h) = -h + c_0 + c_1$ swaps the two centroids without contracting anything), which
 # needs a negative eigenvalue: Mamba's transitions lie in $(0, 1)$ and could not do it,
 # Negative Mamba's lie in $(-1, 1)$ and could. This page does not measure whether our
 # trained models do.
 #
-# Besides the width and the runs per cell ({numref}`tab-t2-protocol`), our protocol differs
+# Besides the settings that {numref}`tab-t2-protocol` sets side by side, our protocol differs
 # in the token sets, the curriculum's "epoch", the schedulers and two model definitions
 # (Simple AUSSM, the gated pair); $m_p$ uses the paper's wording ("largest length with at
 # least 90%"), though each run also stores the stricter reading over all shorter lengths.
 #
 # ## Where we differ from the paper's Table 2, cell by cell
 #
-# {numref}`tab-t2-differs` lists every cell whose best $m_p$ is not the paper's, and
-# {numref}`tab-t2-evidence` five measurements of each from the records. A reason is named
+# {numref}`tab-t2-differs` lists every cell whose best $m_p$ is not the paper's, and it and
+# {numref}`tab-t2-evidence` give five measurements of each from the records (the runs that
+# never passed 60 in the first, the other four in the second). A reason is named
 # only where its measurement passes a threshold fixed before looking at the cells; a cell
 # where none does is *unexplained*.
 #
-# - **Never passed 60** (the step cap stopped the curriculum below 60): for a cell below
+# - **Never passed 60** (the step cap ended the run before its curriculum passed the gate
+#   at length 60): for a cell below
 #   the paper's, when at least half of its runs never passed.
 # - **Width** ({numref}`tab-width`): when the widest $d_{\text{model}}$ moves $m_p$ towards
 #   the paper's value by more than one evaluated length.
@@ -216,7 +218,7 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # ```
 # :::
 #
-# ````{table} The measurements behind the reasons of the same cells: the best $m_p$ per $d_{\text{model}}$ of the width ablation (one layer) and, marked *, of the pilots below (their cells' first state size, schedule and learning rate), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group (how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
+# ````{table} The measurements behind the reasons of the same cells: the best $m_p$ per $d_{\text{model}}$ of the width ablation (one layer) and, marked *, of the pilots below (their cells' first state size, schedule and learning rate), the cell's best $m_p$ with every run read where it passed 60 or at the end of its budget, the largest move of a retrained run of its architecture on its group, in evaluated lengths (fail counts as one below 60; in brackets, how many of its retrained runs moved), and the median [lowest–highest] $m_p$ over the cell's runs.
 # :name: tab-t2-evidence
 # ```{glue:md} t2_evidence_table
 # :format: myst
@@ -237,7 +239,7 @@ for name, value in {"t2_differs_table": differs.grid(), "t2_evidence_table": evi
 # all ({glue:text}`t2_pilot_learned_by`), so beyond the widths measured, a narrower model
 # than the paper's stays an open reason, not an excluded one.
 #
-# ## Why some runs never reach length 60
+# ## Why some runs never pass length 60
 #
 # In {glue:text}`t2_pilot_cells:d` cells that differ from the paper (Negative Mamba on
 # $C_6$ and $S_3$ with one layer, Mamba-3 on $S_3$ with two) no run's curriculum passed
@@ -362,7 +364,8 @@ for name, value in {
 # ($d_{\text{model}}$ = {glue:text}`t2_width_hi:d`) is above that at the narrowest
 # ({glue:text}`t2_width_lo:d`) in {glue:text}`t2_width_rising_n:d`
 # ({glue:text}`t2_width_rising`). At the narrowest width already,
-# {glue:text}`t2_width_reached_n:d` reach the paper's value ({glue:text}`t2_width_reached`);
+# {glue:text}`t2_width_reached_n:d` are at or above the paper's value
+# ({glue:text}`t2_width_reached`);
 # width closes the gap in {glue:text}`t2_width_closes_n:d` ({glue:text}`t2_width_closes`);
 # it stays open at the widest in {glue:text}`t2_width_stays_n:d`
 # ({glue:text}`t2_width_stays`).

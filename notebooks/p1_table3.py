@@ -7,7 +7,7 @@
 # ---
 
 # %% [markdown]
-# # It is the Jacobian, not the nonlinearity family: the paper's Table 3
+# # Which nonlinearities keep tracking: the paper's Table 3
 #
 # If state dependence is what lets a recurrence correct its errors, then any nonlinearity
 # whose Jacobian can shrink some directions and not others should do, and a nonlinearity
@@ -105,18 +105,19 @@ plt.close("all")
 # {glue:text}`t3_agree:d` of {glue:text}`t3_n:d` rows agree with the paper
 # ({numref}`tab-table3`). The paper's reading: every operator whose Jacobian is
 # state-dependent *per coordinate or pair* reaches 1000, and the two whole-vector
-# normalisations fail like the affine identity, although they are nonlinear. Our failing
-# rows cannot test that reading: in {glue:text}`t3_fail_never_60:d` of the
-# {glue:text}`t3_fail_rows:d`, none of the runs passed length 60 in training (no curriculum
-# got beyond length {glue:text}`t3_fail_longest:d`), and their token accuracy at 60 lies
-# between {glue:text}`t3_fail_acc_lo:.2f` and {glue:text}`t3_fail_acc_hi:.2f`, near the
-# {glue:text}`t3_uniform_guess:.2f` of a uniform guess over the states of $S_3$. These rows
-# did not learn the task, so they say nothing of how the operator controls errors beyond
-# the training length; they agree with the paper's *fail* only as a failure to learn.
+# normalisations fail like the affine identity, although they are nonlinear. A failing row
+# none of whose runs passed length 60 in training cannot test that reading: it did not
+# learn the task, so it says nothing of how the operator controls errors beyond the
+# training length, and it agrees with the paper's *fail* only as a failure to learn. Of our
+# {glue:text}`t3_fail_rows:d` failing rows, {glue:text}`t3_fail_never_60:d` are of that
+# kind (no curriculum of a failing row got beyond length
+# {glue:text}`t3_fail_longest:d`), and the token accuracy at 60 of their runs lies between
+# {glue:text}`t3_fail_acc_lo:.2f` and {glue:text}`t3_fail_acc_hi:.2f`, against the
+# {glue:text}`t3_uniform_guess:.2f` of a uniform guess over the states of $S_3$.
 # {numref}`fig-table3-accuracy` shows the accuracy of each row's best run at every evaluated
-# length. Three operators are our proposals where the paper gives no definition (max, min
-# and the sphere's radius); nothing on this page measures how another choice would change
-# their rows.
+# length. Three definitions are our proposals where the paper gives none (max, min and the
+# sphere's radius); nothing on this page measures how another choice would change their
+# rows.
 #
 # ```{glue:figure} t3_fig
 # :name: "fig-table3-accuracy"

@@ -9,11 +9,11 @@
 # %% [markdown]
 # # Theorem 1: affine recurrences cannot correct symbolic errors
 #
-# Why do the affine models of Table 2 lose track of $S_3$ while the tanh RNN does not? The
-# error-control paper {cite}`chung2026errorcontrol` answers with one short theorem and a
-# corollary. This chapter derives both in SymPy, checks
-# each symbolic result against a numeric twin, and then asks the trained models of Table 2
-# whether they behave as the theorem says.
+# Why do the affine models of the paper's Table 2 ({doc}`its chapter <p1_table2>`) lose
+# track of $S_3$ while the tanh RNN does not? The error-control paper
+# {cite}`chung2026errorcontrol` answers with one short theorem and a corollary. This
+# chapter derives both in SymPy, checks each symbolic result against a numeric twin, and
+# then asks our trained models of that table whether they behave as the theorem says.
 
 # %% tags=["parameters", "remove-cell"]
 # Papermill parameters: `profile`, and None = take the profile's value.
@@ -44,9 +44,9 @@ P = params.from_notebook("p1_theory", globals())  # fails here on a typo or a wr
 #
 # A recurrence reads a token $x_t$ and updates its state, $h_t = F(h_{t-1}, x_t)$. It is
 # **affine** when $F(h, x) = A(x)\,h + b(x)$: the Jacobian $\partial h_t / \partial h_{t-1} = A(x_t)$
-# depends on the token but not on the state. Mamba, Mamba-3, AUSSM, linear RNNs, the
-# token-gated RNN and linear attention are all affine; the tanh RNN and the state-gated RNN
-# are not.
+# depends on the token but not on the state. Mamba, Negative Mamba, Mamba-3, AUSSM, Simple
+# AUSSM, the linear RNN, the token-gated RNN and linear attention are all affine; the tanh
+# RNN and the state-gated RNN are not.
 #
 # For a group $G$, each symbolic state $g$ has a representative hidden vector, its centroid
 # $c_g$. Reading a word $s = x_1 \dots x_k$ composes the updates into the **return map**
@@ -238,7 +238,7 @@ plt.close("all")
 #
 # ## Do trained models obey the theorem?
 #
-# For the best $S_3$ run of every model of Table 2 we take state-preserving words $s$ of
+# For the best $S_3$ run of every model of the paper's Table 2 we take state-preserving words $s$ of
 # length 6 and the states test words reach after $t_0$ = {glue:text}`th1_t0:d` tokens
 # (near the centroids), and compute $J Q$, the Jacobian of the return map applied to an
 # orthonormal basis $Q$ of $U$ (forward-mode products; no full Jacobian is ever formed).
@@ -274,7 +274,7 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# ````{table} Theorem 1 on trained models: the Jacobian $J$ of the return map of state-preserving $S_3$ words on an orthonormal basis $Q$ of $U$ (of the recurrent state at $t_0$), medians over the words, for the best $S_3$ run of every model of Table 2 (*fail*: below 90% token accuracy at length 60). Theorem 1 sets both deviations to zero for an affine model that preserves the states exactly; the last column, in each model's own state units, says how nearly each model does.
+# ````{table} Theorem 1 on trained models: the Jacobian $J$ of the return map of state-preserving $S_3$ words on an orthonormal basis $Q$ of $U$ (of the recurrent state at $t_0$), medians over the words, for the best $S_3$ run of every model of the paper's Table 2 (*fail*: below 90% token accuracy at length 60). Theorem 1 sets both deviations to zero for an affine model that preserves the states exactly; the last column, in each model's own state units, says how nearly each model does.
 # :name: tab-theorem1
 # ```{glue:md} th1_table
 # :format: myst

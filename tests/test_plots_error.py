@@ -132,6 +132,7 @@ def test_figure4_log_axes_have_plain_labels_that_do_not_overlap():
     assert {"100", "200", "300", "500"} <= set(xs)
     assert all(not t.get_text() for t in ax.xaxis.get_minorticklabels())
     assert f"r = {FIGURE4['r']}, n = {FIGURE4['n']}" in ax.get_title()
+    assert "ours: r = 0.900, n = 3" in ax.get_title()  # as many digits as the paper's r
     assert any(str(FIGURE4["q_median"]) in t.get_text() for t in bx.get_legend().get_texts())
     plt.close("all")
 

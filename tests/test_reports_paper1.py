@@ -84,6 +84,11 @@ def test_table3_rows_follow_phis(tmp_path, P):
     assert data["relu"]["m_p"] is None and data["relu"]["agreement"] == "differ"
     assert data["sphere"]["paper"] is None and data["sphere"]["agreement"] == "agree"
     assert set(data) == set(paper_values.TABLE3)
+    kind = {d["phi"]: row[1] for d, row in zip(t.data, t.rows)}  # the class column
+    assert {kind[p] for p in ("tanh", "relu")} == {"pointwise"}
+    assert {kind[p] for p in ("groupsort2", "max", "min")} == {"pair operator"}
+    assert {kind[p] for p in ("layernorm", "sphere")} == {"whole-vector normalisation"}
+    assert kind["identity"] == "affine"
 
 
 def test_reports_registered():

@@ -179,7 +179,7 @@ def fig_tcross_vs_mp(records: Sequence[dict[str, Any]], stats: dict[str, Any],
     ax.set_xlabel("m_p")
     ax.set_ylabel("T_cross (τ = 1/2)")
     r_text = f"no r ({stats.get('why_no_r', 'too few runs')}), n = {stats.get('n', 0)}" \
-        if stats.get("r") is None else f"r = {stats['r']:.2f}, n = {stats['n']}"
+        if stats.get("r") is None else f"r = {stats['r']:.3f}, n = {stats['n']}"
     ax.set_title(textwrap.fill(f"ours: {r_text}", 42) + f"\npaper: r = {PAPER['r']}, n = {PAPER['n']}")
     if records:
         fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3,

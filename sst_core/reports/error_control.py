@@ -425,8 +425,8 @@ def diagnostics_table(P: Profile, root=None) -> Table:
     run of each model (:func:`best_per_model`). ``split(1, 6)`` gives the crossings and the
     rest as two tables."""
     best = best_per_model(diagnostic_records(P, root, "s3"))
-    cols = ["model", "class", "m_p", "T_cross (q >= 1/2)", "T_cross (q >= 1)",
-            "T_cross (sqrt conv.)", "q at m_p", f"q at t = {START_T}", "mode",
+    cols = ["model", "class", "m_p", "T_cross (q ≥ 1/2)", "T_cross (q ≥ 1)",
+            "T_cross (√R/√M ≥ 1/2)", "q at m_p", f"q at t = {START_T}", "mode",
             "paper's mode", f"recovery after {recovery_steps(P)} steps (random / U)"]
     rows, data, ids = [], [], []
     for label, r in sorted(best.items(), key=lambda kv: (kv[1]["metrics"]["is_affine"], kv[0])):
@@ -446,7 +446,7 @@ def diagnostics_table(P: Profile, root=None) -> Table:
                      "T_cross_sqrt": m["T_cross_sqrt"], "q_at_m_p": m["q_at_m_p"],
                      **start, "paper_mode": paper, "recovery_final": rec})
         ids.append(r["run_id"])
-    note = ("q = R/M with squared norms (the paper's definition); 'sqrt conv.' is sqrt(R)/sqrt(M), "
+    note = ("q = R/M with squared norms (the paper's definition); √R/√M is the unsquared ratio, "
             "for which 1/2 is the nearest-centroid bound on the mean spread (not on every "
             "word). T_cross is a length (the number of tokens read); '—' = q stays below the "
             f"threshold up to the rollout. Modes, from the paper's wording: saturation (q at "

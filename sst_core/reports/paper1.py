@@ -271,6 +271,7 @@ def table3(P: Profile, root=None) -> Table:
     (ok runs whose curriculum never passed 60), ``longest_trained`` (the longest
     curriculum length any ok run trained at) and ``acc_60`` (every ok run's token
     accuracy at 60)."""
+    from sst_core.models.cells import PAIR_OPS
     from sst_core.models.registry import PHIS
 
     summary, ids = summarise(paper1.table3_grid(P), root)
@@ -285,7 +286,7 @@ def table3(P: Profile, root=None) -> Table:
         text, agree = _cell_text(s, paper, P.track_eval_lengths)
         cls = ("affine" if phi == "identity" else
                "whole-vector normalisation" if phi in ("layernorm", "sphere") else
-               "pointwise / pair operator")
+               "pair operator" if phi in ("groupsort2", *PAIR_OPS) else "pointwise")
         rows.append([PHI_NAMES.get(phi, phi), cls, text])
         data.append({"phi": phi, "status": cell_status(s),
                      "m_p": None if s["m_p"] == "no runs" else s["m_p"],
