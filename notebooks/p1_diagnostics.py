@@ -156,12 +156,12 @@ plt.close("all")
 # figures use the best $S_3$ run of each model (largest $m_p$), as the Table 2 chapter does;
 # {numref}`tab-diagnostics` and {numref}`tab-diagnostics-modes` sum them up.
 #
-# ````{table} The runs whose hidden states overflow within the rollout, per model: how many, and the first stored time (every $t$ up to 32, then about 6% apart) at which the spread $R$ is no longer finite, earliest and latest over those runs.
+# :::{table} The runs whose hidden states overflow within the rollout, per model: how many, and the first stored time (every $t$ up to {glue:text}`dg_times_dense:d`, then at most {glue:text}`dg_times_step:.0%` apart) at which the spread $R$ is no longer finite, earliest and latest over those runs.
 # :name: tab-overflow
 # ```{glue:md} dg_overflow_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ````{table} When $q$ crosses, for the best $S_3$ run of each model: $m_p$, and the crossing time $T_{\text{cross}}$, a length (tokens read), at $q \ge 1/2$ and $q \ge 1$ with the paper's squared $q = R/M$, and at $1/2$ for the unsquared $\sqrt R/\sqrt M$ (for which $1/2$ is the nearest-centroid bound on the mean spread, not on every word). —: $q$ stays below the threshold up to the rollout.
 # :name: tab-diagnostics
@@ -289,12 +289,12 @@ plt.close("all")
 # $m_p$.
 # ```
 #
-# ````{table} Figure 3's ratios through the readout (top row of the figure above), read at $t = m_p$ (at most the rollout): whether $q_U$ is below $q_{U^\perp}$ there, whether both exceed $q$, at how many of the stored times $t \ge 2$ (every $t$ up to 32, then about 6% apart) $q_U$ is below $q_{U^\perp}$, and the stored time from which $q_U$ stays at or above $q_{U^\perp}$ to the end of the rollout (—: it is below at the end).
+# :::{table} Figure 3's ratios through the readout (top row of the figure above), read at $t = m_p$ (at most the rollout): whether $q_U$ is below $q_{U^\perp}$ there, whether both exceed $q$, at how many of the stored times $t \ge 2$ (every $t$ up to {glue:text}`dg_times_dense:d`, then at most {glue:text}`dg_times_step:.0%` apart) $q_U$ is below $q_{U^\perp}$, and the stored time from which $q_U$ stays at or above $q_{U^\perp}$ to the end of the rollout (—: it is below at the end).
 # :name: tab-f3-at-mp
 # ```{glue:md} dg_f3_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # ````{table} The same comparison without the readout ($W = I$, bottom row of the figure above), at the same $t$ and stored times.
 # :name: tab-f3-identity
@@ -391,12 +391,12 @@ plt.close("all")
 # interval beside the paper's median and interval.
 # ```
 #
-# ````{table} Figure 4 both ways, beside the paper: the correlation of $\log T_{\text{cross}}$ with $\log m_p$ and the median $q$ at $m_p$, each with its bootstrap 95% interval (10,000 resamples of the runs, seed 0), with the spread $R$ as the mean over words (the paper's definition) and as the median, over both depths and per depth. The median's $T_{\text{cross}}$ is read at the record's stored times (every $t$ up to 32, then about 6% apart), the mean's at every $t$. $m_p$ averages the accuracy over the positions of a word, while $q$ is read at the single time $t = m_p$.
+# :::{table} Figure 4 both ways, beside the paper: the correlation of $\log T_{\text{cross}}$ with $\log m_p$ and the median $q$ at $m_p$, each with its bootstrap 95% interval ({glue:text}`dg_boot_n:,d` resamples of the runs, seed {glue:text}`dg_boot_seed:d`), with the spread $R$ as the mean over words (the paper's definition) and as the median, over both depths and per depth. The median's $T_{\text{cross}}$ is read at the record's stored times (every $t$ up to {glue:text}`dg_times_dense:d`, then at most {glue:text}`dg_times_step:.0%` apart), the mean's at every $t$. $m_p$ averages the accuracy over the positions of a word, while $q$ is read at the single time $t = m_p$.
 # :name: tab-f4-both-ways
 # ```{glue:md} dg_both_table
 # :format: myst
 # ```
-# ````
+# :::
 #
 # With the paper's definition $r$ = {glue:text}`dg_r_mean` and $q$ at $m_p$ =
 # {glue:text}`dg_q_mean`; with the median spread $r$ = {glue:text}`dg_r_median` and $q$ at

@@ -613,3 +613,17 @@ def test_with_interval_formats_a_number_and_its_interval():
     assert ec.with_interval(0.6561, 0.581, 0.7249) == "0.656 [0.58, 0.72]"
     assert ec.with_interval(1.654, digits=2) == "1.65"
     assert ec.with_interval(None, 0.1, 0.2) == "—"
+
+
+def test_stored_times_spacing_reads_the_codecs_grid():
+    """The captions' "every t up to 32, then at most x% apart" comes from curve_times."""
+    from sst_core.store.codec import CURVE_DENSE, curve_times
+
+    t = curve_times(1000)
+    out = ec.stored_times_spacing(1000)
+    assert out["dense"] == CURVE_DENSE and np.all(np.diff(t[t <= CURVE_DENSE]) == 1)
+    later = t[t >= CURVE_DENSE]
+    assert np.all(later[1:] <= later[:-1] * (1 + out["step"]) + 1e-9)
+    assert np.any(np.isclose(later[1:] / later[:-1] - 1, out["step"]))
+    assert ec.stored_times_spacing(10) == {"dense": CURVE_DENSE, "step": 0.0}
+    assert ec.figure4_stats.__defaults__ == (ec.BOOTSTRAP_RESAMPLES, ec.BOOTSTRAP_SEED)

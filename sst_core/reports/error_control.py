@@ -30,6 +30,9 @@ from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
 PAPER_FIGURE4 = paper_values.FIGURE4
+# Figure 4's bootstrap intervals: how many resamples of the runs, and the generator's seed
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
 # what a Corollary 1 table's drift column is, and what it is when the spread does not grow
 DRIFT_NOTE = ("The drift column is the fitted slope; at or below 0 the spread along U does "
               "not grow over the window (nothing drifts there to fit), and Corollary 1 "
@@ -43,6 +46,19 @@ def with_interval(est: float | None, lo: float | None = None, hi: float | None =
     if est is None:
         return "—"
     return f"{est:.{digits}f}" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def stored_times_spacing(L: int) -> dict[str, Any]:
+    """How a curve over t = 1..L is stored (:func:`sst_core.store.codec.curve_times`), as
+    the captions say it: every t up to ``dense``, then stored times at most ``step`` apart
+    (the largest relative gap, ``t_next / t - 1``, between stored times after ``dense``;
+    0 where every t is stored)."""
+    from sst_core.store.codec import CURVE_DENSE, curve_times
+
+    t = curve_times(L)
+    later = t[t >= CURVE_DENSE]  # (n,) from the last densely stored time on
+    gaps = later[1:] / later[:-1] - 1
+    return {"dense": CURVE_DENSE, "step": float(gaps.max()) if gaps.size else 0.0}
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
@@ -473,7 +489,8 @@ def resampled_r(x: np.ndarray, y: np.ndarray) -> Callable[..., Any]:
     return stat
 
 
-def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0) -> dict[str, Any]:
+def figure4_stats(records: list[dict[str, Any]], n_boot: int = BOOTSTRAP_RESAMPLES,
+                  seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """Pearson r of log T_cross vs log m_p with its bootstrap interval (resampling the runs;
     None where a resample's r is undefined) and the bootstrap interval of q at m_p."""
     from sst_core.analysis.stats import bootstrap_ci, loglog_pearson
@@ -929,7 +946,8 @@ def spread_view(record: dict[str, Any], estimate: str) -> dict[str, Any] | None:
             "q_at_m_p": m.get("q_median_at_m_p")}
 
 
-def figure4_both_ways(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0
+def figure4_both_ways(records: list[dict[str, Any]], n_boot: int = BOOTSTRAP_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED
                       ) -> list[dict[str, Any]]:
     """Figure 4's statistics (:func:`figure4_stats`: r of log T_cross against log m_p with
     its bootstrap interval, n, median q at m_p with its interval) under each estimate of the
