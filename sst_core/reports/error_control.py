@@ -1191,13 +1191,16 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
 
 def spread_tail_summary(table: Table) -> Table:
     """:func:`spread_tail_table` in a few rows: per measure, its median, lowest and highest
-    over the trackers, and for the growth rate and the spectral radius how many trackers
-    lie above 0 and 1."""
-    data = table.data or []
+    over the trackers, and for the growth rate, the spectral radius and the mean over median
+    spread divided by the log-normal ratio (``over_lognormal``: above 1, a tail heavier than
+    a log-normal spread of the measured width has) how many trackers lie above 0, 1 and 1."""
+    data = [{**d, "over_lognormal": d["mean_over_median"] / d["lognormal_ratio"]}
+            for d in table.data or []]
     measures = (("q_over_q_median", "q / q_median at m_p (record)", None),
                 ("mean_over_median", "mean / median spread", None),
                 ("top_share", "share of the top 1% of words", None),
                 ("lognormal_ratio", "log-normal ratio exp(s²/2)", None),
+                ("over_lognormal", "mean / median spread over the log-normal ratio", 1.0),
                 ("rho_max", "largest spectral radius of a token's transition", 1.0),
                 ("growth_rate", "growth rate per token", 0.0))
     rows, out = [], []
