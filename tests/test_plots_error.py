@@ -240,3 +240,22 @@ def test_overtaken_from_reads_when_q_U_stays_above_q_U_perp():
     assert ec.overtaken_from(m([1.0], [1.0])) == 2  # equal counts as not below
     assert ec.overtaken_from({"q_U": [0.0, 1.0]}) is None  # no curve outside U
     assert ec.overtaken_from(m([2.0], [1.0]), "_identity") is None
+
+
+def test_figure3_numbers_count_the_contrast_per_class_and_view():
+    """The contrast holds when q_U is below q_U_perp in every state-dependent model and in
+    no affine one; an affine model overtakes early when q_U stays at or above from a time
+    at most half its m_p."""
+    def row(affine, below, below_i, over, over_i, m_p):
+        return {"is_affine": affine, "m_p": m_p, "q_U_below": below,
+                "q_U_below_identity": below_i, "overtaken_from": over,
+                "overtaken_from_identity": over_i}
+
+    data = [row(False, True, True, None, None, 1000),
+            row(True, True, False, 40, 20, 100),  # through W_out below: the contrast fails
+            row(True, False, False, 80, None, 120)]
+    out = ec.figure3_numbers(data)
+    assert out == {"sd_n": 1, "af_n": 2, "af_m_p": 100, "sd_below": 1, "af_below": 1,
+                   "contrast": "fails", "af_over": 80, "af_early": 1, "sd_below_i": 1,
+                   "af_below_i": 0, "contrast_i": "holds", "af_over_i": 20, "af_early_i": 1}
+    assert ec.figure3_numbers([])["contrast"] == "fails"  # no model of a class: no contrast
