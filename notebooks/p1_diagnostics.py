@@ -181,15 +181,18 @@ plt.close("all")
 # $\lVert e_t\rVert / \lVert e_0\rVert$, the distance to the unperturbed state over every
 # layer's recurrent state. The paper's claim: the state-dependent models contract the error
 # by orders of magnitude, the token-gated RNN amplifies it, and the affine models stay
-# neutral along $U$, the direction Theorem 1 is about (right panel of {numref}`fig-recovery`).
+# neutral along $U$, the direction Theorem 1 is about (the red curves of
+# {numref}`fig-recovery`).
 #
 # ```{glue:figure} dg_fig1
 # :name: "fig-recovery"
 #
 # Ours for the paper's Figure 1: the mean over the words of
-# $\lVert e_t\rVert / \lVert e_0\rVert$ after a perturbation of the recurrent state at
-# $t_0$, in a random direction (left) and inside $U$ (right), for the best $S_3$ run of
-# each model; state-dependent models solid, thick and drawn on top, affine models dashed.
+# $\lVert e_t\rVert / \lVert e_0\rVert$ over the steps after a perturbation of the
+# recurrent state at $t_0$, in a random direction (blue) and inside $U$ (red), one panel
+# for the best $S_3$ run of each model: state-dependent models first, affine models on a
+# grey ground. Each panel has a log axis of its own that spans at least a decade either
+# side of 1 (dotted: the error unchanged).
 # ```
 #
 # **Verdict.** We count a claim as reproduced when every model it names follows it: a

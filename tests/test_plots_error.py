@@ -194,13 +194,25 @@ def test_figure2_titles_carry_the_modes_the_report_gives():
     plt.close("all")
 
 
-def test_figure1_draws_the_state_dependent_models_on_top_and_thicker():
-    recs = [record("tanh_rnn", False), record("mamba", True)]
-    ax = plots_error.fig_recovery(recs).axes[0]
-    lines = {ln.get_label(): ln for ln in ax.get_lines()}
-    sd, af = lines["tanh RNN"], lines["Mamba"]
-    assert sd.get_zorder() > af.get_zorder() and sd.get_linewidth() > af.get_linewidth()
-    assert sd.get_linestyle() == "-" and af.get_linestyle() == "--"
+def test_figure1_gives_each_model_a_panel_that_shows_a_small_shrink():
+    """One panel per record, both directions in each, a log axis spanning at least a decade
+    either side of 1, and the affine models' panels shaded."""
+    recs = [record("tanh_rnn", False), record("mamba", True), record("aussm", True)]
+    recs[0]["metrics"]["recovery"]["U"] = list(1e-12 ** (np.arange(50) / 49))
+    fig = plots_error.fig_recovery(recs, cols=2)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in panels] == ["tanh RNN", "Mamba", "AUSSM"]
+    for ax, r in zip(panels, recs):
+        random, U = ax.get_lines()[:2]
+        assert list(U.get_ydata()) == pytest.approx(r["metrics"]["recovery"]["U"])
+        assert list(random.get_ydata()) == pytest.approx(r["metrics"]["recovery"]["random"])
+        lo, hi = ax.get_ylim()
+        assert ax.get_yscale() == "log" and lo <= 0.1 and hi >= 10
+    assert panels[0].get_ylim()[0] <= 1e-12 / 2  # the whole curve shown
+    shade = [ax.get_facecolor() for ax in panels]
+    assert shade[1] == shade[2] != shade[0]
+    recs[1]["config"]["run"]["n_layers"] = 2
+    assert plots_error.fig_recovery(recs).axes[1].get_title() == "Mamba,\n2 layers"
     plt.close("all")
 
 
