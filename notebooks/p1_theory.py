@@ -214,14 +214,16 @@ M_dist = min(np.linalg.norm(a - c)
              for i, a in enumerate(centroids) for c in centroids[i + 1:])
 eta_W = np.linalg.norm(U @ U.T @ eta)
 T_pred = ec.predicted_T_cross(M_dist, eta_W, tau=0.5, convention="unsquared")
-err, e_U = ec.simulate_drift(A, b, centroids[0], eta, int(T_pred) + 20, U=U,
-                            return_errors=True)  # (steps + 1,) and (steps + 1, 8)
+# err: (steps + 1,), e_U: (steps + 1, 8)
+err, e_U = ec.simulate_drift(A, b, centroids[0], eta, int(T_pred) + 20,
+                             U=U, return_errors=True)
 T_meas = ec.crossing_time(err, 0.5 * M_dist)
-# what the error along U gains in the last step: the residual's part in U and what A
-# carries from U-perp into U
+# the error along U's gain in the last step: the residual's
+# part in U and what A carries from U-perp into U
 drift_end = np.linalg.norm(e_U[-1] - e_U[-2])
-T_end = ec.predicted_T_cross(M_dist, drift_end, tau=0.5, convention="unsquared")
-assert math.ceil(T_end) == T_meas, "the drift at the end does not give the crossing step"
+T_end = ec.predicted_T_cross(M_dist, drift_end, tau=0.5,
+                             convention="unsquared")
+assert math.ceil(T_end) == T_meas, "the last step's drift misses"
 
 # %% tags=["remove-input"]
 for name, value in {
