@@ -442,7 +442,8 @@ def test_figure2_modes_compares_each_plotted_model_with_the_papers_mode():
     assert ec.figure2_modes(best) == {
         "compared": 4, "agree": 2,
         "differ": "Mamba, 2 layers: climb / saturation; "
-                  "Negative Mamba, 2 layers: saturation / climb"}
+                  "Negative Mamba, 2 layers: saturation / climb",
+        "climb_n": 2, "climb_agree": 1, "saturation_n": 2, "saturation_agree": 1}
     assert ec.figure2_modes({"mamba3": _mode_record("mamba3", start_high, 2)})["differ"] \
         == "none"
 
@@ -479,9 +480,14 @@ def test_figures12_numbers_read_recovery_and_crossing_by_class():
             "linear_rnn": _best_record("linear_rnn", True, 100, None, [1.0, 0.9])}
     out = ec.figures12_numbers(best)
     assert out["recovery_sd_max"] == 1e-3 and out["recovery_affine_min"] == 0.5
+    # no affine model leaves less along U than the state-dependent one that leaves the most
+    assert (out["recovery_affine_below_sd"], out["recovery_affine_n"]) == (0, 3)
+    best["linear_rnn"]["metrics"]["recovery"]["U"] = [1.0, 1e-4]
+    assert ec.figures12_numbers(best)["recovery_affine_below_sd"] == 1
     assert (out["before"], out["before_n"]) == (1, 2)  # aussm, of aussm and negative_mamba
     empty = ec.figures12_numbers({})
-    assert empty == {"recovery_sd_max": None, "recovery_affine_min": None, "before": 0,
+    assert empty == {"recovery_sd_max": None, "recovery_affine_min": None,
+                     "recovery_affine_below_sd": 0, "recovery_affine_n": 0, "before": 0,
                      "before_n": 0}
 
 
@@ -506,10 +512,17 @@ def test_recovery_numbers_give_the_protocol_and_the_affine_contraction_along_U()
     out = ec.recovery_numbers(best)
     assert out == {**PROTOCOL, "sd_random_max": 1e-9, "amplifier_U_lo": 40.0,
                    "amplifier_U_hi": 300.0, "affine_n": 5, "affine_below": 2, "below": 0.5,
-                   "factor_lo": pytest.approx(4.0), "factor_hi": pytest.approx(100.0)}
+                   "factor_lo": pytest.approx(4.0), "factor_hi": pytest.approx(100.0),
+                   # the claims as counts: both state-dependent models keep below 1/100,
+                   # both token-gated runs amplify, one affine model (AUSSM, at 0.5) of
+                   # five is neutral: two claims hold for every model they name
+                   "sd_n": 2, "sd_contract": 2, "amplifier_n": 2, "amplifier_above": 2,
+                   "affine_neutral": 1, "claims": 2, "contract": ec.RECOVERY_CONTRACT,
+                   "above": 2.0}
     with pytest.raises(ValueError, match="differ in their protocol"):
         ec.recovery_numbers({**best, "x": _recovery_record("x", True, 1, 1, t0=20)})
     assert ec.recovery_numbers({})["factor_lo"] is None
+    assert ec.recovery_numbers({})["claims"] == 0  # no model named: no claim holds
 
 
 def test_figure3_records_take_each_models_best_run_over_depths_that_passes_60():
@@ -613,3 +626,17 @@ def test_with_interval_formats_a_number_and_its_interval():
     assert ec.with_interval(0.6561, 0.581, 0.7249) == "0.656 [0.58, 0.72]"
     assert ec.with_interval(1.654, digits=2) == "1.65"
     assert ec.with_interval(None, 0.1, 0.2) == "—"
+
+
+def test_stored_times_spacing_reads_the_codecs_grid():
+    """The captions' "every t up to 32, then at most x% apart" comes from curve_times."""
+    from sst_core.store.codec import CURVE_DENSE, curve_times
+
+    t = curve_times(1000)
+    out = ec.stored_times_spacing(1000)
+    assert out["dense"] == CURVE_DENSE and np.all(np.diff(t[t <= CURVE_DENSE]) == 1)
+    later = t[t >= CURVE_DENSE]
+    assert np.all(later[1:] <= later[:-1] * (1 + out["step"]) + 1e-9)
+    assert np.any(np.isclose(later[1:] / later[:-1] - 1, out["step"]))
+    assert ec.stored_times_spacing(10) == {"dense": CURVE_DENSE, "step": 0.0}
+    assert ec.figure4_stats.__defaults__ == (ec.BOOTSTRAP_RESAMPLES, ec.BOOTSTRAP_SEED)

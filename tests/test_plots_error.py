@@ -194,13 +194,25 @@ def test_figure2_titles_carry_the_modes_the_report_gives():
     plt.close("all")
 
 
-def test_figure1_draws_the_state_dependent_models_on_top_and_thicker():
-    recs = [record("tanh_rnn", False), record("mamba", True)]
-    ax = plots_error.fig_recovery(recs).axes[0]
-    lines = {ln.get_label(): ln for ln in ax.get_lines()}
-    sd, af = lines["tanh RNN"], lines["Mamba"]
-    assert sd.get_zorder() > af.get_zorder() and sd.get_linewidth() > af.get_linewidth()
-    assert sd.get_linestyle() == "-" and af.get_linestyle() == "--"
+def test_figure1_gives_each_model_a_panel_that_shows_a_small_shrink():
+    """One panel per record, both directions in each, a log axis spanning at least a decade
+    either side of 1, and the affine models' panels shaded."""
+    recs = [record("tanh_rnn", False), record("mamba", True), record("aussm", True)]
+    recs[0]["metrics"]["recovery"]["U"] = list(1e-12 ** (np.arange(50) / 49))
+    fig = plots_error.fig_recovery(recs, cols=2)
+    panels = [ax for ax in fig.axes if ax.axison]
+    assert [ax.get_title() for ax in panels] == ["tanh RNN", "Mamba", "AUSSM"]
+    for ax, r in zip(panels, recs):
+        random, U = ax.get_lines()[:2]
+        assert list(U.get_ydata()) == pytest.approx(r["metrics"]["recovery"]["U"])
+        assert list(random.get_ydata()) == pytest.approx(r["metrics"]["recovery"]["random"])
+        lo, hi = ax.get_ylim()
+        assert ax.get_yscale() == "log" and lo <= 0.1 and hi >= 10
+    assert panels[0].get_ylim()[0] <= 1e-12 / 2  # the whole curve shown
+    shade = [ax.get_facecolor() for ax in panels]
+    assert shade[1] == shade[2] != shade[0]
+    recs[1]["config"]["run"]["n_layers"] = 2
+    assert plots_error.fig_recovery(recs).axes[1].get_title() == "Mamba,\n2 layers"
     plt.close("all")
 
 
@@ -240,3 +252,22 @@ def test_overtaken_from_reads_when_q_U_stays_above_q_U_perp():
     assert ec.overtaken_from(m([1.0], [1.0])) == 2  # equal counts as not below
     assert ec.overtaken_from({"q_U": [0.0, 1.0]}) is None  # no curve outside U
     assert ec.overtaken_from(m([2.0], [1.0]), "_identity") is None
+
+
+def test_figure3_numbers_count_the_contrast_per_class_and_view():
+    """The contrast holds when q_U is below q_U_perp in every state-dependent model and in
+    no affine one; an affine model overtakes early when q_U stays at or above from a time
+    at most half its m_p."""
+    def row(affine, below, below_i, over, over_i, m_p):
+        return {"is_affine": affine, "m_p": m_p, "q_U_below": below,
+                "q_U_below_identity": below_i, "overtaken_from": over,
+                "overtaken_from_identity": over_i}
+
+    data = [row(False, True, True, None, None, 1000),
+            row(True, True, False, 40, 20, 100),  # through W_out below: the contrast fails
+            row(True, False, False, 80, None, 120)]
+    out = ec.figure3_numbers(data)
+    assert out == {"sd_n": 1, "af_n": 2, "af_m_p": 100, "sd_below": 1, "af_below": 1,
+                   "contrast": "fails", "af_over": 80, "af_early": 1, "sd_below_i": 1,
+                   "af_below_i": 0, "contrast_i": "holds", "af_over_i": 20, "af_early_i": 1}
+    assert ec.figure3_numbers([])["contrast"] == "fails"  # no model of a class: no contrast

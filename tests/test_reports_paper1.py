@@ -89,6 +89,11 @@ def test_table3_rows_follow_phis(tmp_path, P):
     assert {kind[p] for p in ("groupsort2", "max", "min")} == {"pair operator"}
     assert {kind[p] for p in ("layernorm", "sphere")} == {"whole-vector normalisation"}
     assert kind["identity"] == "affine"
+    # the narrow form, as Table 2's: an agreeing value once, both values otherwise
+    narrow = {d["phi"]: row[2] for d, row in zip(t.data, table3(P, tmp_path, narrow=True).rows)}
+    assert narrow["tanh"] == "1000\u00a0✓"
+    assert t.rows[list(data).index("tanh")][2] == "1000 / 1000 ✓"
+    assert narrow["relu"].startswith("fail / ")
 
 
 def test_reports_registered():

@@ -158,6 +158,9 @@ def test_the_tail_summary_counts_the_trackers_above_the_thresholds():
     assert by["q_over_q_median"] == {"measure": "q_over_q_median", "n": 3, "median": 3.0,
                                      "min": 2.0, "max": 9.0, "above": None, "threshold": None}
     assert by["rho_max"]["above"] == 2 and by["growth_rate"]["above"] == 2
+    # mean / median over the log-normal ratio: 2 / 1.8, 7 / 2.4, 3 / 2 all above 1
+    assert by["over_lognormal"]["above"] == 3
+    assert by["over_lognormal"]["max"] == pytest.approx(7.0 / 2.4)
     assert t.rows[-1][-1] == "2 of 3 above 0" and t.title == "In short: what makes x"
 
 

@@ -1,8 +1,8 @@
 """Figures 1 to 4 of the error-control paper, from ``tracking_diagnostics`` records.
 
 Each function of Figures 1 to 4 takes records (never models). A model keeps the colour and
-marker of :func:`sst_core.figures.common.series_style`; in Figure 1 affine models are drawn
-dashed, state-dependent ones solid. The theory chapter's two figures
+marker of :func:`sst_core.figures.common.series_style`; Figure 1 gives each model a panel
+and shades the affine models'. The theory chapter's two figures
 (:func:`fig_tanh_contrast`, :func:`fig_corollary1_drift`) draw
 :mod:`sst_core.theory.error_control`'s small examples.
 """
@@ -14,8 +14,8 @@ from typing import Any, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sst_core.figures.common import (PAGE_WIDTH, for_readers, plain_log_ticks, series_index,
-                                     series_key, series_style, unknown_series)
+from sst_core.figures.common import (MIN_FONT, PAGE_WIDTH, for_readers, plain_log_ticks,
+                                     series_index, series_key, series_style, unknown_series)
 from sst_core.spec.names import run_name
 from sst_core.spec.paper_values import FIGURE4 as PAPER
 from sst_core.store.codec import curve_value, decode_floats, stored_curve
@@ -27,32 +27,54 @@ def _label(r: dict[str, Any]) -> str:
     return run_name(r["config"]["run"])
 
 
+# the background of an affine model's panel in Figure 1
+AFFINE_SHADE = "0.93"
+
+
 @for_readers
-def fig_recovery(records: Sequence[dict[str, Any]]) -> plt.Figure:
-    """Figure 1: ||e_t|| / ||e_0|| after a perturbation of the recurrent state at t0; the
-    legend below both panels. Affine models dashed and thin, state-dependent ones solid,
-    thicker and drawn last (on top), in the legend's order of ``records``."""
-    fig, axes = plt.subplots(1, 2, figsize=(PAGE_WIDTH, 3.2 + 0.2 * -(-len(records) // 3)),
-                             sharey=True, layout="constrained")
-    others = unknown_series([r["config"]["run"] for r in records])
-    for ax, direction in zip(axes, ("random", "U")):
-        for r in records:
-            y = decode_floats(r["metrics"]["recovery"][direction])
-            style = series_style(r["config"]["run"], others)
-            affine = r["metrics"]["is_affine"]
-            style["ls"] = "--" if affine else "-"
-            ax.plot(np.arange(y.size), y, label=_label(r), lw=1.1 if affine else 2.4,
-                    ms=4 if affine else 5, markevery=max(1, y.size // 6),
-                    zorder=2 if affine else 3, **style)
+def fig_recovery(records: Sequence[dict[str, Any]], cols: int = 4) -> plt.Figure:
+    """Figure 1: ||e_t|| / ||e_0|| after a perturbation of the recurrent state at t0, one
+    small panel per record (in the order of ``records``, ``cols`` to a row), each with the
+    random direction and the direction inside U on a log axis of its own. The axis spans
+    at least a decade either side of 1 (dotted), so an error that shrinks by a small
+    factor stands apart from one that stays at 1; affine models' panels are shaded. The
+    legend below the panels."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import LogLocator
+
+    n = len(records)
+    cols = max(1, min(cols, n))
+    rows = max(1, -(-n // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, 1.7 * rows + 1.0),
+                             squeeze=False, sharex=True, layout="constrained")
+    colours = {"random": "C0", "U": "C3"}
+    for ax, r in zip(axes.flat, records):
+        ys = {d: decode_floats(r["metrics"]["recovery"][d]) for d in colours}
+        for d, y in ys.items():
+            ax.plot(np.arange(y.size), y, color=colours[d], lw=1.4)
+        finite = np.concatenate([y[np.isfinite(y) & (y > 0)] for y in ys.values()])
+        lo = min(0.1, finite.min() / 2) if finite.size else 0.1
+        hi = max(10.0, finite.max() * 2) if finite.size else 10.0
         ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        ax.yaxis.set_major_locator(LogLocator(numticks=4))
         ax.axhline(1.0, color="k", lw=0.8, ls=":")
-        ax.set_xlabel("steps after the perturbation")
-        ax.set_title("random direction" if direction == "random" else "direction inside U")
-    axes[0].set_ylabel(r"$\|e_t\| / \|e_0\|$")
-    if records:
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3,
-                   frameon=False)
-    fig.suptitle("Recovery after a perturbation of the state, S3 (dashed: affine)")
+        ax.set_title(_label(r).replace(", ", ",\n"), fontsize=MIN_FONT)  # depth below
+        if r["metrics"]["is_affine"]:
+            ax.set_facecolor(AFFINE_SHADE)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    for ax in axes[-1]:
+        ax.set_xlabel("steps")
+    for ax in axes[:, 0]:
+        ax.set_ylabel(r"$\|e_t\| / \|e_0\|$")
+    key = [(Line2D([], [], color=colours["random"], lw=1.4), "random direction"),
+           (Line2D([], [], color=colours["U"], lw=1.4), "direction inside U"),
+           (Line2D([], [], color="k", lw=0.8, ls=":"), "1 (no change)"),
+           (Patch(facecolor=AFFINE_SHADE, edgecolor="0.6"), "affine model")]
+    fig.legend(*zip(*key), loc="outside lower center", ncol=4, frameon=False)
+    fig.suptitle("Recovery after a perturbation of the state, S3")
     return fig
 
 

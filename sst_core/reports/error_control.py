@@ -30,6 +30,9 @@ from sst_core.spec import paper_values
 from sst_core.spec.profiles import Profile
 
 PAPER_FIGURE4 = paper_values.FIGURE4
+# Figure 4's bootstrap intervals: how many resamples of the runs, and the generator's seed
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
 # what a Corollary 1 table's drift column is, and what it is when the spread does not grow
 DRIFT_NOTE = ("The drift column is the fitted slope; at or below 0 the spread along U does "
               "not grow over the window (nothing drifts there to fit), and Corollary 1 "
@@ -43,6 +46,19 @@ def with_interval(est: float | None, lo: float | None = None, hi: float | None =
     if est is None:
         return "—"
     return f"{est:.{digits}f}" + ("" if lo is None or hi is None else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def stored_times_spacing(L: int) -> dict[str, Any]:
+    """How a curve over t = 1..L is stored (:func:`sst_core.store.codec.curve_times`), as
+    the captions say it: every t up to ``dense``, then stored times at most ``step`` apart
+    (the largest relative gap, ``t_next / t - 1``, between stored times after ``dense``;
+    0 where every t is stored)."""
+    from sst_core.store.codec import CURVE_DENSE, curve_times
+
+    t = curve_times(L)
+    later = t[t >= CURVE_DENSE]  # (n,) from the last densely stored time on
+    gaps = later[1:] / later[:-1] - 1
+    return {"dense": CURVE_DENSE, "step": float(gaps.max()) if gaps.size else 0.0}
 
 
 def diagnostic_records(P: Profile, root=None, which: str = "all") -> list[dict[str, Any]]:
@@ -144,7 +160,9 @@ def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
     error left along U after the last recovery step among the state-dependent models and the
     smallest among the affine ones (None without one); ``before`` of ``before_n``: of the
     affine models that pass the training length and whose q crosses, how many cross no later
-    than m_p."""
+    than m_p; ``recovery_affine_below_sd`` of ``recovery_affine_n``: how many affine models
+    leave less error along U than the state-dependent model that leaves the most (0 without
+    a state-dependent one)."""
     final = {k: (r["metrics"]["is_affine"], r["metrics"]["recovery"]["U"][-1])
              for k, r in best.items()}
     sd = [v for affine, v in final.values() if not affine and v is not None]
@@ -153,6 +171,8 @@ def figures12_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
               and r["metrics"]["T_cross"] is not None and r["metrics"]["m_p"]]
     return {"recovery_sd_max": max(sd) if sd else None,
             "recovery_affine_min": min(af) if af else None,
+            "recovery_affine_below_sd": sum(v < max(sd) for v in af) if sd else 0,
+            "recovery_affine_n": len(af),
             "before": sum(m["T_cross"] <= m["m_p"] for m in passed), "before_n": len(passed)}
 
 
@@ -192,14 +212,20 @@ def figure2_modes(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
     (:func:`best_per_model`, both depths) against the ones the paper names in its Figure 2
     (:data:`sst_core.spec.paper_values.FIGURE2_MODES`): of the ``compared`` runs of those
     models, how many have the paper's mode (``agree``), and the others' names and modes,
-    ours / the paper's (``differ``: "Mamba: climb / saturation"; "none" where all agree)."""
+    ours / the paper's (``differ``: "Mamba: climb / saturation"; "none" where all agree);
+    per mode the paper names, how many of the compared runs it names it for
+    (``{mode}_n``) and how many of those have it (``{mode}_agree``)."""
     modes = paper_values.FIGURE2_MODES
     rows = [(label, start_mode(r)["mode"], modes[label.partition(" ")[0]])
             for label, r in sorted(best.items()) if label.partition(" ")[0] in modes]
     differ = [f"{label_name(label)}: {ours} / {paper}" for label, ours, paper in rows
               if ours != paper]
+    per_mode = {}
+    for mode in sorted(set(modes.values())):
+        named = [ours for _, ours, paper in rows if paper == mode]
+        per_mode.update({f"{mode}_n": len(named), f"{mode}_agree": named.count(mode)})
     return {"compared": len(rows), "agree": len(rows) - len(differ),
-            "differ": "; ".join(differ) or "none"}
+            "differ": "; ".join(differ) or "none", **per_mode}
 
 
 def mode_numbers(best: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -248,6 +274,11 @@ def figure3_records(records: list[dict[str, Any]],
             if k in best and best[k]["metrics"]["m_p"] is not None]
 
 
+# Figure 1: a model contracts an error (the paper: "by orders of magnitude") when it keeps
+# less than this share of it after the last step
+RECOVERY_CONTRACT = 1e-2
+
+
 def recovery_numbers(best: dict[str, dict[str, Any]], below: float = 0.5,
                      amplifier: str = "token_gated_rnn") -> dict[str, Any]:
     """Figure 1's protocol and what it shows, from the best run per model
@@ -259,7 +290,15 @@ def recovery_numbers(best: dict[str, dict[str, Any]], below: float = 0.5,
     U by the runs of ``amplifier`` (``amplifier_U_lo``, ``_hi``); of the affine models, how
     many end with an error along U below ``below`` of the initial one (``affine_below``,
     of ``affine_n``), and the smallest and largest factor by which those shrink it
-    (``factor_lo``, ``factor_hi``: 1 / the error left). None where there is no such run."""
+    (``factor_lo``, ``factor_hi``: 1 / the error left). None where there is no such run.
+
+    The paper's three claims as counts, each of the models it names: of the ``sd_n``
+    state-dependent models, ``sd_contract`` keep less than :data:`RECOVERY_CONTRACT` of the
+    error in a random direction; of the ``amplifier_n`` runs of ``amplifier``,
+    ``amplifier_above`` end with more than the initial error along U; of the affine models,
+    ``affine_neutral`` end along U between ``below`` and ``above`` (``1 / below``) times
+    the initial error.
+    ``claims``: how many of the three hold for every model they name (and at least one)."""
     keys = ("n_perturb", "t0", "eps", "perturb_steps", "t_ref")
     protocol = {tuple(r["config"][k] for k in keys) for r in best.values()}
     if len(protocol) > 1:
@@ -275,7 +314,15 @@ def recovery_numbers(best: dict[str, dict[str, Any]], below: float = 0.5,
           if (v := last(r, "random")) is not None]
     amp = [v for k, r in best.items() if k.partition(" ")[0] == amplifier
            if (v := last(r, "U")) is not None]
+    neutral = [v for v in final if below <= v <= 1 / below]
+    counts = {"sd_n": len(sd), "sd_contract": sum(v < RECOVERY_CONTRACT for v in sd),
+              "amplifier_n": len(amp), "amplifier_above": sum(v > 1 for v in amp),
+              "affine_neutral": len(neutral)}
+    claims = sum(0 < counts[k] == counts[n] for k, n in (
+        ("sd_contract", "sd_n"), ("amplifier_above", "amplifier_n")))
+    claims += 0 < len(neutral) == len(final)
     return {**dict(zip(keys, next(iter(protocol), (None,) * len(keys)))),
+            **counts, "claims": claims, "contract": RECOVERY_CONTRACT, "above": 1 / below,
             "sd_random_max": max(sd, default=None),
             "amplifier_U_lo": min(amp, default=None), "amplifier_U_hi": max(amp, default=None),
             "affine_n": len(final), "affine_below": len(shrunk), "below": below,
@@ -346,7 +393,8 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
                      format_value(a.get("q_U_perp_identity")),
                      "—" if below_i is None else ("yes" if below_i else "no"), count(times_i),
                      format_value(over_i)])
-        data.append({"model": model, "is_affine": r["metrics"]["is_affine"], **a,
+        data.append({"model": model, "is_affine": r["metrics"]["is_affine"],
+                     "m_p": r["metrics"]["m_p"], **a,
                      "q_U_below": below, "both_above_q": both, "times_q_U_below": times,
                      "q_U_below_identity": below_i, "times_q_U_below_identity": times_i,
                      "overtaken_from": over, "overtaken_from_identity": over_i})
@@ -357,6 +405,34 @@ def figure3_table(records: list[dict[str, Any]]) -> Table:
             "the end).")
     return Table("Figure 3's ratios at m_p", cols, rows, note, [r["run_id"] for r in records],
                  data)
+
+
+def figure3_numbers(data: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`figure3_table`'s ``data`` in counts, per class (``sd``: state-dependent,
+    ``af``: affine) and view (suffix ``""`` through ``W_out``, ``"_i"`` without the
+    readout): ``{cls}_n`` models; ``{cls}_below{view}``, those with q_U below q_U_perp at
+    m_p; ``contrast{view}``, the paper's contrast by that reading, "holds" when q_U is below
+    in every state-dependent model and in no affine one (with at least one of each), else
+    "fails"; ``af_over{view}``, the latest stored time from which an affine model's q_U
+    stays at or above q_U_perp (0 without one), ``af_early{view}``, the affine models in
+    which it does so from a time at most half their m_p, and ``af_m_p``, their smallest
+    m_p (0 without one)."""
+    sd = [d for d in data if not d["is_affine"]]
+    af = [d for d in data if d["is_affine"]]
+    out = {"sd_n": len(sd), "af_n": len(af),
+           "af_m_p": min((d["m_p"] for d in af if d["m_p"]), default=0)}
+    for view, suffix in (("", ""), ("_i", "_identity")):
+        sd_below = sum(bool(d[f"q_U_below{suffix}"]) for d in sd)
+        af_below = sum(bool(d[f"q_U_below{suffix}"]) for d in af)
+        over = [(d[f"overtaken_from{suffix}"], d["m_p"]) for d in af]
+        out.update({
+            f"sd_below{view}": sd_below, f"af_below{view}": af_below,
+            f"contrast{view}": "holds" if sd and af and sd_below == len(sd)
+            and af_below == 0 else "fails",
+            f"af_over{view}": max((t or 0 for t, _ in over), default=0),
+            f"af_early{view}": sum(t is not None and m_p is not None and t <= m_p / 2
+                                   for t, m_p in over)})
+    return out
 
 
 def theorem1_table(P: Profile, root=None) -> Table:
@@ -473,7 +549,8 @@ def resampled_r(x: np.ndarray, y: np.ndarray) -> Callable[..., Any]:
     return stat
 
 
-def figure4_stats(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0) -> dict[str, Any]:
+def figure4_stats(records: list[dict[str, Any]], n_boot: int = BOOTSTRAP_RESAMPLES,
+                  seed: int = BOOTSTRAP_SEED) -> dict[str, Any]:
     """Pearson r of log T_cross vs log m_p with its bootstrap interval (resampling the runs;
     None where a resample's r is undefined) and the bootstrap interval of q at m_p."""
     from sst_core.analysis.stats import bootstrap_ci, loglog_pearson
@@ -929,7 +1006,8 @@ def spread_view(record: dict[str, Any], estimate: str) -> dict[str, Any] | None:
             "q_at_m_p": m.get("q_median_at_m_p")}
 
 
-def figure4_both_ways(records: list[dict[str, Any]], n_boot: int = 10_000, seed: int = 0
+def figure4_both_ways(records: list[dict[str, Any]], n_boot: int = BOOTSTRAP_RESAMPLES,
+                      seed: int = BOOTSTRAP_SEED
                       ) -> list[dict[str, Any]]:
     """Figure 4's statistics (:func:`figure4_stats`: r of log T_cross against log m_p with
     its bootstrap interval, n, median q at m_p with its interval) under each estimate of the
@@ -1173,13 +1251,16 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
 
 def spread_tail_summary(table: Table) -> Table:
     """:func:`spread_tail_table` in a few rows: per measure, its median, lowest and highest
-    over the trackers, and for the growth rate and the spectral radius how many trackers
-    lie above 0 and 1."""
-    data = table.data or []
+    over the trackers, and for the growth rate, the spectral radius and the mean over median
+    spread divided by the log-normal ratio (``over_lognormal``: above 1, a tail heavier than
+    a log-normal spread of the measured width has) how many trackers lie above 0, 1 and 1."""
+    data = [{**d, "over_lognormal": d["mean_over_median"] / d["lognormal_ratio"]}
+            for d in table.data or []]
     measures = (("q_over_q_median", "q / q_median at m_p (record)", None),
                 ("mean_over_median", "mean / median spread", None),
                 ("top_share", "share of the top 1% of words", None),
                 ("lognormal_ratio", "log-normal ratio exp(s²/2)", None),
+                ("over_lognormal", "mean / median spread over the log-normal ratio", 1.0),
                 ("rho_max", "largest spectral radius of a token's transition", 1.0),
                 ("growth_rate", "growth rate per token", 0.0))
     rows, out = [], []

@@ -265,9 +265,11 @@ def table2(P: Profile, root=None, models=paper1.TABLE2_MODELS, wide: bool = Fals
     return Table(title, cols, rows, note, ids, data)
 
 
-def table3(P: Profile, root=None) -> Table:
+def table3(P: Profile, root=None, narrow: bool = False) -> Table:
     """Table 3 from the stored runs of its grid: per phi the best m_p on S3 with one layer
-    beside the paper's. ``data`` has per row, besides its values, ``n_ok``, ``never_60``
+    beside the paper's. ``narrow``: cells of :func:`_cell_text`'s narrow form, as
+    :func:`table2`'s (an exact agreement written once, the range over seeds on a line of
+    its own). ``data`` has per row, besides its values, ``n_ok``, ``never_60``
     (ok runs whose curriculum never passed 60), ``longest_trained`` (the longest
     curriculum length any ok run trained at) and ``acc_60`` (every ok run's token
     accuracy at 60)."""
@@ -283,7 +285,7 @@ def table3(P: Profile, root=None) -> Table:
         s = summary.get((phi, "S3", 1), {"m_p": "no runs", "m_p_seeds": [], "ok": 0, "failed": 0,
                                          "missing": 0, "best_cell": None})
         paper = paper_values.TABLE3.get(phi, "missing")
-        text, agree = _cell_text(s, paper, P.track_eval_lengths)
+        text, agree = _cell_text(s, paper, P.track_eval_lengths, narrow)
         cls = ("affine" if phi == "identity" else
                "whole-vector normalisation" if phi in ("layernorm", "sphere") else
                "pair operator" if phi in ("groupsort2", *PAIR_OPS) else "pointwise")
