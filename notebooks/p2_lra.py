@@ -287,7 +287,7 @@ for name, value in {
 # separate the task, the model's size and the number of training examples. ListOps has no
 # row in the paper's ablation, so it is not compared.
 #
-# :::{table} Learned against frozen per spectrum, ours on digits beside the paper's on Image ({numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one as its $z$ (the claim rule's; the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond $z$ = 2 and a tie within, and whether the two orderings are the same.
+# :::{table} Learned against frozen per spectrum, ours on digits beside the paper's on Image ({numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one as its $z$ (the claim rule's; the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond $z$ = 2 and a tie within, and whether the two orderings are the same: yes, no where they are opposite, and tie where one of them is a tie (no reversal).
 # :name: tab-lra-abl-order
 # ```{glue:md} lra_abl_order
 # :format: myst
