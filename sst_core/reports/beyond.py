@@ -133,6 +133,12 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     return stored_records(cfgs, root)
 
 
+# The axes of :func:`sweep_axes` that a chapter names with their values, and their labels
+# (singular, plural) for :func:`sst_core.reports.labelled_values`.
+AXIS_LABELS = {"depths": ("depth", "depths"), "d_states": ("state size", "state sizes"),
+               "rnn_widths": ("RNN width", "RNN widths"), "schedules": ("schedule", "schedules")}
+
+
 def sweep_axes(runs: Sequence[Any]) -> dict[str, Any]:
     """A set of training runs (:class:`~sst_core.spec.configs.TrackingConfig`) by its axes:
     how many runs, and the sorted values of each axis the runs take (models, depths, state
