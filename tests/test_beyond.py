@@ -334,6 +334,29 @@ def test_the_semi_affine_rank_is_the_models_own():
     assert f"rank {r} " in rb.semi_affine(P).note
 
 
+def test_a_repair_goes_beyond_its_original_only_with_a_longer_m_p():
+    """Per pair (semi-affine model, its affine original) in one cell: beyond when the
+    semi-affine tracks further (or tracks where the original fails); contracting when it
+    also shrinks an error inside U; a pair with a cell not computed is not compared."""
+    def row(model, status, m_p, rec=None):
+        return {"model": model, "cells": {"S3 L1": {"status": status, "m_p": m_p}},
+                "recovery_U": rec}
+
+    semi_neg, semi = beyond.SEMI_AFFINE_MODELS
+    neg, mamba = beyond.SEMI_AFFINE_BASELINES
+    data = [row(semi_neg, "ok", 200, 0.5), row(neg, "fail", None, 0.9),
+            row(semi, "ok", 80, 1.2), row(mamba, "ok", 70, 0.8)]
+    assert rb.semi_affine_repairs(data, "S3 L1") == {"pairs": 2, "beyond": 2, "contract": 1}
+    data[2] = row(semi, "fail", None, 0.3)  # fails: not beyond, even contracting
+    assert rb.semi_affine_repairs(data, "S3 L1") == {"pairs": 2, "beyond": 1, "contract": 1}
+    data[0] = row(semi_neg, "ok", 60, 0.5)
+    data[1] = row(neg, "ok", 60, 0.9)  # the same m_p: not beyond
+    assert rb.semi_affine_repairs(data, "S3 L1")["beyond"] == 0
+    data[1] = row(neg, "missing", None)
+    assert rb.semi_affine_repairs(data, "S3 L1")["pairs"] == 1
+    assert rb.semi_affine_repairs(data, "S3 L2") == {"pairs": 0, "beyond": 0, "contract": 0}
+
+
 def test_the_warning_compares_labellings_tracker_by_tracker():
     def entry(method, fit, preds):
         return {"method": method, "fit": fit, "n": len(preds),

@@ -410,6 +410,28 @@ def semi_affine(P: Profile, root=None) -> Table:
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
 
+def semi_affine_repairs(data: list[dict[str, Any]], cell: str) -> dict[str, int]:
+    """How the semi-affine models of :func:`semi_affine`'s ``data`` compare with their
+    affine originals (``SEMI_AFFINE_MODELS`` paired with ``SEMI_AFFINE_BASELINES``) in the
+    cell ``cell`` (e.g. "S3 L1"): ``pairs`` compared (both cells computed, ok or fail),
+    how many go ``beyond`` the original (an m_p where the original fails, or a longer
+    one), and how many of those also ``contract`` an error inside U (recovery below 1)."""
+    by = {d["model"]: d for d in data}
+    out = {"pairs": 0, "beyond": 0, "contract": 0}
+    for semi, original in zip(beyond.SEMI_AFFINE_MODELS, beyond.SEMI_AFFINE_BASELINES):
+        if semi not in by or original not in by:
+            continue
+        a, b = by[semi]["cells"].get(cell), by[original]["cells"].get(cell)
+        if a is None or b is None or {a["status"], b["status"]} - {"ok", "fail"}:
+            continue
+        out["pairs"] += 1
+        if a["m_p"] is not None and (b["m_p"] is None or a["m_p"] > b["m_p"]):
+            out["beyond"] += 1
+            rec = by[semi].get("recovery_U")
+            out["contract"] += rec is not None and rec < 1
+    return out
+
+
 def semi_affine_rank() -> int:
     """The rank r of the correction P tanh(Q h + c) of the registered semi-affine models,
     read from the models their builders make (the chapter trains them at the default)."""
