@@ -286,7 +286,7 @@ def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path,
     assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
     assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
     row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
-    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
+    assert row[2:] == ["—", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
 
 
 def test_the_split_counts_failures_of_both_classes_and_names_each_best(tmp_path, monkeypatch):

@@ -640,9 +640,9 @@ def json_key(cfg: dict[str, Any]) -> str:
 
 
 def crossing(T: int | None) -> str:
-    """A crossing time as the chapters print it: ``"none"`` when q never reaches tau
-    within the rollout."""
-    return "none" if T is None else str(T)
+    """A crossing time as the chapters print it: "—" when q never reaches tau within the
+    rollout (the convention of the diagnostics chapter's tables)."""
+    return "—" if T is None else str(T)
 
 
 DELTA_CLASSES = {
@@ -891,7 +891,7 @@ def exact_trackers(P: Profile, root=None) -> Table:
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         T_pred = m["corollary1"]["T_pred"]
         rows.append([c.group, c.drift, crossing(m["T_cross"]),
-                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
+                     "—" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
                      f"{format_value(t1['gain_min'], '.4f')}, {format_value(t1['gain'], '.4f')}",
                      format_value(t1["deviation_U"], ".2g"), "yes" if m["is_affine"] else "no"])
         data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout, "status": "ok",
