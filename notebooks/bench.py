@@ -9,9 +9,12 @@
 # %% [markdown]
 # # Speed: benchmarks
 #
-# The paper profile trains hundreds of small models (Table 2 alone is ten architectures
-# times three groups, two depths, three widths, three learning rates and three seeds, and
-# the Figure 4 sweep adds more), so how fast one training step runs decides whether the
+# The paper profile trains many small models (Table 2 alone is
+# {glue:text}`t2_runs` runs: {glue:text}`t2_models` architectures times
+# {glue:text}`t2_groups` groups, {glue:text}`t2_depths` depths, {glue:text}`t2_sizes` state
+# sizes or widths, {glue:text}`t2_schedules` learning-rate schedules,
+# {glue:text}`t2_lrs` learning rates and {glue:text}`t2_seeds` seeds, and the Figure 4
+# sweep adds more), so how fast one training step runs decides whether the
 # book can be regenerated at full scale. This chapter shows the measurements that
 # `make bench` (`sst bench`) takes. Every comparison times our code and a reference side
 # by side in one run (ours, reference, ours, reference, ... after warm-up calls) and
@@ -58,7 +61,7 @@ records = bench_records.load_records()  # what `sst bench --record` stored
 cpu = bench_report.latest(records, "cpu")  # the newest full benchmark on a CPU
 items = bench_report.chapter_items(records, bench_records.load_records(experiment="gpu_check"))
 for name, value in {
-        **items,
+        **items, **bench_report.paper_table2_counts(),
         "bench_targets": plots_bench.fig_targets(bench_report.targets(cpu) if cpu else [])}.items():
     glue(name, value, display=False)
 plt.close("all")
@@ -130,13 +133,19 @@ plt.close("all")
 # much per model as a sequential one trains one run at a time, the others stack (every
 # model stacks without one). The rows are per model and $d_{model}$: the wider runs of the
 # staged Table 2 sweep (the status page lists it) have rows of their own, timed alone
-# (`sst bench --only`) and not shown in a table here. By the
-# newest row of each, the sweep stacks {glue:text}`stack_yes` and trains
-# {glue:text}`stack_no` one run at a time.
+# (`sst bench --only`). By the newest row of each ({numref}`tab-bench-stack-choice`), the
+# sweep stacks {glue:text}`stack_yes` and trains {glue:text}`stack_no` one run at a time.
 #
 # ````{table} Stack or not, what the sweep decides from: one stacked step of K models against K sequential steps of the same models, on one thread at the standard profile's sizes (below 1 the sweep stacks the model).
 # :name: tab-bench-stack-or-not
 # ```{glue:md} bench_stack_or_not
+# :format: myst
+# ```
+# ````
+#
+# ````{table} Where the sweep stacks now: per model and $d_{model}$ (—: a row that names no width, and holds at every width), the newest stack-or-not row of any CPU benchmark, a whole one or rows timed alone: its ratio (a stacked step of K models over K sequential steps), what the sweep does with the model (below 1 it stacks it) and the day the row was made.
+# :name: tab-bench-stack-choice
+# ```{glue:md} bench_stack_choice
 # :format: myst
 # ```
 # ````
@@ -153,7 +162,9 @@ plt.close("all")
 # {glue:text}`sweep_rounds`, on a machine doing nothing else (load average
 # {glue:text}`sweep_load` at the start). After, the sweep trains {glue:text}`sweep_alone`
 # one run at a time. After took {glue:text}`sweep_ratio` times as long as before
-# ({numref}`tab-bench-sweep`); {glue:text}`sweep_verdict`. The sample is at $d_{model}$ =
+# ({numref}`tab-bench-sweep`). Round by round, after's time over before's was
+# {glue:text}`sweep_round_range`: after was the slower in {glue:text}`sweep_round_slower`
+# of the rounds and the faster in {glue:text}`sweep_round_faster`. The sample is at $d_{model}$ =
 # {glue:text}`sweep_width`, where the rows above set apart only models whose stacked step
 # cost {glue:text}`sweep_alone_rows` of their sequential steps: training them alone could
 # save at most {glue:text}`sweep_alone_gain` of their steps' time. The rows of the wider

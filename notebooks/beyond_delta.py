@@ -229,7 +229,7 @@ plt.close("all")
 # lost the state crosses early (theirs by $t$ = {glue:text}`untested_T`), so there the test
 # could hardly fail.
 #
-# :::{table} Do Theorem 1 and Corollary 1 predict $m_p$? The best $S_3$ run of each affine model. A crossing time predicts $m_p$ when it lies within a factor 2 of it; for a run that fails at the training length, when it is at most twice the training length (in parentheses: a verdict with next to no power, not counted in the text); for a run that passes the longest evaluated length, when it is no earlier than half that length (no crossing counts as past the rollout). —: no drift to fit.
+# :::{table} Do Theorem 1 and Corollary 1 predict $m_p$? The best $S_3$ run of each affine model. A crossing time predicts $m_p$ when it lies within a factor 2 of it; for a run that fails at the training length, when it is at most twice the training length (in parentheses: a verdict with next to no power, not counted in the text); for a run that passes the longest evaluated length, when it is no earlier than half that length (no crossing counts as past the rollout). —: no crossing, $q$ stays below 1/2 up to the rollout ($T_{\text{cross}}$) or there is no drift to fit (Cor. 1).
 # :name: tab-dl-theory
 # ```{glue:md} tab_theory
 # :format: myst
@@ -327,7 +327,7 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. *none*: $q$ stays below 1/2 up to the rollout, or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: whether the step passes the numerical check of affinity.
+# :::{table} Exact and perturbed Householder trackers through the public diagnostics: each token applied as its reflections ($\beta = 2$) in an exact orthogonal representation, its transition then rotated by the given angle at every step. —: no crossing, $q$ stays below 1/2 up to the rollout ($T_{\text{cross}}$), or no drift for Corollary 1 (fitted over $10 \le t \le 120$); *affine*: whether the step passes the numerical check of affinity.
 # :name: tab-dl-exact
 # ```{glue:md} tab_exact
 # :format: myst
@@ -356,7 +356,7 @@ for name, value in {
 # {numref}`tab-dl-lens` gives each model's largest singular value beside its $m_p$; whether
 # such a contraction is what lets a state-dependent model extrapolate is not measured here.
 #
-# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as the book's model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value.
+# :::{table} torch's GRU and LSTM diagnosed twice on the same held-out words: one $S_3$ run of each (the grid's first learning rate and seed) as the book's model, and through the public entry point as the plain `nn.GRU` / `nn.LSTM` with the model's weights and $W_{\text{out}}$ as the readout; the last numeric column is the largest difference of $q(t)$ relative to its largest value. —: no crossing, $q$ stays below 1/2 up to the rollout.
 # :name: tab-dl-torch
 # ```{glue:md} tab_torch
 # :format: myst

@@ -63,6 +63,7 @@ from sst_core.figures import common as plots
 from sst_core.figures import error as plots_error
 from sst_core.reports import beyond as rb
 from sst_core.reports import paper1 as rp1
+from sst_core.reports import labelled_values
 from sst_core.spec import paper_values
 from sst_core.spec.names import model_name
 
@@ -127,8 +128,8 @@ for d in split.data:
 for g in beyond.FIGURE4_GROUPS:  # the sweep each group's Figure 4 analyses
     pop = rb.figure4_population(P, g)
     numbers[f"pop_{g}_runs"] = pop["runs"]
-    for axis in ("depths", "d_states", "rnn_widths", "schedules"):
-        numbers[f"pop_{g}_{axis}"] = ", ".join(map(str, pop[axis])) or "—"
+    for axis, labels in rb.AXIS_LABELS.items():
+        numbers[f"pop_{g}_{axis}"] = labelled_values(*labels, pop[axis])
 glue("tab_split", split.grid(), display=False)
 for name, value in numbers.items():
     glue(name, value, display=False)
@@ -179,12 +180,12 @@ plt.close(fig)
 #
 # Not the same sweep on the two groups. On $S_3$ it is the affine sweep of the Figure 4
 # chapter on the whole grid of Table 2 without that chapter's extra seeds (which $A_5$ does
-# not have, so the two are compared on the same kind of grid), {glue:text}`pop_S3_runs:d` runs (depths
-# {glue:text}`pop_S3_depths`, state sizes {glue:text}`pop_S3_d_states`, RNN widths
-# {glue:text}`pop_S3_rnn_widths`, schedules {glue:text}`pop_S3_schedules`). On $A_5$ it is
+# not have, so the two are compared on the same kind of grid), {glue:text}`pop_S3_runs:d` runs
+# ({glue:text}`pop_S3_depths`, {glue:text}`pop_S3_d_states`,
+# {glue:text}`pop_S3_rnn_widths`, {glue:text}`pop_S3_schedules`). On $A_5$ it is
 # the same models, learning rates and seeds on the narrower grid of these chapters,
-# {glue:text}`pop_A5_runs:d` runs (depths {glue:text}`pop_A5_depths`, state sizes
-# {glue:text}`pop_A5_d_states`, RNN widths {glue:text}`pop_A5_rnn_widths`, schedules
+# {glue:text}`pop_A5_runs:d` runs ({glue:text}`pop_A5_depths`,
+# {glue:text}`pop_A5_d_states`, {glue:text}`pop_A5_rnn_widths`,
 # {glue:text}`pop_A5_schedules`), retrained on $A_5$. Both are then diagnosed exactly as on
 # $S_3$: $q(t) = R(t)/M(t)$ on
 # held-out words of length up to the rollout, $T_{\text{cross}}$ where $q$ first reaches

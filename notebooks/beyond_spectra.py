@@ -22,9 +22,8 @@
 # ({numref}`fig-sp-spectra`), but they do not predict how far it extrapolates. Over the
 # {glue:text}`n_pred:d` affine $S_3$ runs that pass the training length, out of the
 # {glue:text}`sp_runs:d` affine runs of the narrower grid of these chapters (Table 2's runs
-# and the Figure 4 sweep's; depths {glue:text}`sp_depths`, state sizes
-# {glue:text}`sp_d_states`, RNN widths {glue:text}`sp_rnn_widths`, schedules
-# {glue:text}`sp_schedules`; not Paper 1's whole Figure 4 sweep of
+# and the Figure 4 sweep's; {glue:text}`sp_depths`, {glue:text}`sp_d_states`,
+# {glue:text}`sp_rnn_widths`, {glue:text}`sp_schedules`; not Paper 1's whole Figure 4 sweep of
 # {glue:text}`f4_runs:d` runs that the harder-groups chapter analyses), the best spectral
 # summary ({glue:text}`spectral_name`) has a rank correlation with $m_p$ of
 # {glue:text}`rho_spectral`, the paper's $T_{\text{cross}}$ one of {glue:text}`rho_tcross`
@@ -81,6 +80,7 @@ from sst_core.experiments import beyond
 from sst_core.experiments.runs import run_analyses
 from sst_core.figures import spectra as plots_spectra
 from sst_core.reports import beyond as rb
+from sst_core.reports import labelled_values
 from sst_core.spec.names import model_name
 from sst_core.tasks.tracking import vocabulary
 
@@ -122,8 +122,8 @@ numbers = {
 pop = rb.spectra_population(P)  # the selection behind the correlations, by its axes
 numbers.update({"sp_runs": pop["runs"],
                 "f4_runs": rb.figure4_population(P, "S3")["runs"]})
-for axis in ("depths", "d_states", "rnn_widths", "schedules"):
-    numbers[f"sp_{axis}"] = ", ".join(map(str, pop[axis])) or "—"
+for axis, labels in rb.AXIS_LABELS.items():
+    numbers[f"sp_{axis}"] = labelled_values(*labels, pop[axis])
 theorem = rb.theorem1_counts(table.data)
 exception = next(iter(theorem.data[0]["without"]), None)  # an affine model that passes
 tokens = [int(k) for k in vocabulary("S3")]  # the identity and the generators of S3

@@ -45,16 +45,33 @@ glue("status_chapters", Grid(status_markdown(plans, titles)), display=False)
 # ```
 # :::
 
+# %% tags=["remove-input"]
+from sst_core.book.plan import STAGED_COLUMNS, STAGED_PROFILES, staged_table
+from sst_core.experiments.registry import staged_sweeps
+from sst_core.reports import Table
+
+staged = staged_table()
+for name, value in {
+        "status_staged": (staged or Table("", STAGED_COLUMNS, [])).grid(),
+        "staged_total": len(staged_sweeps()),
+        "staged_stored": len({d["sweep"] for d in staged.data}) if staged else 0,
+        "staged_profiles": " and ".join(STAGED_PROFILES)}.items():
+    glue(name, value, display=False)
+
 # %% [markdown]
 # ## Sweeps the chapters do not read yet
 #
 # Some sweeps are staged: no chapter reads their records until every run is stored, and
-# then a chapter moves to them. The table says how far each has got at the profile it names
-# (runs stored, of which failed, still missing, and the compute they took), and the compute
-# the missing runs would take, priced from the stored runs most like them.
-
-# %% tags=["remove-input", "full-width"]
-from sst_core.book.plan import staged_markdown
-
-display(Markdown(staged_markdown()))
-
+# then a chapter moves to them. Of the {glue:text}`staged_total` staged sweeps,
+# {glue:text}`staged_stored` have a run stored at the profiles this page follows
+# ({glue:text}`staged_profiles`). {numref}`tab-status-staged` gives each such sweep and
+# profile a row (it has no row while none has a run stored), with how far it has got (runs
+# stored, of which failed, still missing, and the compute they took) and the compute the
+# missing runs would take, priced from the stored runs most like them.
+#
+# :::{table} Sweeps the chapters do not read yet, per sweep and profile with a run stored: what the sweep computes, its runs, how many are stored, failed and missing, the single-thread compute of the stored runs, and the compute the missing runs would take (\*: partly priced from runs of another width or model, so only roughly; `sst book --plan` explains the pricing).
+# :name: tab-status-staged
+# ```{glue:md} status_staged
+# :format: myst
+# ```
+# :::

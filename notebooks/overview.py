@@ -60,7 +60,10 @@ glue("d_model_wide", P2.track_d_model_wide, display=False)
 # width, a claim that ties somewhere and fails nowhere. Otherwise it *differs*. Table 2's
 # pattern is judged cell by cell: a cell holds where it reaches 1000 exactly when the
 # paper's does. For Paper 2's first two LRA claims, the paper's column also applies the
-# claim rule of the LRA chapter to the paper's own rows.
+# claim rule of the LRA chapter to the paper's own rows. Where a claim has a control, as
+# delayed recall has (cells whose memory is present at the start should learn), the
+# verdict judges the claim alone, and our column gives the control's result beside it
+# in the words of the chapter's table (holds, does not hold).
 #
 # Paper 1's Table 2 and Figure 4 here are those at $d_{\text{model}}$ =
 # {glue:text}`d_model:d`. The pilots of the Table 2 chapter made a wider model, at

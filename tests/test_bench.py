@@ -675,12 +675,30 @@ def test_the_chapter_glues_every_section_as_a_grid_and_the_numbers_its_prose_cit
     assert "AUSSM at d_model 128" in later["stack_no"]  # the paper's names
     assert "AUSSM" in later["stack_yes"].split(", ") and "AUSSM" not in later["stack_no"].split(", ")
     assert later["bench_stack_or_not"].text == items["bench_stack_or_not"].text  # the table: cpu's
+    # every row the two lists cite is in the table of the sweep's choice
+    choice = later["bench_stack_choice"].text.splitlines()[2:]
+    assert len(choice) == len(later["stack_yes"].split(", ") + later["stack_no"].split(", "))
+    assert "| AUSSM | 128 | 1.40 | one run at a time | 2026-12-03 |" in choice
+    assert sum(line.startswith("| AUSSM | 32 | 0.50 | stacks |") for line in choice) == 1
     # a results folder without a benchmark: every table a header, every number "n/a"
     empty = report.chapter_items([], [])
     assert all(empty[f"bench_{k}"].text.count("\n") == 1 for k in report.SECTION_KEYS)
     assert empty["stack_K"] == "n/a" and empty["machine_median"] == "n/a"
     assert empty["bench_provenance"].text.startswith("|  |\n")
     assert empty["bench_sweep"].text.count("\n") == 1 and empty["sweep_ratio"] == "n/a"
+
+
+def test_the_paper_table2_counts_are_the_registries_and_the_paper_profiles():
+    from sst_core.experiments import paper1
+    from sst_core.reports import bench as report
+    from sst_core.spec.profiles import get_profile
+
+    c, P = report.paper_table2_counts(), get_profile("paper")
+    assert (c["t2_models"], c["t2_groups"]) == (len(paper1.TABLE2_MODELS),
+                                                len(paper1.TABLE2_GROUPS))
+    n = (c["t2_models"] * c["t2_groups"] * c["t2_depths"] * int(c["t2_sizes"])
+         * c["t2_schedules"] * c["t2_lrs"] * c["t2_seeds"])
+    assert c["t2_runs"] == f"{n:,}" == f"{len(paper1.table2_grid(P)):,}"
 
 
 def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
@@ -727,12 +745,13 @@ def test_the_sweep_before_and_after_reads_the_newest_full_sized_entry():
     items = report.chapter_items([rows, old, new, small], [])
     assert items["sweep_alone_rows"] == "1.01 to 1.05"
     assert items["sweep_alone_gain"] == "5%"  # 1 - 1 / 1.05
-    assert items["sweep_verdict"] == "after was the faster in its one round, by 20.0%"
+    # the rounds as numbers: after / before per round, and in how many after was slower
+    assert (items["sweep_round_slower"], items["sweep_round_faster"]) == (0, 1)
+    assert items["sweep_round_range"] == "0.800"
     two = {**new["entries"][0], "ours_samples_s": [1180.0, 1203.0],
            "anchor_samples_s": [1166.0, 1161.0]}
-    assert report.rounds_verdict(two) == "after was the slower in every round, by 1.2% to 3.6%"
-    assert report.rounds_verdict({**two, "ours_samples_s": [1100.0, 1203.0]}) == (
-        "the rounds disagree on which is faster")
+    assert report.round_ratios(two) == pytest.approx([1180 / 1166, 1203 / 1161])
+    assert report.chapter_items([], [])["sweep_round_range"] == "n/a"
     assert report.sweep_throughput([small]) is None  # the tests' size is no measurement
 
 

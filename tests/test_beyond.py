@@ -286,7 +286,7 @@ def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path,
     assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
     assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
     row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
-    assert row[2:] == ["none", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
+    assert row[2:] == ["—", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
 
 
 def test_the_split_counts_failures_of_both_classes_and_names_each_best(tmp_path, monkeypatch):
@@ -332,6 +332,29 @@ def test_the_semi_affine_rank_is_the_models_own():
     r = rb.semi_affine_rank()
     assert r == build("semi_affine_mamba", 2, 2, d_model=4, d_state=2).layers[0].cfg.rank
     assert f"rank {r} " in rb.semi_affine(P).note
+
+
+def test_a_repair_goes_beyond_its_original_only_with_a_longer_m_p():
+    """Per pair (semi-affine model, its affine original) in one cell: beyond when the
+    semi-affine tracks further (or tracks where the original fails); contracting when it
+    also shrinks an error inside U; a pair with a cell not computed is not compared."""
+    def row(model, status, m_p, rec=None):
+        return {"model": model, "cells": {"S3 L1": {"status": status, "m_p": m_p}},
+                "recovery_U": rec}
+
+    semi_neg, semi = beyond.SEMI_AFFINE_MODELS
+    neg, mamba = beyond.SEMI_AFFINE_BASELINES
+    data = [row(semi_neg, "ok", 200, 0.5), row(neg, "fail", None, 0.9),
+            row(semi, "ok", 80, 1.2), row(mamba, "ok", 70, 0.8)]
+    assert rb.semi_affine_repairs(data, "S3 L1") == {"pairs": 2, "beyond": 2, "contract": 1}
+    data[2] = row(semi, "fail", None, 0.3)  # fails: not beyond, even contracting
+    assert rb.semi_affine_repairs(data, "S3 L1") == {"pairs": 2, "beyond": 1, "contract": 1}
+    data[0] = row(semi_neg, "ok", 60, 0.5)
+    data[1] = row(neg, "ok", 60, 0.9)  # the same m_p: not beyond
+    assert rb.semi_affine_repairs(data, "S3 L1")["beyond"] == 0
+    data[1] = row(neg, "missing", None)
+    assert rb.semi_affine_repairs(data, "S3 L1")["pairs"] == 1
+    assert rb.semi_affine_repairs(data, "S3 L2") == {"pairs": 0, "beyond": 0, "contract": 0}
 
 
 def test_the_warning_compares_labellings_tracker_by_tracker():

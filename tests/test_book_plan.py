@@ -479,8 +479,7 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
     assert {"wide", "lra_pathfinder"} <= set(staged)
     assert all(not g.chapters for name in staged for g in SWEEP_GRIDS[name])
     assert not set(staged) & {s for nb in toc_notebooks(ROOT) for s in chapter_sweeps(nb)}
-    assert plan.staged_markdown(("smoke",), root) == (
-        "No sweep that the chapters do not read yet has a run stored.")
+    assert plan.staged_table(("smoke",), root) is None  # nothing stored: no table
     grid = table2_wide_grid(get_profile("smoke"))
     total = len(sweep_configs("wide", get_profile("smoke")))  # its grids' union
     for cfg in grid[:2]:
@@ -490,11 +489,14 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
         raise RunFailed("diverged")
 
     cached_run(grid[2], fail)
-    text = plan.staged_markdown(("smoke",), root)
+    table = plan.staged_table(("smoke",), root)
+    assert table.columns == plan.STAGED_COLUMNS
+    assert [(d["sweep"], d["profile"]) for d in table.data] == [("wide", "smoke")]
+    assert (table.data[0]["stored"], table.data[0]["failed"]) == (3, 1)  # lra_pathfinder: none
+    text = table.grid().text
     (row,) = [line for line in text.splitlines() if line.startswith("| `wide`")]
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:7] == ["`smoke`", str(total), "3", "1", str(total - 3)]
-    assert "| `lra_pathfinder`" not in text  # nothing of it stored
     # the missing runs priced from the stored ones (the failed run's share counts too)
     guess = plan.missing_estimate("wide", "smoke", plan.price_table("smoke", root), root)
     assert guess["rough"] + guess["unpriced"] <= total - 3 and guess["seconds"] > 0

@@ -191,3 +191,18 @@ def test_word_table_names_each_token_and_state():
     assert t.grid().text.count("\n") == 8  # header, rule, seven rows
     with pytest.raises(ValueError, match="7 tokens but 6 states"):
         word_table(S3, tokens[0], states[0][:6])
+
+
+@pytest.mark.parametrize("values, said", [([1], "depth 1"), ([1, 2], "depths 1, 2"),
+                                          ([], "no depths")])
+def test_labelled_values_put_the_label_in_the_number_of_its_values(values, said):
+    """"depth 1" for one value, "depths 1, 2" for several: a glued list reads right at
+    every profile."""
+    assert reports.labelled_values("depth", "depths", values) == said
+
+
+def test_every_population_axis_has_a_label_in_each_number():
+    from sst_core.reports.beyond import AXIS_LABELS, sweep_axes
+
+    assert set(AXIS_LABELS) <= set(sweep_axes([]))
+    assert all(len(labels) == 2 and labels[0] != labels[1] for labels in AXIS_LABELS.values())

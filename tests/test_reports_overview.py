@@ -234,8 +234,13 @@ def test_the_dead_memory_row_gives_its_control_beside_its_verdict(monkeypatch):
                                                      ("step", True, 100)])]
     monkeypatch.setattr(lra, "memory_horizon", lambda P, root=None: Table("", [], [], data=data))
     paper, ours, verdict, values = RESULTS["dead_memory"][3](None, None, {})
-    assert ours == ("holds in 5 of 5 cells; the control, memory present at the start, "
-                    "learns in 24 of 26 cells")
+    assert ours == ("the claim holds in 5 of 5 cells; its control, memory present at the "
+                    "start is used, does not hold: above chance in 24 of 26 cells")
+    # the verdict reads the claim alone; the control's own verdict is the chapter's word
     assert verdict == "agrees" and values["control_cells"] == 26
+    assert values["control_holds"] is False
+    data[2] = claim("live_memory_is_used", True, 26)
+    assert RESULTS["dead_memory"][3](None, None, {})[1].endswith(
+        "is used, holds: above chance in 26 of 26 cells")
     data[2] = claim("live_memory_is_used", None, 0)  # no cell with memory: no control
-    assert RESULTS["dead_memory"][3](None, None, {})[1] == "holds in 5 of 5 cells"
+    assert RESULTS["dead_memory"][3](None, None, {})[1] == "the claim holds in 5 of 5 cells"

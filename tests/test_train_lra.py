@@ -496,6 +496,9 @@ def test_a_probe_only_task_trains_at_its_own_size_and_model():
     assert {(c.H, c.n_layers) for c in paper2.lra_main_grid(P)} == {(8, 1)}
     scale = {row[0]: row[1:] for row in lra_reports.scale_table(P).rows}
     assert scale["layers"] == ["1", "3", "6 to 8"] and scale["width H"] == ["8", "16", "128 to 512"]
+    # the block and decoder come from the task's configs (state-spaces/s4's per-task settings)
+    assert scale["normalisation"] == ["post-norm, batch norm", "pre-norm, batch norm", "—"]
+    assert scale["decoder"] == ["mean-pool", "last position", "—"]
     assert scale["seeds per cell"][:2] == ["2 (main table), 1 (ablation)",
                                            "2 (learned S4D-Inv only)"]
     assert lra_reports.scale_table(P).columns == ["", "listops", "pathfinder (probe)", "paper"]

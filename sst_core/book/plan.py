@@ -41,7 +41,7 @@ from typing import Any, Iterator, Mapping
 
 from sst_core.book import params as book_params
 from sst_core.experiments.registry import chapter_sweeps, is_stale_record, sweep_configs
-from sst_core.reports import duration_text
+from sst_core.reports import Table, duration_text
 from sst_core.spec.configs import config_dict, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
@@ -601,34 +601,37 @@ def status_markdown(plans: list[ChapterPlan], titles: Mapping[str, str] | None =
 STAGED_PROFILES = ("standard", "paper")  # the profiles whose staged sweeps the page reports
 
 
-def staged_markdown(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None = None
-                    ) -> str:
+STAGED_COLUMNS = ["sweep", "what it computes", "profile", "runs", "stored", "failed",
+                  "missing", "compute of the stored runs", "missing, estimated"]
+
+
+def staged_table(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None = None
+                 ) -> Table | None:
     """The status page's table of the sweeps no chapter reads yet
     (:func:`sst_core.experiments.registry.staged_sweeps`): per sweep and profile with any
     run stored, what it computes and how far it has got (``sst status``'s counts and
-    compute); a sentence where none has a run stored."""
+    compute), and the compute its missing runs would take (:func:`estimate_cell`: a star
+    where part of it is priced only roughly); None where none has a run stored. ``data``:
+    per row the sweep, profile, counts, compute and :func:`missing_estimate`."""
     from sst_core.experiments.registry import SWEEPS, staged_sweeps
     from sst_core.sweep.status import status
 
-    rows = [(profile, row) for profile in profiles
-            for row in status(profile, list(staged_sweeps()), root)
-            if row.done + row.failed]
-    if not rows:
-        return "No sweep that the chapters do not read yet has a run stored."
-    lines = ["| sweep | what it computes | profile | runs | stored | failed | missing | "
-             "compute of the stored runs | missing, estimated |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    costs = {profile: price_table(profile, root) for profile in {p for p, _ in rows}}
-    any_rough = False
-    for profile, r in rows:
+    found = [(profile, row) for profile in profiles
+             for row in status(profile, list(staged_sweeps()), root)
+             if row.done + row.failed]
+    if not found:
+        return None
+    costs = {profile: price_table(profile, root) for profile in {p for p, _ in found}}
+    rows, data = [], []
+    for profile, r in found:
         guess = missing_estimate(r.experiment, profile, costs[profile], root)
-        any_rough |= guess["rough"] > 0
-        lines.append(f"| `{r.experiment}` | {SWEEPS[r.experiment]} | `{profile}` | {r.total} | "
-                     f"{r.done + r.failed} | {r.failed} | {r.missing} | "
-                     f"{duration_text(r.compute_s)} | {estimate_cell(guess)} |")
-    if any_rough:
-        lines += ["", "\\*: partly priced from runs of another width or model, so only "
-                  "roughly (`sst book --plan` explains the pricing)."]
-    return "\n".join(lines)
+        rows.append([f"`{r.experiment}`", SWEEPS[r.experiment], f"`{profile}`", r.total,
+                     r.done + r.failed, r.failed, r.missing, duration_text(r.compute_s),
+                     estimate_cell(guess)])
+        data.append({"sweep": r.experiment, "profile": profile, "runs": r.total,
+                     "stored": r.done + r.failed, "failed": r.failed, "missing": r.missing,
+                     "compute_s": r.compute_s, "missing_estimate": guess})
+    return Table("Sweeps the chapters do not read yet", STAGED_COLUMNS, rows, data=data)
 
 
 def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | None = None

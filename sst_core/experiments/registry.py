@@ -109,10 +109,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "pass length 60"),
          # staged: no chapter reads them until their runs are stored (issue 59's recompute)
          Grid("wide", f"{P1}:table2_wide_grid", (),
-              "Table 2 and Figure 4 again with the Mamba, AUSSM and attention families at "
-              "the wider d_model the pilots decided"),
+              "Table 2 and Figure 4 again, with the Mamba, AUSSM and attention models at a "
+              "larger model width (d_model), the one the Table 2 chapter's pilot runs "
+              "chose"),
          Grid("wide", f"{P1}:figure4_wide_sweep", (),
-              "Figure 4's training sweep at that width"),
+              "Figure 4's training sweep at that larger width"),
          Grid("harder_groups", f"{BEYOND}:harder_groups_grid", ("beyond_groups",),
               "beyond: Table 2's models on A4, A5 and C2xS3"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_grid", ("beyond_semi_affine",),
@@ -128,7 +129,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               ("p1_theory", "p1_diagnostics", "beyond_groups"),
               "error-control diagnostics (Figures 1-4) of every S3 run"),
          Grid("wide", f"{P1}:figure4_wide_diagnostics", (),
-              "the diagnostics Figure 4 reads, of its training sweep at that width"),
+              "the diagnostics Figure 4 reads, of its training sweep at that larger width"),
          Grid("figure4_a5", f"{BEYOND}:diagnostics_grid_a5", ("beyond_groups",),
               "beyond: the Figure 4 sweep and its diagnostics on A5"),
          Grid("semi_affine", f"{BEYOND}:semi_affine_diagnostics", ("beyond_semi_affine",),
@@ -176,7 +177,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Paper 2: frozen versus learned spectra on LRA (main table and ablation)"),
          # prepared, not yet run: no chapter counts it until its runs are stored
          Grid("lra_pathfinder", f"{P2}:lra_pathfinder_grid", (),
-              "Paper 2: the main table's grid on Pathfinder at the probe's size")),
+              "Paper 2: the LRA main table (S4D-Inv and S4D-Lin, learned and frozen) on "
+              "Pathfinder, at the training set and model size of the LRA chapter's "
+              "learned-only Pathfinder runs")),
         TORCH_STARTUP),
     Experiment(
         "memory_horizon", "sst_core.spec.configs:MemoryHorizonConfig",

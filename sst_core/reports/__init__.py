@@ -127,6 +127,14 @@ def format_value(v: Any, spec: str = ".3g") -> str:
     return str(v)
 
 
+def labelled_values(singular: str, plural: str, values: Sequence[Any]) -> str:
+    """Values with their label in the right number: "depth 1", "depths 1, 2", and
+    "no depths" for none."""
+    if not values:
+        return f"no {plural}"
+    return f"{singular if len(values) == 1 else plural} {', '.join(map(str, values))}"
+
+
 def duration_text(seconds: float) -> str:
     """A compute time as a reader says it: seconds under a minute (never "0 min" for the
     runs of a small profile, never "0.00 hours"), minutes under an hour, else hours."""

@@ -433,21 +433,44 @@ def _and(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def rounds_verdict(entry: dict[str, Any]) -> str:
-    """How the rounds of a before / after entry compare, in words: after faster (or
-    slower) in every round and by how much (the range of after / before per round, round
-    by round), or that the rounds disagree."""
-    pairs = [a / b for a, b in zip(entry["ours_samples_s"], entry["anchor_samples_s"])]
-    if not pairs:
-        return "no rounds"
-    span = (f"{abs(1 - pairs[0]):.1%}" if len(pairs) == 1 else
-            f"{min(abs(1 - p) for p in pairs):.1%} to {max(abs(1 - p) for p in pairs):.1%}")
-    every = "in its one round" if len(pairs) == 1 else "in every round"
-    if all(p < 1 for p in pairs):
-        return f"after was the faster {every}, by {span}"
-    if all(p > 1 for p in pairs):
-        return f"after was the slower {every}, by {span}"
-    return "the rounds disagree on which is faster"
+def round_ratios(entry: dict[str, Any]) -> list[float]:
+    """Per round of a before / after entry, after's wall time over before's."""
+    return [a / b for a, b in zip(entry["ours_samples_s"], entry["anchor_samples_s"])]
+
+
+def stack_choice_table(choice: dict[tuple[str, int | None], dict[str, Any]],
+                       standard_width: int) -> Table:
+    """What the sweep decides from now (:func:`sst_core.sweep.stacking.newest_rows`): per
+    model and d_model, the newest stack-or-not row's ratio, whether the sweep stacks the
+    model there (ratio below 1) and when the row was made; d_model "—" for a row that names
+    no width (it holds at every width)."""
+    rows, data = [], []
+    for (model, width), c in sorted(choice.items(), key=lambda kv: (
+            kv[0][1] not in (None, standard_width), kv[0][1] or 0, model_name(kv[0][0]))):
+        stacks = c["ratio"] < 1
+        rows.append([model_name(model), "—" if width is None else str(width),
+                     f"{c['ratio']:.2f}", "stacks" if stacks else "one run at a time",
+                     str(c["created_utc"])[:10]])
+        data.append({"model": model, "d_model": width, "ratio": c["ratio"], "stacks": stacks,
+                     "created_utc": c["created_utc"]})
+    return Table("Where the sweep stacks now", ["model", "d_model", "ratio", "the sweep",
+                                                  "row made"], rows, data=data)
+
+
+def paper_table2_counts() -> dict[str, Any]:
+    """The size of Table 2's grid at the paper profile, from the code's registries: the
+    models, groups, depths, state sizes per model (a width for the RNNs), schedules,
+    learning rates and seeds, and the runs in all (``t2_*``; a count that differs between
+    models reads as its values joined by "or")."""
+    from sst_core.experiments import paper1
+    from sst_core.spec.profiles import get_profile
+
+    P = get_profile("paper")
+    sizes = sorted({len(paper1.d_state_grid(P, m)) for m in paper1.TABLE2_MODELS})
+    return {"t2_models": len(paper1.TABLE2_MODELS), "t2_groups": len(paper1.TABLE2_GROUPS),
+            "t2_depths": len(P.track_depths), "t2_sizes": " or ".join(map(str, sizes)),
+            "t2_schedules": len(P.track_schedules), "t2_lrs": len(P.track_lrs),
+            "t2_seeds": len(P.track_seeds), "t2_runs": f"{len(paper1.table2_grid(P)):,}"}
 
 
 def sweep_throughput(records: list[dict[str, Any]], device: str = "cpu"
@@ -589,7 +612,8 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
     out |= {"stack_yes": ", ".join(label(k) for k, c in choice.items() if c["ratio"] < 1)
             or na,
             "stack_no": ", ".join(label(k) for k, c in choice.items() if c["ratio"] >= 1)
-            or "none"}
+            or "none",
+            "bench_stack_choice": stack_choice_table(choice, standard_width).grid()}
     sweep = sweep_throughput(records)
     out["bench_sweep"] = (sweep[0] if sweep else Table("", ["", "before", "after"], [])).grid()
     out |= {"sweep_ratio": na, "sweep_rounds": na, "sweep_runs": na, "sweep_load": na,
@@ -607,7 +631,12 @@ def chapter_items(records: list[dict[str, Any]], checks: list[dict[str, Any]]
         else f"{promised[0]:.2f}")
     out["sweep_alone_gain"] = na if not promised else f"{1 - 1 / max(promised):.0%}"
     out["sweep_width"] = na if sweep is None else sweep[1]["width"]
-    out["sweep_verdict"] = na if sweep is None else rounds_verdict(sweep[0].data[0])
+    ratios = round_ratios(sweep[0].data[0]) if sweep else []
+    out |= {"sweep_round_slower": sum(r > 1 for r in ratios) if ratios else na,
+            "sweep_round_faster": sum(r < 1 for r in ratios) if ratios else na,
+            "sweep_round_range": na if not ratios else (
+                f"{min(ratios):.3f} to {max(ratios):.3f}" if len(ratios) > 1
+                else f"{ratios[0]:.3f}")}
     rows = [r for r in (limit_rows(cpu) if cpu is not None else []) if r["method"] == "shapes"]
     out |= {"limit_within": sum(r["ratio"] <= r["target"] for r in rows),
             "limit_rows": len(rows),

@@ -133,6 +133,12 @@ def figure4_records(P: Profile, group: str, root=None) -> list[dict[str, Any]]:
     return stored_records(cfgs, root)
 
 
+# The axes of :func:`sweep_axes` that a chapter names with their values, and their labels
+# (singular, plural) for :func:`sst_core.reports.labelled_values`.
+AXIS_LABELS = {"depths": ("depth", "depths"), "d_states": ("state size", "state sizes"),
+               "rnn_widths": ("RNN width", "RNN widths"), "schedules": ("schedule", "schedules")}
+
+
 def sweep_axes(runs: Sequence[Any]) -> dict[str, Any]:
     """A set of training runs (:class:`~sst_core.spec.configs.TrackingConfig`) by its axes:
     how many runs, and the sorted values of each axis the runs take (models, depths, state
@@ -404,6 +410,28 @@ def semi_affine(P: Profile, root=None) -> Table:
     return Table("A semi-affine repair of (Negative) Mamba", cols, rows, note, ids, data)
 
 
+def semi_affine_repairs(data: list[dict[str, Any]], cell: str) -> dict[str, int]:
+    """How the semi-affine models of :func:`semi_affine`'s ``data`` compare with their
+    affine originals (``SEMI_AFFINE_MODELS`` paired with ``SEMI_AFFINE_BASELINES``) in the
+    cell ``cell`` (e.g. "S3 L1"): ``pairs`` compared (both cells computed, ok or fail),
+    how many go ``beyond`` the original (an m_p where the original fails, or a longer
+    one), and how many of those also ``contract`` an error inside U (recovery below 1)."""
+    by = {d["model"]: d for d in data}
+    out = {"pairs": 0, "beyond": 0, "contract": 0}
+    for semi, original in zip(beyond.SEMI_AFFINE_MODELS, beyond.SEMI_AFFINE_BASELINES):
+        if semi not in by or original not in by:
+            continue
+        a, b = by[semi]["cells"].get(cell), by[original]["cells"].get(cell)
+        if a is None or b is None or {a["status"], b["status"]} - {"ok", "fail"}:
+            continue
+        out["pairs"] += 1
+        if a["m_p"] is not None and (b["m_p"] is None or a["m_p"] > b["m_p"]):
+            out["beyond"] += 1
+            rec = by[semi].get("recovery_U")
+            out["contract"] += rec is not None and rec < 1
+    return out
+
+
 def semi_affine_rank() -> int:
     """The rank r of the correction P tanh(Q h + c) of the registered semi-affine models,
     read from the models their builders make (the chapter trains them at the default)."""
@@ -612,9 +640,9 @@ def json_key(cfg: dict[str, Any]) -> str:
 
 
 def crossing(T: int | None) -> str:
-    """A crossing time as the chapters print it: ``"none"`` when q never reaches tau
-    within the rollout."""
-    return "none" if T is None else str(T)
+    """A crossing time as the chapters print it: "—" when q never reaches tau within the
+    rollout (the convention of the diagnostics chapter's tables)."""
+    return "—" if T is None else str(T)
 
 
 DELTA_CLASSES = {
@@ -863,7 +891,7 @@ def exact_trackers(P: Profile, root=None) -> Table:
         m, t1 = r["metrics"], r["metrics"]["theorem1"]
         T_pred = m["corollary1"]["T_pred"]
         rows.append([c.group, c.drift, crossing(m["T_cross"]),
-                     "none" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
+                     "—" if T_pred is None or T_pred > 1e6 else format_value(T_pred, ".4g"),
                      f"{format_value(t1['gain_min'], '.4f')}, {format_value(t1['gain'], '.4f')}",
                      format_value(t1["deviation_U"], ".2g"), "yes" if m["is_affine"] else "no"])
         data.append({"group": c.group, "drift": c.drift, "rollout": c.rollout, "status": "ok",

@@ -752,7 +752,10 @@ def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
 PAPER_SCALE = {"training examples": "96,000 to 160,000",
                "sequence length": "up to 2,000 (ListOps); 1,024 (CIFAR, Pathfinder: 32 x 32)",
                "layers": "6 to 8", "width H": "128 to 512", "state size N": "64",
-               "epochs": "—", "seeds per cell": "6"}
+               "normalisation": "—", "decoder": "—", "epochs": "—", "seeds per cell": "6"}
+
+# How a block's normalisation and the decoder read in the scale table.
+DECODER_NAMES = {"pool": "mean-pool", "last": "last position", "retrieval": "retrieval"}
 
 
 def scale_table(P: Profile, root=None) -> Table:
@@ -760,7 +763,9 @@ def scale_table(P: Profile, root=None) -> Table:
     then the probe-only ones), beside the paper's (:data:`PAPER_SCALE`): the training
     examples and sequence length the stored runs had (their records' ``task``; the
     profile's ask, marked so, where none is stored; a data probe's in brackets), the model
-    size and epochs of the task's runs, and the seeds per cell of each table that runs it.
+    size, block normalisation (before or after the S4D layer, and which norm), decoder and
+    epochs of the task's runs (its configs: ``LRAConfig`` with the task's
+    ``paper2.LRA_TASK_SETTINGS``), and the seeds per cell of each table that runs it.
     ``data``: one entry per task with the numbers."""
     tasks = list(dict.fromkeys(P.lra_tasks + P.lra_probe_tasks))
     probe = paper2.lra_probe_grid(P)
@@ -782,7 +787,9 @@ def scale_table(P: Profile, root=None) -> Table:
                      "n_train": _median([t["n_train"] for t in sizes]),
                      "length": _median([t["length"] for t in sizes if t.get("length")]),
                      "data_probe_n_train": _median(more), "H": grid[0].H, "N": grid[0].N,
-                     "layers": grid[0].n_layers, "epochs": grid[0].epochs, "seeds": seeds})
+                     "layers": grid[0].n_layers, "epochs": grid[0].epochs, "seeds": seeds,
+                     "prenorm": grid[0].prenorm, "norm": grid[0].norm,
+                     "decoder": grid[0].decoder})
 
     def examples(d: dict[str, Any]) -> str:
         text = (f"{d['n_train']:,.0f}" if d["stored"] else f"{d['asked']:,} (asked)")
@@ -810,6 +817,9 @@ def scale_table(P: Profile, root=None) -> Table:
             ["layers"] + [str(d["layers"]) for d in data],
             ["width H"] + [str(d["H"]) for d in data],
             ["state size N"] + [str(d["N"]) for d in data],
+            ["normalisation"] + [f"{'pre' if d['prenorm'] else 'post'}-norm, {d['norm']} norm"
+                                 for d in data],
+            ["decoder"] + [DECODER_NAMES.get(d["decoder"], d["decoder"]) for d in data],
             ["epochs"] + [str(d["epochs"]) for d in data],
             ["seeds per cell"] + [seeds(d) for d in data]]
     rows = [r + [PAPER_SCALE[r[0]]] for r in rows]

@@ -328,6 +328,18 @@ def worked_example_table(gd: list[dict[str, Any]]) -> Table:
 ORDERING = {"holds": "frozen higher", "fails": "learned higher", "tie": "tie"}
 
 
+def same_cell(ours: str | None, paper: str | None) -> str:
+    """The "same ordering" cell of :func:`ablation_orderings`: "yes" where the two
+    orderings are the same, "tie" where they differ and one of them is a tie (no
+    reversal), "no" where one is frozen higher and the other learned higher, "—" where
+    either has no ordering."""
+    if ours is None or paper is None:
+        return "—"
+    if ours == paper:
+        return "yes"
+    return "tie" if ORDERING["tie"] in (ours, paper) else "no"
+
+
 def ablation_orderings(data: list[dict[str, Any]],
                        counterpart: dict[str, str | None] | None = None,
                        published: dict[tuple[str, str, bool], tuple[float, float]] | None = None
@@ -367,7 +379,7 @@ def ablation_orderings(data: list[dict[str, Any]],
             same = None if a is None or b is None else a == b
             rows[init] += [f"{a} ({ours['z']:+.1f})" if a else "—",
                            f"{b} ({paper['z']:+.1f})" if b else "—",
-                           "—" if same is None else "yes" if same else "no"]
+                           same_cell(a, b)]
             out.append({"task": task, "paper_task": paper_task, "init": init,
                         "ours_diff": ours["diff"], "ours_z": ours["z"], "ours": a,
                         "paper_diff": paper["diff"], "paper_z": paper["z"], "paper": b,
@@ -376,7 +388,8 @@ def ablation_orderings(data: list[dict[str, Any]],
                  [rows[i] for i in inits],
                  "Per spectrum: the frozen mean over seeds minus the learned one as its z "
                  "(Welch's t on the normal scale, as the claim rule reads it), read as frozen "
-                 "higher / learned higher beyond z = 2, tie within.",
+                 "higher / learned higher beyond z = 2, tie within; same ordering: yes, tie where "
+                 "one of the two is a tie, no where they are opposite.",
                  data=out)
 
 

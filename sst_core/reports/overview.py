@@ -232,19 +232,23 @@ def _dead_memory(P: Profile, root, tables: dict[str, Table]
     cells = max((p["n_cells"] for p in judged), default=0)
     failing = {tuple(f) for p in judged for f in p["failing"]}
     holds = sum(p["holds"] for p in judged)
-    ours = (f"holds in {cells - len(failing)} of {cells} cells" if judged
+    ours = (f"the claim holds in {cells - len(failing)} of {cells} cells" if judged
             else "no cell starts without memory")
     # the control: cells with memory at init should learn; where some do not, being at
-    # chance is no evidence that it is the missing memory that keeps a cell there
+    # chance is no evidence that it is the missing memory that keeps a cell there. It is
+    # shown beside the claim, with the LRA chapter's verdict words, and the verdict reads
+    # the claim alone.
     live = claims.get("live_memory_is_used")
     live_cells = live["n_cells"] if live and live["holds"] is not None else 0
     if live_cells:
-        ours += (f"; the control, memory present at the start, learns in "
+        ours += (f"; its control, memory present at the start is used, "
+                 f"{'holds' if live['holds'] else 'does not hold'}: above chance in "
                  f"{live_cells - len(live['failing'])} of {live_cells} cells")
     return ("holds (a theorem and a worked example)", ours,
             verdict_of_claim(holds, 0, len(judged) - holds),
-            {p["claim"]: p["holds"] for p in parts} | {"cells": cells,
-                                                       "control_cells": live_cells})
+            {p["claim"]: p["holds"] for p in parts} | {
+                "cells": cells, "control_cells": live_cells,
+                "control_holds": live["holds"] if live_cells else None})
 
 
 # result -> (what, the chapter it is read from, the link's text, how its row is read)

@@ -175,7 +175,8 @@ def test_chapter_numbers_and_tables_from_records(tiny):
 def test_ablation_orderings_on_constructed_rows():
     """Per spectrum, frozen against learned in SE, ours and the paper's, and whether the
     orderings agree: each ordering fires exactly when its difference is beyond 2 SE."""
-    from sst_core.reports.memory import ablation_ordering_items, ablation_orderings
+    from sst_core.reports.memory import (ablation_ordering_items, ablation_orderings,
+                                         same_cell)
 
     def rows(task, init, learned, frozen):
         return [{"task": task, "init": init, "frozen": False, "accuracies": learned},
@@ -211,6 +212,11 @@ def test_ablation_orderings_on_constructed_rows():
     assert [r[0] for r in t.rows] == [INIT_NAMES[k] for k in ("random", "real", "inv", "step")]
     assert t.rows[3][1:] == ["—", f"learned higher ({lra_t_scale(-0.04 / se, 10.0):+.1f})",
                              "—"]
+    # the "same ordering" column: a tie is no reversal
+    assert [r[3] for r in t.rows] == ["yes", "tie", "yes", "—"]
+    assert same_cell("frozen higher", "learned higher") == "no"
+    assert same_cell("learned higher", "tie") == same_cell("tie", "frozen higher") == "tie"
+    assert same_cell("tie", "tie") == "yes" and same_cell(None, "tie") == "—"
     items = ablation_ordering_items(t)
     assert (items["lra_abl_compared_digits"], items["lra_abl_same_digits"]) == (3, 2)
     assert items["lra_abl_same_names_digits"] == "random (ours), S4D-Inv"
