@@ -228,8 +228,8 @@ assert math.ceil(T_end) == T_meas, "the last step's drift misses"
 # %% tags=["remove-input"]
 for name, value in {
         "th1_J_half": con["J_value_c_half"], "th1_T_pred": T_pred, "th1_T_meas": T_meas,
-        "th1_T_pred_step": math.ceil(T_pred), "th1_eta_U": eta_W, "th1_drift_end": drift_end,
-        "th1_T_end": T_end,
+        "th1_T_pred_step": math.ceil(T_pred), "th1_eta_U": float(eta_W),
+        "th1_drift_end": float(drift_end), "th1_T_end": float(T_end),
         "th1_contrast_fig": plots_error.fig_tanh_contrast(c=0.8, offset=0.15),
         "th1_drift_fig": plots_error.fig_corollary1_drift(err, 0.5 * M_dist, T_pred)}.items():
     glue(name, value, display=False)
