@@ -253,7 +253,7 @@ plt.close("all")
 # {glue:text}`th1_eta_U:.5f` per step. The simulated error along $U$ gains
 # {glue:text}`th1_drift_end:.5f` in the last step: this map also carries the error in
 # $U^\perp$ into $U$, the leak of the paragraph above. With that drift the closed form gives
-# {glue:text}`th1_T_end:.1f`, whose next integer step is the simulated crossing (the cell
+# {glue:text}`th1_T_end:.2f`, whose next integer step is the simulated crossing (the cell
 # above checks it).
 #
 # ## Do trained models obey the theorem?
