@@ -296,6 +296,23 @@ for name, value in {
 # ```
 # :::
 #
+# %% tags=["remove-input"]
+from sst_core.spec.configs import LRAConfig
+from sst_core.theory import memory as mf
+
+# the window's edge: S4D-Inv's channel with the smallest step an LRA run draws, its memory
+# at the last delay of Fig. 21's window, read over that window and over one twice as long
+mu_slow, _ = mf.discretize(mf.with_conjugates(mf.init_Lambda("inv", P.lra_N)),
+                           LRAConfig.dt_min, LRAConfig.disc)  # (N,)
+edge = P.lra_mf_T - 1
+for name, value in {
+        "lra_edge_dt": LRAConfig.dt_min, "lra_edge_T": P.lra_mf_T, "lra_edge_delay": edge,
+        "lra_edge_m": float(mf.memory_function(mu_slow, P.lra_mf_T, [edge])[0]),
+        "lra_edge_m_long": float(mf.memory_function(mu_slow, 2 * P.lra_mf_T, [edge])[0]),
+        }.items():
+    glue(name, value, display=False)
+
+# %% [markdown]
 # ## Does training create memory? Does freezing converge faster?
 #
 # For each layer we compute the memory function of every channel from its eigenvalues and
@@ -309,6 +326,12 @@ for name, value in {
 #
 # The supremum memory function of each layer of one learned run per eigenvalue type, on {glue:text}`lra_sup_mf_task` only (seed {glue:text}`lra_sup_mf_seeds`, the first of each cell), at initialisation (dotted) and after training (solid).
 # ```
+#
+# What rises at the last delays of the window is its edge, not memory: it moves with the
+# window. S4D-Inv's channel with the smallest step a run draws ($\Delta$ =
+# {glue:text}`lra_edge_dt:g`) has memory {glue:text}`lra_edge_m:.3f` at delay
+# {glue:text}`lra_edge_delay:d`, the last of the window of {glue:text}`lra_edge_T:d` delays,
+# and {glue:text}`lra_edge_m_long:.3f` at the same delay over a window twice as long.
 #
 # Summed over delays and layers, the learned runs end with these multiples of the supremum
 # memory of their initialisation (medians over the runs of every task): S4D-Inv
