@@ -342,9 +342,9 @@ for name, value in {
 # rule, and the claim as holding on a task where every spectrum's does
 # ({numref}`tab-lra-claims` has each task's). The memory chapter predicts that training
 # leaves memory where it started (delays the state has forgotten give the gradient nothing
-# to follow). By the claim rule, training kept below the limit on every task judged the
-# memory of: {glue:text}`lra_c3_kept_names`; it extended on some task the memory of:
-# {glue:text}`lra_c3_extended_names` ({numref}`fig-lra-sup-mf` shows one run of each;
+# to follow). By the claim rule, the spectra whose memory training kept below the limit on
+# every task judged: {glue:text}`lra_c3_kept_names`; those whose memory it extended on some
+# task: {glue:text}`lra_c3_extended_names` ({numref}`fig-lra-sup-mf` shows one run of each;
 # delayed recall measures the same below, {numref}`tab-hz-mf`). Judged per spectrum, claim
 # 3's verdict is
 # {glue:text}`lra_verdict_memory_not_extended_listops` on ListOps and
