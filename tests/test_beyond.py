@@ -279,12 +279,15 @@ def test_the_summary_names_a_perturbed_tracker_that_misses_corollary_1(tmp_path,
     store_record(cfgs["C6", small], "ok", None, metrics(None, 2.0 * rollout), 0.1)  # past it
     n = rb.delta_summary(P)
     assert n["exact_missed"] is None and n["exact_S3"] is None
+    assert (n["exact_predicted"], n["exact_predicted_crossed"]) == (0, 0)  # past the rollout
     store_record(cfgs["S3", small], "ok", None, metrics(None, rollout / 2), 0.1)
     store_record(cfgs["S3", large], "ok", None, metrics(rollout // 4, rollout / 5), 0.1)
     n = rb.delta_summary(P)
     assert (n["exact_missed"]["group"], n["exact_missed"]["drift"]) == ("S3", small)
     assert n["exact_missed"]["T_pred"] == rollout / 2 and n["exact_missed"]["rollout"] == rollout
     assert (n["exact_S3"]["drift"], n["exact_S3"]["T_cross"]) == (large, rollout // 4)
+    # both predicted inside the rollout; q crosses in the larger drift's only
+    assert (n["exact_predicted"], n["exact_predicted_crossed"]) == (2, 1)
     row = next(r for r in rb.exact_trackers(P).rows if r[:2] == ["S3", small])
     assert row[2:] == ["—", format(rollout / 2, ".4g"), "0.9999, 1.0000", "0.01", "yes"]
 

@@ -970,7 +970,9 @@ def delta_summary(P: Profile, root=None) -> dict[str, Any]:
     how many one-layer cells the theory calls "yes" / "no" (:func:`delta_verdicts`) and how
     many of them reach the longest length; the torch modules' agreement
     (:func:`torch_module_check`); the S3 exact tracker that drifts and crosses and the first
-    perturbed tracker whose Corollary 1 crossing lies inside the rollout while q never crosses
+    perturbed tracker whose Corollary 1 crossing lies inside the rollout while q never crosses,
+    and how many perturbed trackers have their Corollary 1 crossing inside the rollout
+    (``exact_predicted``) and in how many of those q crosses (``exact_predicted_crossed``)
     (:func:`exact_trackers`, their data rows); the recovery's steps; the grid's runs per cell."""
     Pb = beyond.beyond_profile(P)
     table = delta(P, root)
@@ -985,8 +987,11 @@ def delta_summary(P: Profile, root=None) -> dict[str, Any]:
     drifting = [d for d in exact if d["group"] == "S3" and d["drift"] > 0
                 and d["T_cross"] is not None]
     # a perturbed tracker whose Corollary 1 crossing lies inside the rollout, yet q never crosses
-    missed = [d for d in exact if d["drift"] > 0 and d["T_cross"] is None
-              and d["T_pred"] is not None and d["T_pred"] <= d["rollout"]]
+    # the perturbed trackers whose Corollary 1 crossing lies inside the rollout
+    predicted = [d for d in exact if d["drift"] > 0 and d["T_pred"] is not None
+                 and d["T_pred"] <= d["rollout"]]
+    # one of them whose q never crosses
+    missed = [d for d in predicted if d["T_cross"] is None]
     out = {"per_cell": len(beyond.delta_grid(P)) // max(1, cells),
            "recovery_steps": paper1.recovery_steps(P),  # as diagnostics_config(P, ...) runs them
            "dp_S3": dp["cells"][f"S3 L{Pb.track_depths[0]}"],
@@ -1005,7 +1010,9 @@ def delta_summary(P: Profile, root=None) -> dict[str, Any]:
            "n_torch": len(torch_ok),
            "torch_q_diff": max((d["q_rel_diff"] or 0 for d in torch_ok), default=None),
            "exact_S3": drifting[0] if drifting else None,
-           "exact_missed": missed[0] if missed else None}
+           "exact_missed": missed[0] if missed else None,
+           "exact_predicted": len(predicted),
+           "exact_predicted_crossed": sum(d["T_cross"] is not None for d in predicted)}
     for kind in ("yes", "no"):
         kind_cells = [v for v in verdicts if v["predicted"] == kind]
         out[f"reach_{kind}"] = sum(v["reaches_longest"] for v in kind_cells)
