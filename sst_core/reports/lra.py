@@ -752,7 +752,8 @@ def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
 PAPER_SCALE = {"training examples": "96,000 to 160,000",
                "sequence length": "up to 2,000 (ListOps); 1,024 (CIFAR, Pathfinder: 32 x 32)",
                "layers": "6 to 8", "width H": "128 to 512", "state size N": "64",
-               "normalisation": "—", "decoder": "—", "epochs": "—", "seeds per cell": "6"}
+               "normalisation": "—", "decoder": "—", "epochs": "—",
+               "seeds per cell": str(paper_values.LRA_SEEDS)}
 
 # How a block's normalisation and the decoder read in the scale table.
 DECODER_NAMES = {"pool": "mean-pool", "last": "last position", "retrieval": "retrieval"}
