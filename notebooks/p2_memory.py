@@ -146,6 +146,7 @@ num_vals = mf.memory_function([0.9, 0.5], 3)
 # least-squares readout, independent of the formula, reproduces it at every delay
 # ({numref}`tab-mem-checks`, {numref}`fig-mem-s4-s4d`).
 #
+# (sec-mem-sum-rule)=
 # ## The sum rule: capacity equals rank
 #
 # $P$ is the orthogonal projector onto the row space of $V$, so its trace is its rank:

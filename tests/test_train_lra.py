@@ -912,6 +912,11 @@ def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(
     assert items["lra_paper_c2_retrieval"] == c2["Retrieval"]
     # claim 3 per spectrum: nothing judged here, so no spectrum is named either way
     assert (items["lra_c3_kept_names"], items["lra_c3_extended_names"]) == ("none", "none")
+    # the window check: its windows named, nothing compared, no growth to show
+    windows = lra_reports.claim3_windows(P.lra_mf_T)
+    assert items["lra_c3_win_delays"].endswith(str(windows[-1]))
+    assert (items["lra_c3_win_parts"], items["lra_c3_win_changed"]) == (0, 0)
+    assert items["lra_c3_win_real"] == "— (not judged)"
 
 
 def test_claim3_names_the_spectra_training_extended_and_those_it_kept(store):
@@ -1075,3 +1080,91 @@ def test_claim_three_as_the_papers_evidence_reads_compares_with_s4d_inv_at_initi
     assert lra_reports.claim3_paper_parts({"random": learned["random"]}) == []
     with pytest.raises(ValueError, match="when"):
         lra_reports.mf_sums(inv, "during")
+
+
+def test_memory_growth_over_the_first_delays_only():
+    """mf_growth_ratios over a shorter window sums the first ``delays`` delays of every
+    layer; a bad window is named."""
+    def rec(before, after):
+        return {"status": "ok", "config": {"freeze_spectrum": False},
+                "metrics": {"sup_mf_before": before, "sup_mf_after": after}}
+
+    records = [rec([[1.0, 0.5], [2.0, 1.0]], [[1.0, 4.0], [1.0, 8.0]])]
+    assert lra_reports.mf_growth_ratios(records) == pytest.approx([14.0 / 4.5])
+    assert lra_reports.mf_growth_ratios(records, 1) == pytest.approx([2.0 / 3.0])
+    assert lra_reports.mf_growth_ratios(records, 5) == pytest.approx([14.0 / 4.5])
+    for bad in (0, -1, 2.5, True, "1"):
+        with pytest.raises(ValueError, match="delays"):
+            lra_reports.mf_sums(records, "after", bad)
+
+
+def test_claim3_window_check_counts_the_verdicts_the_edge_decides(store):
+    """A spectrum whose memory grows only at the window's last delay is extended over the
+    whole window and kept over every shorter one (all cut that delay): its verdict changes
+    once per window; a spectrum whose growth is spread over the window keeps its verdict."""
+    P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",), lra_seeds=(0, 1),
+                            lra_ablation_seeds=(0, 1), lra_data_probe_tasks=(),
+                            lra_mf_T=20)
+    T = P.lra_mf_T
+    windows = lra_reports.claim3_windows(T)
+    assert windows == (5, 10, 19)
+    assert lra_reports.claim3_windows(2) == (1,)  # at least one delay, shorter, once
+    assert lra_reports.claim3_windows(1) == ()
+
+    def after(init, seed):
+        if init == "real":  # all of its growth at the last delay: x1.9 over the whole window
+            return [1.0] * (T - 1) + [1.0 + 0.9 * T + 0.01 * seed]
+        if init == "step":  # x1.9 spread evenly: the same at every window
+            return [1.9 + 0.01 * seed] * T
+        return [1.0] * T
+
+    def fake(cfg):
+        return {"test_accuracy": 0.9, "chance_accuracy": 0.1, "task": {"n_test": 1000},
+                "sup_mf_before": [[1.0] * T],
+                "sup_mf_after": [[1.0] * T if cfg.freeze_spectrum
+                                 else after(cfg.init, cfg.seed)],
+                "curves": {"epoch": [1], "train_loss": [1.0], "test_loss": [1.0]}}
+
+    grid = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)))
+    records = [cached_run(c, fake) for c in grid]
+    table = lra_reports.claim3_window_table(P)
+    assert [(d["task"], d["init"]) for d in table.data] == [
+        ("listops", i) for i in lra_reports.CLAIM3_INITS]
+    real = next(d for d in table.data if d["init"] == "real")["windows"]
+    assert [c["delays"] for c in real] == [None, *windows]
+    assert [c["verdict"] for c in real] == ["fails", "holds", "holds", "holds"]
+    check = lra_reports.claim3_window_check(table, windows)
+    n_inits = len(lra_reports.CLAIM3_INITS)
+    assert check["windows"] == list(windows)
+    assert check["parts"] == n_inits * len(windows)
+    assert check["changed"] == len(windows)  # the real axis's, once per window
+    assert check["growth"]["real"] == pytest.approx((1.0, 1.90025))  # (38 + 0.01 seed) / 20
+    assert check["growth"]["step"] == pytest.approx((1.905, 1.905))
+    items = lra_reports.chapter_items(P, records)
+    assert items["lra_c3_win_delays"] == "5, 10 or 19"
+    assert (items["lra_c3_win_parts"], items["lra_c3_win_changed"]) == (
+        n_inits * len(windows), len(windows))
+    assert items["lra_c3_win_real"] == "×1.00 to ×1.90"
+
+
+def test_failing_spectra_names_the_parts_that_fail_on_judged_tasks_once():
+    def part(init, verdict):
+        return {"init": init, "verdict": verdict}
+
+    def row(task, verdict, parts, probe=False):
+        return {"task": task, "probe": probe, "memory_not_extended": verdict,
+                "memory_parts": parts}
+
+    from sst_core.spec.names import INIT_NAMES
+
+    data = [row("listops", "fails", [part("inv", "holds"), part("real", "fails")]),
+            row("digits", "fails", [part("step / real", "fails"), part("real", "fails")]),
+            row("pathfinder", "fails", [part("lin", "fails")], probe=True),  # no judging
+            row("image", None, [part("random", "fails")])]  # not judged there
+    assert lra_reports.failing_spectra(data, "memory_not_extended") == [
+        INIT_NAMES["real"], "step / real"]
+    assert lra_reports.failing_spectra(data[:1] + [row("x", "holds", [])],
+                                       "memory_not_extended") == [INIT_NAMES["real"]]
+    assert lra_reports.failing_spectra([], "memory_not_extended") == []
+    with pytest.raises(ValueError, match="claim"):
+        lra_reports.failing_spectra(data, "memory")

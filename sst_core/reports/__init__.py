@@ -256,6 +256,7 @@ REPORTS: dict[str, str] = {
     "lra_main": "sst_core.reports.lra:lra_main",
     "lra_ablation": "sst_core.reports.lra:lra_ablation",
     "lra_claims": "sst_core.reports.lra:lra_claims",
+    "lra_claim3_windows": "sst_core.reports.lra:claim3_window_table",
     "paper_claims": "sst_core.reports.lra:paper_claims",
     "lra_fit": "sst_core.reports.lra:lra_fit",
     "memory_horizon": "sst_core.reports.lra:memory_horizon",

@@ -9,7 +9,7 @@ at a reduced scale is not expected to match; the comparison that carries over is
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Sequence
 
 from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records, runs_note, stored_records
@@ -190,26 +190,34 @@ def _median(values: list[float]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def mf_sums(records: list[dict[str, Any]], when: str) -> list[float]:
+def mf_sums(records: list[dict[str, Any]], when: str,
+            delays: int | None = None) -> list[float]:
     """Per learned-spectrum ``ok`` run of ``records`` whose memory was computable before
     and after training: its supremum memory function summed over delays and layers,
-    ``when`` "before" or "after" training."""
+    ``when`` "before" or "after" training; over the first ``delays`` delays of the stored
+    window only where given (None: the whole window)."""
     import numpy as np
 
     if when not in ("before", "after"):
         raise ValueError(f"when must be 'before' or 'after', got {when!r}")
-    return [float(np.sum([np.sum(x) for x in r["metrics"][f"sup_mf_{when}"]]))
+    if delays is not None and (not isinstance(delays, int) or isinstance(delays, bool)
+                               or delays < 1):
+        raise ValueError(f"delays must be a positive int or None (every delay), "
+                         f"got {delays!r}")
+    return [float(np.sum([np.sum(x[:delays]) for x in r["metrics"][f"sup_mf_{when}"]]))
             for r in records
             if r["status"] == "ok" and not r["config"]["freeze_spectrum"]
             and r["metrics"].get("sup_mf_before") and r["metrics"].get("sup_mf_after")]
 
 
-def mf_growth_ratios(records: list[dict[str, Any]]) -> list[float]:
+def mf_growth_ratios(records: list[dict[str, Any]],
+                     delays: int | None = None) -> list[float]:
     """Per learned-spectrum ``ok`` run of ``records``: its supremum memory function summed
     over delays and layers after training over the same sum at initialisation (claim 3 of
-    :func:`lra_claims`; the sums of :func:`mf_sums`). Runs whose memory after training was
-    not computable (``None``) and runs with no memory at initialisation are left out."""
-    before, after = mf_sums(records, "before"), mf_sums(records, "after")
+    :func:`lra_claims`; the sums of :func:`mf_sums`, over its first ``delays`` delays where
+    given). Runs whose memory after training was not computable (``None``) and runs with
+    no memory at initialisation are left out."""
+    before, after = mf_sums(records, "before", delays), mf_sums(records, "after", delays)
     return [a / b for b, a in zip(before, after) if b > 0]
 
 
@@ -609,6 +617,64 @@ def claim3_paper_parts(learned: dict[str, list[dict[str, Any]]]) -> list[dict[st
     return family(out)
 
 
+def claim3_windows(T: int) -> tuple[int, ...]:
+    """The shorter windows :func:`claim3_window_check` sums claim 3's memory over, for a
+    stored window of ``T`` delays: its first quarter, its first half and all but its last
+    twentieth (where the window's edge shows in the supremum memory figure), at least one
+    delay and shorter than the window, each once (none for a window of one delay)."""
+    cuts = (max(1, T // 4), max(1, T // 2), T - max(1, T // 20))
+    return tuple(dict.fromkeys(k for k in cuts if 1 <= k < T))
+
+
+def claim3_window_table(P: Profile, root=None) -> Table:
+    """Whether claim 3's verdicts depend on the memory window's edge: claim 3 of
+    :func:`lra_claims` again with the memory summed over each shorter window of
+    :func:`claim3_windows` (``P.lra_mf_T`` delays stored), beside the whole window. One row
+    per task judged and spectrum: its mean growth and verdict per window. ``data``: per
+    row ``task``, ``init`` and ``windows``, a list of ``{"delays", "growth", "verdict"}``
+    (the whole window first, ``delays`` None; growth and verdict None where the part is
+    missing over a window)."""
+    def parts(delays: int | None) -> dict[tuple[str, str], dict[str, Any]]:
+        return {(d["task"], p["init"]): p for d in lra_claims(P, root, delays).data
+                if d["memory_not_extended"] is not None for p in d["memory_parts"]}
+
+    windows = (None,) + claim3_windows(P.lra_mf_T)
+    judged = [parts(k) for k in windows]
+    cols = ["task", "spectrum"] + [f"first {k} delays" if k else f"all {P.lra_mf_T} delays"
+                                   for k in windows]
+    rows, data = [], []
+    for key in judged[0]:
+        cells = [{"delays": k, "growth": (j.get(key) or {}).get("growth"),
+                  "verdict": (j.get(key) or {}).get("verdict")}
+                 for k, j in zip(windows, judged)]
+        rows.append([key[0], INIT_NAMES[key[1]]]
+                    + ["—" if c["growth"] is None else f"×{c['growth']:.3f} {c['verdict']}"
+                       for c in cells])
+        data.append({"task": key[0], "init": key[1], "windows": cells})
+    return Table("Claim 3 over shorter memory windows", cols, rows,
+                 "Mean growth of the summed supremum memory function over the learned "
+                 "runs, and claim 3's verdict, with the memory summed over the first delays "
+                 "only.", [], data)
+
+
+def claim3_window_check(table: Table, windows: Sequence[int]) -> dict[str, Any]:
+    """:func:`claim3_window_table`'s rows summed up: ``windows``, the shorter windows'
+    delay counts (:func:`claim3_windows`, the table's columns after the whole window);
+    ``parts``: the (task, spectrum) parts times those windows; ``changed``:
+    how many get another verdict over the shorter window than over the whole one (a part
+    missing there counts as changed); ``growth``: per spectrum, the smallest and largest
+    mean growth over the tasks and windows, the whole one included."""
+    windows = list(windows)
+    changed, growth = 0, {}
+    for d in table.data:
+        whole, *cut = d["windows"]
+        changed += sum(c["verdict"] is None or c["verdict"] != whole["verdict"] for c in cut)
+        growth.setdefault(d["init"], []).extend(
+            c["growth"] for c in d["windows"] if c["growth"] is not None)
+    return {"windows": windows, "parts": len(table.data) * len(windows), "changed": changed,
+            "growth": {i: (min(g), max(g)) for i, g in growth.items()}}
+
+
 def claim4_parts(curves: dict[tuple[str, bool], list[dict]]) -> list[dict[str, Any]]:
     """Claim 4 (frozen models converge faster) in parts, for S4D-Inv and S4D-Lin:
     ``curves[(init, frozen)]`` the curves of a cell's runs; per spectrum the epochs to
@@ -735,6 +801,30 @@ def claim_counts(data: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
                 "judged": sum(d[k] is not None for d in rows)} for k in LRA_CLAIMS}
 
 
+# each claim of LRA_CLAIMS: the key of its parts in the rows of lra_claims
+CLAIM_PARTS_KEY = {"frozen_as_good": "frozen_parts", "unstructured_worse": "unstructured_parts",
+                   "memory_not_extended": "memory_parts",
+                   "frozen_converges_faster": "convergence_parts"}
+
+
+def failing_spectra(data: list[dict[str, Any]], key: str) -> list[str]:
+    """The spectra (by name, :data:`INIT_NAMES`; a part over two of them as written, e.g.
+    "step / real") whose part of claim ``key`` fails on some task judged in the rows of
+    :func:`lra_claims` (its ``data``; probe-only tasks judge none), in the order of first
+    failure, each once."""
+    if key not in CLAIM_PARTS_KEY:
+        raise ValueError(f"unknown claim {key!r}; allowed: {', '.join(CLAIM_PARTS_KEY)}")
+    out: list[str] = []
+    for d in data:
+        if d["probe"] or d[key] is None:
+            continue
+        for p in d[CLAIM_PARTS_KEY[key]]:
+            name = INIT_NAMES.get(p["init"], p["init"])
+            if p["verdict"] == "fails" and name not in out:
+                out.append(name)
+    return out
+
+
 def claim_counts_table(counts: dict[str, dict[str, int]]) -> Table:
     """:func:`claim_counts` as a table: per claim of :data:`LRA_CLAIMS`, the tasks on which
     it holds, ties, fails and is undetermined, and how many could be judged."""
@@ -827,7 +917,7 @@ def scale_table(P: Profile, root=None) -> Table:
     return Table("This book's scale against the paper's", cols, rows, "", [], data)
 
 
-def lra_claims(P: Profile, root=None) -> Table:
+def lra_claims(P: Profile, root=None, delays: int | None = None) -> Table:
     """Per task: chance (the test set's most frequent class), the margin the learned
     S4D-Inv model reaches over it, and whether each of the paper's claims holds here:
 
@@ -845,7 +935,9 @@ def lra_claims(P: Profile, root=None) -> Table:
 
     every claim judged by one rule against the noise of seeds (:func:`judge`,
     :func:`combine`: ``holds``, ``tie`` or ``fails``), its parts in ``frozen_parts``,
-    ``unstructured_parts``, ``memory_parts`` and ``convergence_parts``.
+    ``unstructured_parts``, ``memory_parts`` and ``convergence_parts``. ``delays``: claim 3
+    over the first ``delays`` delays of the memory window only (None: the whole window;
+    :func:`claim3_windows`).
     """
     # a probe of a task of the main table (on fewer examples than the task's own) is no
     # run of its cells: it shows in lra_fit
@@ -877,7 +969,7 @@ def lra_claims(P: Profile, root=None) -> Table:
         stats = {k: seed_stats(v) for k, v in acc.items() if v}
         p1, p2 = claim1_parts(stats), claim2_parts(stats)
         c1, c2 = combine([p["verdict"] for p in p1]), combine([p["verdict"] for p in p2])
-        p3 = claim3_parts({i: mf_growth_ratios(recs.get((task, i, False), []))
+        p3 = claim3_parts({i: mf_growth_ratios(recs.get((task, i, False), []), delays)
                            for i in CLAIM3_INITS})
         p4 = claim4_parts({(i, f): [r["metrics"]["curves"] for r in recs.get((task, i, f), [])]
                            for i in paper2.LRA_MAIN_INITS for f in (False, True)})
@@ -1227,7 +1319,11 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     one) and claim 3's limit; claim 4's "converged" rule (:data:`LOSS_NEAR_MIN`,
     :data:`LATE_EPOCHS`); claim 3 per spectrum over the tasks judged, the spectra whose
     part fails on some task (``lra_c3_extended_names``) and those whose part holds on every
-    one (``lra_c3_kept_names``), "none" for none."""
+    one (``lra_c3_kept_names``), "none" for none; whether claim 3's verdicts depend on the
+    memory window's edge (:func:`claim3_window_check`: ``lra_c3_win_delays`` the shorter
+    windows as text, ``lra_c3_win_parts`` and ``lra_c3_win_changed``, and the real axis's
+    smallest and largest mean growth over tasks and windows as text, ``lra_c3_win_real``,
+    "— (not judged)" where it is not judged)."""
     import numpy as np
 
     claims, paper = lra_claims(P, root), paper_claims(P, root)
@@ -1257,6 +1353,13 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
     kept = [i for i in c3_inits if all(v.get(i) == "holds" for v in judged if i in v)]
     below["lra_c3_extended_names"] = ", ".join(INIT_NAMES[i] for i in extended) or "none"
     below["lra_c3_kept_names"] = ", ".join(INIT_NAMES[i] for i in kept) or "none"
+    win = claim3_window_check(claim3_window_table(P, root), claim3_windows(P.lra_mf_T))
+    real = win["growth"].get("real")
+    w = [str(k) for k in win["windows"]] or ["no"]
+    below.update({"lra_c3_win_delays": ", ".join(w[:-1]) + (" or " if w[1:] else "") + w[-1],
+                  "lra_c3_win_parts": win["parts"], "lra_c3_win_changed": win["changed"],
+                  "lra_c3_win_real": (f"×{real[0]:.2f} to ×{real[1]:.2f}" if real
+                                      else "— (not judged)")})
     return {**below,
             "lra_scale": scale_table(P, root).grid(),
             "lra_main": lra_main(P, root).grid(),

@@ -198,10 +198,12 @@ def _s4_is_s4d(P: Profile, root, tables: dict[str, Table]
 def _lra_claim(key: str) -> Callable[[Profile, Any, dict], tuple[str, str, str | None, dict]]:
     def row(P: Profile, root, tables: dict[str, Table]
             ) -> tuple[str, str, str | None, dict[str, Any]]:
-        from sst_core.reports.lra import UNDETERMINED, claim_counts, lra_claims, paper_claims
+        from sst_core.reports.lra import (UNDETERMINED, claim_counts, failing_spectra,
+                                          lra_claims, paper_claims)
         from sst_core.spec.paper_values import LRA_CLAIM_TASKS
 
-        c = claim_counts(report_once("lra_claims", lra_claims, P, root, tables).data)[key]
+        rows = report_once("lra_claims", lra_claims, P, root, tables).data
+        c = claim_counts(rows)[key]
         cited = LRA_CLAIM_TASKS.get(key)
         paper = "claimed" + (f" (from {', '.join(cited)})" if cited else "")
         # the same rule on the paper's own rows, where its tables hold the claim's parts
@@ -218,6 +220,9 @@ def _lra_claim(key: str) -> Callable[[Profile, Any, dict], tuple[str, str, str |
                 f"{c['fails']}" if c["judged"] else "no task judged")
         if c[UNDETERMINED]:
             ours += f", undetermined on {c[UNDETERMINED]} (runs not converged)"
+        failing = failing_spectra(rows, key)  # where it fails, by spectrum
+        if failing:
+            ours += f" (the failing parts: {', '.join(failing)})"
         return paper, ours, verdict_of_claim(c["holds"], c["tie"], c["fails"]), c
     return row
 
