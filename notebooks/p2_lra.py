@@ -375,8 +375,8 @@ for name, value in {
 # 3's sum changes through the supremum, the largest over channels at each delay. A real
 # eigenvalue is its own conjugate: a channel of the real-axis spectrum holds
 # {glue:text}`lra_split_cap_before` distinct eigenvalues where a complex spectrum of the same
-# state size holds twice as many. Its eigenvalues' imaginary parts are trained parameters
-# that start at zero, and an imaginary part of any size splits a real eigenvalue into a
+# state size holds twice as many. In a learned run its eigenvalues' imaginary parts are
+# trained parameters that start at zero, and an imaginary part of any size splits a real eigenvalue into a
 # conjugate pair. Moving the eigenvalues of one initial real-axis layer of this chapter's size
 # off the axis by {glue:text}`lra_split_eps:g`, and changing nothing else, takes every
 # channel's sum to {glue:text}`lra_split_cap_after` and the layer's summed supremum memory by
