@@ -375,11 +375,12 @@ for name, value in {
 # 3's sum changes through the supremum, the largest over channels at each delay. A real
 # eigenvalue is its own conjugate: a channel of the real-axis spectrum holds
 # {glue:text}`lra_split_cap_before` distinct eigenvalues where a complex spectrum of the same
-# state size holds twice as many. In a learned run its eigenvalues' imaginary parts are
-# trained parameters that start at zero, and an imaginary part of any size splits a real eigenvalue into a
-# conjugate pair. Moving the eigenvalues of one initial real-axis layer of this chapter's size
-# off the axis by {glue:text}`lra_split_eps:g`, and changing nothing else, takes every
-# channel's sum to {glue:text}`lra_split_cap_after` and the layer's summed supremum memory by
+# state size holds up to twice as many. In a learned run its eigenvalues' imaginary parts
+# are trained parameters that start at zero, and an imaginary part of any size splits a real
+# eigenvalue into a conjugate pair. Moving the eigenvalues of one initial real-axis layer of
+# this chapter's size off the axis by {glue:text}`lra_split_eps:g`, and changing nothing
+# else, takes every channel's sum to {glue:text}`lra_split_cap_after` and the layer's summed
+# supremum memory by
 # ×{glue:text}`lra_split_sup_ratio:.2f`; the learned real-axis runs grew by
 # ×{glue:text}`lra_mf_gain_real:.2f` (median). Read with noise at the levels of
 # {numref}`tab-memory-noise` ({glue:text}`nz_levels`), the same split changes the first
