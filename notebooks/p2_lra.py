@@ -395,9 +395,12 @@ for name, value in {
 # way, with the same sums and the same rule, claim 3's verdict is
 # {glue:text}`lra_verdict_memory_below_inv_listops` on ListOps and
 # {glue:text}`lra_verdict_memory_below_inv_digits` on digits. On digits, S4D-Inv's
-# memory at initialisation sums to {glue:text}`lra_c3p_inv_digits:.0f`; after training,
-# random's sums to {glue:text}`lra_c3p_random_digits:.0f`, the real axis's to
-# {glue:text}`lra_c3p_real_digits:.0f` and step's to {glue:text}`lra_c3p_step_digits:.0f`.
+# memory at initialisation sums to {glue:text}`lra_c3p_inv_digits:.0f`; after training
+# (in brackets: at initialisation), random's sums to {glue:text}`lra_c3p_random_digits:.0f`
+# ({glue:text}`lra_c3p_random_init_digits:.0f`), the real axis's to
+# {glue:text}`lra_c3p_real_digits:.0f` ({glue:text}`lra_c3p_real_init_digits:.0f`) and
+# step's to {glue:text}`lra_c3p_step_digits:.0f`
+# ({glue:text}`lra_c3p_step_init_digits:.0f`).
 # This reading judges where each spectrum ends against where S4D-Inv starts, not how much
 # it grew ({numref}`tab-lra-claims` has the growth), so the two readings can fail on
 # different spectra. The sum counts every delay of the window, and the paper's measure of

@@ -904,6 +904,7 @@ def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(
         for k in (*lra_reports.LRA_CLAIMS, "memory_below_inv")}
     # the sums claim 3's second reading cites are there whether or not it is judged
     assert {f"lra_c3p_{i}_listops" for i in ("inv", *lra_reports.UNSTRUCTURED)} <= set(items)
+    assert {f"lra_c3p_{i}_init_listops" for i in lra_reports.UNSTRUCTURED} <= set(items)
     assert items["lra_d2"] == lra_reports.RANGE_TO_SD[paper_values.LRA_SEEDS]
     by = {d["task"]: d["frozen_as_good"] for d in lra_reports.paper_claims(P).data}
     assert (items["lra_paper_c1_retrieval"], items["lra_paper_c1_pathx"],
@@ -1067,6 +1068,8 @@ def test_claim_three_as_the_papers_evidence_reads_compares_with_s4d_inv_at_initi
     parts = {p["init"]: p for p in lra_reports.claim3_paper_parts(learned)}
     assert parts["random"]["inv_init"] == pytest.approx(100.0)  # S4D-Inv before training
     assert parts["random"]["after"] == pytest.approx(61.0)
+    assert parts["random"]["before"] == pytest.approx(50.0)  # where it started
+    assert parts["step"]["before"] == pytest.approx(150.0)  # above S4D-Inv from the start
     assert [parts[i]["verdict"] for i in ("random", "real", "step")] == [
         "holds", "tie", "fails"]
     assert lra_reports.combine([p["verdict"] for p in parts.values()]) == "fails"

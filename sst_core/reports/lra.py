@@ -599,8 +599,9 @@ def claim3_paper_parts(learned: dict[str, list[dict[str, Any]]]) -> list[dict[st
     ``learned[init]``) below S4D-Inv's at initialisation (the mean over S4D-Inv's learned
     runs before training; its spectrum is the same at every seed), by the claim rule
     (:func:`mean_part`, S4D-Inv's value a cell without spread), one part per spectrum of
-    :data:`UNSTRUCTURED` with learned runs: ``after`` its runs' mean, ``inv_init`` the
-    bound. [] without S4D-Inv's runs."""
+    :data:`UNSTRUCTURED` with learned runs: ``after`` its runs' mean, ``before`` their mean
+    at initialisation (where the spectrum started), ``inv_init`` the bound. [] without
+    S4D-Inv's runs."""
     inv = mf_sums(learned.get("inv", []), "before")
     if not inv:
         return []
@@ -610,7 +611,9 @@ def claim3_paper_parts(learned: dict[str, list[dict[str, Any]]]) -> list[dict[st
         after = mf_sums(learned.get(i, []), "after")
         if after:
             stats = seed_stats(after)
-            out.append({"init": i, "after": stats["mean"], "inv_init": bound,
+            before = mf_sums(learned[i], "before")
+            out.append({"init": i, "after": stats["mean"],
+                        "before": sum(before) / len(before), "inv_init": bound,
                         "runs": stats["n"],
                         **mean_part({"n": 1, "mean": bound, "sd": 0.0}, stats,
                                     "memory below S4D-Inv's at initialisation")})
@@ -1334,7 +1337,7 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
         growth = mf_growth_ratios([r for r in runs if r["config"]["init"] == init])
         gains[f"lra_mf_gain_{init}"] = float(np.median(growth)) if growth else float("nan")
     # claim 3 as the paper's evidence reads: per task its verdict, S4D-Inv's memory at
-    # initialisation and each unstructured spectrum's after training
+    # initialisation and each unstructured spectrum's after training and at initialisation
     below = {}
     for d in claims.data:
         t = d["task"]
@@ -1344,6 +1347,8 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
                                      else float("nan"))
         for i in UNSTRUCTURED:
             below[f"lra_c3p_{i}_{t}"] = parts[i]["after"] if i in parts else float("nan")
+            below[f"lra_c3p_{i}_init_{t}"] = (parts[i]["before"] if i in parts
+                                              else float("nan"))
     # claim 3 per spectrum over the tasks judged: extended (its part fails on some task),
     # kept (its part holds on every task), as names ("none" for none)
     judged = [{p["init"]: p["verdict"] for p in d["memory_parts"]} for d in claims.data
