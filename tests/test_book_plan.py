@@ -505,6 +505,44 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
         "2.0 h\\* + 2 unpriced"
 
 
+def test_the_estimate_counts_trackers_whose_weights_an_analysis_still_needs(tmp_path,
+                                                                             monkeypatch):
+    """A stored, ok tracker whose weights file is gone and whose analysis is missing is
+    trained again by the sweep: the estimate counts it with what it took the first time;
+    not when its analysis is stored, its weights are there, or it failed."""
+    from sst_core.experiments import paper1
+    from sst_core.store.records import (
+        RunFailed,
+        artifact_path,
+        load_record,
+        record_path,
+        run_compute_s,
+    )
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    P = get_profile("smoke")
+    t = paper1.s3_runs(P)[:4]
+    read = [paper1.diagnostics_config(P, c) for c in t]
+    for c in t[:3]:
+        cached_run(c, lambda cfg: {"m_p": 60})
+    for c in t[:2]:  # weights gone (cached_run writes none): t0's analysis is missing
+        assert not artifact_path(c, ".pt", tmp_path).exists()
+    cached_run(read[1], lambda cfg: {"r": 0.5})  # t1's analysis stored
+    artifact_path(t[2], ".pt", tmp_path).write_bytes(b"w")  # weights kept
+
+    def fail(cfg):
+        raise RunFailed("diverged")
+
+    cached_run(t[3], fail)  # failed: nothing to load, its analysis is recorded failed
+    monkeypatch.setattr(plan, "sweep_configs", lambda sweep, P: list(t) + read)
+    guess = plan.missing_estimate("x", "smoke", plan.price_table("smoke", tmp_path), tmp_path)
+    first = run_compute_s(load_record(record_path(t[0], tmp_path)))
+    assert (guess["retrain"], guess["retrain_seconds"]) == (1, first)
+    assert plan.estimate_cell({"seconds": 7200.0, "rough": 0, "unpriced": 0, "retrain": 3,
+                               "retrain_seconds": 5400.0}) == \
+        "2.0 h + 1.5 h to train 3 trackers again (weights missing)"
+
+
 def test_a_training_run_is_priced_from_runs_of_its_width():
     """A run at another d_model costs another amount (Mamba at 128: 4.5-5.6 times 32 per
     step): a missing run is priced from the same model at its width (another group), and

@@ -465,7 +465,7 @@ def test_retry_stale_computes_the_runs_without_a_record_first(root, monkeypatch)
     """A stale record is shown on its page; a missing one keeps the chapter off its profile,
     so ``--retry-stale`` takes the missing runs of a phase before the stale ones."""
     grid = table2_grid(get_profile("smoke"))[:6]
-    monkeypatch.setattr(runner, "grid_rounds", lambda experiment, P: iter([grid]))
+    monkeypatch.setattr(runner, "grid_rounds", lambda experiment, P, *rest: iter([grid]))
     for c in grid[:3]:
         cached_run(c, lambda cfg: {"m_p": 60}, version=1)
     for c in grid[:2]:  # made by an older version
@@ -931,6 +931,66 @@ def test_grid_rounds_give_each_config_once_and_what_a_grid_gains_afterwards(monk
     monkeypatch.setattr(runner, "phases", grid)
     rounds = list(runner.grid_rounds("table2", get_profile("smoke")))
     assert rounds == [[a, b], [c], [d], [e]] and len(calls) == 3
+
+
+class _Analysis(types.SimpleNamespace):  # an analysis config: it reads the tracker ``run``
+    pass
+
+
+def _analysis(tracker, k=0):
+    return _Analysis(run=tracker, experiment="tracking_diagnostics", k=k)
+
+
+def test_tracker_rounds_put_each_analysis_right_after_its_trackers(monkeypatch):
+    """What no analysis reads comes first in one round; then the trackers analyses read,
+    ``round_tasks`` tasks at a time, each round followed by its analyses; last, analyses
+    whose trackers were computed in an earlier reading."""
+    free, t0, t1, t2, old = (_cfg(seed=k) for k in range(5))
+    a0, a0b, a1, a2, a_old = (_analysis(t0), _analysis(t0, 1), _analysis(t1), _analysis(t2),
+                              _analysis(old))
+    monkeypatch.setattr(runner, "config_hash", lambda c: repr(c))  # the fakes too
+    one_each = lambda cfgs: [[c] for c in cfgs]  # noqa: E731  (stack 1)
+    rounds = runner.tracker_rounds([[t0, free, t1, t2], [a0, a1, a2, a0b, a_old]],
+                                   one_each, 2)
+    assert rounds == [[free], [t0, t1], [a0, a1, a0b], [t2], [a2], [a_old]]
+    assert runner.tracker_rounds([[t0, free, t1, t2], [a0, a1, a2, a0b]], one_each, 1) == [
+        [free], [t0], [a0, a0b], [t1], [a1], [t2], [a2]]
+    # a stack is one task: its trackers stay in one round
+    assert runner.tracker_rounds([[t0, t1, t2], [a0, a1, a2]],
+                                 lambda cfgs: [cfgs[:2], cfgs[2:]], 1) == [
+        [t0, t1], [a0, a1], [t2], [a2]]
+    # no analysis: the phases as they are
+    assert runner.tracker_rounds([[t0], [t1]], one_each, 1) == [[t0], [t1]]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"round_tasks must be a positive int, got {bad!r}"):
+            runner.tracker_rounds([[t0], [a0]], one_each, bad)
+
+
+def test_grid_rounds_split_only_when_asked(monkeypatch):
+    t0, t1 = _cfg(seed=0), _cfg(seed=1)
+    a0, a1 = _analysis(t0), _analysis(t1)
+    monkeypatch.setattr(runner, "config_hash", lambda c: repr(c))
+    monkeypatch.setattr(runner, "phases", lambda experiment, P: [[t0, t1], [a0, a1]])
+    P = get_profile("smoke")
+    assert list(runner.grid_rounds("diagnostics", P)) == [[t0, t1], [a0, a1]]
+    assert list(runner.grid_rounds("diagnostics", P, lambda cfgs: [[c] for c in cfgs], 1)) == [
+        [t0], [a0], [t1], [a1]]
+
+
+def test_a_sweep_diagnoses_a_tracker_before_it_trains_the_next_round(root, monkeypatch):
+    """One worker: two tasks a round, so the first two trackers' analyses are computed
+    before the third tracker is trained, and a sweep stopped after them has lost no
+    weights an analysis still needs."""
+    trackers = paper1.s3_runs(get_profile("smoke"))[:3]
+    analyses = [paper1.diagnostics_config(get_profile("smoke"), t) for t in trackers]
+    monkeypatch.setattr(runner, "phases", lambda name, P: [trackers, analyses])
+    order = []
+    result = runner.sweep("diagnostics", "smoke", workers=1, stack=1,
+                          progress=lambda outcomes: order.extend(outcomes))
+    ids = [config_hash(c) for c in trackers + analyses]
+    assert all(result.outcomes[i] == "computed" for i in ids)
+    t0, t1, t2, a0, a1, a2 = (order.index(i) for i in ids)
+    assert max(t0, t1) < min(a0, a1) and max(a0, a1) < t2 < a2
 
 
 def test_a_grid_that_grows_with_its_records_is_done_in_one_sweep(root, monkeypatch):

@@ -46,6 +46,7 @@ from sst_core.spec.configs import config_dict, config_hash
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import (
     RecordError,
+    artifact_path,
     load_record,
     record_path,
     results_dir,
@@ -638,19 +639,36 @@ def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | No
                      ) -> dict[str, Any]:
     """The compute the missing runs of ``sweep`` under ``profile`` would take, priced by
     ``costs`` (:meth:`CostTable.estimate_timed`): ``seconds`` over the priced ones, how many
-    of them are ``rough``, and how many have no price (``unpriced``)."""
+    of them are ``rough``, and how many have no price (``unpriced``). Besides: the stored,
+    ok trackers that a missing analysis reads but whose weights file is gone (``retrain``:
+    the sweep trains them again, :func:`sst_core.sweep.runner.sweep`), and what they took
+    the first time (``retrain_seconds``, :func:`~sst_core.store.records.run_compute_s`)."""
     P = get_profile(profile)
     missing = [cfg for cfg in sweep_configs(sweep, P) if not record_path(cfg, root).exists()]
     found = [costs.estimate_timed(profile, cfg) for cfg in missing]
+    again = []  # the records of trackers to train again for their weights
+    for tracker in dict.fromkeys(c.run for c in missing if hasattr(c, "run")):
+        path = record_path(tracker, root)
+        if path.exists() and not artifact_path(tracker, ".pt", root).exists():
+            try:
+                record = load_record(path)
+            except RecordError:
+                continue  # an unreadable record is computed again anyway (a missing run)
+            if record["status"] == "ok":
+                again.append(record)
     return {"seconds": sum(k for k, _, _ in found if k is not None),
             "rough": sum(bool(r) for k, r, _ in found if k is not None),
-            "unpriced": sum(k is None for k, _, _ in found)}
+            "unpriced": sum(k is None for k, _, _ in found),
+            "retrain": len(again), "retrain_seconds": sum(run_compute_s(r) for r in again)}
 
 
 def estimate_cell(guess: dict[str, Any], star: str = "\\*") -> str:
     """A :func:`missing_estimate` as the status page's cell shows it: the duration,
     ``star`` where part of it is rough (escaped for MyST by default), and the runs without
-    a price."""
+    a price; then the trackers to train again for their weights, and what they took."""
     text = duration_text(guess["seconds"]) + (star if guess["rough"] else "")
-    return text + (f" + {guess['unpriced']} unpriced" if guess["unpriced"] else "")
+    text += f" + {guess['unpriced']} unpriced" if guess["unpriced"] else ""
+    n = guess.get("retrain", 0)
+    return text + (f" + {duration_text(guess['retrain_seconds'])} to train {n} "
+                   f"tracker{'s' if n != 1 else ''} again (weights missing)" if n else "")
 

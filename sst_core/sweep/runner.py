@@ -5,7 +5,10 @@ under a profile) that has no stored record. Its unit of work is a *task*: one co
 differ only in seed and learning rate (:mod:`sst_core.training.stacked`, ``P.track_stack`` at a
 time; by default only the models a benchmark measured faster stacked,
 :mod:`sst_core.sweep.stacking`). Some experiments come in *phases* (the diagnostics need their trained trackers
-first); a phase starts when the previous one is done. A grid that depends on stored
+first); a phase starts when the previous one is done. The trackers an analysis reads are
+trained a few tasks at a time (two per worker), each such round followed by their
+analyses (:func:`tracker_rounds`): their weights, which the analyses need and which are
+not committed, then wait on disk for one round, not for the whole training phase. A grid that depends on stored
 records (Figure 4's sweep grows in the cells whose runs learn) is read again when its
 phases are done, and the runs it has gained are computed in another round
 (:func:`grid_rounds`).
@@ -414,12 +417,23 @@ def plan(experiment: str, profile: str, retry_failed: bool = False,
                           for c in cfgs)
 
 
-def grid_rounds(experiment: str, P) -> Iterator[list[Any]]:
+def grid_rounds(experiment: str, P,
+                split: Callable[[list[Any]], list[list[Any]]] | None = None,
+                round_tasks: int = 2) -> Iterator[list[Any]]:
     """The phases of ``experiment`` under ``P`` (:func:`~sst_core.experiments.registry.phases`),
     then, as long as its grid has grown, the phases of the configs it did not hold before:
     a grid can depend on stored records (Figure 4's sweep grows in the cells whose runs
     learn, :func:`sst_core.experiments.paper1.figure4_growth_runs`), so it is read again
-    once the consumer has computed what was yielded. Each config once (by run id)."""
+    once the consumer has computed what was yielded. Each config once (by run id).
+
+    With ``split`` (configs -> the tasks they are computed as, :func:`tasks_of`), the
+    trackers that an analysis reads come in rounds of ``round_tasks`` tasks, each followed
+    at once by the analyses of its trackers; the configs no analysis reads come first, in
+    one round. A tracker's weights then wait for its analyses for one round, not for the
+    whole first phase: an analysis needs them, they are not committed (the results budget,
+    DEVELOPING.md), and a sweep that ends with a session on a machine whose disk is not
+    kept (a fresh checkout) loses them, so its next sweep trains the tracker again.
+    Without ``split``: the phases as they are."""
     seen: set[str] = set()
     while True:
         rounds = [[c for c in cfgs if config_hash(c) not in seen]
@@ -427,9 +441,37 @@ def grid_rounds(experiment: str, P) -> Iterator[list[Any]]:
         rounds = [cfgs for cfgs in rounds if cfgs]
         if not rounds:
             return
+        if split is not None:
+            rounds = tracker_rounds(rounds, split, round_tasks)
         for cfgs in rounds:
             seen.update(config_hash(c) for c in cfgs)
             yield cfgs
+
+
+def tracker_rounds(rounds: list[list[Any]], split: Callable[[list[Any]], list[list[Any]]],
+                   round_tasks: int) -> list[list[Any]]:
+    """``rounds`` (phases: trackers, then analyses, which have a ``run``) reordered as
+    :func:`grid_rounds` says: what no analysis reads, then ``round_tasks`` tasks of the
+    trackers analyses read (``split`` makes the tasks) with those analyses after each,
+    then the analyses whose trackers are not in ``rounds`` (computed earlier)."""
+    if not isinstance(round_tasks, int) or isinstance(round_tasks, bool) or round_tasks < 1:
+        raise ValueError(f"round_tasks must be a positive int, got {round_tasks!r}")
+    cfgs = [c for r in rounds for c in r]
+    analyses = [c for c in cfgs if hasattr(c, "run")]
+    if not analyses:
+        return rounds
+    read = {config_hash(c.run) for c in analyses}
+    plain = [c for c in cfgs if not hasattr(c, "run")]
+    out = [[c for c in plain if config_hash(c) not in read]]
+    tasks = split([c for c in plain if config_hash(c) in read])
+    left = list(analyses)
+    for i in range(0, len(tasks), round_tasks):
+        trackers = [c for task in tasks[i:i + round_tasks] for c in task]
+        ids = {config_hash(c) for c in trackers}
+        out += [trackers, [c for c in left if config_hash(c.run) in ids]]
+        left = [c for c in left if config_hash(c.run) not in ids]
+    out.append(left)
+    return [r for r in out if r]
 
 
 def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str = "local",
@@ -541,7 +583,13 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
     def deferred(cfgs: list[Any]) -> list[Any]:
         return [c for c in cfgs if result.outcomes.get(config_hash(c)) == "deferred"]
 
-    for cfgs in grid_rounds(experiment, P):
+    def split(cfgs: list[Any]) -> list[list[Any]]:  # the tasks compute_missing makes
+        unstacked = (unstacked_models(sweep_device(cfgs), Path(root_s)) if stack is None
+                     else frozenset())
+        return tasks_of(cfgs, P.track_stack if stack is None else stack, unstacked)
+
+    per_round = 2 * (workers or os.cpu_count() or 1)  # two tasks per worker
+    for cfgs in grid_rounds(experiment, P, split, per_round):
         compute(cfgs)
         # without waiting: runs left to another sweep, which the later phases may need
         # (waiting, a run another sweep finished keeps its outcome "claimed" too)
