@@ -297,7 +297,6 @@ for name, value in {
 # :::
 #
 # %% tags=["remove-input"]
-from sst_core.analysis.spectrum_split import split_real_axis
 from sst_core.spec.configs import LRAConfig
 from sst_core.theory import memory as mf
 
@@ -307,13 +306,11 @@ mu_slow, _ = mf.discretize(mf.with_conjugates(mf.init_Lambda("inv", P.lra_N)),
                            LRAConfig.dt_min, LRAConfig.disc)  # (N,)
 edge = P.lra_mf_T - 1
 # the real axis leaving the axis: one initial real-axis layer of the chapter's size, its
-# eigenvalues moved off the axis by SPLIT_EPS and nothing else changed
-SPLIT_EPS = 1e-3
-split = split_real_axis(P.lra_H, P.lra_N, P.lra_mf_T, eps=SPLIT_EPS,
-                        noise=paper2.MEMORY_NOISE, dt_min=LRAConfig.dt_min,
-                        dt_max=LRAConfig.dt_max, disc=LRAConfig.disc)
+# eigenvalues moved off the axis by paper2.SPLIT_EPS and nothing else changed
+(split_record,) = experiments_runs.run_all(paper2.spectrum_split_grid(P), desc="split")
+split = split_record["metrics"]
 for name, value in {
-        "lra_split_eps": SPLIT_EPS,
+        "lra_split_eps": split_record["config"]["eps"],
         "lra_split_cap_before": ", ".join(f"{c:g}" for c in split["capacity_before"]),
         "lra_split_cap_after": ", ".join(f"{c:g}" for c in split["capacity_after"]),
         "lra_split_sup_ratio": split["sup_ratio"],

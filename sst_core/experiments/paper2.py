@@ -23,6 +23,7 @@ from sst_core.spec.configs import (
     NoisyMemoryConfig,
     ReadoutGDConfig,
     SimulationCheckConfig,
+    SpectrumSplitConfig,
 )
 from sst_core.spec.profiles import Profile
 from sst_core.training import lra_data
@@ -216,6 +217,20 @@ def memory_noise_grid(P: Profile) -> list[NoisyMemoryConfig]:
     the horizon table has its own)."""
     return [NoisyMemoryConfig(run=c, noise=MEMORY_NOISE, profile=P.name)
             for c in memory_horizon_grid(P)]
+
+
+# how far the claim-3 split moves a real-axis layer's eigenvalues off the axis
+SPLIT_EPS = 1e-3
+
+
+def spectrum_split_grid(P: Profile) -> list[SpectrumSplitConfig]:
+    """The one real-axis layer the LRA chapter splits off the axis: an initial layer of its
+    LRA runs' size (``lra_H`` x ``lra_N``, their step range and discretisation) over the
+    window of their supremum memory (``lra_mf_T``), moved by :data:`SPLIT_EPS`, read with
+    the noise of :data:`MEMORY_NOISE`."""
+    return [SpectrumSplitConfig(H=P.lra_H, N=P.lra_N, T=P.lra_mf_T, eps=SPLIT_EPS,
+                                noise=MEMORY_NOISE, profile=P.name, dt_min=LRAConfig.dt_min,
+                                dt_max=LRAConfig.dt_max, disc=LRAConfig.disc)]
 
 
 def run_memory_curve(cfg) -> dict[str, Any]:

@@ -196,6 +196,13 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "Paper 2: the memory of each delayed-recall run's spectrum read with noise"),),
         TORCH_STARTUP),
     Experiment(
+        "memory_split", "sst_core.spec.configs:SpectrumSplitConfig",
+        "sst_core.analysis.spectrum_split:run_spectrum_split",
+        ("sst_core.analysis.spectrum_split.run_spectrum_split",),
+        (Grid("memory_horizon", f"{P2}:spectrum_split_grid", ("p2_lra",),
+              "Paper 2: claim 3's summed memory of a real-axis layer split off the axis"),),
+        TORCH_STARTUP),
+    Experiment(
         "memory_curve", "sst_core.spec.configs:MemoryCurveConfig", f"{P2}:run_memory_curve",
         (f"{P2}.run_memory_curve",),
         (Grid("memory", f"{P2}:memory_grid", ("p2_memory",),

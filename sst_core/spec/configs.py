@@ -543,15 +543,70 @@ class NoisyMemoryConfig:
     experiment: str = "memory_noise"
 
     def __post_init__(self) -> None:
+        check_noise_levels(self)
+
+
+def check_noise_levels(cfg: Any) -> None:
+    """:class:`ConfigError` unless ``cfg.noise`` is a non-empty tuple of increasing noise
+    levels in [1e-12, 1e6] (noise variances as fractions of the mean state variance)."""
+    import math
+
+    noise = cfg.noise
+    ok = (isinstance(noise, tuple) and noise
+          and all(isinstance(d, (int, float)) and not isinstance(d, bool)
+                  and math.isfinite(d) and 1e-12 <= d <= 1e6 for d in noise)
+          and list(noise) == sorted(set(noise)))
+    if not ok:
+        raise ConfigError(f"{type(cfg).__name__}.noise={noise!r} is not allowed: a "
+                          "non-empty tuple of increasing numbers in [1e-12, 1e6]")
+
+
+@dataclass(frozen=True)
+class SpectrumSplitConfig:
+    """One initial real-axis S4D layer of an LRA run's size, before and after its
+    eigenvalues are moved off the real axis by ``i * eps`` and nothing else
+    (``sst_core.analysis.spectrum_split.run_spectrum_split``; chapter "Frozen versus learned
+    spectra", claim 3): each channel's memory summed over ``T`` delays, the layer's summed
+    supremum memory, and the first channel's memory read with each ``noise`` level. Needs
+    no training: the layer is the one an LRA run starts from (steps drawn in
+    [``dt_min``, ``dt_max``] by ``seed``)."""
+
+    H: int  # channels
+    N: int  # state size (real dimension; N/2 eigenvalues and their conjugates)
+    T: int  # delays of the window
+    eps: float  # how far the eigenvalues leave the real axis
+    noise: tuple[float, ...]  # noise variances as fractions of the mean state variance
+    profile: str
+    dt_min: float = 1e-3
+    dt_max: float = 1e-1
+    disc: str = "zoh"
+    seed: int = 0
+    experiment: str = "memory_split"
+
+    def __post_init__(self) -> None:
         import math
 
-        ok = (isinstance(self.noise, tuple) and self.noise
-              and all(isinstance(d, (int, float)) and not isinstance(d, bool)
-                      and math.isfinite(d) and 1e-12 <= d <= 1e6 for d in self.noise)
-              and list(self.noise) == sorted(set(self.noise)))
-        if not ok:
-            raise ConfigError(f"NoisyMemoryConfig.noise={self.noise!r} is not allowed: a "
-                              "non-empty tuple of increasing numbers in [1e-12, 1e6]")
+        def is_int(v: Any) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        for name, low in (("H", 1), ("N", 2), ("T", 1), ("seed", 0)):
+            value = getattr(self, name)
+            if not is_int(value) or value < low:
+                raise ConfigError(f"SpectrumSplitConfig.{name}={value!r} is not allowed: an "
+                                  f"int >= {low}")
+        if self.N % 2:
+            raise ConfigError(f"SpectrumSplitConfig.N={self.N!r} is not allowed: an even "
+                              "int (N/2 eigenvalues and their conjugates)")
+        eps = self.eps
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+            raise ConfigError(f"SpectrumSplitConfig.eps={eps!r} is not allowed: a number in "
+                              "(0, 1), how far the eigenvalues leave the real axis")
+        steps = (self.dt_min, self.dt_max)
+        if not (all(isinstance(d, (int, float)) and not isinstance(d, bool)
+                    and math.isfinite(d) for d in steps) and 0 < self.dt_min < self.dt_max):
+            raise ConfigError(f"SpectrumSplitConfig (dt_min, dt_max)={steps!r} is not "
+                              "allowed: 0 < dt_min < dt_max")
+        check_noise_levels(self)
 
 
 # discretisation steps of the chapter's scan (log-spaced, S4's default range 1e-3 .. 1e-1)
