@@ -62,7 +62,6 @@ def split_real_axis(H: int, N: int, T: int, *, eps: float, noise: Sequence[float
             "noise": [float(d) for d in noise], "noisy_ratio": noisy}
 
 
-
 def run_spectrum_split(cfg) -> dict[str, Any]:
     """:func:`split_real_axis` of a ``SpectrumSplitConfig`` (the record's metrics), with
     the seconds it took (``compute_s``)."""

@@ -554,13 +554,17 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
         prices = [price(c) for c in task] if price is not None else [None]
         return None if any(p is None for p in prices) else float(sum(prices))
 
+    def split(cfgs: list[Any]) -> list[list[Any]]:
+        """The tasks ``cfgs`` are computed as: by default each model stacks only where a
+        benchmark measured it faster (sst_core.sweep.stacking); an explicit stack size
+        stacks every model."""
+        unstacked = (unstacked_models(sweep_device(cfgs), Path(root_s)) if stack is None
+                     else frozenset())
+        return tasks_of(cfgs, P.track_stack if stack is None else stack, unstacked)
+
     def compute_missing(todo: list[Any], artifacts: tuple[str, ...]) -> None:
         while todo:
-            # by default each model stacks only where a benchmark measured it faster
-            # (sst_core.sweep.stacking); an explicit stack size stacks every model
-            unstacked = (unstacked_models(sweep_device(todo), Path(root_s)) if stack is None
-                         else frozenset())
-            tasks = tasks_of(todo, P.track_stack if stack is None else stack, unstacked)
+            tasks = split(todo)
             w, t = (choose_layout(len(tasks)) if workers is None
                     else (workers, _threads_per_worker(workers)))
             t = t if threads is None else threads
@@ -582,11 +586,6 @@ def sweep(experiment: str, profile: str, workers: int | None = 1, executor: str 
 
     def deferred(cfgs: list[Any]) -> list[Any]:
         return [c for c in cfgs if result.outcomes.get(config_hash(c)) == "deferred"]
-
-    def split(cfgs: list[Any]) -> list[list[Any]]:  # the tasks compute_missing makes
-        unstacked = (unstacked_models(sweep_device(cfgs), Path(root_s)) if stack is None
-                     else frozenset())
-        return tasks_of(cfgs, P.track_stack if stack is None else stack, unstacked)
 
     per_round = 2 * (workers or os.cpu_count() or 1)  # two tasks per worker
     for cfgs in grid_rounds(experiment, P, split, per_round):
