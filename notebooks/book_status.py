@@ -46,13 +46,14 @@ glue("status_chapters", Grid(status_markdown(plans, titles)), display=False)
 # :::
 
 # %% tags=["remove-input"]
-from sst_core.book.plan import STAGED_COLUMNS, STAGED_PROFILES, staged_table
+from sst_core.book.plan import STAGED_COLUMNS, STAGED_PROFILES, staged_notes, staged_table
 from sst_core.experiments.registry import staged_sweeps
 from sst_core.reports import Table
 
 staged = staged_table()
 for name, value in {
         "status_staged": (staged or Table("", STAGED_COLUMNS, [])).grid(),
+        "staged_notes": Grid(staged_notes(staged)),
         "staged_total": len(staged_sweeps()),
         "staged_stored": len({d["sweep"] for d in staged.data}) if staged else 0,
         "staged_profiles": " and ".join(STAGED_PROFILES)}.items():
@@ -69,9 +70,15 @@ for name, value in {
 # stored, of which failed, still missing, and the compute they took) and the compute the
 # missing runs would take, priced from the stored runs most like them.
 #
-# :::{table} Sweeps the chapters do not read yet, per sweep and profile with a run stored: what the sweep computes, its runs, how many are stored, failed and missing, the single-thread compute of the stored runs, and the compute the missing runs would take (\*: partly priced from runs of another width or model, so only roughly; `sst book --plan` explains the pricing).
+# :::{table} Sweeps the chapters do not read yet, per sweep and profile with a run stored: its runs, how many are stored, failed and missing, the single-thread compute of the stored runs, and the compute the missing runs would take (\*: partly priced from runs of another width or model, so only roughly; `sst book --plan` explains the pricing).
 # :name: tab-status-staged
 # ```{glue:md} status_staged
 # :format: myst
 # ```
 # :::
+#
+# What each of these sweeps computes:
+#
+# ```{glue:md} staged_notes
+# :format: myst
+# ```

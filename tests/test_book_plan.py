@@ -9,6 +9,7 @@ from sst_core import cli
 from sst_core.book import plan
 from sst_core.book.runner import BookUsageError, toc_notebooks, toc_parts, toc_titles
 from sst_core.experiments.paper1 import table3_grid
+from sst_core.reports import Table
 from sst_core.spec.profiles import get_profile
 from sst_core.store.records import cached_run
 
@@ -463,12 +464,13 @@ def test_an_analysis_is_priced_by_its_group_before_its_model():
 
 
 def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
-    """Staged sweeps (no chapter reads them) are `wide` and `lra_pathfinder`, and never a
-    sweep a chapter reads; the page's table has a row per staged sweep and profile with a
+    """Staged sweeps (no chapter reads them) are `wide` and the two Pathfinder grids, and
+    never a sweep a chapter reads; the page's table has a row per staged sweep and profile with a
     run stored, with `sst status`'s counts, and a sentence where none has one."""
     from sst_core.experiments.paper1 import table2_wide_grid
     from sst_core.experiments.registry import (
         SWEEP_GRIDS,
+        SWEEPS,
         chapter_sweeps,
         staged_sweeps,
         sweep_configs,
@@ -476,7 +478,7 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
     from sst_core.store.records import RunFailed
 
     staged = staged_sweeps()
-    assert {"wide", "lra_pathfinder"} <= set(staged)
+    assert {"wide", "lra_pathfinder", "lra_pathfinder_ablation"} <= set(staged)
     assert all(not g.chapters for name in staged for g in SWEEP_GRIDS[name])
     assert not set(staged) & {s for nb in toc_notebooks(ROOT) for s in chapter_sweeps(nb)}
     assert plan.staged_table(("smoke",), root) is None  # nothing stored: no table
@@ -496,13 +498,16 @@ def test_the_status_page_reports_the_staged_sweeps_that_have_runs_stored(root):
     text = table.grid().text
     (row,) = [line for line in text.splitlines() if line.startswith("| `wide`")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[2:7] == ["`smoke`", str(total), "3", "1", str(total - 3)]
+    assert cells[1:6] == ["`smoke`", str(total), "3", "1", str(total - 3)]
     # the missing runs priced from the stored ones (the failed run's share counts too)
     guess = plan.missing_estimate("wide", "smoke", plan.price_table("smoke", root), root)
     assert guess["rough"] + guess["unpriced"] <= total - 3 and guess["seconds"] > 0
-    assert cells[8] == plan.estimate_cell(guess)
+    assert cells[7] == plan.estimate_cell(guess, retrain=False)
     assert plan.estimate_cell({"seconds": 7200.0, "rough": 3, "unpriced": 2}) == \
         "2.0 h\\* + 2 unpriced"
+    # what each sweep computes is listed under the table, not in a column
+    assert plan.staged_notes(table) == f"- `wide`: {SWEEPS['wide']}."
+    assert plan.staged_notes(None) == "- none has a run stored."
 
 
 def test_the_estimate_counts_trackers_whose_weights_an_analysis_still_needs(tmp_path,
@@ -538,9 +543,21 @@ def test_the_estimate_counts_trackers_whose_weights_an_analysis_still_needs(tmp_
     guess = plan.missing_estimate("x", "smoke", plan.price_table("smoke", tmp_path), tmp_path)
     first = run_compute_s(load_record(record_path(t[0], tmp_path)))
     assert (guess["retrain"], guess["retrain_seconds"]) == (1, first)
-    assert plan.estimate_cell({"seconds": 7200.0, "rough": 0, "unpriced": 0, "retrain": 3,
-                               "retrain_seconds": 5400.0}) == \
+    three = {"seconds": 7200.0, "rough": 0, "unpriced": 0, "retrain": 3,
+             "retrain_seconds": 5400.0}
+    assert plan.estimate_cell(three) == \
         "2.0 h + 1.5 h to train 3 trackers again (weights missing)"
+    assert plan.estimate_cell(three, retrain=False) == "2.0 h"
+    # the status page's table leaves the retraining out and says it under the table, per
+    # profile that has any
+    table = Table("t", plan.STAGED_COLUMNS, [], data=[
+        {"sweep": "wide", "what": "W", "profile": "standard", "missing_estimate": three},
+        {"sweep": "wide", "what": "W", "profile": "paper", "missing_estimate": {
+            **three, "retrain": 0, "retrain_seconds": 0.0}}])
+    assert plan.staged_notes(table) == (
+        "- `wide`: W. At `standard` it also takes 1.5 h to train 3 trackers again: a "
+        "missing analysis reads them, and their weights are not in this results directory "
+        "(a staged sweep commits no weights).")
 
 
 def test_a_training_run_is_priced_from_runs_of_its_width():

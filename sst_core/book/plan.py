@@ -602,18 +602,19 @@ def status_markdown(plans: list[ChapterPlan], titles: Mapping[str, str] | None =
 STAGED_PROFILES = ("standard", "paper")  # the profiles whose staged sweeps the page reports
 
 
-STAGED_COLUMNS = ["sweep", "what it computes", "profile", "runs", "stored", "failed",
-                  "missing", "compute of the stored runs", "missing, estimated"]
+STAGED_COLUMNS = ["sweep", "profile", "runs", "stored", "failed", "missing",
+                  "compute so far", "missing, priced"]
 
 
 def staged_table(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None = None
                  ) -> Table | None:
     """The status page's table of the sweeps no chapter reads yet
     (:func:`sst_core.experiments.registry.staged_sweeps`): per sweep and profile with any
-    run stored, what it computes and how far it has got (``sst status``'s counts and
-    compute), and the compute its missing runs would take (:func:`estimate_cell`: a star
-    where part of it is priced only roughly); None where none has a run stored. ``data``:
-    per row the sweep, profile, counts, compute and :func:`missing_estimate`."""
+    run stored, how far it has got (``sst status``'s counts and compute), and the compute
+    its missing runs would take (:func:`estimate_cell` without the trackers to train again:
+    a star where part of it is priced only roughly); None where none has a run stored.
+    ``data``: per row the sweep, what it computes, profile, counts, compute and
+    :func:`missing_estimate` (:func:`staged_notes` says what the table leaves out)."""
     from sst_core.experiments.registry import SWEEPS, staged_sweeps
     from sst_core.sweep.status import status
 
@@ -626,10 +627,11 @@ def staged_table(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None 
     rows, data = [], []
     for profile, r in found:
         guess = missing_estimate(r.experiment, profile, costs[profile], root)
-        rows.append([f"`{r.experiment}`", SWEEPS[r.experiment], f"`{profile}`", r.total,
-                     r.done + r.failed, r.failed, r.missing, duration_text(r.compute_s),
-                     estimate_cell(guess)])
-        data.append({"sweep": r.experiment, "profile": profile, "runs": r.total,
+        rows.append([f"`{r.experiment}`", f"`{profile}`", r.total, r.done + r.failed,
+                     r.failed, r.missing, duration_text(r.compute_s),
+                     estimate_cell(guess, retrain=False)])
+        data.append({"sweep": r.experiment, "what": SWEEPS[r.experiment], "profile": profile,
+                     "runs": r.total,
                      "stored": r.done + r.failed, "failed": r.failed, "missing": r.missing,
                      "compute_s": r.compute_s, "missing_estimate": guess})
     return Table("Sweeps the chapters do not read yet", STAGED_COLUMNS, rows, data=data)
@@ -662,13 +664,37 @@ def missing_estimate(sweep: str, profile: str, costs: CostTable, root: Path | No
             "retrain": len(again), "retrain_seconds": sum(run_compute_s(r) for r in again)}
 
 
-def estimate_cell(guess: dict[str, Any], star: str = "\\*") -> str:
-    """A :func:`missing_estimate` as the status page's cell shows it: the duration,
-    ``star`` where part of it is rough (escaped for MyST by default), and the runs without
-    a price; then the trackers to train again for their weights, and what they took."""
+def estimate_cell(guess: dict[str, Any], star: str = "\\*", retrain: bool = True) -> str:
+    """A :func:`missing_estimate` as a table's cell shows it: the duration, ``star`` where
+    part of it is rough (escaped for MyST by default), and the runs without a price; then,
+    with ``retrain``, the trackers to train again for their weights (:func:`retrain_text`)."""
     text = duration_text(guess["seconds"]) + (star if guess["rough"] else "")
     text += f" + {guess['unpriced']} unpriced" if guess["unpriced"] else ""
+    again = retrain_text(guess) if retrain else ""
+    return text + (f" + {again} (weights missing)" if again else "")
+
+
+def retrain_text(guess: dict[str, Any]) -> str:
+    """What training a :func:`missing_estimate`'s trackers again takes ("1.5 h to train 3
+    trackers again"); empty where there are none."""
     n = guess.get("retrain", 0)
-    return text + (f" + {duration_text(guess['retrain_seconds'])} to train {n} "
-                   f"tracker{'s' if n != 1 else ''} again (weights missing)" if n else "")
+    return (f"{duration_text(guess['retrain_seconds'])} to train {n} "
+            f"tracker{'s' if n != 1 else ''} again" if n else "")
+
+
+def staged_notes(table: Table | None) -> str:
+    """The Markdown list under :func:`staged_table`: per sweep what it computes, and per
+    row with trackers whose weights a missing analysis needs, what training them again
+    takes (the table's estimate leaves it out); a line saying so without a table."""
+    if table is None:
+        return "- none has a run stored."
+    items: dict[str, list[str]] = {}
+    for d in table.data:
+        item = items.setdefault(d["sweep"], [f"- `{d['sweep']}`: {d['what']}."])
+        again = retrain_text(d["missing_estimate"])
+        if again:
+            item.append(f"At `{d['profile']}` it also takes {again}: a missing analysis "
+                        "reads them, and their weights are not in this results directory (a "
+                        "staged sweep commits no weights).")
+    return "\n".join(" ".join(item) for item in items.values())
 

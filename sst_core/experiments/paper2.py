@@ -179,6 +179,16 @@ def lra_pathfinder_grid(P) -> list[LRAConfig]:
     return lra_main_grid(P, tasks=extra) if extra else []
 
 
+def lra_pathfinder_ablation_grid(P) -> list[LRAConfig]:
+    """The ablation's grid (:func:`lra_ablation_grid`: random, real, step and S4D-Inv
+    eigenvalues, learned and frozen, every seed of ``P.lra_ablation_seeds``) on each probe
+    task outside ``P.lra_tasks``, at the probe's size as :func:`lra_pathfinder_grid` has
+    it; its S4D-Inv runs are runs of that grid. Its own sweep (``sst sweep
+    lra_pathfinder_ablation``), staged like that grid's."""
+    extra = tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks)
+    return lra_ablation_grid(P, tasks=extra) if extra else []
+
+
 def lra_data_probe_grid(P) -> list[LRAConfig]:
     """The data probes: learned S4D-Inv on each of ``P.lra_data_probe_tasks`` with
     ``P.lra_data_probe_factor`` times the profile's common training-set size, the first seed (a

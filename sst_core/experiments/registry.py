@@ -179,7 +179,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
          Grid("lra_pathfinder", f"{P2}:lra_pathfinder_grid", (),
               "Paper 2: the LRA main table (S4D-Inv and S4D-Lin, learned and frozen) on "
               "Pathfinder, at the training set and model size of the LRA chapter's "
-              "learned-only Pathfinder runs")),
+              "learned-only Pathfinder runs"),
+         Grid("lra_pathfinder_ablation", f"{P2}:lra_pathfinder_ablation_grid", (),
+              "Paper 2: the LRA ablation (random, real, step and S4D-Inv spectra, learned "
+              "and frozen) on Pathfinder, at the size of `lra_pathfinder`, whose S4D-Inv "
+              "runs it shares")),
         TORCH_STARTUP),
     Experiment(
         "memory_horizon", "sst_core.spec.configs:MemoryHorizonConfig",
