@@ -56,8 +56,11 @@ plt.close("all")
 # 10) expressions over digits with LRA's sampler, classified by their value; **Pathfinder**,
 # 32 x 32 images at LRA's {glue:text}`lra_pf_difficulty` setting (LRA's benchmark and the
 # paper use its hard one, with longer contours), read pixel by pixel: are the two markers
-# on one contour? (where our compute cannot hold the full grid of runs, Pathfinder runs as
-# a *probe*, learned S4D-Inv only, to see whether the task is learned at all); and
+# on one contour? (where Pathfinder needs more examples and a larger model than the other
+# tasks, {numref}`tab-lra-scale`, and our compute cannot hold its full grid of runs at
+# that size, it runs as a *probe*, learned S4D-Inv only, to see whether the task is
+# learned at all, and the main table and the ablation take it, marked *own size*, once
+# their runs at that size are all stored); and
 # **digits**, scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels, enlarged to
 # {glue:text}`lra_image_side` x {glue:text}`lra_image_side` so that a sequence is as long as
 # a small image's) read pixel by pixel, standing in for sequential CIFAR; its training set is
@@ -148,7 +151,7 @@ for name, value in {
     glue(name, value, display=False)
 
 # %% [markdown]
-# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, its z (the rule below), and the verdict of this one comparison alone (holds beyond z = 2, fails beyond z = 2 the other way, tie within; as a part of claim 1, failing needs more, below). A cell that lacks runs says how many it holds.
+# :::{table} The paper's main LRA table, ours beside theirs: test accuracy at the epoch of best validation accuracy, max / min over our {glue:text}`lra_main_seeds` seeds and, in brackets, over the paper's {glue:text}`lra_paper_seeds` on the task ours stands in for; last column: the frozen mean minus the learned one over seeds, its z (the rule below), and the verdict of this one comparison alone (holds beyond z = 2, fails beyond z = 2 the other way, tie within; as a part of claim 1, failing needs more, below). A cell that lacks runs says how many it holds; [own size]: a task trained at a training set and model size of its own (the scale table), shown once all its runs are stored.
 # :name: tab-lra-main
 # ```{glue:md} lra_main
 # :format: myst
@@ -196,12 +199,12 @@ for name, value in {
 # {glue:text}`lra_verdict_frozen_as_good_digits`; for claim 2 (the unstructured spectra
 # worse than S4D-Inv, most when frozen):
 # {glue:text}`lra_verdict_unstructured_worse_listops` and
-# {glue:text}`lra_verdict_unstructured_worse_digits`. A tie is no
-# evidence against a claim, only none for it: the difference lies within the noise of our
-# seeds. {numref}`tab-lra-claims` gives every part's $z$, so a reader can apply another
+# {glue:text}`lra_verdict_unstructured_worse_digits`.
+# {glue:text}`lra_verdicts_other` A tie is no evidence against a claim, only none for it:
+# the difference lies within the noise of our seeds. {numref}`tab-lra-claims` gives every part's $z$, so a reader can apply another
 # threshold.
 #
-# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples (one seed, where this book trains one on that task), and each claim's verdict; in brackets each part: for claims 1 and 2 the part's $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference's $z$, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; —: runs missing.
+# ````{table} The paper's four claims on our runs, one column per task: chance, the best learned S4D-Inv run and its margin above chance ("at chance": within three binomial standard deviations), the best learned S4D-Inv run on more training examples (one seed, where this book trains one on that task), and each claim's verdict; in brackets each part: for claims 1 and 2 the part's $z$ ("a / b gap larger frozen": S4D-Inv's gap to the unstructured spectrum closest to it, *a* among the learned and *b* among the frozen ones, larger frozen); for claim 3 each spectrum's mean memory growth and its verdict; for claim 4 the mean epochs to converge, frozen vs learned, and the difference's $z$, or how many runs had not converged. [probe]: learned S4D-Inv runs only, not judged; [own size]: a task trained at a training set and model size of its own (the scale table); —: runs missing.
 # :name: tab-lra-claims
 # ```{glue:md} lra_claims
 # :format: myst
@@ -268,7 +271,7 @@ for name, value in {
 # learned. Its "linear" has its roots on the real axis (the ablation's own description),
 # not S4D-Lin's; ours is the real axis.
 #
-# :::{table} The paper's ablation, ours beside theirs: test accuracy, max / min over our {glue:text}`lra_ablation_seeds` seeds (the first of the main table's {glue:text}`lra_main_seeds`, so its S4D-Inv rows are the main table's cells over fewer seeds, and their min can differ) and, in brackets, the paper's, of four eigenvalue types, learned and frozen; — where the paper's ablation (Retrieval, Image, Pathfinder and Path-X) has no counterpart.
+# :::{table} The paper's ablation, ours beside theirs: test accuracy, max / min over our {glue:text}`lra_ablation_seeds` seeds (the first of the main table's {glue:text}`lra_main_seeds`, so its S4D-Inv rows are the main table's cells over fewer seeds, and their min can differ) and, in brackets, the paper's, of four eigenvalue types, learned and frozen; — where the paper's ablation (Retrieval, Image, Pathfinder and Path-X) has no counterpart; [own size]: a task trained at a training set and model size of its own (the scale table), shown once all its runs are stored.
 # :name: tab-lra-ablation
 # ```{glue:md} lra_ablation
 # :format: myst
@@ -289,7 +292,7 @@ for name, value in {
 # separate the task, the model's size and the number of training examples. ListOps has no
 # row in the paper's ablation, so it is not compared.
 #
-# :::{table} Learned against frozen per spectrum, ours on digits beside the paper's on Image ({numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one as its $z$ (the claim rule's; the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond $z$ = 2 and a tie within, and whether the two orderings are the same: yes, no where they are opposite, and tie where one of them is a tie (no reversal).
+# :::{table} Learned against frozen per spectrum, ours beside the paper's on the task ours stands in for (digits for Image, and Pathfinder for Pathfinder where our ablation has it; {numref}`tab-lra-ablation`): the frozen mean over seeds minus the learned one as its $z$ (the claim rule's; the paper's from its max / min, as in {numref}`tab-lra-paper-claims`), read as frozen higher or learned higher beyond $z$ = 2 and a tie within, and whether the two orderings are the same: yes, no where they are opposite, and tie where one of them is a tie (no reversal).
 # :name: tab-lra-abl-order
 # ```{glue:md} lra_abl_order
 # :format: myst

@@ -833,26 +833,84 @@ def test_the_claim_rule_calls_the_papers_own_rows_consistent_where_it_draws_the_
 
 def test_a_probe_task_is_judged_once_the_main_tables_grid_on_it_is_stored(store):
     P = dataclasses.replace(PROFILES["smoke"], lra_tasks=("listops",),
-                            lra_probe_tasks=("pathfinder",), lra_seeds=(0, 1, 2))
+                            lra_probe_tasks=("pathfinder",), lra_seeds=(0, 1, 2),
+                            lra_ablation_seeds=(0, 1))
     grid = paper2.lra_pathfinder_grid(P)
     assert {(c.task, c.init, c.freeze_spectrum) for c in grid} == {
         ("pathfinder", i, f) for i in ("inv", "lin") for f in (False, True)}
     assert len(grid) == 12 and set(paper2.lra_probe_grid(P)) <= set(grid)
     assert paper2.lra_pathfinder_grid(dataclasses.replace(P, lra_probe_tasks=())) == []
     assert paper2.lra_pathfinder_grid(dataclasses.replace(P, lra_tasks=("pathfinder",))) == []
+    # its ablation: every spectrum, learned and frozen, the ablation's seeds, at the same
+    # size, sharing the S4D-Inv runs
+    ablation = paper2.lra_pathfinder_ablation_grid(P)
+    assert {(c.task, c.init, c.freeze_spectrum, c.seed) for c in ablation} == {
+        ("pathfinder", i, f, s) for i in paper2.LRA_ABLATION_INITS for f in (False, True)
+        for s in P.lra_ablation_seeds}
+    assert {c for c in ablation if c.init == "inv"} == {
+        c for c in grid if c.init == "inv" and c.seed in P.lra_ablation_seeds}
+    assert paper2.lra_pathfinder_ablation_grid(
+        dataclasses.replace(P, lra_tasks=("pathfinder",))) == []
 
     def fake(cfg):
         return {"test_accuracy": 0.8 + 0.01 * cfg.seed, "chance_accuracy": 0.5,
                 "task": {"n_test": 400}, "curves": {"epoch": [1], "test_loss": [1.0]}}
 
+    def claims():
+        return next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
+
+    def rows(table):
+        return [r[0] for r in table.rows]
+
     for cfg in grid[:-1]:
         cached_run(cfg, fake)
-    d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
+    d = claims()
     assert d["probe"] and d["frozen_as_good"] is None  # one run missing
+    assert lra_reports.stored_tasks(grid) == ()
+    assert rows(lra_reports.lra_main(P)) == ["listops (ListOps)"]  # not in the main table
+    assert "other task" not in lra_reports.other_verdicts([d], P)
+    assert lra_reports.other_verdicts([d], P) == (
+        "Beyond those two tasks, Pathfinder runs as a probe only (learned S4D-Inv) and is "
+        "not judged.")
+    scale = lra_reports.scale_table(P)
+    assert scale.columns[2] == "pathfinder (probe)"
+    assert scale.rows[-1][2] == "2 (learned S4D-Inv only)"
     cached_run(grid[-1], fake)
-    d = next(x for x in lra_reports.lra_claims(P).data if x["task"] == "pathfinder")
+    assert lra_reports.stored_tasks(grid) == ("pathfinder",)
+    d = claims()
     assert not d["probe"] and d["frozen_as_good"] == "tie"  # equal means and spreads
     assert d["unstructured_worse"] is None  # no ablation runs of it
+    assert lra_reports.other_verdicts([d], P) == (
+        "Beyond those two tasks, on Pathfinder at its own size, claim 1 tie and claim 2 not "
+        "judged (runs missing).")
+    # the main table takes it, marked, with its runs; the ablation does not yet
+    main = lra_reports.lra_main(P)
+    assert rows(main) == ["listops (ListOps)", "pathfinder (Pathfinder) [own size]"]
+    assert lra_reports.OWN_SIZE_TEXT in main.note
+    assert {(x["task"], len(x["accuracies"])) for x in main.data} == {
+        ("listops", 0), ("pathfinder", 3)}
+    assert [c for c in lra_reports.lra_ablation(P).columns if "pathfinder" in c] == []
+    scale = lra_reports.scale_table(P)
+    assert scale.columns[2] == "pathfinder (own size)"
+    assert scale.rows[-1][2] == "3 (main table)"
+    # part of the ablation stored: not read, neither in its table nor in claims 2 and 3
+    rest = [c for c in ablation if c.init != "inv"]
+    for cfg in rest[:-1]:
+        cached_run(cfg, fake)
+    assert [c for c in lra_reports.lra_ablation(P).columns if "pathfinder" in c] == []
+    d = claims()
+    assert d["unstructured_worse"] is None
+    assert {p["init"] for p in d["memory_parts"]} <= set(paper2.LRA_MAIN_INITS)
+    # all of it stored: a column of the ablation, and claim 2 judged on it
+    cached_run(rest[-1], fake)
+    ablation_table = lra_reports.lra_ablation(P)
+    assert [c for c in ablation_table.columns if "pathfinder" in c] == [
+        "pathfinder [own size] (as Pathfinder): ours (paper)"]
+    assert {x["task"] for x in ablation_table.data} == {"listops", "pathfinder"}
+    d = claims()
+    assert d["unstructured_worse"] == "tie"  # every spectrum's runs score alike
+    assert {p["init"] for p in d["unstructured_parts"]} >= set(lra_reports.UNSTRUCTURED)
+    assert lra_reports.scale_table(P).rows[-1][2] == "3 (main table), 2 (ablation)"
 
 
 def test_the_chapter_items_are_the_tables_grids_and_the_numbers_its_prose_cites(store):

@@ -15,7 +15,7 @@ from sst_core.experiments import paper2
 from sst_core.reports import Table, group_records, runs_note, stored_records
 from sst_core.reports.select import best_per_cell
 from sst_core.spec import paper_values
-from sst_core.spec.names import INIT_NAMES, PAPER_INIT_NAMES
+from sst_core.spec.names import INIT_NAMES, PAPER_INIT_NAMES, TASK_NAMES
 from sst_core.spec.profiles import Profile
 
 
@@ -29,6 +29,23 @@ def collect(cfgs, root=None) -> tuple[dict, list[str], dict]:
     ok, ids, status = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
     acc = {key: [rec["metrics"]["test_accuracy"] for _, rec in runs] for key, runs in ok.items()}
     return acc, ids, status
+
+
+def stored_tasks(grid, root=None) -> tuple[str, ...]:
+    """The tasks of ``grid`` (LRA configs) on which every cell (spectrum and mode) has all
+    its runs stored and at least one of them ok, in the grid's order. A staged grid on a
+    task outside the profile's tables (:func:`sst_core.experiments.paper2.lra_pathfinder_grid`,
+    :func:`~sst_core.experiments.paper2.lra_pathfinder_ablation_grid`) joins the tables
+    on such a task, and only then."""
+    _, _, status = group_records(grid, lambda c: (c.task, c.init, c.freeze_spectrum), root)
+    return tuple(t for t in dict.fromkeys(c.task for c in grid)
+                 if all(s["ok"] and not s["missing"] for k, s in status.items() if k[0] == t))
+
+
+# how a table marks a task run at its own size (a staged grid joined: stored_tasks)
+OWN_SIZE = " [own size]"
+OWN_SIZE_TEXT = ("[own size]: a task outside the common grid, trained at a training set "
+                 "and model size of its own (the scale table), its cells complete. ")
 
 
 def _cell(values: list[float]) -> str:
@@ -52,15 +69,20 @@ LRA_SCALE_KNOBS = ("lra_H", "lra_N", "lra_layers", "lra_epochs", "lra_n_train", 
 
 
 def lra_main(P: Profile, root=None) -> Table:
-    cfgs = paper2.lra_main_grid(P)
+    """The paper's main table, ours beside it: per task of ``P.lra_tasks``, then per task
+    of :func:`~sst_core.experiments.paper2.lra_pathfinder_grid` once its runs there are
+    all stored (:func:`stored_tasks`, marked :data:`OWN_SIZE`)."""
+    own = paper2.lra_pathfinder_grid(P)
+    extra = stored_tasks(own, root)
+    cfgs = paper2.lra_main_grid(P) + [c for c in own if c.task in extra]
     acc, ids, status = collect(cfgs, root)
     combos = [(i, f) for f in (False, True) for i in paper2.LRA_MAIN_INITS]
     cols = ["task (stands for)"] + [f"{_mode(f)} {INIT_NAMES[i]}: ours (paper)" for i, f in combos] \
         + ["frozen − learned, mean (z)"]
     rows, data = [], []
-    for task in P.lra_tasks:
+    for task in P.lra_tasks + extra:
         published = paper_values.LRA_COUNTERPART.get(task)
-        row = [f"{task} ({published or '—'})"]
+        row = [f"{task} ({published or '—'})" + (OWN_SIZE if task in extra else "")]
         for init, frozen in combos:
             key = (task, init, frozen)
             paper = paper_values.LRA_MAIN.get((published, init, frozen)) if published else None
@@ -90,20 +112,28 @@ def lra_main(P: Profile, root=None) -> Table:
                if any(not t.startswith("lra_") for t in P.lra_tasks) else
                "The tasks read the user's LRA files (sst lra --data-dir) at this profile's "
                "model size. ")
+            + (OWN_SIZE_TEXT if extra else "")
             + f"Scale: {P.scale(*LRA_SCALE_KNOBS, 'lra_listops_max_len', 'lra_image_side')}.")
     return Table("Frozen (RC) against learned spectra: the main table", cols, rows, note, ids, data)
 
 
 def lra_ablation(P: Profile, root=None) -> Table:
-    cfgs = paper2.lra_ablation_grid(P)
+    """The paper's ablation, ours beside it: a column per task of ``P.lra_tasks``, then per
+    task of :func:`~sst_core.experiments.paper2.lra_pathfinder_ablation_grid` once its
+    runs there are all stored (:func:`stored_tasks`, marked :data:`OWN_SIZE`)."""
+    own = paper2.lra_pathfinder_ablation_grid(P)
+    extra = stored_tasks(own, root)
+    cfgs = paper2.lra_ablation_grid(P) + [c for c in own if c.task in extra]
     acc, ids, status = collect(cfgs, root)
-    cols = ["eigenvalues", "mode"] + [f"{t} (as {paper_values.LRA_COUNTERPART.get(t) or '—'}): ours (paper)"
-                                      for t in P.lra_tasks]
+    tasks = P.lra_tasks + extra
+    cols = ["eigenvalues", "mode"] + [
+        f"{t}{OWN_SIZE if t in extra else ''} (as "
+        f"{paper_values.LRA_COUNTERPART.get(t) or '—'}): ours (paper)" for t in tasks]
     rows, data = [], []
     for init in paper2.LRA_ABLATION_INITS:
         for frozen in (False, True):
             row = [INIT_NAMES[init], _mode(frozen)]
-            for task in P.lra_tasks:
+            for task in tasks:
                 key = (task, init, frozen)
                 published = paper_values.LRA_COUNTERPART.get(task)
                 paper = paper_values.LRA_ABLATION.get((published, init, frozen)) if published else None
@@ -118,7 +148,8 @@ def lra_ablation(P: Profile, root=None) -> Table:
             f"brackets, the paper's max / min. The paper's ablation "
             f"covers Retrieval, Image, Pathfinder and Path-X ('—': no published counterpart). "
             f"Eigenvalue types as in sst_core.theory.memory.init_Lambda. "
-            f"Scale: {P.scale(*LRA_SCALE_KNOBS)}.")
+            + (OWN_SIZE_TEXT if extra else "")
+            + f"Scale: {P.scale(*LRA_SCALE_KNOBS)}.")
     return Table("Ablation: eigenvalue initialisation x learned or frozen", cols, rows, note, ids, data)
 
 
@@ -862,21 +893,24 @@ def scale_table(P: Profile, root=None) -> Table:
     ``paper2.LRA_TASK_SETTINGS``), and the seeds per cell of each table that runs it.
     ``data``: one entry per task with the numbers."""
     tasks = list(dict.fromkeys(P.lra_tasks + P.lra_probe_tasks))
-    probe = paper2.lra_probe_grid(P)
-    data, cols = [], [""] + [t + ("" if t in P.lra_tasks else " (probe)") for t in tasks] \
-        + ["paper"]
+    probe, own = paper2.lra_probe_grid(P), paper2.lra_pathfinder_grid(P)
+    # a probe task whose main grid (and ablation) at its own size is stored: stored_tasks
+    main = P.lra_tasks + stored_tasks(own, root)
+    ablation = P.lra_tasks + stored_tasks(paper2.lra_pathfinder_ablation_grid(P), root)
+    data, cols = [], [""] + [t + ("" if t in P.lra_tasks else " (own size)" if t in main
+                                  else " (probe)") for t in tasks] + ["paper"]
     for task in tasks:
-        grid = [c for c in (paper2.lra_main_grid(P) if task in P.lra_tasks else probe)
-                if c.task == task]
+        grid = [c for c in (paper2.lra_main_grid(P) if task in P.lra_tasks else
+                            own if task in main else probe) if c.task == task]
         recs = stored_records(grid, root)
         sizes = [r["metrics"]["task"] for r in recs if (r["metrics"].get("task") or {})
                  .get("n_train")]
         more = [r["metrics"]["task"]["n_train"] for r in stored_records(
             [c for c in paper2.lra_data_probe_grid(P) if c.task == task], root)
             if (r["metrics"].get("task") or {}).get("n_train")]
-        seeds = {"main": len({c.seed for c in grid}) if task in P.lra_tasks else None,
-                 "ablation": len(P.lra_ablation_seeds) if task in P.lra_tasks else None,
-                 "probe": None if task in P.lra_tasks else len({c.seed for c in grid})}
+        seeds = {"main": len({c.seed for c in grid}) if task in main else None,
+                 "ablation": len(P.lra_ablation_seeds) if task in ablation else None,
+                 "probe": None if task in main else len({c.seed for c in grid})}
         data.append({"task": task, "stored": bool(sizes), "asked": grid[0].n_train,
                      "n_train": _median([t["n_train"] for t in sizes]),
                      "length": _median([t["length"] for t in sizes if t.get("length")]),
@@ -903,7 +937,8 @@ def scale_table(P: Profile, root=None) -> Table:
         s = d["seeds"]
         if s["probe"] is not None:
             return f"{s['probe']} (learned S4D-Inv only)"
-        return (f"{s['main']} (main table), {s['ablation']} (ablation)"
+        return (f"{s['main']} (main table)"
+                + ("" if s["ablation"] is None else f", {s['ablation']} (ablation)")
                 + ("" if d["data_probe_n_train"] is None else ", 1 (data probe)"))
 
     rows = [["training examples"] + [examples(d) for d in data],
@@ -945,21 +980,21 @@ def lra_claims(P: Profile, root=None, delays: int | None = None) -> Table:
     # a probe of a task of the main table (on fewer examples than the task's own) is no
     # run of its cells: it shows in lra_fit
     extra = paper2.lra_pathfinder_grid(P)
+    # a probe task is judged once the main table's grid on it is stored, and its
+    # unstructured spectra join once the ablation's grid on it is
+    judged = stored_tasks(extra, root)
+    own_ablation = paper2.lra_pathfinder_ablation_grid(P)
+    ablation = [c for c in own_ablation if c.task in stored_tasks(own_ablation, root)]
     cfgs = list(dict.fromkeys(paper2.lra_main_grid(P) + paper2.lra_ablation_grid(P)
                               + [c for c in paper2.lra_probe_grid(P)
-                                 if c.task not in P.lra_tasks] + extra))
-    ok, ids, status = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum),
-                                    root)
+                                 if c.task not in P.lra_tasks] + extra + ablation))
+    ok, ids, _ = group_records(cfgs, lambda c: (c.task, c.init, c.freeze_spectrum), root)
     cols = ["task (stands for)", "chance", "learned S4D-Inv (best)", "margin",
             "with more data (data probe)", "1: frozen ≥ learned, no wider", "2: unstructured worse, most when frozen",
             "3: memory not extended", "4: frozen converges faster"]
     rows, data = [], []
     for task in P.lra_tasks + tuple(t for t in P.lra_probe_tasks if t not in P.lra_tasks):
-        # a probe task is judged once the main table's grid on it is stored
-        # (paper2.lra_pathfinder_grid)
-        grid = {(c.task, c.init, c.freeze_spectrum) for c in extra if c.task == task}
-        probe = task not in P.lra_tasks and (
-            not grid or any(status[k]["missing"] or not status[k]["ok"] for k in grid))
+        probe = task not in P.lra_tasks and task not in judged
         recs = {k: [rec for _, rec in v] for k, v in ok.items() if k[0] == task}
         acc = {k[1:]: [r["metrics"]["test_accuracy"] for r in v] for k, v in recs.items()}
         every = [r for v in recs.values() for r in v]
@@ -992,7 +1027,8 @@ def lra_claims(P: Profile, root=None, delays: int | None = None) -> Table:
         if probe:
             c1 = c2 = c3 = c4 = c3p = None
             verdicts = ["probe only (learned S4D-Inv)"] * 4
-        rows.append([f"{task} ({published or '—'})" + (" [probe]" if probe else ""),
+        rows.append([f"{task} ({published or '—'})" + (" [probe]" if probe else OWN_SIZE
+                                                         if task not in P.lra_tasks else ""),
                      "—" if chance is None else f"{chance:.3f}",
                      "—" if best_inv is None else f"{best_inv:.3f}",
                      "—" if margin is None else f"{margin:+.3f}" + ("" if learned else
@@ -1019,6 +1055,7 @@ def lra_claims(P: Profile, root=None, delays: int | None = None) -> Table:
                "are made, to see whether it is learned at this scale at all; its full grid "
                "would not fit the profile's budget. "
                if any(d["probe"] for d in data) else "")
+            + (OWN_SIZE_TEXT if any(t not in P.lra_tasks for t in judged) else "")
             + "With more data: "
             f"learned S4D-Inv on {P.lra_data_probe_factor} times the training examples (seed "
             f"{P.lra_seeds[0]}, the data probe), where the profile has one for the task; the "
@@ -1377,6 +1414,7 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
             "lra_ablation_seeds": len(P.lra_ablation_seeds),
             **{f"lra_verdict_{k}_{d['task']}": d[k] or "not judged" for d in claims.data
                for k in LRA_CLAIMS},
+            "lra_verdicts_other": other_verdicts(claims.data, P),
             "lra_paper_seeds": paper_values.LRA_SEEDS,
             "lra_d2": RANGE_TO_SD[paper_values.LRA_SEEDS],
             **{f"lra_paper_c1_{task.lower().replace('-', '')}":
@@ -1388,6 +1426,34 @@ def chapter_items(P: Profile, records: list[dict[str, Any]], root=None) -> dict[
             **{f"lra_fail_ses_claim{n}": fail_ses(k) for n, k in CLAIM_PARTS.items()},
             "lra_near_min": 100 * LOSS_NEAR_MIN,
             "lra_late_epochs": LATE_EPOCHS}
+
+
+PROSE_TASKS = ("listops", "digits")  # the tasks whose verdicts the chapter's prose names
+
+
+def other_verdicts(data: list[dict[str, Any]], P: Profile) -> str:
+    """One sentence on claims 1 and 2 for the tasks of :func:`lra_claims` (its ``data``)
+    other than :data:`PROSE_TASKS`: a probe is not judged; a task outside ``P.lra_tasks``
+    is "at its own size"; a claim not judged says why (S4D-Inv at chance, or runs
+    missing)."""
+    def verdict(d: dict[str, Any], key: str) -> str:
+        if d["above_chance"] is False:
+            return "not judged (S4D-Inv at chance)"
+        return d[key] or "not judged (runs missing)"
+
+    said = []
+    for d in data:
+        if d["task"] in PROSE_TASKS:
+            continue
+        name = TASK_NAMES.get(d["task"], d["task"])
+        if d["probe"]:
+            said.append(f"{name} runs as a probe only (learned S4D-Inv) and is not judged")
+        else:
+            own = "" if d["task"] in P.lra_tasks else " at its own size"
+            said.append(f"on {name}{own}, claim 1 {verdict(d, 'frozen_as_good')} and claim 2 "
+                        f"{verdict(d, 'unstructured_worse')}")
+    return ("Beyond those two tasks, " + "; ".join(said) + "." if said
+            else "No other task is judged.")
 
 
 def horizon_items(P: Profile, horizon: Table, noise: Table) -> dict[str, Any]:
