@@ -70,7 +70,7 @@ for name, value in {
 # stored, of which failed, still missing, and the compute they took) and the compute the
 # missing runs would take, priced from the stored runs most like them.
 #
-# :::{table} Sweeps the chapters do not read yet, per sweep and profile with a run stored: its runs, how many are stored, failed and missing, the single-thread compute of the stored runs, and the compute the missing runs would take (\*: partly priced from runs of another width or model, so only roughly; `sst book --plan` explains the pricing).
+# :::{table} Sweeps the chapters do not read yet, per sweep and profile with a run stored: how many of its runs are stored (of which failed) and missing, the single-thread compute of the stored runs, and the compute the missing runs would take (\*: partly priced from runs of another width or model, so only roughly; `sst book --plan` explains the pricing).
 # :name: tab-status-staged
 # ```{glue:md} status_staged
 # :format: myst

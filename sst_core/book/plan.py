@@ -602,15 +602,15 @@ def status_markdown(plans: list[ChapterPlan], titles: Mapping[str, str] | None =
 STAGED_PROFILES = ("standard", "paper")  # the profiles whose staged sweeps the page reports
 
 
-STAGED_COLUMNS = ["sweep", "profile", "runs", "stored", "failed", "missing",
-                  "compute so far", "missing, priced"]
+STAGED_COLUMNS = ["sweep", "profile", "stored", "missing", "compute so far", "missing, priced"]
 
 
 def staged_table(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None = None
                  ) -> Table | None:
     """The status page's table of the sweeps no chapter reads yet
     (:func:`sst_core.experiments.registry.staged_sweeps`): per sweep and profile with any
-    run stored, how far it has got (``sst status``'s counts and compute), and the compute
+    run stored, how far it has got (``sst status``'s counts, the failed among the stored,
+    and compute; its runs are the stored and the missing), and the compute
     its missing runs would take (:func:`estimate_cell` without the trackers to train again:
     a star where part of it is priced only roughly); None where none has a run stored.
     ``data``: per row the sweep, what it computes, profile, counts, compute and
@@ -627,9 +627,9 @@ def staged_table(profiles: tuple[str, ...] = STAGED_PROFILES, root: Path | None 
     rows, data = [], []
     for profile, r in found:
         guess = missing_estimate(r.experiment, profile, costs[profile], root)
-        rows.append([f"`{r.experiment}`", f"`{profile}`", r.total, r.done + r.failed,
-                     r.failed, r.missing, duration_text(r.compute_s),
-                     estimate_cell(guess, retrain=False)])
+        stored = f"{r.done + r.failed}" + (f" ({r.failed} failed)" if r.failed else "")
+        rows.append([f"`{r.experiment}`", f"`{profile}`", stored, r.missing,
+                     duration_text(r.compute_s), estimate_cell(guess, retrain=False)])
         data.append({"sweep": r.experiment, "what": SWEEPS[r.experiment], "profile": profile,
                      "runs": r.total,
                      "stored": r.done + r.failed, "failed": r.failed, "missing": r.missing,
