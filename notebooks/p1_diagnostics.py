@@ -115,7 +115,7 @@ dg = ec.diagnostics_table(P)
 for name, value in {
         **dict(zip(("dg_table", "dg_modes"),  # in two, for the page's width
                    (t.grid() for t in dg.split(1, 6)))),
-        "dg_d_model": P.track_d_model,
+        "dg_d_model": P.track_d_model, "dg_d_model_wide": P.track_d_model_wide,
         "dg_runs": counts["analysed"], "dg_runs_failed": counts["failed"],
         "dg_runs_failed_models": counts["failed_models"],
         "dg_samples": P.diag_samples, "dg_rollout": P.diag_rollout,
@@ -354,6 +354,11 @@ plt.close("all")
 # whose mean-spread $q$ at $m_p$ lies well above the paper's: its agreement with the paper's
 # figure is a finding on the data that suggested it, not an independent test. Each estimate
 # selects its own runs and reads its own $T_{\text{cross}}$.
+#
+# The Table 2 chapter's pilot decided to compute these runs again at $d_{\text{model}}$ =
+# {glue:text}`dg_d_model_wide:d` ({numref}`tab-t2-before-after`); until all of them and
+# their diagnostics are stored, the figure reads the runs at $d_{\text{model}}$ =
+# {glue:text}`dg_d_model:d`.
 
 # %%
 fig4_records = paper1.figure4_selection(

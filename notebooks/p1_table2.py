@@ -290,11 +290,34 @@ for name, value in {"t2_pilots_table": pilots.grid(),
 # it. For the wider model that means every run of the Mamba, AUSSM and attention families
 # in both at $d_{\text{model}}$ = {glue:text}`t2_wide_d_model:d` (the RNN family has no
 # residual stream, so its runs stay as they are): days of single-thread compute. Until all
-# of them are stored, this book shows both at $d_{\text{model}}$ =
-# {glue:text}`t2_d_model:d`, and for the pilot's cells the table above measures what the
-# wider model does. Where no variant makes a cell's runs learn, the cell measures a model
-# that does not learn the training length under the paper's protocol at this scale: a
-# finding about it, not a difference to explain away.
+# of them are stored, {numref}`tab-table2` and Figure 4 stay at $d_{\text{model}}$ =
+# {glue:text}`t2_d_model:d`, and {numref}`tab-t2-before-after` shows each cell at
+# $d_{\text{model}}$ = {glue:text}`t2_wide_d_model:d` once all of its runs are stored.
+# Where no variant makes a cell's runs learn, the cell measures a model that does not learn
+# the training length under the paper's protocol at this scale: a finding about it, not a
+# difference to explain away.
+
+# %% tags=["remove-input"]
+wider = rp.table2_before_after(P, partial=False)
+widening = rp.before_after_numbers(wider.data)
+for name, value in {"t2_ba_table": wider.grid(),
+                    **{f"t2_ba_{k}": v for k, v in widening.items()}}.items():
+    glue(name, value, display=False)
+
+# %% [markdown]
+# :::{table} Table 2 before and after the wider model: the cells of the models with a residual stream (the RNN family has none, and its runs are the same at both widths), the paper's $m_p$, ours at $d_{\text{model}}$ = {glue:text}`t2_d_model:d` and at {glue:text}`t2_wide_d_model:d` with one grid and protocol otherwise (best run [lowest–highest over its setting's seeds]; ✓ agrees with the paper's, ≈ one evaluated length apart, ✗ differs), and how many of a cell's runs never passed length 60, before → after. A cell whose runs at the wider width are not all stored yet says how many are, and is read once all are.
+# :name: tab-t2-before-after
+# ```{glue:md} t2_ba_table
+# :format: myst
+# ```
+# :::
+#
+# So far {glue:text}`t2_ba_complete:d` of the {glue:text}`t2_ba_cells:d` cells are complete
+# at $d_{\text{model}}$ = {glue:text}`t2_wide_d_model:d` (the status page prices the rest).
+# Of the {glue:text}`t2_ba_class_cells:d` of them that the paper reports,
+# {glue:text}`t2_ba_by_class_before:d` agree with it by $m_p$ class before and
+# {glue:text}`t2_ba_by_class_after:d` after; exactly, {glue:text}`t2_ba_agree_before:d`
+# before and {glue:text}`t2_ba_agree_after:d` after.
 #
 # ## How far does one run move when it is trained again?
 #
@@ -482,8 +505,9 @@ for name, value in {
 from sst_core.book.provenance import how_made
 
 how_made("p1_table2", P, more=(
-    "The recompute at "
-    f"d_model {P.track_d_model_wide}: `sst sweep wide`. Code: the models in "
+    f"The recompute at d_model {P.track_d_model_wide} ({widening['stored_after']} of "
+    f"{widening['runs_after']} runs of the table before and after stored): "
+    "`sst sweep wide`. Code: the models in "
     "`sst_core.models` (`forward`, `step`, `is_affine`), training in "
     "`sst_core.training.tracking`, the stopping rule in "
     "`sst_core.training.protocol`, the tables in `sst_core.reports.paper1`."))

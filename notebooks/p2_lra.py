@@ -59,7 +59,7 @@ plt.close("all")
 # on one contour? (where Pathfinder needs more examples and a larger model than the other
 # tasks, {numref}`tab-lra-scale`, and our compute cannot hold its full grid of runs at
 # that size, it runs as a *probe*, learned S4D-Inv only, to see whether the task is
-# learned at all, and the main table and the ablation take it, marked *own size*, once
+# learned at all, and the main table and the ablation take it, marked [own size], once
 # their runs at that size are all stored); and
 # **digits**, scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels, enlarged to
 # {glue:text}`lra_image_side` x {glue:text}`lra_image_side` so that a sequence is as long as
@@ -74,7 +74,7 @@ plt.close("all")
 # The generated tasks: a ListOps expression and its value, Pathfinder images whose markers are joined by a contour or not, and digits read pixel by pixel.
 # ```
 #
-# :::{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the block's normalisation and the decoder (the S4 authors' per-task settings; the paper does not give them), the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task (the probe: learned S4D-Inv only). Our Pathfinder images are at LRA's {glue:text}`lra_pf_difficulty` setting; LRA's benchmark and the paper use its hard setting. Delayed recall, below, has its own scale.
+# :::{table} This book's scale against the paper's, per task: the training examples and sequence length of the stored runs (in brackets, the data probe's training examples), the model size, the block's normalisation and the decoder (the S4 authors' per-task settings; the paper does not give them), the epochs (the paper does not give its epochs) and the seeds per cell of each table that runs the task ([probe]: learned S4D-Inv only; [own size]: its own training set and model size, its grid complete). Our Pathfinder images are at LRA's {glue:text}`lra_pf_difficulty` setting; LRA's benchmark and the paper use its hard setting. Delayed recall, below, has its own scale.
 # :name: tab-lra-scale
 # ```{glue:md} lra_scale
 # :format: myst

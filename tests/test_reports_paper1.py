@@ -958,6 +958,17 @@ def test_before_and_after_reads_both_widths_of_the_widened_models_only(tmp_path,
     assert (n["agree_before"], n["agree_after"]) == (0, 1)
     assert n["ok_after"] == len(s3) + 1 and n["never_60_after"] == len(s3) + 1
     assert "1 of 3 cells are complete" in t.note
+    assert (n["stored_after"], n["runs_after"]) == (
+        len(s3) + 1, len([c for c in wide if c.model == "negative_mamba"]))
     every = get_report("table2_before_after")(P, root=tmp_path).data  # every model
     assert [d for d in every if d["model"] == "negative_mamba"] == t.data
     assert "tanh_rnn" not in {d["model"] for d in every}
+    # the book's form reads no part of a grid: an incomplete cell says how many runs it has
+    book = table2_before_after(P, root=tmp_path, models=models, partial=False)
+    rows = {r[1]: r for r in book.rows}
+    assert rows["S3"][5] == "100 ✓"  # complete: read as before
+    assert rows["C2"][5] == f"1 of {len(c2)} runs"
+    assert rows["C6"][5] == f"0 of {len(c2)} runs"
+    assert rows["C2"][6] == rows["C6"][6] == f"{len(c2)} of {len(c2)} → —"
+    assert before_after_numbers(book.data) == n and book.data == t.data
+    assert "is read once all are" in book.note and "(k of n runs)" not in book.note

@@ -501,7 +501,7 @@ def test_a_probe_only_task_trains_at_its_own_size_and_model():
     assert scale["decoder"] == ["mean-pool", "last position", "—"]
     assert scale["seeds per cell"][:2] == ["2 (main table), 1 (ablation)",
                                            "2 (learned S4D-Inv only)"]
-    assert lra_reports.scale_table(P).columns == ["", "listops", "pathfinder (probe)", "paper"]
+    assert lra_reports.scale_table(P).columns == ["", "listops", "pathfinder [probe]", "paper"]
     assert "lra_task_H={pathfinder: 16}, lra_task_layers={pathfinder: 3}" in P.scale(
         "lra_task_H", "lra_task_layers")
 
@@ -873,7 +873,7 @@ def test_a_probe_task_is_judged_once_the_main_tables_grid_on_it_is_stored(store)
         "Beyond those two tasks, Pathfinder runs as a probe only (learned S4D-Inv) and is "
         "not judged.")
     scale = lra_reports.scale_table(P)
-    assert scale.columns[2] == "pathfinder (probe)"
+    assert scale.columns[2] == "pathfinder [probe]"
     assert scale.rows[-1][2] == "2 (learned S4D-Inv only)"
     cached_run(grid[-1], fake)
     assert lra_reports.stored_tasks(grid) == ("pathfinder",)
@@ -891,7 +891,7 @@ def test_a_probe_task_is_judged_once_the_main_tables_grid_on_it_is_stored(store)
         ("listops", 0), ("pathfinder", 3)}
     assert [c for c in lra_reports.lra_ablation(P).columns if "pathfinder" in c] == []
     scale = lra_reports.scale_table(P)
-    assert scale.columns[2] == "pathfinder (own size)"
+    assert scale.columns[2] == "pathfinder [own size]"
     assert scale.rows[-1][2] == "3 (main table)"
     # part of the ablation stored: not read, neither in its table nor in claims 2 and 3
     rest = [c for c in ablation if c.init != "inv"]

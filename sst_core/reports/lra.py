@@ -897,8 +897,8 @@ def scale_table(P: Profile, root=None) -> Table:
     # a probe task whose main grid (and ablation) at its own size is stored: stored_tasks
     main = P.lra_tasks + stored_tasks(own, root)
     ablation = P.lra_tasks + stored_tasks(paper2.lra_pathfinder_ablation_grid(P), root)
-    data, cols = [], [""] + [t + ("" if t in P.lra_tasks else " (own size)" if t in main
-                                  else " (probe)") for t in tasks] + ["paper"]
+    data, cols = [], [""] + [t + ("" if t in P.lra_tasks else OWN_SIZE if t in main
+                                  else " [probe]") for t in tasks] + ["paper"]
     for task in tasks:
         grid = [c for c in (paper2.lra_main_grid(P) if task in P.lra_tasks else
                             own if task in main else probe) if c.task == task]

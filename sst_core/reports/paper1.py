@@ -546,10 +546,18 @@ def _ok_runs(d: dict[str, Any]) -> int:
     return d["n_runs"] - d["n_failed"]
 
 
-def _shown(d: dict[str, Any]) -> str:
+def _complete(d: dict[str, Any]) -> bool:
+    """Whether a cell of :func:`table2`'s ``data`` has every run of its grid stored."""
+    return d["n_runs"] > 0 and not d["n_missing"]
+
+
+def _shown(d: dict[str, Any], partial: bool = True) -> str:
     """A cell of :func:`table2`'s ``data`` as the before-and-after table shows it: m_p with
     the seeds' range and the mark against the paper's, and the runs stored so far while the
-    cell's grid is incomplete."""
+    cell's grid is incomplete; without ``partial``, an incomplete cell shows those runs
+    only (``3 of 24 runs``): the best of part of a grid is not its best run."""
+    if not partial and not _complete(d):
+        return f"{d['n_runs']} of {d['n_runs'] + d['n_missing']} runs"
     text = shown_text(d["status"], d["m_p"], d["m_p_seeds"])
     if d["status"] not in ("missing", "diverged"):
         text = f"{text} {MARK[d['agreement']]}".rstrip()
@@ -558,12 +566,15 @@ def _shown(d: dict[str, Any]) -> str:
     return text
 
 
-def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> Table:
+def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS,
+                        partial: bool = True) -> Table:
     """Table 2's cells of the models the wider d_model changes (:func:`widened_models`),
     before (``P.track_d_model``) and after (``P.track_d_model_wide``) with one grid and
     protocol otherwise: per cell the paper's m_p, ours at each width with its mark, and
-    how many of the cell's ok runs never passed length 60. ``data`` per cell: ``before``
-    and ``after`` (:func:`table2`'s data), ``complete`` (the wide cell has every run)."""
+    how many of the cell's ok runs never passed length 60. ``partial`` (``sst report``,
+    to watch a sweep): a cell whose grid is incomplete shows the best of its runs so far;
+    without (the book), only how many are stored. ``data`` per cell: ``before`` and
+    ``after`` (:func:`table2`'s data), ``complete`` (the wide cell has every run)."""
     models = widened_models(models)
     before = table2(P, root, models)
     wide_table = table2(P, root, models, wide=True)
@@ -574,21 +585,25 @@ def table2_before_after(P: Profile, root=None, models=paper1.TABLE2_MODELS) -> T
     rows, data = [], []
     for b in before.data:
         a = after[(b["model"], b["group"], b["n_layers"])]
-        never = " → ".join(f"{d['never_60']} of {_ok_runs(d)}" if _ok_runs(d) else "—"
+        never = " → ".join(f"{d['never_60']} of {_ok_runs(d)}"
+                           if _ok_runs(d) and (partial or _complete(d)) else "—"
                            for d in (b, a))
         rows.append([label_name(b["model"]), b["group"], b["n_layers"],
-                     fmt(b["paper"]) if b["paper_reported"] else "—", _shown(b), _shown(a),
-                     never])
+                     fmt(b["paper"]) if b["paper_reported"] else "—", _shown(b, partial),
+                     _shown(a, partial), never])
         data.append({"model": b["model"], "group": b["group"], "n_layers": b["n_layers"],
                      "paper": b["paper"], "paper_reported": b["paper_reported"],
-                     "before": b, "after": a,
-                     "complete": a["n_runs"] > 0 and not a["n_missing"]})
+                     "before": b, "after": a, "complete": _complete(a)})
     n = before_after_numbers(data)
     note = (f"The same grid and protocol at d_model {narrow} (before) and {wide} (after), "
             "for the models with a residual stream; the RNN family has none, and its runs "
             "are the same at both. Cells: best m_p over the grid [lowest–highest over the "
             "best setting's seeds], ✓ agrees with the paper's, ≈ one evaluated length apart, "
-            "✗ differs; (k of n runs) while a cell's grid is incomplete. Never passed 60: of "
+            "✗ differs; "
+            + ("(k of n runs) while a cell's grid is incomplete. " if partial else
+               "a cell whose grid is incomplete says how many of its runs are stored, and "
+               "is read once all are. ")
+            + "Never passed 60: of "
             "a cell's ok runs, those whose curriculum never passed the training length. "
             f"Of the {n['class_cells']} cells the paper reports and that are complete at "
             "both widths, agreeing by class "
@@ -606,8 +621,9 @@ def before_after_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
     at the wider d_model, and of the ``class_cells`` (reported by the paper, complete at
     both widths) those agreeing by class and exactly before and after; the runs that never
     passed 60 before and after (``never_60_before``, ``never_60_after``) over the ok runs
-    (``ok_before``, ``ok_after``). A comparison counts complete cells only: a cell with
-    part of its grid has not yet had its best run."""
+    (``ok_before``, ``ok_after``); the runs stored at the wider d_model (``stored_after``,
+    failed ones too) of the ``runs_after`` its grid has. A comparison counts complete cells
+    only: a cell with part of its grid has not yet had its best run."""
     both = [d for d in data if d["paper_reported"] and d["complete"]
             and d["before"]["n_runs"] and not d["before"]["n_missing"]]
     out = {"cells": len(data), "complete": sum(d["complete"] for d in data),
@@ -617,6 +633,8 @@ def before_after_numbers(data: Sequence[dict[str, Any]]) -> dict[str, int]:
         out[f"agree_{when}"] = sum(d[when]["agreement"] == "agree" for d in both)
         out[f"never_60_{when}"] = sum(d[when]["never_60"] for d in data)
         out[f"ok_{when}"] = sum(_ok_runs(d[when]) for d in data)
+    out["stored_after"] = sum(d["after"]["n_runs"] for d in data)
+    out["runs_after"] = out["stored_after"] + sum(d["after"]["n_missing"] for d in data)
     return out
 
 

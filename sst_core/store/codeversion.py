@@ -1,9 +1,13 @@
 """Which version of the code a result depends on: a fingerprint of the code it runs.
 
-A record stores the fingerprint of the code its experiment runs
-(:func:`sst_core.experiments.registry.code_hash`), and ``sst status`` flags it as stale once that code
-has changed. Hashing whole files would flag every record after any edit to a file it
-shares (a new analysis function, a comment, a newly registered model); instead
+The version lock (``results/versions.lock``) keeps, per experiment, the fingerprints of
+the code its runs reach (:func:`sst_core.experiments.registry.fingerprints`), and a test
+fails when the code no longer matches them, so that every change that reaches runs gets a
+decision (DEVELOPING.md): raise the experiment's ``version`` (its records become stale) or
+show by ``sst lock`` that nothing changed. Staleness itself is the version alone
+(:func:`sst_core.experiments.registry.is_stale_record`). Hashing whole files would trip
+the lock after any edit to a file an experiment shares (a new analysis function, a
+comment, a newly registered model); instead
 :func:`fingerprint` walks from the experiment's entry points through the names their code
 uses and hashes only what it reaches:
 
