@@ -548,6 +548,13 @@ ROWS = [
      lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).LabelFreeConfig(
          run=tracker(), n_samples=16, rollout=100, t_obs=5), ConfigError,
      ["LabelFreeConfig.window_start=10 is not allowed", "below t_obs=5"]),
+    ("spread-tail-one-word",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).SpreadTailConfig(
+         run=tracker(), t=60, n_words=1), ConfigError,
+     ["SpreadTailConfig.n_words=1 is not allowed", "int >= 2"]),
+    ("spread-tail-time-zero",
+     lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).SpreadTailConfig(
+         run=tracker(), t=0), ConfigError, ["SpreadTailConfig.t=0 is not allowed"]),
     ("spectra-no-words",
      lambda tmp: __import__("sst_core.spec.configs", fromlist=["x"]).SpectraConfig(
          run=tracker(), n_words=0), ConfigError, ["SpectraConfig.n_words=0 is not allowed"]),

@@ -189,3 +189,82 @@ def test_figure4_before_after_reads_each_width_and_says_which_is_incomplete(monk
     assert f"4 of 5 at d_model {P.track_d_model_wide}" in t.note
     assert t.rows[-1][0] == "the paper"
     assert set(t.records) == {r["run_id"] for r in before + after}
+
+
+def test_the_stored_analysis_is_spread_tail_of_the_stored_tracker(tmp_path, monkeypatch):
+    """run_spread_tail measures the tracker its config names, on its diagnostics' words:
+    the same numbers as spread_tail called on that tracker directly, stored as a record."""
+    import json
+
+    from sst_core.analysis.trackers import held_out_words, load_tracker
+    from sst_core.experiments import runs
+    from sst_core.groups import get_group
+    from sst_core.spec import profiles
+    from sst_core.spec.configs import SpreadTailConfig
+
+    monkeypatch.setenv("SST_RESULTS_DIR", str(tmp_path))
+    P = profiles.get_profile("smoke")
+    from sst_core.experiments import paper1
+
+    run = [c for c in paper1.figure4_runs(P) if c.model == "token_gated_rnn"
+           and c.n_layers == 1][0]
+    runs.run(run)  # the tracker first: the analysis only loads it
+    cfg = SpreadTailConfig(run=run, t=7, n_words=63, seed=1, profile="smoke")
+    rec = runs.run(cfg)
+    assert rec["status"] == "ok" and rec["experiment"] == "tracking_spread_tail"
+    json.dumps(rec["metrics"])
+    _, model = load_tracker(run)
+    words, states = held_out_words(run, 63, 7, 1)
+    direct = spread_tail(model, words, states, 7, get_group(run.group).order)
+    assert rec["metrics"] == pytest.approx(direct, rel=1e-6)
+
+
+def test_the_spread_tail_grid_takes_figure4s_one_layer_token_gated_runs_and_the_table_reads_them(
+        tmp_path, monkeypatch):
+    """The grid holds one analysis per one-layer token-gated run that Figure 4 selects and
+    that has a median spread, at t = its m_p on its diagnostics' words; the table reads
+    their records and names those not stored."""
+    from sst_core.experiments import paper1
+    from sst_core.reports.error_control import spread_tail_table
+    from sst_core.spec import profiles
+    from sst_core.experiments.registry import version
+    from sst_core.store.records import cached_run
+
+    def write_record(cfg, metrics, root):
+        cached_run(cfg, lambda _: metrics, root=root, version=version(cfg.experiment))
+
+    P = profiles.get_profile("standard")  # both depths (configs only: nothing runs)
+    population = paper1.figure4_population(P, tmp_path)
+    gated = [c for c in population if c.model == "token_gated_rnn" and c.n_layers == 1]
+    deeper = [c for c in population if c.model == "token_gated_rnn" and c.n_layers == 2]
+    other = [c for c in population if c.model != "token_gated_rnn"][0]
+    assert gated and deeper
+    assert paper1.spread_tail_grid(P, tmp_path) == []  # no diagnostics stored yet
+
+    def diagnostics(run, m_p, root, T_cross=30, q_median=0.5):
+        cfg = paper1.diagnostics_config(P, run)
+        write_record(cfg, {"m_p": m_p, "T_cross": T_cross, "is_affine": True,
+                           "q_at_m_p": 2.0, "q_median_at_m_p": q_median,
+                           "training_run": "t" + str(m_p)}, root=root)
+
+    unselected = tmp_path / "unselected"
+    diagnostics(gated[0], 100, unselected, T_cross=None)  # Figure 4 leaves it out
+    assert paper1.spread_tail_grid(P, unselected) == []
+    diagnostics(gated[0], 100, tmp_path)
+    diagnostics(deeper[0], 200, tmp_path)  # two layers
+    diagnostics(other, 100, tmp_path)  # another model
+    grid = paper1.spread_tail_grid(P, tmp_path)
+    assert [(c.run, c.t, c.seed, c.n_words) for c in grid] == [
+        (gated[0], 100, 0, paper1.SPREAD_TAIL_WORDS)]
+    table = spread_tail_table(P, tmp_path)
+    assert table.rows == [] and "1 selected run whose analysis is not stored" in table.note
+    write_record(grid[0], {"mean_over_median": 3.0, "top_share": 0.2, "log_sd": 1.0,
+                           "lognormal_ratio": 1.6, "state_norm_median": 10.0,
+                           "state_norm_p99": 90.0, "rho_max": 1.1, "norm_max": 2.0,
+                           "tokens_rho_above_1": 2, "tokens": 3, "growth_rate": 0.04},
+                 root=tmp_path)
+    table = spread_tail_table(P, tmp_path)
+    assert len(table.rows) == 1 and "not stored" not in table.note
+    d = table.data[0]
+    assert d["q_over_q_median"] == pytest.approx(4.0) and d["m_p"] == 100
+    assert d["mean_over_median"] == 3.0 and d["training_run"] == "t100"

@@ -121,3 +121,15 @@ def spread_tail(model, words: np.ndarray, states: np.ndarray, t: int, n_g: int
             "rho_max": float(eig.max()), "norm_max": float(norm.max()),
             "tokens_rho_above_1": int((eig > 1).sum()), "tokens": int(used.size),
             "growth_rate": growth_rate(A, index)}
+
+
+def run_spread_tail(cfg) -> dict[str, Any]:
+    """:func:`spread_tail` of the tracker ``cfg.run`` (a
+    :class:`~sst_core.spec.configs.SpreadTailConfig`; its stored weights, nothing trained)
+    at ``cfg.t`` on ``cfg.n_words`` held-out words of the word sample ``cfg.seed``."""
+    from sst_core.analysis.trackers import held_out_words, load_tracker
+    from sst_core.groups import get_group
+
+    _, model = load_tracker(cfg.run)
+    words, states = held_out_words(cfg.run, cfg.n_words, cfg.t, cfg.seed)  # (b, t), (b, t)
+    return spread_tail(model, words, states, cfg.t, get_group(cfg.run.group).order)

@@ -11,6 +11,7 @@ from sst_core.groups import get_group
 from sst_core.spec.configs import (
     DiagnosticsConfig,
     OrderSensitivityConfig,
+    SpreadTailConfig,
     TrackingConfig,
 )
 from sst_core.tasks.tracking import running_product, sample, vocabulary
@@ -323,6 +324,35 @@ def resample_grid(P) -> list[DiagnosticsConfig]:
 
     return [replace(diagnostics_config(P, c), seed=s)
             for s in P.diag_resample_seeds for c in figure4_runs(P)]
+
+
+SPREAD_TAIL_MODEL = "token_gated_rnn"  # the model whose spread the chapter takes apart
+SPREAD_TAIL_WORDS = 1024  # held-out words per tracker of spread_tail_grid
+
+
+def spread_tail_grid(P, root=None) -> list[SpreadTailConfig]:
+    """The spread-tail analysis (:class:`SpreadTailConfig`) of every one-layer
+    :data:`SPREAD_TAIL_MODEL` run that Figure 4 selects (:func:`figure4_selection`) with a
+    median spread at m_p, at t = its m_p on its diagnostics' word sample. The list grows as
+    the diagnostics' records are stored (``sst sweep`` reads its grids again)."""
+    from sst_core.store.records import RecordError, load_record, record_path
+
+    out = []
+    for run in figure4_population(P, root):
+        if run.model != SPREAD_TAIL_MODEL or run.n_layers != 1:
+            continue
+        path = record_path(diagnostics_config(P, run), root)
+        try:
+            record = load_record(path) if path.is_file() else None
+        except RecordError:  # unreadable: the sweep computes it again first
+            record = None
+        if record is None or not figure4_selection([record]) \
+                or not record["metrics"].get("q_median_at_m_p"):
+            continue
+        out.append(SpreadTailConfig(run=run, t=record["metrics"]["m_p"],
+                                    n_words=SPREAD_TAIL_WORDS, seed=record["config"]["seed"],
+                                    profile=P.name))
+    return out
 
 
 FIGURE4_RULE = ("affine models on S3 (Table 2's grid plus the Figure 4 learning rates and "

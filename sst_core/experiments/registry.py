@@ -138,6 +138,14 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
               "beyond: DeltaNet, DeltaProduct, torch's GRU and LSTM on C2, C6, S3, A5")),
         TORCH_STARTUP),
     Experiment(
+        "tracking_spread_tail", "sst_core.spec.configs:SpreadTailConfig",
+        "sst_core.analysis.spread_tail:run_spread_tail",
+        ANALYSIS_DEPS + ("sst_core.analysis.spread_tail.run_spread_tail",),
+        (Grid("diagnostics", f"{P1}:spread_tail_grid", ("p1_diagnostics",),
+              "what makes the token-gated RNN's spread heavy-tailed (Figure 4's one-layer "
+              "runs, at t = m_p)"),),
+        TORCH_STARTUP),
+    Experiment(
         "exact_tracker", "sst_core.spec.configs:ExactTrackerConfig",
         f"{BEYOND}:exact_tracker", (f"{BEYOND}.exact_tracker",),
         (Grid("delta", f"{BEYOND}:exact_tracker_grid", ("beyond_delta",),

@@ -1180,57 +1180,47 @@ def spread_ratio_table(P: Profile, root=None, model: str = "token_gated_rnn") ->
                  note, [r["run_id"] for r in selected], data)
 
 
-SPREAD_TAIL_WORDS = 1024  # held-out words per tracker of spread_tail_table
-
-
-def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> Table:
-    """What makes the spread of Figure 4's ``model`` runs heavy-tailed: for every one-layer
-    run of ``model`` in Figure 4's selection, its trained tracker loaded from the store
-    (:func:`sst_core.analysis.trackers.load_tracker`; nothing is trained) and measured at
-    t = m_p on :data:`SPREAD_TAIL_WORDS` held-out words
-    (:func:`sst_core.analysis.spread_tail.spread_tail`), beside the record's own ratio of
-    q to q_median at m_p; rows in the order of that ratio."""
-    from sst_core.analysis.spread_tail import TOP_SHARE, spread_tail
-    from sst_core.analysis.trackers import TrackerMissing, held_out_words, load_tracker
+def spread_tail_table(P: Profile, root=None) -> Table:
+    """What makes the spread of Figure 4's one-layer token-gated RNN runs heavy-tailed:
+    the stored spread-tail analyses (:func:`sst_core.experiments.paper1.spread_tail_grid`,
+    :func:`sst_core.analysis.spread_tail.spread_tail` of each trained tracker at t = m_p),
+    beside each diagnostics record's own ratio of q to q_median at m_p; rows in the order
+    of that ratio."""
+    from sst_core.analysis.spread_tail import TOP_SHARE
     from sst_core.experiments.paper1 import (
+        SPREAD_TAIL_MODEL,
+        SPREAD_TAIL_WORDS,
         diagnostics_config,
-        figure4_population,
-        figure4_selection,
+        spread_tail_grid,
     )
-    from sst_core.groups import get_group
     from sst_core.reports import stored_record
 
-    selected = []  # (training config, diagnostics record)
-    for cfg in figure4_population(P, root):
-        if cfg.model != model or cfg.n_layers != 1:
+    model = SPREAD_TAIL_MODEL
+    selected = []  # (spread-tail config, its record, the tracker's diagnostics record)
+    lost = 0  # analyses not stored, or failed
+    for cfg in spread_tail_grid(P, root):
+        r = stored_record(cfg, root)
+        if r is None or r["status"] != "ok":
+            lost += 1
             continue
-        r = stored_record(diagnostics_config(P, cfg), root)
-        if r is not None and figure4_selection([r]) and r["metrics"].get("q_median_at_m_p"):
-            selected.append((cfg, r))
-    selected.sort(key=lambda x: x[1]["metrics"]["q_at_m_p"] / x[1]["metrics"]["q_median_at_m_p"])
+        selected.append((cfg, r, stored_record(diagnostics_config(P, cfg.run), root)))
+    selected.sort(key=lambda x: x[2]["metrics"]["q_at_m_p"] / x[2]["metrics"]["q_median_at_m_p"])
     cols = ["run (width, lr, seed)", "m_p", "q / q_median (record)", "mean / median spread",
             f"top {TOP_SHARE:.0%} of words' share", "log-normal ratio exp(s²/2)",
             "median state norm", "largest spectral radius", "tokens with radius > 1",
             "growth rate per token"]
-    rows, data, lost = [], [], 0
-    for cfg, r in selected:
-        try:
-            _, tracker = load_tracker(cfg)
-        except TrackerMissing:  # weights not stored (not committed at this profile)
-            lost += 1
-            continue
-        m_p = r["metrics"]["m_p"]
-        words, states = held_out_words(cfg, SPREAD_TAIL_WORDS, m_p, r["config"]["seed"])
-        out = spread_tail(tracker, words, states, m_p, get_group(cfg.group).order)
-        ratio = r["metrics"]["q_at_m_p"] / r["metrics"]["q_median_at_m_p"]
-        rows.append([f"{cfg.d_state}, {cfg.lr:g}, {cfg.seed}", m_p, f"{ratio:.2f}",
+    rows, data = [], []
+    for cfg, r, diag in selected:
+        out, m_p = r["metrics"], cfg.t
+        ratio = diag["metrics"]["q_at_m_p"] / diag["metrics"]["q_median_at_m_p"]
+        rows.append([f"{cfg.run.d_state}, {cfg.run.lr:g}, {cfg.run.seed}", m_p, f"{ratio:.2f}",
                      f"{out['mean_over_median']:.2f}", f"{out['top_share']:.2f}",
                      f"{out['lognormal_ratio']:.2f}", f"{out['state_norm_median']:.2g}",
                      f"{out['rho_max']:.3f}", f"{out['tokens_rho_above_1']} of {out['tokens']}",
                      f"{out['growth_rate']:.3f}"])
-        data.append({"run_id": r["metrics"]["training_run"],
-                     "d_state": cfg.d_state, "lr": cfg.lr, "seed": cfg.seed, "m_p": m_p,
-                     "q_over_q_median": ratio, **out})
+        data.append({"run_id": r["run_id"], "training_run": diag["metrics"]["training_run"],
+                     "d_state": cfg.run.d_state, "lr": cfg.run.lr, "seed": cfg.run.seed,
+                     "m_p": m_p, "q_over_q_median": ratio, **out})
     note = (f"Every one-layer {label_name(model)} run of Figure 4's selection, its trained tracker measured "
             f"at t = m_p on {SPREAD_TAIL_WORDS} held-out words. Spread: each word's squared "
             "readout distance to its class centroid (R is their mean, q_median's spread their "
@@ -1242,8 +1232,8 @@ def spread_tail_table(P: Profile, root=None, model: str = "token_gated_rnn") -> 
             "exponent of the products along the words, per token (above 0: the state grows "
             "exponentially). At initialisation W_h is 0.99 times an orthogonal matrix, so "
             "every A(a) starts with spectral radius below 0.99. "
-            + (f"{lost} selected run{'s' if lost > 1 else ''} whose weights are not stored "
-               "left out." if lost else ""))
+            + (f"{lost} selected run{'s' if lost > 1 else ''} whose analysis is not stored "
+               "or failed left out." if lost else ""))
     return Table(f"What makes the spread heavy-tailed: the one-layer {label_name(model)} "
                  "trackers", cols,
                  rows, note, [d["run_id"] for d in data], data)

@@ -279,6 +279,31 @@ class DiagnosticsConfig:
 
 
 @dataclass(frozen=True)
+class SpreadTailConfig:
+    """What makes one trained tracker's spread heavy-tailed at one time
+    (``sst_core.analysis.spread_tail.run_spread_tail``; chapter "Where affine trackers
+    fail"): its per-word spread, state norms, transitions and growth rate at ``t`` on
+    ``n_words`` held-out words of the word sample ``seed`` (those of its diagnostics).
+
+    ``t`` is the m_p its diagnostics record measured (``paper1.spread_tail_grid``).
+    """
+
+    run: TrackingConfig
+    t: int
+    n_words: int = 1024
+    seed: int = 0
+    profile: str = "smoke"
+    experiment: str = "tracking_spread_tail"
+
+    def __post_init__(self) -> None:
+        _check_ranges(self, (), (), ("t", "n_words"), ("seed",))
+        if self.n_words < 2:
+            raise ConfigError(f"SpreadTailConfig.n_words={self.n_words!r} is not allowed: it "
+                              "must be an int >= 2 (a spread compares words)")
+        check_caps(self, MAX_LENGTH=("t",), MAX_EXAMPLES=("n_words",))
+
+
+@dataclass(frozen=True)
 class ExactTrackerConfig:
     """Error-control diagnostics of a constructed Householder tracker
     (``sst_core.experiments.beyond.exact_tracker``; chapter "Affine trackers that should not
